@@ -1,0 +1,26 @@
+// Package agents owns the agent loop: one loop of model calls and tool
+// rounds, of which the planner, executors, reviewer and synthesizer are
+// configurations. It enforces the limits (tool calls, time, consecutive
+// failures, duplicate calls), compacts history, and reports every step as
+// typed events.
+package agents
+
+import "time"
+
+// Definition is a stored agent definition a chat session can be bound to;
+// it overrides the planner's configuration for that session.
+type Definition struct {
+	ID           string
+	Name         string
+	Description  string
+	SystemPrompt string
+	Model        string
+	Temperature  *float64
+	Tools        []string
+	MaxSteps     int
+	IsDefault    bool
+	// CreatedBy is the user who created the definition.
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}

@@ -1,0 +1,277 @@
+// Package persistence is planwright's storage: it opens SQLite or PostgreSQL
+// through gorm, applies the embedded goose migrations, and implements the
+// store interfaces declared by the packages that consume them (planning,
+// agents, tools, chat, auth). It is the only package that imports gorm.
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/planwright/planwright/migrations"
+)
+
+// Drivers.
+const (
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// Config says which database to open.
+type Config struct {
+	// Driver is "sqlite" or "postgres".
+	Driver string
+	// DSN is a file path (or file: URI) for SQLite, a URL or key=value DSN
+	// for PostgreSQL.
+	DSN string
+	// ConnectTimeout bounds the first connection; default 5 s.
+	ConnectTimeout time.Duration
+	// MigrationLockID is the advisory lock goose takes on PostgreSQL so that
+	// replicas starting together do not migrate at once. Default: goose's.
+	MigrationLockID int64
+}
+
+func (c Config) validate() error {
+	switch c.Driver {
+	case DriverSQLite, DriverPostgres:
+	default:
+		return fmt.Errorf("persistence: unknown driver %q (want sqlite or postgres)", c.Driver)
+	}
+	if strings.TrimSpace(c.DSN) == "" {
+		return errors.New("persistence: empty DSN")
+	}
+	return nil
+}
+
+// DB is an open database with its dialect.
+type DB struct {
+	gorm   *gorm.DB
+	sql    *sql.DB
+	driver string
+	target string // the DSN with any password redacted
+	lockID int64
+}
+
+// Open opens the database and checks that it answers within the connect
+// timeout. Errors name the target with any password redacted.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 5 * time.Second
+	}
+	db := &DB{driver: cfg.Driver, target: Redact(cfg.DSN), lockID: cfg.MigrationLockID}
+	gcfg := &gorm.Config{Logger: logger.Discard, TranslateError: true, SkipDefaultTransaction: true}
+	var err error
+	switch cfg.Driver {
+	case DriverSQLite:
+		db.gorm, err = openSQLite(cfg.DSN, gcfg)
+	case DriverPostgres:
+		db.gorm, err = openPostgres(cfg.DSN, cfg.ConnectTimeout, gcfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("persistence: open %s %s: %w", cfg.Driver, db.target, err)
+	}
+	if db.sql, err = db.gorm.DB(); err != nil {
+		return nil, fmt.Errorf("persistence: open %s %s: %w", cfg.Driver, db.target, err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if err := db.Ping(pingCtx); err != nil {
+		_ = db.sql.Close()
+		return nil, fmt.Errorf("persistence: connect to %s %s: %w", cfg.Driver, db.target, err)
+	}
+	return db, nil
+}
+
+// sqliteDSN turns a path into a URI with the pragmas planwright relies on:
+// WAL journaling, a busy timeout, foreign keys, and IMMEDIATE transactions so
+// that concurrent writers queue on the busy timeout instead of failing with
+// "database is locked" when a read transaction upgrades to a write.
+func sqliteDSN(dsn string) (string, error) {
+	if dsn == ":memory:" {
+		return "file::memory:?_pragma=foreign_keys(1)", nil
+	}
+	path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", err
+		}
+	}
+	params := []string{
+		"_pragma=journal_mode(WAL)",
+		"_pragma=busy_timeout(10000)",
+		"_pragma=foreign_keys(1)",
+		"_pragma=synchronous(NORMAL)",
+		"_txlock=immediate",
+	}
+	if query != "" {
+		params = append(params, query)
+	}
+	return "file:" + path + "?" + strings.Join(params, "&"), nil
+}
+
+func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, error) {
+	uri, err := sqliteDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return gorm.Open(sqlite.Open(uri), gcfg)
+}
+
+func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, error) {
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
+	}
+	pc.ConnectTimeout = timeout
+	sqlDB := stdlib.OpenDB(*pc)
+	return gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
+}
+
+// Gorm returns the gorm handle.
+func (db *DB) Gorm() *gorm.DB { return db.gorm }
+
+// SQL returns the database/sql handle.
+func (db *DB) SQL() *sql.DB { return db.sql }
+
+// Driver returns "sqlite" or "postgres".
+func (db *DB) Driver() string { return db.driver }
+
+// Target returns the DSN with any password redacted, for logs and errors.
+func (db *DB) Target() string { return db.target }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
+
+// Close closes the database.
+func (db *DB) Close() error { return db.sql.Close() }
+
+// MigrationState is one migration and whether it is applied.
+type MigrationState struct {
+	Version   int64
+	Name      string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+func (db *DB) provider() (*goose.Provider, error) {
+	opts := []goose.ProviderOption{goose.WithDisableGlobalRegistry(true)}
+	dialect, fsys := goose.DialectSQLite3, migrations.SQLite()
+	if db.driver == DriverPostgres {
+		dialect, fsys = goose.DialectPostgres, migrations.Postgres()
+		var lockOpts []lock.SessionLockerOption
+		if db.lockID != 0 {
+			lockOpts = append(lockOpts, lock.WithLockID(db.lockID))
+		}
+		locker, err := lock.NewPostgresSessionLocker(lockOpts...)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, goose.WithSessionLocker(locker))
+	}
+	return goose.NewProvider(dialect, db.sql, fsys, opts...)
+}
+
+// Migrate applies every pending migration. Re-running it is a no-op.
+func (db *DB) Migrate(ctx context.Context) ([]MigrationState, error) {
+	p, err := db.provider()
+	if err != nil {
+		return nil, fmt.Errorf("persistence: migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: migrate %s %s: %w", db.driver, db.target, err)
+	}
+	out := make([]MigrationState, 0, len(results))
+	for _, r := range results {
+		out = append(out, MigrationState{Version: r.Source.Version, Name: filepath.Base(r.Source.Path), Applied: true})
+	}
+	return out, nil
+}
+
+// MigrationStatus lists every known migration and whether it is applied.
+func (db *DB) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
+	p, err := db.provider()
+	if err != nil {
+		return nil, fmt.Errorf("persistence: migrations: %w", err)
+	}
+	st, err := p.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: migration status %s %s: %w", db.driver, db.target, err)
+	}
+	out := make([]MigrationState, 0, len(st))
+	for _, s := range st {
+		out = append(out, MigrationState{
+			Version:   s.Source.Version,
+			Name:      filepath.Base(s.Source.Path),
+			Applied:   s.State == goose.StateApplied,
+			AppliedAt: s.AppliedAt,
+		})
+	}
+	return out, nil
+}
+
+// Redact returns dsn with any password replaced by "xxxxx", for URLs
+// (postgres://user:pw@host/db) and key=value DSNs (password=pw).
+func Redact(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	fields := strings.Fields(dsn)
+	for i, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
+			fields[i] = k + "=xxxxx"
+		}
+	}
+	return strings.Join(fields, " ")
+}
+
+// redactErr hides the password of dsn inside err's text: pgx echoes parts of
+// the DSN in its parse errors.
+func redactErr(err error, dsn string) error {
+	msg := err.Error()
+	if pw := passwordOf(dsn); pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "xxxxx")
+	}
+	return errors.New(msg)
+}
+
+func passwordOf(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			return pw
+		}
+	}
+	for _, f := range strings.Fields(dsn) {
+		if k, v, ok := strings.Cut(f, "="); ok && strings.EqualFold(k, "password") {
+			return v
+		}
+	}
+	return ""
+}

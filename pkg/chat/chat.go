@@ -1,0 +1,87 @@
+// Package chat owns chat sessions, their messages, and the turn: resolving a
+// session, persisting the user's message idempotently, running the planner,
+// and persisting the answer.
+package chat
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ContextType says what a session is about; it selects the planner's prompt
+// section and tool set.
+type ContextType string
+
+// Context types. "general" from clients is stored as ContextGlobal.
+const (
+	ContextGlobal           ContextType = "global"
+	ContextProject          ContextType = "project"
+	ContextProjectCreate    ContextType = "project_create"
+	ContextProjectAudit     ContextType = "project_audit"
+	ContextProjectForecast  ContextType = "project_forecast"
+	ContextCalendar         ContextType = "calendar"
+	ContextDailyBriefUpdate ContextType = "daily_brief_update"
+	ContextOntology         ContextType = "ontology"
+	ContextBrainDump        ContextType = "brain_dump"
+)
+
+// Session is a chat session.
+type Session struct {
+	ID                string
+	UserID            string
+	Title             string
+	ContextType       ContextType
+	EntityID          string
+	AgentDefinitionID string
+	// Metadata holds state kept across turns: focus, clarification rounds,
+	// the last turn's context.
+	Metadata  json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// MessageRole is the author of a chat message.
+type MessageRole string
+
+// Chat message roles.
+const (
+	RoleUser      MessageRole = "user"
+	RoleAssistant MessageRole = "assistant"
+)
+
+// Usage counts tokens of a turn.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// ToolCall records a tool call made during a turn.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Success   bool            `json:"success"`
+	Result    string          `json:"result,omitempty"`
+	Error     string          `json:"error,omitempty"`
+}
+
+// Message is one chat message. (SessionID, ClientTurnID, Role) is unique, so
+// a retried turn never creates a second user or assistant message.
+type Message struct {
+	ID           string
+	SessionID    string
+	UserID       string
+	Role         MessageRole
+	Content      string
+	ClientTurnID string
+	StreamRunID  string
+	ToolCalls    []ToolCall
+	Usage        Usage
+	PlanID       string
+	// FinishedReason is completed, cancelled, error or limit (assistant only).
+	FinishedReason    string
+	Interrupted       bool
+	InterruptedReason string
+	PartialTokens     int
+	CreatedAt         time.Time
+}

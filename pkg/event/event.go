@@ -1,0 +1,418 @@
+// Package event holds planwright's typed events and the machinery that moves
+// them: envelopes, sinks, and (in sse.go) the Server-Sent Events encoder.
+//
+// Every event is a struct with a Type method. Producers never build strings
+// or maps: they emit a struct through an Emitter, which stamps the source and
+// the time. The stream that delivers events stamps the sequence number, and
+// the SSE encoder is the only place that turns an event into text.
+package event
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Type names an event on the wire (the SSE `event:` field and the JSON `type`).
+type Type string
+
+// Every event type of the contract in DESIGN.md.
+const (
+	TypeSession             Type = "session"
+	TypeAgentState          Type = "agent_state"
+	TypeContextUsage        Type = "context_usage"
+	TypeText                Type = "text"
+	TypeToolCall            Type = "tool_call"
+	TypeToolResult          Type = "tool_result"
+	TypeOperation           Type = "operation"
+	TypePlanCreated         Type = "plan_created"
+	TypePlanRevised         Type = "plan_revised"
+	TypePlanReadyForReview  Type = "plan_ready_for_review"
+	TypePlanReview          Type = "plan_review"
+	TypeStepStart           Type = "step_start"
+	TypeStepComplete        Type = "step_complete"
+	TypeExecutorSpawned     Type = "executor_spawned"
+	TypeExecutorResult      Type = "executor_result"
+	TypePlanComplete        Type = "plan_complete"
+	TypeContextShift        Type = "context_shift"
+	TypeFocusActive         Type = "focus_active"
+	TypeFocusChanged        Type = "focus_changed"
+	TypeClarifyingQuestions Type = "clarifying_questions"
+	TypeDuplicateDetected   Type = "duplicate_detected"
+	TypeForcedFinalize      Type = "forced_finalize"
+	TypeLastTurnContext     Type = "last_turn_context"
+	TypeError               Type = "error"
+	TypeDone                Type = "done"
+)
+
+// Event is one typed event payload.
+type Event interface {
+	Type() Type
+}
+
+// Role says which kind of agent (or the system) produced an event.
+type Role string
+
+// The roles of event sources.
+const (
+	RolePlanner     Role = "planner"
+	RoleExecutor    Role = "executor"
+	RoleReviewer    Role = "reviewer"
+	RoleSynthesizer Role = "synthesizer"
+	RoleSystem      Role = "system"
+)
+
+// Source tells a client who produced an event, so it can tell the planner's
+// tool calls from a plan step's.
+type Source struct {
+	Role        Role   `json:"role"`
+	AgentID     string `json:"agent_id,omitempty"`
+	PlanID      string `json:"plan_id,omitempty"`
+	StepNumber  int    `json:"step_number,omitempty"`
+	ExecutionID string `json:"execution_id,omitempty"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	TotalTokens  int `json:"total_tokens"`
+}
+
+// Add returns the sum of u and o, with TotalTokens recomputed.
+func (u Usage) Add(o Usage) Usage {
+	in, out := u.InputTokens+o.InputTokens, u.OutputTokens+o.OutputTokens
+	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+}
+
+// SessionInfo describes a chat session.
+type SessionInfo struct {
+	ID          string `json:"id"`
+	ContextType string `json:"context_type"`
+	EntityID    string `json:"entity_id,omitempty"`
+	Title       string `json:"title"`
+}
+
+// Session announces the session a turn runs in.
+type Session struct {
+	Session SessionInfo `json:"session"`
+}
+
+// AgentState values.
+const (
+	StateThinking      = "thinking"
+	StateExecutingPlan = "executing_plan"
+	StateWaitingOnUser = "waiting_on_user"
+)
+
+// AgentState reports what the agent is doing.
+type AgentState struct {
+	State   string `json:"state"`
+	Details string `json:"details,omitempty"`
+}
+
+// ContextUsage estimates the prompt size against the role's budget.
+type ContextUsage struct {
+	EstimatedTokens int  `json:"estimated_tokens"`
+	Budget          int  `json:"budget"`
+	Compressed      bool `json:"compressed"`
+}
+
+// Text is a delta of assistant text.
+type Text struct {
+	Content string `json:"content"`
+}
+
+// ToolCallInfo describes a tool call the model made.
+type ToolCallInfo struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolCall announces a tool call before it runs.
+type ToolCall struct {
+	ToolCall ToolCallInfo `json:"tool_call"`
+}
+
+// ToolResult answers a ToolCall.
+type ToolResult struct {
+	ToolCallID string `json:"tool_call_id"`
+	Name       string `json:"name"`
+	Success    bool   `json:"success"`
+	Result     string `json:"result,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Operation reports a change to a workspace entity in human-readable terms.
+type Operation struct {
+	Action     string `json:"action"`
+	EntityType string `json:"entity_type"`
+	EntityName string `json:"entity_name"`
+	Status     string `json:"status"`
+	EntityID   string `json:"entity_id,omitempty"`
+}
+
+// PlanStep is a step as clients see it inside a plan.
+type PlanStep struct {
+	Number           int             `json:"number"`
+	Title            string          `json:"title"`
+	Description      string          `json:"description,omitempty"`
+	Tools            []string        `json:"tools,omitempty"`
+	ExecutorRequired bool            `json:"executor_required"`
+	DependsOn        []int           `json:"depends_on,omitempty"`
+	Tool             string          `json:"tool,omitempty"`
+	Args             json.RawMessage `json:"args,omitempty"`
+	Status           string          `json:"status"`
+	Result           string          `json:"result,omitempty"`
+	Error            string          `json:"error,omitempty"`
+}
+
+// Plan is a plan as clients see it.
+type Plan struct {
+	ID        string     `json:"id"`
+	SessionID string     `json:"session_id,omitempty"`
+	Goal      string     `json:"goal"`
+	Mode      string     `json:"mode"`
+	Status    string     `json:"status"`
+	Version   int        `json:"version"`
+	Steps     []PlanStep `json:"steps"`
+}
+
+// PlanCreated announces a validated plan.
+type PlanCreated struct {
+	Plan Plan `json:"plan"`
+}
+
+// PlanRevised announces a new version of a plan.
+type PlanRevised struct {
+	Plan Plan `json:"plan"`
+}
+
+// PlanReadyForReview says a plan waits for a human.
+type PlanReadyForReview struct {
+	Plan    Plan   `json:"plan"`
+	Summary string `json:"summary"`
+}
+
+// PlanReview reports a reviewer agent's verdict.
+type PlanReview struct {
+	PlanID   string `json:"plan_id"`
+	Round    int    `json:"round"`
+	Verdict  string `json:"verdict"`
+	Comments string `json:"comments"`
+}
+
+// StepState is a step's state in step events.
+type StepState struct {
+	Number int    `json:"number"`
+	Title  string `json:"title"`
+	Status string `json:"status"`
+	Result string `json:"result,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// StepStart says a step began running.
+type StepStart struct {
+	PlanID string    `json:"plan_id"`
+	Step   StepState `json:"step"`
+}
+
+// StepComplete says a step reached a final state.
+type StepComplete struct {
+	PlanID string    `json:"plan_id"`
+	Step   StepState `json:"step"`
+}
+
+// ExecutorSpawned says an executor agent started on a step.
+type ExecutorSpawned struct {
+	PlanID      string `json:"plan_id"`
+	StepNumber  int    `json:"step_number"`
+	ExecutionID string `json:"execution_id"`
+}
+
+// ExecutorResult reports how an executor agent ended.
+type ExecutorResult struct {
+	PlanID      string `json:"plan_id"`
+	StepNumber  int    `json:"step_number"`
+	ExecutionID string `json:"execution_id"`
+	Status      string `json:"status,omitempty"`
+	Summary     string `json:"summary,omitempty"`
+	Error       string `json:"error,omitempty"`
+	Usage       *Usage `json:"usage,omitempty"`
+}
+
+// PlanComplete says a plan run ended.
+type PlanComplete struct {
+	PlanID     string `json:"plan_id"`
+	Status     string `json:"status"`
+	Completed  int    `json:"completed"`
+	Failed     int    `json:"failed"`
+	Skipped    int    `json:"skipped"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// ContextShift moves the session to another context (e.g. a new project).
+type ContextShift struct {
+	NewContext string `json:"new_context"`
+	EntityID   string `json:"entity_id"`
+	EntityName string `json:"entity_name"`
+	Message    string `json:"message"`
+}
+
+// Focus is the project (and optionally entity) a session is focused on.
+type Focus struct {
+	ProjectID   string `json:"project_id,omitempty"`
+	ProjectName string `json:"project_name,omitempty"`
+	EntityType  string `json:"entity_type,omitempty"`
+	EntityID    string `json:"entity_id,omitempty"`
+	EntityName  string `json:"entity_name,omitempty"`
+}
+
+// FocusActive reports the focus when it is first resolved.
+type FocusActive struct {
+	Focus Focus `json:"focus"`
+}
+
+// FocusChanged reports a change of focus.
+type FocusChanged struct {
+	Focus Focus `json:"focus"`
+}
+
+// ClarifyingQuestions asks the user before going on.
+type ClarifyingQuestions struct {
+	Questions []string `json:"questions"`
+}
+
+// DuplicateDetected says a repeated identical tool call was not run again.
+type DuplicateDetected struct {
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason"`
+}
+
+// ForcedFinalize says the loop ends with one last model call without tools.
+type ForcedFinalize struct {
+	Tool      string          `json:"tool,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason"`
+}
+
+// LastTurnContext summarises a turn for the next one.
+type LastTurnContext struct {
+	Summary     string   `json:"summary"`
+	ContextType string   `json:"context_type"`
+	EntityID    string   `json:"entity_id,omitempty"`
+	ToolsUsed   []string `json:"tools_used,omitempty"`
+	PlanID      string   `json:"plan_id,omitempty"`
+	PlanStatus  string   `json:"plan_status,omitempty"`
+}
+
+// ErrorInfo is a caller-safe error.
+type ErrorInfo struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error reports a failure; it always precedes Done.
+type Error struct {
+	Error ErrorInfo `json:"error"`
+}
+
+// Finished reasons of Done.
+const (
+	FinishedCompleted = "completed"
+	FinishedCancelled = "cancelled"
+	FinishedError     = "error"
+	FinishedLimit     = "limit"
+)
+
+// Done is always the last event of a stream.
+type Done struct {
+	FinishedReason string `json:"finished_reason"`
+	Usage          Usage  `json:"usage"`
+	SessionID      string `json:"session_id,omitempty"`
+	MessageID      string `json:"message_id,omitempty"`
+	// Replay is true when the stream replays a turn that already finished.
+	Replay bool `json:"replay,omitempty"`
+}
+
+func (Session) Type() Type             { return TypeSession }
+func (AgentState) Type() Type          { return TypeAgentState }
+func (ContextUsage) Type() Type        { return TypeContextUsage }
+func (Text) Type() Type                { return TypeText }
+func (ToolCall) Type() Type            { return TypeToolCall }
+func (ToolResult) Type() Type          { return TypeToolResult }
+func (Operation) Type() Type           { return TypeOperation }
+func (PlanCreated) Type() Type         { return TypePlanCreated }
+func (PlanRevised) Type() Type         { return TypePlanRevised }
+func (PlanReadyForReview) Type() Type  { return TypePlanReadyForReview }
+func (PlanReview) Type() Type          { return TypePlanReview }
+func (StepStart) Type() Type           { return TypeStepStart }
+func (StepComplete) Type() Type        { return TypeStepComplete }
+func (ExecutorSpawned) Type() Type     { return TypeExecutorSpawned }
+func (ExecutorResult) Type() Type      { return TypeExecutorResult }
+func (PlanComplete) Type() Type        { return TypePlanComplete }
+func (ContextShift) Type() Type        { return TypeContextShift }
+func (FocusActive) Type() Type         { return TypeFocusActive }
+func (FocusChanged) Type() Type        { return TypeFocusChanged }
+func (ClarifyingQuestions) Type() Type { return TypeClarifyingQuestions }
+func (DuplicateDetected) Type() Type   { return TypeDuplicateDetected }
+func (ForcedFinalize) Type() Type      { return TypeForcedFinalize }
+func (LastTurnContext) Type() Type     { return TypeLastTurnContext }
+func (Error) Type() Type               { return TypeError }
+func (Done) Type() Type                { return TypeDone }
+
+// registry decodes the payload of each event type.
+var registry = map[Type]func([]byte) (Event, error){
+	TypeSession:             decode[Session],
+	TypeAgentState:          decode[AgentState],
+	TypeContextUsage:        decode[ContextUsage],
+	TypeText:                decode[Text],
+	TypeToolCall:            decode[ToolCall],
+	TypeToolResult:          decode[ToolResult],
+	TypeOperation:           decode[Operation],
+	TypePlanCreated:         decode[PlanCreated],
+	TypePlanRevised:         decode[PlanRevised],
+	TypePlanReadyForReview:  decode[PlanReadyForReview],
+	TypePlanReview:          decode[PlanReview],
+	TypeStepStart:           decode[StepStart],
+	TypeStepComplete:        decode[StepComplete],
+	TypeExecutorSpawned:     decode[ExecutorSpawned],
+	TypeExecutorResult:      decode[ExecutorResult],
+	TypePlanComplete:        decode[PlanComplete],
+	TypeContextShift:        decode[ContextShift],
+	TypeFocusActive:         decode[FocusActive],
+	TypeFocusChanged:        decode[FocusChanged],
+	TypeClarifyingQuestions: decode[ClarifyingQuestions],
+	TypeDuplicateDetected:   decode[DuplicateDetected],
+	TypeForcedFinalize:      decode[ForcedFinalize],
+	TypeLastTurnContext:     decode[LastTurnContext],
+	TypeError:               decode[Error],
+	TypeDone:                decode[Done],
+}
+
+// Types returns every event type of the contract.
+func Types() []Type {
+	out := make([]Type, 0, len(registry))
+	for t := range registry {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Envelope is an event with its stream metadata.
+type Envelope struct {
+	Seq    int64
+	TS     time.Time
+	Source Source
+	Event  Event
+}
+
+// header is the part of the wire form every event shares.
+type header struct {
+	Type   Type      `json:"type"`
+	Seq    int64     `json:"seq"`
+	TS     time.Time `json:"ts"`
+	Source Source    `json:"source"`
+}

@@ -1,0 +1,38 @@
+package event
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteFrame writes e as one SSE frame: `id: <seq>`, `event: <type>`,
+// `data: <json>` and a blank line. JSON never contains a raw newline, so the
+// data fits one `data:` line.
+func WriteFrame(w io.Writer, e Envelope) error {
+	data, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(data)+48)
+	buf = append(buf, "id: "...)
+	buf = strconv.AppendInt(buf, e.Seq, 10)
+	buf = append(buf, "\nevent: "...)
+	buf = append(buf, e.Event.Type()...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	_, err = w.Write(buf)
+	return err
+}
+
+// WriteComment writes an SSE comment line (used for keep-alives).
+func WriteComment(w io.Writer, text string) error {
+	if strings.ContainsAny(text, "\r\n") {
+		return fmt.Errorf("event: comment %q spans lines", text)
+	}
+	_, err := io.WriteString(w, ": "+text+"\n\n")
+	return err
+}

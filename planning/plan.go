@@ -1,0 +1,213 @@
+// Package planning owns plans: the Plan and Step types, validation of a plan
+// as a dependency graph, the scheduler that runs independent steps in
+// parallel, the orchestrator that takes a plan through its mode (auto
+// execution, human review, agent review), the executor coordinator that runs
+// a focused executor agent per step, and the create_plan tool the planner
+// calls.
+package planning
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// Mode says how a plan is approved.
+type Mode string
+
+// Plan modes.
+const (
+	ModeAutoExecute Mode = "auto_execute"
+	ModeDraftOnly   Mode = "draft_only"
+	ModeAgentReview Mode = "agent_review"
+)
+
+// Status is a plan's state.
+type Status string
+
+// Plan statuses.
+const (
+	StatusPendingReview Status = "pending_review" // waiting for a human
+	StatusInReview      Status = "in_review"      // a reviewer agent is working
+	StatusExecuting     Status = "executing"
+	StatusCompleted     Status = "completed"
+	StatusFailed        Status = "failed"
+	StatusCancelled     Status = "cancelled"
+	StatusRejected      Status = "rejected"
+	StatusInterrupted   Status = "interrupted" // the process stopped while it ran
+)
+
+// StepStatus is a step's state.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPending   StepStatus = "pending"
+	StepRunning   StepStatus = "running"
+	StepCompleted StepStatus = "completed"
+	StepFailed    StepStatus = "failed"
+	StepSkipped   StepStatus = "skipped"
+	StepCancelled StepStatus = "cancelled"
+)
+
+// Usage counts tokens spent on a plan.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Plan is a goal broken into numbered steps joined by dependencies.
+type Plan struct {
+	ID        string
+	SessionID string
+	UserID    string
+	Goal      string
+	Mode      Mode
+	Status    Status
+	Version   int
+	Steps     []Step
+	// ReviewRound counts reviewer-agent rounds so far.
+	ReviewRound int
+	// Reason explains a rejection, a failure, or why a plan waits for a human.
+	Reason string
+	// StreamRunID is the chat run that created the plan, if any.
+	StreamRunID string
+	Usage       Usage
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+	StartedAt   *time.Time
+	CompletedAt *time.Time
+}
+
+// Step is one unit of a plan. It runs either a focused executor agent
+// (ExecutorRequired, with Tools only) or one tool directly (Tool with Args).
+type Step struct {
+	Number           int
+	Title            string
+	Description      string
+	Tools            []string
+	ExecutorRequired bool
+	DependsOn        []int
+	Tool             string
+	Args             json.RawMessage
+	Status           StepStatus
+	Result           string
+	Error            string
+	StartedAt        *time.Time
+	CompletedAt      *time.Time
+}
+
+// Revision is a stored version of a plan's steps.
+type Revision struct {
+	ID      string
+	PlanID  string
+	Version int
+	Goal    string
+	Steps   []Step
+	// Author is "planner" (a revision after review) or "user" (an approval
+	// with edited steps).
+	Author string
+	// Reason is the review comments or the human's note that led to it.
+	Reason    string
+	CreatedAt time.Time
+}
+
+// Verdict is a reviewer agent's answer.
+type Verdict string
+
+// Review verdicts.
+const (
+	VerdictApproved         Verdict = "approved"
+	VerdictChangesRequested Verdict = "changes_requested"
+)
+
+// Review is one round of a reviewer agent's review.
+type Review struct {
+	ID        string
+	PlanID    string
+	Round     int
+	Version   int
+	Verdict   Verdict
+	Comments  string
+	AgentID   string
+	Usage     Usage
+	CreatedAt time.Time
+}
+
+// ExecutionStatus is an executor run's state.
+type ExecutionStatus string
+
+// Execution statuses.
+const (
+	ExecutionRunning   ExecutionStatus = "running"
+	ExecutionCompleted ExecutionStatus = "completed"
+	ExecutionFailed    ExecutionStatus = "failed"
+	ExecutionCancelled ExecutionStatus = "cancelled"
+)
+
+// Execution is one executor agent's run of one step (agent_executions).
+type Execution struct {
+	ID             string
+	PlanID         string
+	StepNumber     int
+	AgentID        string
+	AgentSessionID string
+	UserID         string
+	Status         ExecutionStatus
+	Task           string
+	Result         string
+	Error          string
+	Usage          Usage
+	ToolCalls      int
+	StartedAt      time.Time
+	CompletedAt    *time.Time
+	DurationMS     int64
+}
+
+// AgentRecord is one agent instance (agents): a planner, a step's executor,
+// a reviewer or a synthesizer.
+type AgentRecord struct {
+	ID         string
+	Role       event.Role
+	UserID     string
+	SessionID  string
+	PlanID     string
+	StepNumber int
+	ParentID   string
+	Model      string
+	CreatedAt  time.Time
+}
+
+// AgentSession is an agent's private conversation (agent_chat_sessions).
+type AgentSession struct {
+	ID         string
+	AgentID    string
+	PlanID     string
+	StepNumber int
+	UserID     string
+	CreatedAt  time.Time
+}
+
+// ToolCall is a tool call inside an agent message.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// AgentMessage is one message of an agent's conversation
+// (agent_chat_messages), in order of Seq within its session.
+type AgentMessage struct {
+	ID             string
+	AgentSessionID string
+	ExecutionID    string
+	Seq            int
+	Role           string // system, user, assistant, tool
+	Content        string
+	ToolCalls      []ToolCall
+	ToolCallID     string
+	Name           string
+	Usage          Usage
+	CreatedAt      time.Time
+}

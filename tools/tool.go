@@ -1,0 +1,109 @@
+// Package tools holds the Tool interface, the registry that names tools and
+// tool sets, and the runtime that runs a round of tool calls: it validates
+// arguments against each tool's JSON schema, enforces timeouts, turns panics
+// into error results, retries idempotent tools, truncates long results, runs
+// a bounded number of calls at once, and records every execution.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// NoTimeout as a Spec.Timeout means the tool is bounded only by its context
+// (used by tools that run whole plans).
+const NoTimeout time.Duration = -1
+
+// Spec describes a tool to the model and to the runtime.
+type Spec struct {
+	Name        string
+	Description string
+	// Schema is the JSON Schema of the arguments object.
+	Schema json.RawMessage
+	// Idempotent tools may be retried after a failure.
+	Idempotent bool
+	// Timeout overrides the runtime's per-tool timeout; NoTimeout disables it.
+	Timeout time.Duration
+}
+
+// Tool is something an agent can call. Implementations must be safe for
+// concurrent use: the runtime runs several calls at once.
+type Tool interface {
+	Spec() Spec
+	Run(ctx context.Context, call Call) (Result, error)
+}
+
+// Scope is who a call acts for. Tools use it to check ownership: another
+// user's entity does not exist.
+type Scope struct {
+	UserID      string
+	SessionID   string
+	ContextType string
+	EntityID    string
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	ID    string
+	Name  string
+	Args  json.RawMessage
+	Scope Scope
+	// Events is bound to the caller's source; tools emit operation events
+	// (and, for plan tools, plan events) through it.
+	Events event.Emitter
+}
+
+// Result is what a tool returns. Content is what the model sees.
+type Result struct {
+	Content string
+	// Shift, when set, moves the session to another context.
+	Shift *event.ContextShift
+	// Halt ends the agent loop after this round without another model call
+	// (clarifying questions); Content becomes the assistant's answer.
+	Halt bool
+	// AwaitUser says the turn ends waiting on the user (a plan saved for
+	// review, a question asked).
+	AwaitUser bool
+	// PlanID names the plan this call created or touched, if any.
+	PlanID string
+}
+
+// Execution is the record of one tool execution (chat_tool_executions).
+type Execution struct {
+	ID         string
+	UserID     string
+	SessionID  string
+	ToolCallID string
+	ToolName   string
+	Arguments  json.RawMessage
+	Result     string
+	Error      string
+	Success    bool
+	DurationMS int64
+	// Source says who called: the planner, or a plan step's executor (with
+	// plan id, step number and execution id).
+	Source    event.Source
+	CreatedAt time.Time
+}
+
+// Recorder stores tool executions.
+type Recorder interface {
+	RecordToolExecution(ctx context.Context, e Execution) error
+}
+
+// Outcome is the result of one call in a round, in the order of the calls.
+type Outcome struct {
+	Call Call
+	// Success is false when the tool failed, its arguments were invalid, it
+	// timed out or panicked, or it does not exist.
+	Success bool
+	// Content is what goes back to the model: the result, or the error text,
+	// truncated to the runtime's limit with a visible marker.
+	Content string
+	// Result is the tool's full result when Success is true.
+	Result   Result
+	Duration time.Duration
+}
