@@ -1,0 +1,167 @@
+// Package dbtest gives tests isolated, migrated databases on both drivers.
+//
+// SQLite databases live in t.TempDir(). PostgreSQL databases are a schema of
+// their own on TEST_DATABASE_URL, created for the test and dropped after it,
+// so tests run in parallel and pass on a database that earlier runs left
+// dirty. When TEST_DATABASE_URL is unset or unreachable, PostgreSQL tests are
+// skipped with a plain message, or fail when REQUIRE_POSTGRES=1 (as in CI).
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"hash/fnv"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/planwright/planwright/persistence"
+)
+
+// Drivers lists the drivers shared suites run on.
+var Drivers = []string{persistence.DriverSQLite, persistence.DriverPostgres}
+
+// ForEachDriver runs fn as a parallel subtest per driver, each with a fresh
+// migrated database.
+func ForEachDriver(t *testing.T, fn func(t *testing.T, db *persistence.DB)) {
+	t.Helper()
+	for _, driver := range Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			fn(t, Open(t, driver))
+		})
+	}
+}
+
+// Open returns a fresh, migrated database for driver, closed when the test ends.
+func Open(t testing.TB, driver string) *persistence.DB {
+	t.Helper()
+	cfg := persistence.Config{Driver: driver}
+	switch driver {
+	case persistence.DriverSQLite:
+		cfg.DSN = SQLiteDSN(t)
+	case persistence.DriverPostgres:
+		cfg.DSN = PostgresDSN(t)
+		cfg.MigrationLockID = lockID(cfg.DSN)
+	default:
+		t.Fatalf("dbtest: unknown driver %q", driver)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db, err := persistence.Open(ctx, cfg)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return db
+}
+
+// SQLiteDSN returns the path of a new SQLite database file in t.TempDir().
+func SQLiteDSN(t testing.TB) string {
+	t.Helper()
+	return t.TempDir() + "/planwright.db"
+}
+
+// PostgresDSN returns a DSN on TEST_DATABASE_URL whose search_path is a new,
+// empty schema, dropped when the test ends.
+func PostgresDSN(t testing.TB) string {
+	t.Helper()
+	base := basePostgres(t)
+	schema := "pwtest_" + randomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := base.db.ExecContext(ctx, `CREATE SCHEMA "`+schema+`"`); err != nil {
+		t.Fatalf("dbtest: create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := base.db.ExecContext(ctx, `DROP SCHEMA "`+schema+`" CASCADE`); err != nil {
+			t.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, base.url, schema)
+}
+
+type pgBase struct {
+	url string
+	db  *sql.DB
+	err string // why PostgreSQL is unavailable; empty when it is available
+}
+
+var (
+	baseOnce sync.Once
+	base     pgBase
+)
+
+// basePostgres connects once per test binary to TEST_DATABASE_URL.
+func basePostgres(t testing.TB) pgBase {
+	t.Helper()
+	baseOnce.Do(func() {
+		base.url = os.Getenv("TEST_DATABASE_URL")
+		if base.url == "" {
+			base.err = "TEST_DATABASE_URL is not set"
+			return
+		}
+		db, err := sql.Open("pgx", base.url)
+		if err != nil {
+			base.err = "TEST_DATABASE_URL: " + err.Error()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := db.PingContext(ctx); err != nil {
+			_ = db.Close()
+			base.err = "PostgreSQL at " + persistence.Redact(base.url) + " is unreachable: " + err.Error()
+			return
+		}
+		db.SetMaxOpenConns(4)
+		base.db = db
+	})
+	if base.err != "" {
+		if os.Getenv("REQUIRE_POSTGRES") == "1" {
+			t.Fatalf("dbtest: REQUIRE_POSTGRES=1 but %s", base.err)
+		}
+		t.Skipf("dbtest: PostgreSQL suite skipped: %s", base.err)
+	}
+	return base
+}
+
+func withSearchPath(t testing.TB, dsn, schema string) string {
+	t.Helper()
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	if strings.Contains(dsn, "=") {
+		return dsn + " search_path=" + schema
+	}
+	t.Fatalf("dbtest: cannot add search_path to TEST_DATABASE_URL %s", persistence.Redact(dsn))
+	return ""
+}
+
+// lockID gives each schema its own migration lock, so parallel tests do not
+// queue on goose's default advisory lock.
+func lockID(dsn string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(dsn))
+	return int64(h.Sum64() >> 1)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
