@@ -307,12 +307,16 @@ func notRun(round int, st CallStatus, c tools.Call, content string) ToolCallReco
 }
 
 // collect keeps what a successful tool result reports beyond its content.
+// A context shift also moves the scope of the turn's later tool calls, so
+// "create a project, then add tasks to it" acts in the new project.
 func (s *run) collect(r tools.Result) {
 	if r.AwaitUser {
 		s.res.AwaitUser = true
 	}
 	if r.Shift != nil {
 		s.res.Shifts = append(s.res.Shifts, *r.Shift)
+		s.task.Scope.ContextType = r.Shift.NewContext
+		s.task.Scope.EntityID = r.Shift.EntityID
 	}
 	if r.PlanID != "" && !slices.Contains(s.res.PlanIDs, r.PlanID) {
 		s.res.PlanIDs = append(s.res.PlanIDs, r.PlanID)

@@ -917,3 +917,24 @@ func TestPlannerFlowWithRules(t *testing.T) {
 	require.Equal(t, []string{"plan-1"}, res.PlanIDs)
 	require.Equal(t, llm.Usage{InputTokens: 120, OutputTokens: 30}, res.Usage)
 }
+
+func TestContextShiftMovesTheScopeOfLaterCalls(t *testing.T) {
+	t.Parallel()
+	model := script(t,
+		reply{calls: []llm.ToolCall{call("a", "create_project", `{"name":"Launch"}`)}},
+		reply{calls: []llm.ToolCall{call("b", "create_task", `{"title":"Draft"}`)}},
+		text("Created the project and its first task."),
+	)
+	b := setup(t, model,
+		tool("create_project", func(context.Context, tools.Call) (tools.Result, error) {
+			return tools.Result{Content: "created", Shift: &event.ContextShift{NewContext: "project", EntityID: "p1", EntityName: "Launch"}}, nil
+		}),
+		tool("create_task", nil),
+	)
+	res, err := b.runner.Run(t.Context(), b.task)
+	require.NoError(t, err)
+	require.Len(t, res.Shifts, 1)
+	rounds := b.tools.Rounds()
+	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "global"}, rounds[0][0].Scope)
+	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "project", EntityID: "p1"}, rounds[1][0].Scope)
+}

@@ -119,7 +119,8 @@ type Task struct {
 	Input string
 	// Tools are the tools offered to the model.
 	Tools []tools.Tool
-	// Scope is who the tool calls act for.
+	// Scope is who the tool calls act for. A tool result's context shift
+	// moves it (context type and entity) for the rest of the run.
 	Scope tools.Scope
 	// Events is bound to the run's source (role, agent id, plan id, step
 	// number, execution id); the loop's events and the tools' events go
