@@ -3,6 +3,12 @@
 // configurations. It enforces the limits (tool calls, time, consecutive
 // failures, duplicate calls), compacts history, and reports every step as
 // typed events.
+//
+// A Runner (New) runs a Task and returns a Result. It consumes a Model (the
+// pkg/llm adapter), a ToolRunner (the tools runtime) and optionally a
+// Transcript, all declared here. Roles (LoadRoles) come from
+// configs/agents.yaml. Cancellation carries a CancelCause, read back with
+// CauseOf.
 package agents
 
 import "time"
