@@ -380,6 +380,10 @@ func retryable(ctx context.Context, err error) bool {
 // code is Internal, the details being logged — and for any other error its
 // text. Invalid arguments are listed one violation per line.
 func (r *Runtime) errorText(call Call, err error) string {
+	var argErr *argumentsError
+	if errors.As(err, &argErr) {
+		return violationText(call.Name, argErr)
+	}
 	var ae *apperr.Error
 	if !errors.As(err, &ae) {
 		if !errors.Is(err, ErrCancelled) {
@@ -387,16 +391,11 @@ func (r *Runtime) errorText(call Call, err error) string {
 		}
 		return err.Error()
 	}
-	switch ae.Code {
-	case apperr.Internal:
+	if ae.Code == apperr.Internal {
 		if !errors.Is(err, ErrPanic) { // a panic was logged with its stack
 			r.log.Error().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed with an internal error")
 		}
 		return "internal error"
-	case apperr.Invalid:
-		if len(ae.Fields) > 0 {
-			return violationText(call.Name, ae)
-		}
 	}
 	return (&apperr.Error{Code: ae.Code, Message: ae.Message, Fields: ae.Fields}).Error()
 }

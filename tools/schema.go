@@ -72,18 +72,15 @@ func compileSchema(raw json.RawMessage) (*argsSchema, error) {
 
 // validate checks raw arguments against the schema. Empty arguments count as
 // {} (models send nothing for tools without parameters). The error is an
-// *apperr.Error of code Invalid whose Fields list every violation, sorted by
-// location.
+// *argumentsError around an *apperr.Error of code Invalid whose Fields list
+// every violation, sorted by location.
 func (s *argsSchema) validate(raw json.RawMessage) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage("{}")
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return &apperr.Error{
-			Code:    apperr.Invalid,
-			Message: "invalid arguments: malformed JSON: " + err.Error(),
-		}
+		return &argumentsError{apperr.New(apperr.Invalid, "invalid arguments: malformed JSON: %v", err)}
 	}
 	err = s.schema.Validate(doc)
 	if err == nil {
@@ -91,14 +88,20 @@ func (s *argsSchema) validate(raw json.RawMessage) error {
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return &apperr.Error{Code: apperr.Invalid, Message: "invalid arguments: " + err.Error()}
+		return &argumentsError{apperr.New(apperr.Invalid, "invalid arguments: %v", err)}
 	}
-	return &apperr.Error{
-		Code:    apperr.Invalid,
-		Message: "invalid arguments",
-		Fields:  violations(ve),
-	}
+	return &argumentsError{apperr.Invalidf(violations(ve), "invalid arguments")}
 }
+
+// argumentsError is the error of arguments that failed validation, which
+// the model sees with one violation per line. It unwraps to an
+// *apperr.Error of code Invalid.
+type argumentsError struct {
+	err *apperr.Error
+}
+
+func (e *argumentsError) Error() string { return e.err.Error() }
+func (e *argumentsError) Unwrap() error { return e.err }
 
 // violations flattens a validation error into its leaves: one FieldError per
 // violation, with the JSON Pointer of the offending value ("/" for the
@@ -156,18 +159,18 @@ func pointer(loc []string) string {
 
 // violationText renders an invalid-arguments error for the model: a heading
 // and then one violation per line, "- <pointer>: <message>".
-func violationText(toolName string, err error) string {
-	var ae *apperr.Error
-	if !errors.As(err, &ae) || len(ae.Fields) == 0 {
-		return fmt.Sprintf("tool %q: %s", toolName, apperr.MessageOf(err))
-	}
+func violationText(toolName string, e *argumentsError) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tool %q: invalid arguments (%d problem", toolName, len(ae.Fields))
-	if len(ae.Fields) != 1 {
+	fmt.Fprintf(&b, "tool %q: %s", toolName, e.err.Message)
+	if len(e.err.Fields) == 0 {
+		return b.String()
+	}
+	fmt.Fprintf(&b, " (%d problem", len(e.err.Fields))
+	if len(e.err.Fields) != 1 {
 		b.WriteByte('s')
 	}
 	b.WriteString("):")
-	for _, f := range ae.Fields {
+	for _, f := range e.err.Fields {
 		b.WriteString("\n- ")
 		b.WriteString(f.Field)
 		b.WriteString(": ")
