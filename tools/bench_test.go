@@ -22,7 +22,9 @@ func BenchmarkRunRound(b *testing.B) {
 		b.Fatal(err)
 	}
 	noop := tools.New(tools.Spec{Name: "noop", Description: "does nothing"},
-		func(context.Context, tools.Call, taskArgs) (tools.Result, error) { return tools.Result{Content: "ok"}, nil })
+		func(context.Context, tools.Call, taskArgs) (tools.Result, error) {
+			return tools.Result{Content: "ok"}, nil
+		})
 	available := []tools.Tool{noop}
 	emitter := event.NewEmitter(event.Discard, event.Source{Role: event.RolePlanner}, nil)
 	for _, n := range []int{1, 3} {

@@ -198,7 +198,7 @@ func (r *Runtime) RunRound(ctx context.Context, available []Tool, calls []Call) 
 	return out
 }
 
-// run handles one call from announcement to tool_result. It never panics.
+// run handles one call from announcement to tool_result.
 func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome {
 	start := r.cfg.Now()
 	tool, eff, err := r.resolve(available, call)

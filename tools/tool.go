@@ -3,6 +3,13 @@
 // arguments against each tool's JSON schema, enforces timeouts, turns panics
 // into error results, retries idempotent tools, truncates long results, runs
 // a bounded number of calls at once, and records every execution.
+//
+// Tools are usually built with New, which decodes a call's arguments into a
+// struct and derives the JSON schema from it. A Registry names the tools of
+// the process and the tool sets agents select them by (Resolve). A Runtime
+// runs the calls of one model round (RunRound) and, in gateway mode,
+// offers a large catalog through two tools, tool_help and tool_exec
+// (Gateway). Package toolstest has fakes for tests.
 package tools
 
 import (
