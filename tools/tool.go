@@ -3,6 +3,13 @@
 // arguments against each tool's JSON schema, enforces timeouts, turns panics
 // into error results, retries idempotent tools, truncates long results, runs
 // a bounded number of calls at once, and records every execution.
+//
+// Tools are usually built with New, which decodes a call's arguments into a
+// struct and derives the JSON schema from it. A Registry names the tools of
+// the process and the tool sets agents select them by (Resolve). A Runtime
+// runs the calls of one model round (RunRound) and, in gateway mode,
+// offers a large catalog through two tools, tool_help and tool_exec
+// (Gateway). Package toolstest has fakes for tests.
 package tools
 
 import (
@@ -89,10 +96,17 @@ type Execution struct {
 	CreatedAt time.Time
 }
 
-// Recorder stores tool executions.
+// Recorder stores tool executions. The runtime calls it from several
+// goroutines at once.
 type Recorder interface {
 	RecordToolExecution(ctx context.Context, e Execution) error
 }
+
+// RecorderFunc adapts a function to a Recorder.
+type RecorderFunc func(ctx context.Context, e Execution) error
+
+// RecordToolExecution calls f.
+func (f RecorderFunc) RecordToolExecution(ctx context.Context, e Execution) error { return f(ctx, e) }
 
 // Outcome is the result of one call in a round, in the order of the calls.
 type Outcome struct {
@@ -100,10 +114,16 @@ type Outcome struct {
 	// Success is false when the tool failed, its arguments were invalid, it
 	// timed out or panicked, or it does not exist.
 	Success bool
-	// Content is what goes back to the model: the result, or the error text,
-	// truncated to the runtime's limit with a visible marker.
+	// Content is what goes back to the model: the result, or "error: " and
+	// the error text, truncated to the runtime's limit with a visible marker.
 	Content string
 	// Result is the tool's full result when Success is true.
-	Result   Result
+	Result Result
+	// Err is why the call failed (nil on success). It matches, with
+	// errors.Is, apperr.ErrInvalid for invalid arguments, ErrUnknownTool,
+	// ErrTimeout, ErrPanic or ErrCancelled, or is the tool's own error.
+	Err error
+	// Duration spans the whole call: validation, every attempt, the waits
+	// between retries.
 	Duration time.Duration
 }

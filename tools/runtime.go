@@ -1,0 +1,469 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// NoRetries as RuntimeConfig.Retries disables retries.
+const NoRetries = -1
+
+// Runtime defaults.
+const (
+	DefaultTimeout        = 30 * time.Second
+	DefaultMaxResultChars = 4000
+	DefaultParallelism    = 3
+	DefaultRetries        = 2
+	DefaultRetryBackoff   = 100 * time.Millisecond
+	DefaultRecordTimeout  = 5 * time.Second
+)
+
+// The kinds of failure an Outcome's Err can match with errors.Is, besides
+// apperr.ErrInvalid (malformed or schema-violating arguments) and the
+// apperr codes of errors the tool returned itself.
+var (
+	// ErrUnknownTool: the call named a tool that was not available.
+	ErrUnknownTool = errors.New("unknown tool")
+	// ErrTimeout: the tool did not finish within its timeout.
+	ErrTimeout = errors.New("timed out")
+	// ErrPanic: the tool panicked. The model sees only "internal error".
+	ErrPanic = errors.New("panicked")
+	// ErrCancelled: the round's context ended before or while the tool ran;
+	// the error also wraps the context's cause.
+	ErrCancelled = errors.New("cancelled")
+)
+
+// RuntimeConfig configures a Runtime. Zero values take the defaults.
+type RuntimeConfig struct {
+	// Recorder stores every execution. Required.
+	Recorder Recorder
+	// Now is the clock for timestamps and durations (default time.Now).
+	Now func() time.Time
+	// NewID generates execution ids (default UUIDv7).
+	NewID func() string
+	// Logger receives failures, panics (with stacks), retries and recorder
+	// errors. The zero Logger discards.
+	Logger zerolog.Logger
+	// Timeout bounds one attempt of a tool unless its Spec says otherwise
+	// (default 30 s; NoTimeout: bounded only by the round's context).
+	Timeout time.Duration
+	// MaxResultChars is how many characters of a result the model sees; the
+	// rest is cut and a marker says how much (default 4000).
+	MaxResultChars int
+	// Parallelism is how many calls of a round run at once (default 3).
+	Parallelism int
+	// Retries is how often a failed idempotent tool is tried again (default
+	// 2; NoRetries disables retries).
+	Retries int
+	// RetryBackoff is the wait before the first retry; it doubles for each
+	// further retry (default 100 ms).
+	RetryBackoff time.Duration
+	// RecordTimeout bounds one Recorder call. Recording does not stop when
+	// the round's context ends, so that cancelled calls are recorded too
+	// (default 5 s).
+	RecordTimeout time.Duration
+}
+
+// Runtime runs rounds of tool calls. It is safe for concurrent use; one
+// Runtime serves every agent of the process.
+type Runtime struct {
+	cfg     RuntimeConfig
+	log     zerolog.Logger
+	schemas schemaCache
+}
+
+// NewRuntime validates cfg, fills in defaults and returns a Runtime. The
+// error is an Invalid *apperr.Error naming every bad field.
+func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
+	var bad []apperr.FieldError
+	fail := func(field, msg string) { bad = append(bad, apperr.FieldError{Field: field, Message: msg}) }
+	if cfg.Recorder == nil {
+		fail("Recorder", "is required")
+	}
+	switch {
+	case cfg.Timeout == 0:
+		cfg.Timeout = DefaultTimeout
+	case cfg.Timeout < 0 && cfg.Timeout != NoTimeout:
+		fail("Timeout", "must be positive, or NoTimeout")
+	}
+	switch {
+	case cfg.MaxResultChars == 0:
+		cfg.MaxResultChars = DefaultMaxResultChars
+	case cfg.MaxResultChars < 0:
+		fail("MaxResultChars", "must be positive")
+	}
+	switch {
+	case cfg.Parallelism == 0:
+		cfg.Parallelism = DefaultParallelism
+	case cfg.Parallelism < 0:
+		fail("Parallelism", "must be positive")
+	}
+	switch {
+	case cfg.Retries == 0:
+		cfg.Retries = DefaultRetries
+	case cfg.Retries == NoRetries:
+		cfg.Retries = 0
+	case cfg.Retries < 0:
+		fail("Retries", "must be positive, or NoRetries")
+	}
+	switch {
+	case cfg.RetryBackoff == 0:
+		cfg.RetryBackoff = DefaultRetryBackoff
+	case cfg.RetryBackoff < 0:
+		fail("RetryBackoff", "must be positive")
+	}
+	switch {
+	case cfg.RecordTimeout == 0:
+		cfg.RecordTimeout = DefaultRecordTimeout
+	case cfg.RecordTimeout < 0:
+		fail("RecordTimeout", "must be positive")
+	}
+	if len(bad) > 0 {
+		return nil, apperr.Invalidf(bad, "invalid tool runtime config")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = newUUIDv7
+	}
+	return &Runtime{cfg: cfg, log: cfg.Logger}, nil
+}
+
+func newUUIDv7() string { return uuid.Must(uuid.NewV7()).String() }
+
+// RunRound runs one round of a model's tool calls against the tools
+// available to it and returns one Outcome per call, in call order.
+//
+// Up to Parallelism calls run at once. For each call RunRound emits tool_call
+// through call.Events when the call starts, then validates its arguments
+// against the tool's schema (every violation is reported; the tool does not
+// run), runs it with its timeout, panic recovery and — for idempotent tools —
+// retries, truncates the content, records the execution and, last, emits
+// tool_result. A call of the gateway's tool_exec is announced, run and
+// recorded as the tool it names.
+//
+// When ctx ends, calls not yet started do not run; they report ErrCancelled
+// (and are announced and recorded as such), as do running calls that fail
+// because of it. Tools must return once their context is done: RunRound
+// waits for every call it started, so no goroutine outlives it.
+func (r *Runtime) RunRound(ctx context.Context, available []Tool, calls []Call) []Outcome {
+	out := make([]Outcome, len(calls))
+	if len(calls) == 1 || r.cfg.Parallelism == 1 {
+		for i, c := range calls {
+			out[i] = r.run(ctx, available, c)
+		}
+		return out
+	}
+	sem := make(chan struct{}, r.cfg.Parallelism)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		acquired := false
+		if ctx.Err() == nil {
+			select {
+			case sem <- struct{}{}:
+				acquired = true
+			case <-ctx.Done():
+			}
+		}
+		if !acquired || ctx.Err() != nil {
+			if acquired {
+				<-sem
+			}
+			out[i] = r.run(ctx, available, c) // reports ErrCancelled without running
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = r.run(ctx, available, c)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// run handles one call from announcement to tool_result.
+func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome {
+	start := r.cfg.Now()
+	tool, eff, err := r.resolve(available, call)
+	call.Events.Emit(ctx, event.ToolCall{ToolCall: event.ToolCallInfo{ID: eff.ID, Name: eff.Name, Arguments: jsonOrString(eff.Args)}})
+
+	var res Result
+	switch {
+	case err != nil:
+	case ctx.Err() != nil:
+		err = fmt.Errorf("tool %q was not run: %w: %w", eff.Name, ErrCancelled, context.Cause(ctx))
+	default:
+		res, err = r.execute(ctx, tool, eff)
+	}
+
+	o := Outcome{Call: call, Success: err == nil, Result: res, Err: err, Duration: r.cfg.Now().Sub(start)}
+	var text string
+	if err == nil {
+		text = res.Content
+		o.Content = truncate(text, r.cfg.MaxResultChars)
+	} else {
+		text = truncate(r.errorText(eff, err), r.cfg.MaxResultChars)
+		o.Content = "error: " + text
+		o.Result = Result{}
+	}
+	r.record(ctx, eff, start, o, text)
+	ev := event.ToolResult{ToolCallID: eff.ID, Name: eff.Name, Success: o.Success, DurationMS: o.Duration.Milliseconds()}
+	if o.Success {
+		ev.Result = o.Content
+	} else {
+		ev.Error = text
+	}
+	call.Events.Emit(ctx, ev)
+	return o
+}
+
+// resolve finds the tool a call names among the available ones and, for the
+// gateway's tool_exec, the tool it names: eff is then the call as that tool
+// sees it (same id, scope and emitter; the real name and arguments). It has
+// no side effects.
+func (r *Runtime) resolve(available []Tool, call Call) (Tool, Call, error) {
+	tool := find(available, call.Name)
+	if tool == nil {
+		return nil, call, fmt.Errorf("%w %q; available tools: %s", ErrUnknownTool, call.Name, orNone(names(available)))
+	}
+	x, ok := tool.(*execTool)
+	if !ok {
+		return tool, call, nil
+	}
+	args, err := x.decode(call.Args)
+	if err != nil {
+		return nil, call, err
+	}
+	eff := call
+	eff.Name, eff.Args = args.Name, args.Arguments
+	inner := x.g.find(args.Name)
+	if inner == nil {
+		return nil, eff, fmt.Errorf("%w %q; call tool_help for the catalog of tools", ErrUnknownTool, args.Name)
+	}
+	return inner, eff, nil
+}
+
+func find(available []Tool, name string) Tool {
+	for _, t := range available {
+		if t != nil && t.Spec().Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+func names(ts []Tool) []string {
+	out := make([]string, 0, len(ts))
+	for _, t := range ts {
+		if t != nil {
+			out = append(out, t.Spec().Name)
+		}
+	}
+	return out
+}
+
+// execute validates the arguments and runs the tool, retrying an idempotent
+// tool after a retryable failure.
+func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, error) {
+	spec := tool.Spec()
+	schema, err := r.schema(tool, spec)
+	if err != nil {
+		return Result{}, apperr.Wrap(apperr.Internal, err, "tool %q has an invalid schema", spec.Name)
+	}
+	if err := schema.validate(call.Args); err != nil {
+		return Result{}, err
+	}
+	timeout := r.cfg.Timeout
+	if spec.Timeout != 0 {
+		timeout = spec.Timeout
+	}
+	retries := 0
+	if spec.Idempotent {
+		retries = r.cfg.Retries
+	}
+	backoff := r.cfg.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		res, err := r.attempt(ctx, tool, call, timeout)
+		if err == nil || attempt >= retries || !retryable(ctx, err) {
+			return res, err
+		}
+		r.log.Warn().Err(err).Str("tool", spec.Name).Str("tool_call_id", call.ID).
+			Int("attempt", attempt+1).Dur("backoff", backoff).Msg("tool failed; retrying")
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Result{}, fmt.Errorf("tool %q %w while waiting to retry: %w", spec.Name, ErrCancelled, context.Cause(ctx))
+		case <-t.C:
+		}
+		backoff *= 2
+	}
+}
+
+// schema returns the compiled schema of a tool: its own if it carries one,
+// else the runtime's cached compilation of its Spec.Schema.
+func (r *Runtime) schema(tool Tool, spec Spec) (*argsSchema, error) {
+	if c, ok := tool.(compiled); ok {
+		return c.compiledSchema()
+	}
+	return r.schemas.get(spec.Schema)
+}
+
+// errTimedOut is the cause of an attempt's context when its timeout fires.
+var errTimedOut = errors.New("tool timeout")
+
+// attempt runs the tool once under its timeout, turning a panic into an
+// error and classifying context errors as a timeout or a cancellation.
+func (r *Runtime) attempt(ctx context.Context, tool Tool, call Call, timeout time.Duration) (res Result, err error) {
+	runCtx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	}
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error().Str("tool", call.Name).Str("tool_call_id", call.ID).
+				Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).Msg("tool panicked")
+			res, err = Result{}, &apperr.Error{
+				Code:    apperr.Internal,
+				Message: "internal error",
+				Err:     fmt.Errorf("tool %q %w: %v", call.Name, ErrPanic, p),
+			}
+		}
+	}()
+	res, err = tool.Run(runCtx, call)
+	if err == nil {
+		return res, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return Result{}, fmt.Errorf("tool %q %w: %w", call.Name, ErrCancelled, context.Cause(ctx))
+	case errors.Is(context.Cause(runCtx), errTimedOut):
+		return Result{}, fmt.Errorf("tool %q %w after %s", call.Name, ErrTimeout, timeout)
+	}
+	return Result{}, err
+}
+
+// retryable reports whether a failed attempt may be tried again: not once
+// the round's context has ended, not after a panic (a bug does not go away),
+// and not when the tool blamed its input (the same call fails again).
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, ErrPanic) || errors.Is(err, ErrCancelled) {
+		return false
+	}
+	switch apperr.CodeOf(err) { // a plain error is Internal here: retried
+	case apperr.Invalid, apperr.NotFound, apperr.Unauthorized, apperr.Conflict, apperr.TooLarge:
+		return false
+	}
+	return true
+}
+
+// errorText is what the model (and the record) sees of a failure: for an
+// *apperr.Error its message and field problems — "internal error" when its
+// code is Internal, the details being logged — and for any other error its
+// text. Invalid arguments are listed one violation per line.
+func (r *Runtime) errorText(call Call, err error) string {
+	var argErr *argumentsError
+	if errors.As(err, &argErr) {
+		return violationText(call.Name, argErr)
+	}
+	var ae *apperr.Error
+	if !errors.As(err, &ae) {
+		if !errors.Is(err, ErrCancelled) {
+			r.log.Warn().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed")
+		}
+		return err.Error()
+	}
+	if ae.Code == apperr.Internal {
+		if !errors.Is(err, ErrPanic) { // a panic was logged with its stack
+			r.log.Error().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed with an internal error")
+		}
+		return "internal error"
+	}
+	return (&apperr.Error{Code: ae.Code, Message: ae.Message, Fields: ae.Fields}).Error()
+}
+
+// record stores the execution. A recorder failure is logged, never returned:
+// the model's round goes on. Recording outlives the round's context (bounded
+// by RecordTimeout) so that cancelled calls are recorded too.
+func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outcome, text string) {
+	e := Execution{
+		ID:         r.cfg.NewID(),
+		UserID:     call.Scope.UserID,
+		SessionID:  call.Scope.SessionID,
+		ToolCallID: call.ID,
+		ToolName:   call.Name,
+		Arguments:  jsonOrString(call.Args),
+		Success:    o.Success,
+		DurationMS: o.Duration.Milliseconds(),
+		Source:     call.Events.Source(),
+		CreatedAt:  start,
+	}
+	if o.Success {
+		e.Result = o.Content
+	} else {
+		e.Error = text
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RecordTimeout)
+	defer cancel()
+	if err := r.cfg.Recorder.RecordToolExecution(rctx, e); err != nil {
+		r.log.Error().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).
+			Str("execution_id", e.ID).Msg("recording tool execution failed")
+	}
+}
+
+// jsonOrString returns raw if it is valid JSON, {} if it is empty, and
+// otherwise raw as a JSON string, so that malformed arguments can still be
+// announced in an event and stored in a JSON column.
+func jsonOrString(raw json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 {
+		return json.RawMessage("{}")
+	}
+	if json.Valid(trimmed) {
+		return raw
+	}
+	s, _ := json.Marshal(string(raw)) // a string always marshals
+	return s
+}
+
+// truncate cuts s to max characters (runes) and appends a marker saying how
+// many were cut.
+func truncate(s string, max int) string {
+	if len(s) <= max { // bytes ≥ runes: no rune count needed
+		return s
+	}
+	n := utf8.RuneCountInString(s)
+	if n <= max {
+		return s
+	}
+	cut := 0
+	for i := range s {
+		if cut == max {
+			var b strings.Builder
+			b.Grow(i + 64)
+			b.WriteString(s[:i])
+			fmt.Fprintf(&b, "\n[… truncated: %d of %d characters cut]", n-max, n)
+			return b.String()
+		}
+		cut++
+	}
+	return s
+}
