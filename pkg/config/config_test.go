@@ -345,8 +345,8 @@ func TestLoadFileSelection(t *testing.T) {
 		{name: "missing default file means defaults", files: map[string]string{}, wantAddr: "127.0.0.1:8080"},
 		{name: "PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "env.yaml"}, wantAddr: "127.0.0.1:1002"},
 		{name: "flag wins over PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "env.yaml"}, flag: "flag.yaml", wantAddr: "127.0.0.1:1003"},
-		{name: "missing file named by PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "gone.yaml"}, wantErr: `config: config: file "gone.yaml" does not exist`},
-		{name: "missing file named by flag", files: files, flag: "gone.yaml", wantErr: `config: config: file "gone.yaml" does not exist`},
+		{name: "missing file named by PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "gone.yaml"}, wantErr: `config: PLANWRIGHT_CONFIG: file "gone.yaml" does not exist`},
+		{name: "missing file named by flag", files: files, flag: "gone.yaml", wantErr: `config: --config: file "gone.yaml" does not exist`},
 		{name: "missing default file named explicitly", files: map[string]string{}, flag: config.DefaultFile, wantErr: "does not exist"},
 		{name: "errors name the file", files: files, flag: "broken.yaml", wantErr: "config: broken.yaml: server.adr: unknown key"},
 	}
@@ -369,7 +369,7 @@ func TestLoadUnreadableFile(t *testing.T) {
 	opts := source{}.options("dir")
 	opts.ReadFile = func(string) ([]byte, error) { return nil, errors.New("is a directory") }
 	_, err := config.Load(opts)
-	require.EqualError(t, err, `config: config: read "dir": is a directory`)
+	require.EqualError(t, err, `config: --config: read "dir": is a directory`)
 }
 
 func TestLoadRealFile(t *testing.T) {

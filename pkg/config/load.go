@@ -48,13 +48,13 @@ func Load(opts LoadOptions) (Config, error) {
 		return v, ok && v != ""
 	}
 
-	path, explicit := opts.Path, opts.Path != ""
-	if !explicit {
-		if p, ok := lookup("PLANWRIGHT_CONFIG"); ok {
-			path, explicit = p, true
-		}
-	}
-	if path == "" {
+	// origin names where an explicit path came from, for its errors.
+	path, origin := opts.Path, ""
+	if path != "" {
+		origin = "--config"
+	} else if p, ok := lookup("PLANWRIGHT_CONFIG"); ok {
+		path, origin = p, "PLANWRIGHT_CONFIG"
+	} else {
 		path = DefaultFile
 	}
 
@@ -66,12 +66,12 @@ func Load(opts LoadOptions) (Config, error) {
 			return Config{}, prefixed(err, path)
 		}
 		cfg.Source = path
-	case errors.Is(err, fs.ErrNotExist) && !explicit:
+	case errors.Is(err, fs.ErrNotExist) && origin == "":
 		// No default file: built-in defaults apply.
 	case errors.Is(err, fs.ErrNotExist):
-		return Config{}, invalid(apperr.FieldError{Field: "config", Message: fmt.Sprintf("file %q does not exist", path)})
+		return Config{}, invalid(apperr.FieldError{Field: origin, Message: fmt.Sprintf("file %q does not exist", path)})
 	default:
-		return Config{}, invalid(apperr.FieldError{Field: "config", Message: fmt.Sprintf("read %q: %v", path, unwrapPath(err))})
+		return Config{}, invalid(apperr.FieldError{Field: origin, Message: fmt.Sprintf("read %q: %v", path, unwrapPath(err))})
 	}
 
 	fromEnv, err := applyEnv(&cfg, lookup)

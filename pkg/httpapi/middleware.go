@@ -77,7 +77,7 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			Str("path", req.URL.Path).
 			Int("status", res.Status).
 			Int64("bytes", res.Size).
-			Dur("duration", s.cfg.Now().Sub(start)).
+			Dur("duration_ms", s.cfg.Now().Sub(start)).
 			Str("remote", c.RealIP()).
 			Msg("request")
 		return nil
