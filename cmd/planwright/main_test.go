@@ -302,6 +302,38 @@ func TestServeUnwritableSQLite(t *testing.T) {
 	require.Contains(t, last, "not a directory")
 }
 
+func TestServeMigrationFailure(t *testing.T) {
+	t.Parallel()
+	vars, dbPath := sqliteEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
+	// A table in the way of the first migration.
+	db, err := persistence.Open(context.Background(), persistence.Config{Driver: "sqlite", DSN: dbPath})
+	require.NoError(t, err)
+	_, err = db.SQL().Exec(`CREATE TABLE api_keys (x int)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	code, _, stderr := runCLI(t, vars, "serve")
+	require.Equal(t, 1, code)
+	last := lastLine(stderr)
+	require.True(t, strings.HasPrefix(last, "planwright: persistence: migrate sqlite "+dbPath+": "), last)
+	require.NotContains(t, stderr, "http server listening")
+}
+
+func TestServePortInUse(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	vars, _ := sqliteEnv(t)
+	vars["PLANWRIGHT_ADDR"] = ln.Addr().String()
+	code, _, stderr := runCLI(t, vars, "serve")
+	require.Equal(t, 1, code)
+	last := lastLine(stderr)
+	require.True(t, strings.HasPrefix(last, "planwright: httpapi: listen on "+ln.Addr().String()+": "), last)
+	require.Contains(t, stderr, `"message":"database closed"`, "the started parts are stopped again")
+}
+
 func TestMigrateCommands(t *testing.T) {
 	t.Parallel()
 	names := migrationNames(t)

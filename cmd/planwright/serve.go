@@ -78,7 +78,7 @@ func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutp
 type runContext struct{ context.Context }
 
 // appOptions is the whole fx graph of `serve`:
-// config → logger → database → migrations → HTTP server.
+// config → logger → database → migrations (schema) → HTTP server.
 func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg, flags, out, runContext{ctx}),
@@ -89,7 +89,8 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 			func(db *persistence.DB) httpapi.Pinger { return db },
 			newHTTPServer,
 		),
-		fx.Invoke(migrate, runHTTPServer),
+		fx.Provide(migrate),
+		fx.Invoke(runHTTPServer),
 		fx.StartTimeout(cfg.Database.ConnectTimeout+30*time.Second),
 		// OnStop hooks share this window: drain first, then close the database.
 		fx.StopTimeout(cfg.Server.DrainTimeout+10*time.Second),
@@ -114,15 +115,22 @@ func openDatabase(lc fx.Lifecycle, rc runContext, cfg config.Config, log zerolog
 	return db, nil
 }
 
-// migrate applies pending migrations unless --no-migrate.
-func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Logger) error {
+// schema marks that the database schema is current, or that --no-migrate
+// left it alone: the HTTP server depends on it, so migrations run first.
+type schema struct{}
+
+// migrate applies pending migrations unless --no-migrate. When they fail the
+// app never starts, so no OnStop hook would close the database: migrate
+// closes it itself.
+func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Logger) (schema, error) {
 	if flags.noMigrate {
 		log.Info().Msg("migrations skipped (--no-migrate)")
-		return nil
+		return schema{}, nil
 	}
 	applied, err := db.Migrate(rc)
 	if err != nil {
-		return err
+		_ = db.Close()
+		return schema{}, err
 	}
 	for _, m := range applied {
 		log.Info().Int64("version", m.Version).Str("name", m.Name).Msg("migration applied")
@@ -130,7 +138,7 @@ func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Lo
 	if len(applied) == 0 {
 		log.Info().Msg("database schema is up to date")
 	}
-	return nil
+	return schema{}, nil
 }
 
 // serverParams are what the HTTP server is built from. Later parts add
@@ -144,6 +152,7 @@ type serverParams struct {
 	Flags  serveFlags
 	Logger zerolog.Logger
 	DB     httpapi.Pinger
+	Schema schema
 	Routes []httpapi.Routes `group:"routes"`
 }
 
