@@ -158,12 +158,16 @@ type Planning struct {
 
 // Limits bounds one chat turn.
 type Limits struct {
-	MaxToolCalls           int           `yaml:"max_tool_calls"`
-	TurnTimeout            time.Duration `yaml:"turn_timeout"`
-	MaxConsecutiveFailures int           `yaml:"max_consecutive_failures"`
+	// MaxToolCalls is the most tool calls in one turn.
+	MaxToolCalls int `yaml:"max_tool_calls"`
+	// TurnTimeout bounds one turn.
+	TurnTimeout time.Duration `yaml:"turn_timeout"`
+	// MaxConsecutiveFailures ends the tool loop after this many failed
+	// tool calls in a row.
+	MaxConsecutiveFailures int `yaml:"max_consecutive_failures"`
 }
 
-// Log levels and formats.
+// Log formats.
 const (
 	FormatAuto    = "auto" // console when stderr is a terminal, JSON otherwise
 	FormatJSON    = "json"

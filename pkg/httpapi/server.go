@@ -150,6 +150,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// The peer's address, not X-Forwarded-For/X-Real-IP, which any client
+	// can forge.
+	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.requestID, s.logRequests, recoverPanics, s.limitBody)
 	e.GET("/healthz", s.healthz)

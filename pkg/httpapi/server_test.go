@@ -361,7 +361,7 @@ func TestOneLogLinePerRequest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	b.do(t, http.MethodGet, "/healthz", nil, nil)
-	b.do(t, http.MethodGet, "/nope", nil, http.Header{"X-Request-Id": {"r-2"}})
+	b.do(t, http.MethodGet, "/nope", nil, http.Header{"X-Request-Id": {"r-2"}, "X-Forwarded-For": {"6.6.6.6"}})
 	var lines []map[string]any
 	for _, l := range b.log.lines(t) {
 		if l["message"] == "request" {
@@ -376,6 +376,7 @@ func TestOneLogLinePerRequest(t *testing.T) {
 	require.EqualValues(t, 404, lines[1]["status"])
 	require.Equal(t, "r-2", lines[1]["request_id"])
 	require.Equal(t, "info", lines[1]["level"])
+	require.Equal(t, "192.0.2.1", lines[1]["remote"], "the peer address, not a forgeable header")
 }
 
 // blockingRoute registers GET /block, which signals entered and answers once
