@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
+	"go.uber.org/goleak"
+
+	"github.com/planwright/planwright/migrations"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/config"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// os/signal's delivery loop starts with the first signal.Notify (fx's
+		// signal relay) and lives as long as the process, by design.
+		goleak.IgnoreTopFunction("os/signal.signal_recv"),
+		// dbtest keeps one pool to TEST_DATABASE_URL for the whole test
+		// binary (it creates and drops the per-test schemas); the pools
+		// serve opens are checked by the "database closed" log lines.
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+	)
+}
+
+// shippedConfig is the repository's configs/planwright.yaml.
+var shippedConfig = filepath.Join("..", "..", config.DefaultFile)
+
+// syncBuffer collects output written from several goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lookup is an environment made of vars only, so the machine's own
+// PLANWRIGHT_* variables cannot leak into a test.
+func lookup(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := vars[k]
+		return v, ok
+	}
+}
+
+// runCLI runs the CLI in-process to completion.
+func runCLI(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut syncBuffer
+	code = Run(context.Background(), Env{Args: args, Stdout: &out, Stderr: &errOut, LookupEnv: lookup(vars)})
+	return code, out.String(), errOut.String()
+}
+
+// sqliteEnv is an environment that serves a fresh SQLite file on a free
+// loopback port.
+func sqliteEnv(t *testing.T) (map[string]string, string) {
+	t.Helper()
+	dbPath := filepath.Join(t.TempDir(), "data", "planwright.db")
+	return map[string]string{
+		"PLANWRIGHT_ADDR":      "127.0.0.1:0",
+		"PLANWRIGHT_DB_DRIVER": "sqlite",
+		"PLANWRIGHT_DB_DSN":    dbPath,
+	}, dbPath
+}
+
+// listenAddr scans JSON log lines until the server says where it listens.
+func listenAddr(line string) (string, bool) {
+	var entry struct {
+		Message string `json:"message"`
+		Addr    string `json:"addr"`
+	}
+	if json.Unmarshal([]byte(line), &entry) != nil || entry.Message != "http server listening" {
+		return "", false
+	}
+	return entry.Addr, true
+}
+
+// served is a `serve` running in-process.
+type served struct {
+	url    string
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan int
+}
+
+// startServe runs `serve` in-process and waits until it listens.
+func startServe(t *testing.T, vars map[string]string, args ...string) *served {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &served{stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	go func() {
+		s.done <- Run(ctx, Env{Args: append([]string{"serve"}, args...), Stdout: io.Discard, Stderr: s.stderr, LookupEnv: lookup(vars)})
+	}()
+	deadline := time.After(60 * time.Second)
+	for {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if addr, ok := listenAddr(line); ok {
+				s.url = "http://" + addr
+				return s
+			}
+		}
+		select {
+		case code := <-s.done:
+			cancel()
+			t.Fatalf("serve exited with %d before listening:\n%s", code, s.stderr.String())
+		case <-deadline:
+			cancel()
+			<-s.done
+			t.Fatalf("serve did not listen within 60 s:\n%s", s.stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// stop cancels the run, as SIGINT/SIGTERM do, and returns the exit code.
+func (s *served) stop() int {
+	s.cancel()
+	return <-s.done
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+func TestAppGraphIsValid(t *testing.T) {
+	t.Parallel()
+	for _, flags := range []serveFlags{{}, {noMigrate: true, insecureNoAuth: true}} {
+		err := fx.ValidateApp(appOptions(context.Background(), config.Default(), flags, logOutput{w: io.Discard}))
+		require.NoError(t, err)
+	}
+}
+
+func TestServeOnSQLite(t *testing.T) {
+	t.Parallel()
+	vars, dbPath := sqliteEnv(t)
+	s := startServe(t, vars, "--config", shippedConfig)
+
+	status, body := get(t, s.url+"/healthz")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"status":"ok"}`, body)
+	status, body = get(t, s.url+"/readyz")
+	require.Equal(t, http.StatusOK, status)
+	require.JSONEq(t, `{"status":"ready"}`, body)
+	status, body = get(t, s.url+"/no/such/route")
+	require.Equal(t, http.StatusNotFound, status)
+	require.JSONEq(t, `{"error":{"code":"not_found","message":"Not Found"}}`, body)
+	require.FileExists(t, dbPath)
+
+	require.Equal(t, 0, s.stop(), s.stderr.String())
+	logs := s.stderr.String()
+	require.Contains(t, logs, `"message":"migration applied"`)
+	require.Contains(t, logs, `"config":"`+shippedConfig+`"`)
+	require.Contains(t, logs, `"message":"http server stopped"`)
+	require.Contains(t, logs, `"message":"database closed"`)
+	require.Less(t, strings.Index(logs, "http server stopped"), strings.Index(logs, "database closed"),
+		"the server drains before the database closes")
+
+	// The schema is in place: a second start has nothing to apply.
+	s = startServe(t, vars)
+	require.Equal(t, 0, s.stop())
+	require.Contains(t, s.stderr.String(), "database schema is up to date")
+	require.NotContains(t, s.stderr.String(), "migration applied")
+}
+
+func TestServeNoMigrate(t *testing.T) {
+	t.Parallel()
+	vars, _ := sqliteEnv(t)
+	s := startServe(t, vars, "--no-migrate")
+	status, _ := get(t, s.url+"/healthz")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, 0, s.stop())
+	require.Contains(t, s.stderr.String(), "migrations skipped (--no-migrate)")
+
+	code, stdout, stderr := runCLI(t, vars, "migrate", "status")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "pending")
+	require.NotContains(t, stdout, "applied")
+}
+
+func TestServeRefusesAuthNoneOffLoopback(t *testing.T) {
+	t.Parallel()
+	vars, _ := sqliteEnv(t)
+	vars["PLANWRIGHT_ADDR"] = "0.0.0.0:0"
+	code, _, stderr := runCLI(t, vars, "serve")
+	require.Equal(t, 1, code)
+	require.Equal(t, `planwright: config: auth.mode: "none" is allowed only on a loopback address, not server.addr "0.0.0.0:0" (use auth.mode apikey, or --insecure-no-auth)`+"\n", stderr)
+
+	s := startServe(t, vars, "--insecure-no-auth")
+	require.Equal(t, 0, s.stop())
+	require.Contains(t, s.stderr.String(), "authentication is off on a non-loopback address")
+}
+
+func TestServeInvalidConfigIsOneLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	badFile := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(badFile, []byte("server:\n  drain_timeout: 10 seconds\n"), 0o600))
+	cases := []struct {
+		name string
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{"unknown driver", map[string]string{"PLANWRIGHT_DB_DRIVER": "mysql"}, nil,
+			`planwright: config: database.driver (PLANWRIGHT_DB_DRIVER): unknown driver "mysql" (want sqlite or postgres)`},
+		{"empty dsn", map[string]string{"PLANWRIGHT_CONFIG": writeFile(t, dir, "dsn.yaml", "database:\n  dsn: ''\n")}, nil,
+			`planwright: config: database.dsn: must not be empty`},
+		{"bad address", map[string]string{"PLANWRIGHT_ADDR": "localhost"}, nil,
+			`planwright: config: server.addr (PLANWRIGHT_ADDR): invalid address "localhost" (want host:port, such as 127.0.0.1:8080)`},
+		{"bad duration", nil, []string{"--config", badFile},
+			`planwright: config: ` + badFile + `: server.drain_timeout: invalid duration "10 seconds"`},
+		{"scripted without script", map[string]string{"PLANWRIGHT_LLM_PROVIDER": "scripted"}, nil,
+			`planwright: config: llm.script: must name a script file when llm.provider is "scripted"`},
+		{"missing explicit file", map[string]string{"PLANWRIGHT_CONFIG": filepath.Join(dir, "gone.yaml")}, nil,
+			`planwright: config: PLANWRIGHT_CONFIG: file "` + filepath.Join(dir, "gone.yaml") + `" does not exist`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			code, stdout, stderr := runCLI(t, tc.vars, append([]string{"serve"}, tc.args...)...)
+			require.Equal(t, 1, code)
+			require.Empty(t, stdout)
+			require.Equal(t, tc.want+"\n", stderr, "exactly one line naming the field and value")
+		})
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
+	return path
+}
+
+// lastLine is the final line of out: where Run prints its error.
+func lastLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestServeUnreachablePostgres(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+
+	code, _, stderr := runCLI(t, map[string]string{
+		"PLANWRIGHT_DB_DRIVER": "postgres",
+		"PLANWRIGHT_DB_DSN":    "postgres://planwright:s3cret-pw@" + addr + "/planwright?sslmode=disable",
+	}, "serve")
+	require.Equal(t, 1, code)
+	require.NotContains(t, stderr, "s3cret-pw", "the password never reaches the output")
+	last := lastLine(stderr)
+	require.True(t, strings.HasPrefix(last, "planwright: persistence: "), last)
+	require.Contains(t, last, "postgres://planwright:xxxxx@"+addr+"/planwright")
+	require.Contains(t, last, "connection refused")
+}
+
+func TestServeUnwritableSQLite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notADir := writeFile(t, dir, "plain-file", "")
+	dbPath := filepath.Join(notADir, "planwright.db")
+	code, _, stderr := runCLI(t, map[string]string{"PLANWRIGHT_DB_DSN": dbPath}, "serve")
+	require.Equal(t, 1, code)
+	last := lastLine(stderr)
+	require.True(t, strings.HasPrefix(last, "planwright: persistence: open sqlite "+dbPath+": "), last)
+	require.Contains(t, last, "not a directory")
+}
+
+func TestServeMigrationFailure(t *testing.T) {
+	t.Parallel()
+	vars, dbPath := sqliteEnv(t)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dbPath), 0o755))
+	// A table in the way of the first migration.
+	db, err := persistence.Open(context.Background(), persistence.Config{Driver: "sqlite", DSN: dbPath})
+	require.NoError(t, err)
+	_, err = db.SQL().Exec(`CREATE TABLE api_keys (x int)`)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	code, _, stderr := runCLI(t, vars, "serve")
+	require.Equal(t, 1, code)
+	last := lastLine(stderr)
+	require.True(t, strings.HasPrefix(last, "planwright: persistence: migrate sqlite "+dbPath+": "), last)
+	require.NotContains(t, stderr, "http server listening")
+}
+
+func TestServePortInUse(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	vars, _ := sqliteEnv(t)
+	vars["PLANWRIGHT_ADDR"] = ln.Addr().String()
+	code, _, stderr := runCLI(t, vars, "serve")
+	require.Equal(t, 1, code)
+	last := lastLine(stderr)
+	require.True(t, strings.HasPrefix(last, "planwright: httpapi: listen on "+ln.Addr().String()+": "), last)
+	require.Contains(t, stderr, `"message":"database closed"`, "the started parts are stopped again")
+}
+
+func TestMigrateCommands(t *testing.T) {
+	t.Parallel()
+	names := migrationNames(t)
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			vars := map[string]string{"PLANWRIGHT_DB_DRIVER": driver}
+			if driver == persistence.DriverSQLite {
+				vars["PLANWRIGHT_DB_DSN"] = dbtest.SQLiteDSN(t)
+			} else {
+				vars["PLANWRIGHT_DB_DSN"] = dbtest.PostgresDSN(t)
+			}
+
+			code, stdout, stderr := runCLI(t, vars, "migrate", "status")
+			require.Equal(t, 0, code, stderr)
+			rows := statusRows(t, stdout)
+			require.Len(t, rows, len(names))
+			for i, name := range names {
+				require.Equal(t, []string{name, "pending", "-"}, rows[i][1:])
+			}
+
+			code, stdout, stderr = runCLI(t, vars, "migrate", "up")
+			require.Equal(t, 0, code, stderr)
+			for _, name := range names {
+				require.Contains(t, stdout, "applied "+name+"\n")
+			}
+
+			code, stdout, stderr = runCLI(t, vars, "migrate", "up")
+			require.Equal(t, 0, code, stderr)
+			require.Equal(t, "no pending migrations\n", stdout, "a second up is a no-op")
+
+			code, stdout, stderr = runCLI(t, vars, "migrate", "status")
+			require.Equal(t, 0, code, stderr)
+			require.Contains(t, stdout, "database: "+driver+" ")
+			require.NotContains(t, stdout, "pending")
+			rows = statusRows(t, stdout)
+			require.Len(t, rows, len(names))
+			for i, name := range names {
+				require.Equal(t, name, rows[i][1])
+				require.Equal(t, "applied", rows[i][2])
+				_, err := time.Parse(time.RFC3339, rows[i][3])
+				require.NoError(t, err, "applied time of %s", name)
+			}
+		})
+	}
+}
+
+// migrationNames lists the embedded SQLite migrations (both dialects have
+// the same names).
+func migrationNames(t *testing.T) []string {
+	t.Helper()
+	entries, err := fs.ReadDir(migrations.SQLite(), ".")
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".sql") {
+			names = append(names, e.Name())
+		}
+	}
+	require.NotEmpty(t, names)
+	return names
+}
+
+// statusRows parses the table of `migrate status`, without its header.
+func statusRows(t *testing.T, out string) [][]string {
+	t.Helper()
+	var rows [][]string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	header := false
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 0 && fields[0] == "VERSION" {
+			header = true
+			continue
+		}
+		if header && len(fields) > 0 {
+			require.Len(t, fields, 4, sc.Text())
+			rows = append(rows, fields)
+		}
+	}
+	require.True(t, header, out)
+	return rows
+}
+
+func TestMigrateNeedsASubcommand(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runCLI(t, nil, "migrate")
+	require.Equal(t, 1, code)
+	require.Equal(t, "planwright: usage: migrate needs a subcommand: up or status\n", stderr)
+}
+
+func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := runCLI(t, nil, "serv")
+	require.Equal(t, 1, code)
+	require.True(t, strings.HasPrefix(stderr, `planwright: unknown command "serv"`), stderr)
+	require.Equal(t, 1, strings.Count(stderr, "\n"), stderr)
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	code, stdout, _ := runCLI(t, nil, "version")
+	require.Equal(t, 0, code)
+	require.Regexp(t, `^planwright \S+ \(go[0-9.]+.*, [a-z0-9]+/[a-z0-9]+\)\n$`, stdout)
+}
+
+// TestBinary builds the real binary and checks what only a process shows:
+// the -ldflags version, and that SIGTERM shuts down gracefully with exit 0.
+func TestBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "planwright")
+	build := exec.Command("go", "build", "-o", bin, "-ldflags", "-X main.version=v9.9.9-test", ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	out, err = exec.Command(bin, "version").Output()
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(string(out), "planwright v9.9.9-test ("), string(out))
+
+	vars, dbPath := sqliteEnv(t)
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	for k, v := range vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = t.TempDir() // no configs/planwright.yaml here: built-in defaults
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+
+	var logs bytes.Buffer
+	sc := bufio.NewScanner(stderr)
+	var url string
+	for url == "" && sc.Scan() {
+		logs.WriteString(sc.Text() + "\n")
+		if addr, ok := listenAddr(sc.Text()); ok {
+			url = "http://" + addr
+		}
+	}
+	require.NotEmpty(t, url, "no listening line in:\n%s", logs.String())
+	status, _ := get(t, url+"/healthz")
+	require.Equal(t, http.StatusOK, status)
+	require.FileExists(t, dbPath)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	for sc.Scan() {
+		logs.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	exited = true
+	require.NoError(t, err, "SIGTERM must exit 0; log:\n%s", logs.String())
+	require.Contains(t, logs.String(), `"message":"database closed"`)
+}

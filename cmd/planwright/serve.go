@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+	"go.uber.org/fx"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/pkg/httpapi"
+)
+
+// serveFlags are the flags of `planwright serve`.
+type serveFlags struct {
+	noMigrate      bool
+	insecureNoAuth bool
+}
+
+func newServeCommand(env Env, global *globalFlags) *cobra.Command {
+	var flags serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the HTTP service until SIGINT or SIGTERM",
+		Long: "serve opens the database, applies pending migrations (unless --no-migrate), and serves\n" +
+			"HTTP on server.addr. SIGINT or SIGTERM stop it gracefully: it stops accepting\n" +
+			"connections, lets in-flight requests finish within server.drain_timeout, closes the\n" +
+			"database and exits 0.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(config.LoadOptions{Path: global.config, LookupEnv: env.LookupEnv})
+			if err != nil {
+				return err
+			}
+			if err := cfg.CheckExposure(flags.insecureNoAuth); err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, flags, newLogOutput(env.Stderr))
+		},
+	}
+	cmd.Flags().BoolVar(&flags.noMigrate, "no-migrate", false, "do not apply pending migrations at start")
+	cmd.Flags().BoolVar(&flags.insecureNoAuth, "insecure-no-auth", false,
+		"allow auth.mode none on a non-loopback address (anyone who can reach it acts as the local user)")
+	return cmd
+}
+
+// serve runs the fx app until ctx is cancelled or the app asks to stop.
+func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) error {
+	app := fx.New(appOptions(ctx, cfg, flags, out))
+	if err := app.Err(); err != nil {
+		return err
+	}
+	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		return err
+	}
+	var exit fx.ShutdownSignal
+	select {
+	case <-ctx.Done():
+	case exit = <-app.Wait():
+	}
+	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), app.StopTimeout())
+	defer cancelStop()
+	stopErr := app.Stop(stopCtx)
+	if exit.ExitCode != 0 {
+		return errors.Join(fmt.Errorf("stopped after a failure (exit code %d); see the log", exit.ExitCode), stopErr)
+	}
+	return stopErr
+}
+
+// runContext is the context of the command that runs the app: constructors
+// that do I/O (opening the database, migrating) stop when it is cancelled.
+type runContext struct{ context.Context }
+
+// appOptions is the whole fx graph of `serve`:
+// config → logger → database → migrations (schema) → HTTP server.
+func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) fx.Option {
+	return fx.Options(
+		fx.Supply(cfg, flags, out, runContext{ctx}),
+		fx.WithLogger(newFxLogger),
+		fx.Provide(
+			newLogger,
+			openDatabase,
+			func(db *persistence.DB) httpapi.Pinger { return db },
+			newHTTPServer,
+		),
+		fx.Provide(migrate),
+		fx.Invoke(runHTTPServer),
+		fx.StartTimeout(cfg.Database.ConnectTimeout+30*time.Second),
+		// OnStop hooks share this window: drain first, then close the database.
+		fx.StopTimeout(cfg.Server.DrainTimeout+10*time.Second),
+	)
+}
+
+// openDatabase opens the database (bounded by database.connect_timeout) and
+// closes it when the app stops, after the HTTP server has drained.
+func openDatabase(lc fx.Lifecycle, rc runContext, cfg config.Config, log zerolog.Logger) (*persistence.DB, error) {
+	db, err := persistence.Open(rc, databaseConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Str("driver", db.Driver()).Str("target", db.Target()).Msg("database open")
+	lc.Append(fx.StopHook(func() error {
+		if err := db.Close(); err != nil {
+			return fmt.Errorf("close database: %w", err)
+		}
+		log.Info().Msg("database closed")
+		return nil
+	}))
+	return db, nil
+}
+
+// schema marks that the database schema is current, or that --no-migrate
+// left it alone: the HTTP server depends on it, so migrations run first.
+type schema struct{}
+
+// migrate applies pending migrations unless --no-migrate. When they fail the
+// app never starts, so no OnStop hook would close the database: migrate
+// closes it itself.
+func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Logger) (schema, error) {
+	if flags.noMigrate {
+		log.Info().Msg("migrations skipped (--no-migrate)")
+		return schema{}, nil
+	}
+	applied, err := db.Migrate(rc)
+	if err != nil {
+		_ = db.Close()
+		return schema{}, err
+	}
+	for _, m := range applied {
+		log.Info().Int64("version", m.Version).Str("name", m.Name).Msg("migration applied")
+	}
+	if len(applied) == 0 {
+		log.Info().Msg("database schema is up to date")
+	}
+	return schema{}, nil
+}
+
+// serverParams are what the HTTP server is built from. Later parts add
+// their API routes by providing httpapi.Routes into the "routes" group:
+//
+//	fx.Provide(fx.Annotate(newPlanRoutes, fx.ResultTags(`group:"routes"`)))
+type serverParams struct {
+	fx.In
+
+	Config config.Config
+	Flags  serveFlags
+	Logger zerolog.Logger
+	DB     httpapi.Pinger
+	Schema schema
+	Routes []httpapi.Routes `group:"routes"`
+}
+
+func newHTTPServer(p serverParams) (*httpapi.Server, error) {
+	if p.Config.Auth.Mode == config.AuthNone && !config.IsLoopback(p.Config.Server.Addr) {
+		p.Logger.Warn().Str("addr", p.Config.Server.Addr).
+			Msg("authentication is off on a non-loopback address (--insecure-no-auth)")
+	}
+	p.Logger.Info().
+		Str("auth", p.Config.Auth.Mode).
+		Str("llm_provider", p.Config.LLM.Provider).
+		Str("config", p.Config.Source).
+		Str("version", buildVersion()).
+		Msg("starting planwright")
+	return httpapi.New(httpapi.Config{
+		Addr:              p.Config.Server.Addr,
+		DB:                p.DB,
+		Logger:            p.Logger,
+		ReadHeaderTimeout: p.Config.Server.ReadHeaderTimeout,
+		IdleTimeout:       p.Config.Server.IdleTimeout,
+		MaxBodyBytes:      p.Config.Server.MaxBodyBytes,
+		Routes:            p.Routes,
+	})
+}
+
+// runHTTPServer hooks the server into the lifecycle. OnStart listens and
+// serves in the background; should serving fail later, the app is shut
+// down with exit code 1. OnStop drains within server.drain_timeout.
+func runHTTPServer(lc fx.Lifecycle, sd fx.Shutdowner, srv *httpapi.Server, cfg config.Config, log zerolog.Logger) {
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			if err := srv.Start(ctx); err != nil {
+				return err
+			}
+			go func() {
+				<-srv.Stopped()
+				if srv.Err() != nil {
+					_ = sd.Shutdown(fx.ExitCode(1))
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			log.Info().Stringer("drain_timeout", cfg.Server.DrainTimeout).Msg("draining in-flight requests")
+			drainCtx, cancel := context.WithTimeout(ctx, cfg.Server.DrainTimeout)
+			defer cancel()
+			err := srv.Shutdown(drainCtx)
+			if err != nil && srv.Err() == nil {
+				// The window elapsed: the stragglers were cut off, which is
+				// what the window is for; the shutdown itself succeeded.
+				log.Warn().Err(err).Msg("drain window elapsed")
+				return nil
+			}
+			if err == nil {
+				log.Info().Msg("http server stopped")
+			}
+			return err
+		},
+	})
+}

@@ -1,0 +1,237 @@
+// Package config holds planwright's configuration: the Config struct with
+// DESIGN.md's defaults, loading from YAML (configs/planwright.yaml) with the
+// environment variables layered on top, and validation that names every bad
+// field and its value.
+//
+// Precedence, lowest first: built-in defaults (Default), the YAML file, the
+// environment. The file is the --config flag if given, else
+// PLANWRIGHT_CONFIG, else configs/planwright.yaml; a missing default file
+// means "defaults only", a missing file that was named explicitly is an
+// error. Unknown YAML keys are errors. Secrets (provider keys, the CLI's API
+// key) are read from the environment only, never from the file.
+//
+// A Config is a plain value: copy it freely; nothing in this package is
+// global or mutable.
+package config
+
+import (
+	"time"
+
+	"github.com/planwright/planwright/planning"
+)
+
+// DefaultFile is the configuration file read when none is named.
+const DefaultFile = "configs/planwright.yaml"
+
+// Config is the whole configuration of the service and its CLI.
+type Config struct {
+	Server   Server   `yaml:"server"`
+	Database Database `yaml:"database"`
+	Auth     Auth     `yaml:"auth"`
+	LLM      LLM      `yaml:"llm"`
+	Agents   Agents   `yaml:"agents"`
+	Tools    Tools    `yaml:"tools"`
+	Planning Planning `yaml:"planning"`
+	Limits   Limits   `yaml:"limits"`
+	Log      Log      `yaml:"log"`
+	Client   Client   `yaml:"client"`
+
+	// Source is the file this configuration was read from; empty when only
+	// built-in defaults (and the environment) apply.
+	Source string `yaml:"-"`
+}
+
+// Server configures the HTTP server.
+type Server struct {
+	// Addr is the listen address, host:port. An empty host listens on every
+	// interface; port 0 picks a free port.
+	Addr string `yaml:"addr"`
+	// DrainTimeout is how long a graceful shutdown lets in-flight requests
+	// finish before their connections are closed.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// ReadHeaderTimeout bounds reading a request's headers. There is no
+	// write timeout: stream routes stay open as long as their turn runs.
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes keep-alive connections idle for this long.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// MaxBodyBytes is the largest request body accepted (413 beyond).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxStreamsPerUser caps a user's concurrent streams (429 beyond).
+	MaxStreamsPerUser int `yaml:"max_streams_per_user"`
+	// KeepaliveInterval is the period of the SSE keep-alive comment.
+	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
+}
+
+// Database drivers.
+const (
+	DriverSQLite   = "sqlite"
+	DriverPostgres = "postgres"
+)
+
+// Database says which database to use.
+type Database struct {
+	// Driver is "sqlite" or "postgres".
+	Driver string `yaml:"driver"`
+	// DSN is a file path for SQLite, a URL or key=value DSN for PostgreSQL.
+	DSN string `yaml:"dsn"`
+	// ConnectTimeout bounds the first connection at startup.
+	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+}
+
+// Auth modes.
+const (
+	AuthNone   = "none"   // a single local user; loopback addresses only
+	AuthAPIKey = "apikey" // Authorization: Bearer <api key>
+)
+
+// Auth configures authentication.
+type Auth struct {
+	// Mode is "none" or "apikey".
+	Mode string `yaml:"mode"`
+}
+
+// LLM providers.
+const (
+	ProviderDemo      = "demo"
+	ProviderScripted  = "scripted"
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+	ProviderGoogleAI  = "googleai"
+)
+
+// LLM configures the model provider.
+type LLM struct {
+	// Provider is demo, scripted, openai, anthropic or googleai.
+	Provider string `yaml:"provider"`
+	// Model is the model name; empty means the provider's default.
+	Model string `yaml:"model"`
+	// BaseURL points the openai provider at an OpenAI-compatible server
+	// (Ollama, vLLM, …); empty means the provider's own endpoint.
+	BaseURL string `yaml:"base_url"`
+	// Script is the scripted model's YAML file (provider scripted).
+	Script string `yaml:"script"`
+	// Stream asks the provider to stream its answers.
+	Stream bool `yaml:"stream"`
+	// CallTimeout bounds one model call.
+	CallTimeout time.Duration `yaml:"call_timeout"`
+	// MaxRetries is how often a failed model call is retried.
+	MaxRetries int `yaml:"max_retries"`
+
+	// Provider keys, from OPENAI_API_KEY, ANTHROPIC_API_KEY and
+	// GOOGLE_API_KEY only.
+	OpenAIAPIKey    string `yaml:"-"`
+	AnthropicAPIKey string `yaml:"-"`
+	GoogleAPIKey    string `yaml:"-"`
+}
+
+// Agents configures the agent roles.
+type Agents struct {
+	// File holds the roles (prompts, models, budgets).
+	File string `yaml:"file"`
+}
+
+// Tools configures the tool runtime.
+type Tools struct {
+	// Timeout bounds one tool call.
+	Timeout time.Duration `yaml:"timeout"`
+	// MaxResultChars truncates a tool result shown to the model.
+	MaxResultChars int `yaml:"max_result_chars"`
+	// Parallelism is how many tool calls of one round run at once.
+	Parallelism int `yaml:"parallelism"`
+	// Gateway exposes the tools through an MCP gateway.
+	Gateway bool `yaml:"gateway"`
+}
+
+// Planning configures plans.
+type Planning struct {
+	// MaxSteps is the most steps a plan may have.
+	MaxSteps int `yaml:"max_steps"`
+	// MaxParallelSteps is how many steps of a plan run at once.
+	MaxParallelSteps int `yaml:"max_parallel_steps"`
+	// DefaultMode applies when neither the request nor the planner sets one.
+	DefaultMode planning.Mode `yaml:"default_mode"`
+	// MinMode, if set, is the least review every plan gets.
+	MinMode planning.Mode `yaml:"min_mode"`
+	// ReviewRounds is how many reviewer rounds run before a human decides.
+	ReviewRounds int `yaml:"review_rounds"`
+}
+
+// Limits bounds one chat turn.
+type Limits struct {
+	// MaxToolCalls is the most tool calls in one turn.
+	MaxToolCalls int `yaml:"max_tool_calls"`
+	// TurnTimeout bounds one turn.
+	TurnTimeout time.Duration `yaml:"turn_timeout"`
+	// MaxConsecutiveFailures ends the tool loop after this many failed
+	// tool calls in a row.
+	MaxConsecutiveFailures int `yaml:"max_consecutive_failures"`
+}
+
+// Log formats.
+const (
+	FormatAuto    = "auto" // console when stderr is a terminal, JSON otherwise
+	FormatJSON    = "json"
+	FormatConsole = "console"
+)
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is auto, json or console.
+	Format string `yaml:"format"`
+}
+
+// Client configures the CLI when it talks to a running server.
+type Client struct {
+	// Server is the base URL of the planwright server.
+	Server string `yaml:"server"`
+	// APIKey is sent as a bearer token; from PLANWRIGHT_API_KEY only.
+	APIKey string `yaml:"-"`
+}
+
+// Default returns the built-in configuration: DESIGN.md's defaults.
+func Default() Config {
+	return Config{
+		Server: Server{
+			Addr:              "127.0.0.1:8080",
+			DrainTimeout:      10 * time.Second,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       120 * time.Second,
+			MaxBodyBytes:      1 << 20,
+			MaxStreamsPerUser: 4,
+			KeepaliveInterval: 15 * time.Second,
+		},
+		Database: Database{
+			Driver:         DriverSQLite,
+			DSN:            "data/planwright.db",
+			ConnectTimeout: 5 * time.Second,
+		},
+		Auth: Auth{Mode: AuthNone},
+		LLM: LLM{
+			Provider:    ProviderDemo,
+			Stream:      true,
+			CallTimeout: 60 * time.Second,
+			MaxRetries:  2,
+		},
+		Agents: Agents{File: "configs/agents.yaml"},
+		Tools: Tools{
+			Timeout:        30 * time.Second,
+			MaxResultChars: 4000,
+			Parallelism:    3,
+		},
+		Planning: Planning{
+			MaxSteps:         20,
+			MaxParallelSteps: 4,
+			DefaultMode:      planning.ModeAutoExecute,
+			ReviewRounds:     2,
+		},
+		Limits: Limits{
+			MaxToolCalls:           15,
+			TurnTimeout:            90 * time.Second,
+			MaxConsecutiveFailures: 2,
+		},
+		Log:    Log{Level: "info", Format: FormatAuto},
+		Client: Client{Server: "http://127.0.0.1:8080"},
+	}
+}

@@ -1,0 +1,436 @@
+package config_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/planning"
+)
+
+// source is a fake environment and file system for Load.
+type source struct {
+	env   map[string]string
+	files map[string]string
+}
+
+func (s source) options(path string) config.LoadOptions {
+	return config.LoadOptions{
+		Path: path,
+		LookupEnv: func(k string) (string, bool) {
+			v, ok := s.env[k]
+			return v, ok
+		},
+		ReadFile: func(name string) ([]byte, error) {
+			data, ok := s.files[name]
+			if !ok {
+				return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+			}
+			return []byte(data), nil
+		},
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, config.Default().Validate())
+}
+
+func TestShippedFileMatchesDefaults(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", config.DefaultFile))
+	require.NoError(t, err)
+	cfg, err := config.Parse(data)
+	require.NoError(t, err)
+	require.Equal(t, config.Default(), cfg, "configs/planwright.yaml must show the built-in defaults")
+	requireEveryKeySet(t, data)
+}
+
+// requireEveryKeySet checks that the shipped file names every yaml key, so
+// it documents the whole configuration.
+func requireEveryKeySet(t *testing.T, data []byte) {
+	t.Helper()
+	for _, key := range yamlKeys(reflect.TypeFor[config.Config](), "") {
+		section, name, _ := strings.Cut(key, ".")
+		require.Regexp(t, `(?ms)^`+section+`:\n(  .*\n)*?  `+name+`:`, string(data), "configs/planwright.yaml lacks %s", key)
+	}
+}
+
+func yamlKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if f.Type.Kind() == reflect.Struct && f.Type != reflect.TypeFor[time.Duration]() {
+			out = append(out, yamlKeys(f.Type, prefix+tag+".")...)
+			continue
+		}
+		out = append(out, prefix+tag)
+	}
+	return out
+}
+
+func TestReadmeDocumentsEveryKeyAndVariable(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	require.NoError(t, err)
+	readme := string(data)
+	for _, key := range yamlKeys(reflect.TypeFor[config.Config](), "") {
+		require.Contains(t, readme, "`"+key+"`", "README.md's configuration table lacks %s", key)
+	}
+	for _, name := range config.EnvVars() {
+		require.Contains(t, readme, "`"+name+"`", "README.md's configuration table lacks %s", name)
+	}
+}
+
+func TestParseInvalid(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		yaml string
+		want []string // each must appear in the one-line error
+	}{
+		{"unknown top-level key", "sever:\n  addr: x\n", []string{"sever: unknown key"}},
+		{"unknown nested key", "server:\n  adr: 1.2.3.4:80\n", []string{"server.adr: unknown key"}},
+		{"duplicate key", "auth:\n  mode: none\n  mode: apikey\n", []string{"auth.mode: duplicate key"}},
+		{"bad duration", "server:\n  drain_timeout: 10x\n", []string{`server.drain_timeout: invalid duration "10x"`}},
+		{"duration without unit", "tools:\n  timeout: 30\n", []string{`tools.timeout: invalid duration "30" (give a unit, such as 30s)`}},
+		{"bad integer", "planning:\n  max_steps: many\n", []string{`planning.max_steps: invalid integer "many"`}},
+		{"bad boolean", "llm:\n  stream: maybe\n", []string{`llm.stream: invalid boolean "maybe"`}},
+		{"scalar for a section", "server: 8080\n", []string{`server: want a mapping, got "8080"`}},
+		{"list for a value", "database:\n  dsn: [a, b]\n", []string{"database.dsn: want a single value, got a list"}},
+		{"every problem listed", "server:\n  adr: x\n  drain_timeout: soon\n", []string{"server.adr: unknown key", `server.drain_timeout: invalid duration "soon"`}},
+		{"not yaml", "server: [\n", []string{"yaml: "}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Parse([]byte(tc.yaml))
+			require.Error(t, err)
+			require.ErrorIs(t, err, apperr.ErrInvalid)
+			msg := err.Error()
+			require.NotContains(t, msg, "\n", "the error must be one line")
+			require.True(t, strings.HasPrefix(msg, "config: "), msg)
+			for _, w := range tc.want {
+				require.Contains(t, msg, w)
+			}
+		})
+	}
+}
+
+func TestParseKeepsDefaultsForOmittedAndEmptyKeys(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte("server:\n  addr: 127.0.0.1:9999\n  drain_timeout:\nllm:\n"))
+	require.NoError(t, err)
+	want := config.Default()
+	want.Server.Addr = "127.0.0.1:9999"
+	require.Equal(t, want, cfg)
+
+	cfg, err = config.Parse(nil)
+	require.NoError(t, err)
+	require.Equal(t, config.Default(), cfg)
+}
+
+func TestParseCannotSetSecrets(t *testing.T) {
+	t.Parallel()
+	_, err := config.Parse([]byte("llm:\n  OpenAIAPIKey: sk-123\n"))
+	require.ErrorContains(t, err, "llm.OpenAIAPIKey: unknown key")
+}
+
+func TestValidateNamesFieldAndValue(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		mutate func(c *config.Config)
+		want   string
+	}{
+		{"unknown driver", func(c *config.Config) { c.Database.Driver = "mysql" }, `database.driver: unknown driver "mysql" (want sqlite or postgres)`},
+		{"empty dsn", func(c *config.Config) { c.Database.DSN = " " }, "database.dsn: must not be empty"},
+		{"connect timeout", func(c *config.Config) { c.Database.ConnectTimeout = 0 }, `database.connect_timeout: must be a positive duration, got "0s"`},
+		{"address without port", func(c *config.Config) { c.Server.Addr = "localhost" }, `server.addr: invalid address "localhost"`},
+		{"address with bad port", func(c *config.Config) { c.Server.Addr = "127.0.0.1:http2" }, `server.addr: invalid port "http2" in address "127.0.0.1:http2"`},
+		{"address with port out of range", func(c *config.Config) { c.Server.Addr = "127.0.0.1:70000" }, `server.addr: invalid port "70000"`},
+		{"empty port", func(c *config.Config) { c.Server.Addr = "127.0.0.1:" }, `server.addr: invalid port ""`},
+		{"drain timeout", func(c *config.Config) { c.Server.DrainTimeout = -time.Second }, `server.drain_timeout: must be a positive duration, got "-1s"`},
+		{"read header timeout", func(c *config.Config) { c.Server.ReadHeaderTimeout = 0 }, "server.read_header_timeout: must be a positive duration"},
+		{"idle timeout", func(c *config.Config) { c.Server.IdleTimeout = 0 }, "server.idle_timeout: must be a positive duration"},
+		{"max body", func(c *config.Config) { c.Server.MaxBodyBytes = 0 }, "server.max_body_bytes: must be positive, got 0"},
+		{"max streams", func(c *config.Config) { c.Server.MaxStreamsPerUser = -1 }, "server.max_streams_per_user: must be positive, got -1"},
+		{"keepalive", func(c *config.Config) { c.Server.KeepaliveInterval = 0 }, "server.keepalive_interval: must be a positive duration"},
+		{"auth mode", func(c *config.Config) { c.Auth.Mode = "basic" }, `auth.mode: unknown mode "basic" (want none or apikey)`},
+		{"provider", func(c *config.Config) { c.LLM.Provider = "llama" }, `llm.provider: unknown provider "llama" (want demo, scripted, openai, anthropic or googleai)`},
+		{"scripted without script", func(c *config.Config) { c.LLM.Provider = "scripted" }, `llm.script: must name a script file when llm.provider is "scripted"`},
+		{"openai without key", func(c *config.Config) { c.LLM.Provider = "openai" }, `llm.provider: provider "openai" needs OPENAI_API_KEY`},
+		{"anthropic without key", func(c *config.Config) { c.LLM.Provider = "anthropic" }, `llm.provider: provider "anthropic" needs ANTHROPIC_API_KEY`},
+		{"googleai without key", func(c *config.Config) { c.LLM.Provider = "googleai" }, `llm.provider: provider "googleai" needs GOOGLE_API_KEY`},
+		{"base url", func(c *config.Config) { c.LLM.BaseURL = "localhost:11434" }, `llm.base_url: invalid URL "localhost:11434"`},
+		{"call timeout", func(c *config.Config) { c.LLM.CallTimeout = 0 }, "llm.call_timeout: must be a positive duration"},
+		{"retries", func(c *config.Config) { c.LLM.MaxRetries = -1 }, "llm.max_retries: must not be negative, got -1"},
+		{"agents file", func(c *config.Config) { c.Agents.File = "" }, "agents.file: must not be empty"},
+		{"tool timeout", func(c *config.Config) { c.Tools.Timeout = 0 }, "tools.timeout: must be a positive duration"},
+		{"tool result", func(c *config.Config) { c.Tools.MaxResultChars = 0 }, "tools.max_result_chars: must be positive, got 0"},
+		{"tool parallelism", func(c *config.Config) { c.Tools.Parallelism = 0 }, "tools.parallelism: must be positive, got 0"},
+		{"max steps", func(c *config.Config) { c.Planning.MaxSteps = 0 }, "planning.max_steps: must be positive, got 0"},
+		{"parallel steps", func(c *config.Config) { c.Planning.MaxParallelSteps = 0 }, "planning.max_parallel_steps: must be positive, got 0"},
+		{"default mode", func(c *config.Config) { c.Planning.DefaultMode = "yolo" }, `planning.default_mode: unknown mode "yolo" (want auto_execute, draft_only or agent_review)`},
+		{"empty default mode", func(c *config.Config) { c.Planning.DefaultMode = "" }, `planning.default_mode: unknown mode ""`},
+		{"min mode", func(c *config.Config) { c.Planning.MinMode = "strict" }, `planning.min_mode: unknown mode "strict"`},
+		{"review rounds", func(c *config.Config) { c.Planning.ReviewRounds = 0 }, "planning.review_rounds: must be positive, got 0"},
+		{"tool calls", func(c *config.Config) { c.Limits.MaxToolCalls = 0 }, "limits.max_tool_calls: must be positive, got 0"},
+		{"turn timeout", func(c *config.Config) { c.Limits.TurnTimeout = 0 }, "limits.turn_timeout: must be a positive duration"},
+		{"failures", func(c *config.Config) { c.Limits.MaxConsecutiveFailures = 0 }, "limits.max_consecutive_failures: must be positive, got 0"},
+		{"log level", func(c *config.Config) { c.Log.Level = "loud" }, `log.level: unknown level "loud" (want debug, info, warn or error)`},
+		{"log format", func(c *config.Config) { c.Log.Format = "xml" }, `log.format: unknown format "xml" (want auto, json or console)`},
+		{"client server", func(c *config.Config) { c.Client.Server = "ftp://x" }, `client.server: invalid URL "ftp://x"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.Default()
+			tc.mutate(&cfg)
+			err := cfg.Validate()
+			require.ErrorIs(t, err, apperr.ErrInvalid)
+			require.Len(t, apperr.FieldsOf(err), 1, "exactly the mutated field is reported: %v", err)
+			require.True(t, strings.HasPrefix(err.Error(), "config: "+tc.want), "got %q", err.Error())
+			require.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+func TestValidateAcceptsProvidersWithWhatTheyNeed(t *testing.T) {
+	t.Parallel()
+	cases := map[string]func(c *config.Config){
+		"scripted":            func(c *config.Config) { c.LLM.Provider, c.LLM.Script = "scripted", "configs/demo.yaml" },
+		"openai with key":     func(c *config.Config) { c.LLM.Provider, c.LLM.OpenAIAPIKey = "openai", "sk-x" },
+		"openai compatible":   func(c *config.Config) { c.LLM.Provider, c.LLM.BaseURL = "openai", "http://127.0.0.1:11434/v1" },
+		"anthropic with key":  func(c *config.Config) { c.LLM.Provider, c.LLM.AnthropicAPIKey = "anthropic", "k" },
+		"googleai with key":   func(c *config.Config) { c.LLM.Provider, c.LLM.GoogleAPIKey = "googleai", "k" },
+		"postgres":            func(c *config.Config) { c.Database.Driver, c.Database.DSN = "postgres", "postgres://u@h/db" },
+		"every interface":     func(c *config.Config) { c.Server.Addr = ":8080" },
+		"ipv6":                func(c *config.Config) { c.Server.Addr = "[::1]:0" },
+		"min mode":            func(c *config.Config) { c.Planning.MinMode = planning.ModeAgentReview },
+		"no retries":          func(c *config.Config) { c.LLM.MaxRetries = 0 },
+		"api key auth anyway": func(c *config.Config) { c.Auth.Mode = "apikey" },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.Default()
+			mutate(&cfg)
+			require.NoError(t, cfg.Validate())
+		})
+	}
+}
+
+func TestValidateListsEveryProblem(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Database.Driver = "mysql"
+	cfg.Server.Addr = "nowhere"
+	cfg.Limits.MaxToolCalls = 0
+	err := cfg.Validate()
+	fields := apperr.FieldsOf(err)
+	require.Len(t, fields, 3)
+	require.Equal(t, []string{"server.addr", "database.driver", "limits.max_tool_calls"},
+		[]string{fields[0].Field, fields[1].Field, fields[2].Field})
+	require.NotContains(t, err.Error(), "\n")
+}
+
+func TestLoadEnvironmentOverridesFile(t *testing.T) {
+	t.Parallel()
+	src := source{
+		files: map[string]string{config.DefaultFile: `
+server:
+  addr: 127.0.0.1:9000
+  drain_timeout: 3s
+database:
+  driver: sqlite
+  dsn: file.db
+llm:
+  provider: demo
+  stream: true
+`},
+		env: map[string]string{
+			"PLANWRIGHT_ADDR":         "127.0.0.1:9100",
+			"PLANWRIGHT_DB_DRIVER":    "postgres",
+			"PLANWRIGHT_DB_DSN":       "postgres://u:pw@h/db",
+			"PLANWRIGHT_LLM_PROVIDER": "scripted",
+			"PLANWRIGHT_LLM_SCRIPT":   "script.yaml",
+			"PLANWRIGHT_LLM_MODEL":    "m1",
+			"PLANWRIGHT_LLM_BASE_URL": "http://127.0.0.1:11434/v1",
+			"PLANWRIGHT_LLM_STREAM":   "false",
+			"PLANWRIGHT_AUTH_MODE":    "apikey",
+			"PLANWRIGHT_LOG_LEVEL":    "debug",
+			"PLANWRIGHT_SERVER":       "http://10.0.0.1:8080",
+			"PLANWRIGHT_API_KEY":      "pw_key",
+			"OPENAI_API_KEY":          "sk-o",
+			"ANTHROPIC_API_KEY":       "sk-a",
+			"GOOGLE_API_KEY":          "g-k",
+		},
+	}
+	cfg, err := config.Load(src.options(""))
+	require.NoError(t, err)
+
+	want := config.Default()
+	want.Source = config.DefaultFile
+	want.Server.Addr = "127.0.0.1:9100"
+	want.Server.DrainTimeout = 3 * time.Second // from the file, not overridden
+	want.Database = config.Database{Driver: "postgres", DSN: "postgres://u:pw@h/db", ConnectTimeout: 5 * time.Second}
+	want.LLM.Provider, want.LLM.Script, want.LLM.Model = "scripted", "script.yaml", "m1"
+	want.LLM.BaseURL, want.LLM.Stream = "http://127.0.0.1:11434/v1", false
+	want.LLM.OpenAIAPIKey, want.LLM.AnthropicAPIKey, want.LLM.GoogleAPIKey = "sk-o", "sk-a", "g-k"
+	want.Auth.Mode = "apikey"
+	want.Log.Level = "debug"
+	want.Client = config.Client{Server: "http://10.0.0.1:8080", APIKey: "pw_key"}
+	require.Equal(t, want, cfg)
+}
+
+func TestLoadEmptyVariableIsUnset(t *testing.T) {
+	t.Parallel()
+	src := source{env: map[string]string{"PLANWRIGHT_ADDR": "", "PLANWRIGHT_CONFIG": ""}}
+	cfg, err := config.Load(src.options(""))
+	require.NoError(t, err)
+	require.Equal(t, config.Default(), cfg)
+}
+
+func TestLoadBadVariableNamesIt(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"PLANWRIGHT_LLM_STREAM": "maybe"}, `config: PLANWRIGHT_LLM_STREAM: invalid boolean "maybe" (want true or false)`},
+		{map[string]string{"PLANWRIGHT_DB_DRIVER": "mysql"}, `config: database.driver (PLANWRIGHT_DB_DRIVER): unknown driver "mysql" (want sqlite or postgres)`},
+		{map[string]string{"PLANWRIGHT_ADDR": "nowhere"}, `config: server.addr (PLANWRIGHT_ADDR): invalid address "nowhere"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			_, err := config.Load(source{env: tc.env}.options(""))
+			require.ErrorIs(t, err, apperr.ErrInvalid)
+			require.True(t, strings.HasPrefix(err.Error(), tc.want), err.Error())
+		})
+	}
+}
+
+func TestLoadFileSelection(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		config.DefaultFile: "server:\n  addr: 127.0.0.1:1001\n",
+		"env.yaml":         "server:\n  addr: 127.0.0.1:1002\n",
+		"flag.yaml":        "server:\n  addr: 127.0.0.1:1003\n",
+		"broken.yaml":      "server:\n  adr: 127.0.0.1:1003\n",
+	}
+	cases := []struct {
+		name     string
+		files    map[string]string
+		env      map[string]string
+		flag     string
+		wantAddr string
+		wantErr  string
+	}{
+		{name: "default file", files: files, wantAddr: "127.0.0.1:1001"},
+		{name: "missing default file means defaults", files: map[string]string{}, wantAddr: "127.0.0.1:8080"},
+		{name: "PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "env.yaml"}, wantAddr: "127.0.0.1:1002"},
+		{name: "flag wins over PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "env.yaml"}, flag: "flag.yaml", wantAddr: "127.0.0.1:1003"},
+		{name: "missing file named by PLANWRIGHT_CONFIG", files: files, env: map[string]string{"PLANWRIGHT_CONFIG": "gone.yaml"}, wantErr: `config: PLANWRIGHT_CONFIG: file "gone.yaml" does not exist`},
+		{name: "missing file named by flag", files: files, flag: "gone.yaml", wantErr: `config: --config: file "gone.yaml" does not exist`},
+		{name: "missing default file named explicitly", files: map[string]string{}, flag: config.DefaultFile, wantErr: "does not exist"},
+		{name: "errors name the file", files: files, flag: "broken.yaml", wantErr: "config: broken.yaml: server.adr: unknown key"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg, err := config.Load(source{files: tc.files, env: tc.env}.options(tc.flag))
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.wantAddr, cfg.Server.Addr)
+		})
+	}
+}
+
+func TestLoadUnreadableFile(t *testing.T) {
+	t.Parallel()
+	opts := source{}.options("dir")
+	opts.ReadFile = func(string) ([]byte, error) { return nil, errors.New("is a directory") }
+	_, err := config.Load(opts)
+	require.EqualError(t, err, `config: --config: read "dir": is a directory`)
+}
+
+func TestLoadRealFile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	require.NoError(t, os.WriteFile(path, []byte("auth:\n  mode: apikey\n"), 0o600))
+	cfg, err := config.Load(config.LoadOptions{Path: path, LookupEnv: func(string) (string, bool) { return "", false }})
+	require.NoError(t, err)
+	require.Equal(t, "apikey", cfg.Auth.Mode)
+	require.Equal(t, path, cfg.Source)
+}
+
+func TestCheckExposure(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		addr     string
+		mode     string
+		insecure bool
+		ok       bool
+	}{
+		{"127.0.0.1:8080", "none", false, true},
+		{"127.0.0.2:8080", "none", false, true},
+		{"localhost:8080", "none", false, true},
+		{"[::1]:8080", "none", false, true},
+		{"0.0.0.0:8080", "none", false, false},
+		{":8080", "none", false, false},
+		{"[::]:8080", "none", false, false},
+		{"192.168.1.5:8080", "none", false, false},
+		{"example.com:8080", "none", false, false},
+		{"0.0.0.0:8080", "none", true, true},
+		{"0.0.0.0:8080", "apikey", false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.addr+"/"+tc.mode, func(t *testing.T) {
+			t.Parallel()
+			cfg := config.Default()
+			cfg.Server.Addr, cfg.Auth.Mode = tc.addr, tc.mode
+			err := cfg.CheckExposure(tc.insecure)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, apperr.ErrInvalid)
+			require.ErrorContains(t, err, `config: auth.mode: "none" is allowed only on a loopback address, not server.addr "`+tc.addr+`"`)
+			require.ErrorContains(t, err, "--insecure-no-auth")
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	seed, err := os.ReadFile(filepath.Join("..", "..", config.DefaultFile))
+	require.NoError(f, err)
+	f.Add(seed)
+	f.Add([]byte("server: {addr: x, drain_timeout: 1h}\n"))
+	f.Add([]byte("a: &x {b: 1}\nserver: *x\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := config.Parse(data)
+		if err != nil {
+			require.NotContains(t, err.Error(), "\n")
+			return
+		}
+		_ = cfg.Validate()
+	})
+}

@@ -1,0 +1,197 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/planning"
+)
+
+var (
+	drivers   = []string{DriverSQLite, DriverPostgres}
+	authModes = []string{AuthNone, AuthAPIKey}
+	providers = []string{ProviderDemo, ProviderScripted, ProviderOpenAI, ProviderAnthropic, ProviderGoogleAI}
+	modes     = []planning.Mode{planning.ModeAutoExecute, planning.ModeDraftOnly, planning.ModeAgentReview}
+	levels    = []string{"debug", "info", "warn", "error"}
+	formats   = []string{FormatAuto, FormatJSON, FormatConsole}
+)
+
+// Validate checks every field and returns one *apperr.Error (code Invalid)
+// listing every problem, each naming the field and its bad value, or nil.
+func (c Config) Validate() error {
+	var v validator
+
+	v.addr("server.addr", c.Server.Addr)
+	v.positiveDuration("server.drain_timeout", c.Server.DrainTimeout)
+	v.positiveDuration("server.read_header_timeout", c.Server.ReadHeaderTimeout)
+	v.positiveDuration("server.idle_timeout", c.Server.IdleTimeout)
+	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)
+	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
+	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
+
+	v.oneOf("database.driver", "driver", c.Database.Driver, drivers)
+	if strings.TrimSpace(c.Database.DSN) == "" {
+		v.add("database.dsn", "must not be empty")
+	}
+	v.positiveDuration("database.connect_timeout", c.Database.ConnectTimeout)
+
+	v.oneOf("auth.mode", "mode", c.Auth.Mode, authModes)
+
+	v.oneOf("llm.provider", "provider", c.LLM.Provider, providers)
+	switch c.LLM.Provider {
+	case ProviderScripted:
+		if strings.TrimSpace(c.LLM.Script) == "" {
+			v.add("llm.script", `must name a script file when llm.provider is "scripted"`)
+		}
+	case ProviderOpenAI:
+		if c.LLM.OpenAIAPIKey == "" && c.LLM.BaseURL == "" {
+			v.add("llm.provider", `provider "openai" needs OPENAI_API_KEY (or llm.base_url for a compatible server)`)
+		}
+	case ProviderAnthropic:
+		if c.LLM.AnthropicAPIKey == "" {
+			v.add("llm.provider", `provider "anthropic" needs ANTHROPIC_API_KEY`)
+		}
+	case ProviderGoogleAI:
+		if c.LLM.GoogleAPIKey == "" {
+			v.add("llm.provider", `provider "googleai" needs GOOGLE_API_KEY`)
+		}
+	}
+	if c.LLM.BaseURL != "" {
+		v.httpURL("llm.base_url", c.LLM.BaseURL)
+	}
+	v.positiveDuration("llm.call_timeout", c.LLM.CallTimeout)
+	if c.LLM.MaxRetries < 0 {
+		v.add("llm.max_retries", fmt.Sprintf("must not be negative, got %d", c.LLM.MaxRetries))
+	}
+
+	if strings.TrimSpace(c.Agents.File) == "" {
+		v.add("agents.file", "must not be empty")
+	}
+
+	v.positiveDuration("tools.timeout", c.Tools.Timeout)
+	v.positive("tools.max_result_chars", int64(c.Tools.MaxResultChars))
+	v.positive("tools.parallelism", int64(c.Tools.Parallelism))
+
+	v.positive("planning.max_steps", int64(c.Planning.MaxSteps))
+	v.positive("planning.max_parallel_steps", int64(c.Planning.MaxParallelSteps))
+	v.mode("planning.default_mode", c.Planning.DefaultMode, false)
+	v.mode("planning.min_mode", c.Planning.MinMode, true)
+	v.positive("planning.review_rounds", int64(c.Planning.ReviewRounds))
+
+	v.positive("limits.max_tool_calls", int64(c.Limits.MaxToolCalls))
+	v.positiveDuration("limits.turn_timeout", c.Limits.TurnTimeout)
+	v.positive("limits.max_consecutive_failures", int64(c.Limits.MaxConsecutiveFailures))
+
+	v.oneOf("log.level", "level", c.Log.Level, levels)
+	v.oneOf("log.format", "format", c.Log.Format, formats)
+
+	v.httpURL("client.server", c.Client.Server)
+
+	if len(v.probs) > 0 {
+		return invalid(v.probs...)
+	}
+	return nil
+}
+
+// CheckExposure enforces the loopback rule: auth mode "none" is allowed only
+// on a loopback address, unless insecureNoAuth says the operator accepts an
+// unauthenticated server on the network. The error names auth.mode and the
+// address.
+func (c Config) CheckExposure(insecureNoAuth bool) error {
+	if c.Auth.Mode != AuthNone || insecureNoAuth || IsLoopback(c.Server.Addr) {
+		return nil
+	}
+	return invalid(apperr.FieldError{
+		Field: "auth.mode",
+		Message: fmt.Sprintf(`"none" is allowed only on a loopback address, not server.addr %q (use auth.mode apikey, or --insecure-no-auth)`,
+			c.Server.Addr),
+	})
+}
+
+// IsLoopback reports whether the listen address addr (host:port) accepts
+// connections from this machine only: "localhost" or a loopback IP. An empty
+// host or an unspecified IP (0.0.0.0, ::) listens on every interface.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+type validator struct{ probs []apperr.FieldError }
+
+func (v *validator) add(field, msg string) {
+	v.probs = append(v.probs, apperr.FieldError{Field: field, Message: msg})
+}
+
+func (v *validator) oneOf(field, what, got string, want []string) {
+	if !slices.Contains(want, got) {
+		v.add(field, fmt.Sprintf("unknown %s %q (want %s)", what, got, orList(want)))
+	}
+}
+
+func (v *validator) mode(field string, got planning.Mode, emptyOK bool) {
+	if (emptyOK && got == "") || slices.Contains(modes, got) {
+		return
+	}
+	names := make([]string, len(modes))
+	for i, m := range modes {
+		names[i] = string(m)
+	}
+	v.add(field, fmt.Sprintf("unknown mode %q (want %s)", got, orList(names)))
+}
+
+func (v *validator) positive(field string, n int64) {
+	if n <= 0 {
+		v.add(field, fmt.Sprintf("must be positive, got %d", n))
+	}
+}
+
+func (v *validator) positiveDuration(field string, d time.Duration) {
+	if d <= 0 {
+		v.add(field, fmt.Sprintf("must be a positive duration, got %q", d.String()))
+	}
+}
+
+func (v *validator) addr(field, addr string) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.add(field, fmt.Sprintf("invalid address %q (want host:port, such as 127.0.0.1:8080)", addr))
+		return
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		v.add(field, fmt.Sprintf("invalid port %q in address %q (want 0-65535)", port, addr))
+		return
+	}
+	if strings.ContainsAny(host, " /?#") {
+		v.add(field, fmt.Sprintf("invalid host %q in address %q", host, addr))
+	}
+}
+
+func (v *validator) httpURL(field, raw string) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(field, fmt.Sprintf("invalid URL %q (want http:// or https:// with a host)", raw))
+	}
+}
+
+func orList(items []string) string {
+	switch len(items) {
+	case 0:
+		return ""
+	case 1:
+		return items[0]
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
