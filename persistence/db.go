@@ -197,6 +197,21 @@ func (db *DB) Migrate(ctx context.Context) ([]MigrationState, error) {
 		return nil, fmt.Errorf("persistence: migrations: %w", err)
 	}
 	results, err := p.Up(ctx)
+	// SQLite has no session lock: two processes migrating one file at once
+	// may both find a version unapplied, and the loser's transaction fails
+	// and rolls back. Each migration is one transaction, so running Up
+	// again from the version now recorded is safe.
+	for attempt := 0; err != nil && db.driver == DriverSQLite && attempt < 5; attempt++ {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+		}
+		var more []*goose.MigrationResult
+		if more, err = p.Up(ctx); err == nil {
+			results = append(results, more...)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("persistence: migrate %s %s: %w", db.driver, db.target, err)
 	}

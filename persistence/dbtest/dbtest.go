@@ -40,8 +40,9 @@ func ForEachDriver(t *testing.T, fn func(t *testing.T, db *persistence.DB)) {
 	}
 }
 
-// Open returns a fresh, migrated database for driver, closed when the test ends.
-func Open(t testing.TB, driver string) *persistence.DB {
+// Config returns the configuration of a fresh, empty database for driver,
+// removed when the test ends. Open it as often as the test needs.
+func Config(t testing.TB, driver string) persistence.Config {
 	t.Helper()
 	cfg := persistence.Config{Driver: driver}
 	switch driver {
@@ -53,6 +54,13 @@ func Open(t testing.TB, driver string) *persistence.DB {
 	default:
 		t.Fatalf("dbtest: unknown driver %q", driver)
 	}
+	return cfg
+}
+
+// Open returns a fresh, migrated database for driver, closed when the test ends.
+func Open(t testing.TB, driver string) *persistence.DB {
+	t.Helper()
+	cfg := Config(t, driver)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	db, err := persistence.Open(ctx, cfg)

@@ -1,0 +1,145 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+)
+
+type definitionRow struct {
+	ID           string `gorm:"primaryKey"`
+	Name         string
+	Description  string
+	SystemPrompt string
+	Model        string
+	Temperature  *float64
+	Tools        jsonCol
+	MaxSteps     int
+	IsDefault    bool
+	CreatedBy    string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+func (definitionRow) TableName() string { return "agent_definitions" }
+
+func definitionToRow(d agents.Definition) definitionRow {
+	return definitionRow{ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
+		Temperature: d.Temperature, Tools: mustJSON(nonNil(d.Tools)), MaxSteps: d.MaxSteps, IsDefault: d.IsDefault,
+		CreatedBy: d.CreatedBy, CreatedAt: Timestamp(d.CreatedAt), UpdatedAt: Timestamp(d.UpdatedAt)}
+}
+
+func (r definitionRow) definition() agents.Definition {
+	return agents.Definition{ID: r.ID, Name: r.Name, Description: r.Description, SystemPrompt: r.SystemPrompt, Model: r.Model,
+		Temperature: r.Temperature, Tools: fromJSON[[]string](r.Tools), MaxSteps: r.MaxSteps, IsDefault: r.IsDefault,
+		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+// CreateDefinition stores a new agent definition. Names are unique
+// (Conflict); a new default replaces the previous default.
+func (s *Store) CreateDefinition(ctx context.Context, d *agents.Definition) error {
+	if d.ID == "" {
+		d.ID = s.newID()
+	}
+	now := s.stamp()
+	d.CreatedAt, d.UpdatedAt = now, now
+	row := definitionToRow(*d)
+	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if d.IsDefault {
+			if err := tx.Model(&definitionRow{}).Where("is_default = ?", true).Update("is_default", false).Error; err != nil {
+				return err
+			}
+		}
+		return tx.Create(&row).Error
+	})
+	if isUniqueViolation(err) {
+		return apperr.New(apperr.Conflict, "an agent definition named %q already exists", d.Name)
+	}
+	return dbErr("create agent definition", err)
+}
+
+// GetDefinition returns one agent definition.
+func (s *Store) GetDefinition(ctx context.Context, id string) (agents.Definition, error) {
+	if !validID(id) {
+		return agents.Definition{}, notFound("agent definition", id)
+	}
+	var row definitionRow
+	if err := s.g.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return agents.Definition{}, notFound("agent definition", id)
+		}
+		return agents.Definition{}, dbErr("get agent definition", err)
+	}
+	return row.definition(), nil
+}
+
+// DefaultDefinition returns the definition marked default (NotFound when
+// none is).
+func (s *Store) DefaultDefinition(ctx context.Context) (agents.Definition, error) {
+	var rows []definitionRow
+	if err := s.g.WithContext(ctx).Where("is_default = ?", true).Limit(1).Find(&rows).Error; err != nil {
+		return agents.Definition{}, dbErr("get default agent definition", err)
+	}
+	if len(rows) == 0 {
+		return agents.Definition{}, apperr.New(apperr.NotFound, "no default agent definition")
+	}
+	return rows[0].definition(), nil
+}
+
+// ListDefinitions lists every agent definition by name.
+func (s *Store) ListDefinitions(ctx context.Context) ([]agents.Definition, error) {
+	var rows []definitionRow
+	if err := s.g.WithContext(ctx).Order("name, id").Find(&rows).Error; err != nil {
+		return nil, dbErr("list agent definitions", err)
+	}
+	out := make([]agents.Definition, len(rows))
+	for i, r := range rows {
+		out[i] = r.definition()
+	}
+	return out, nil
+}
+
+// UpdateDefinition applies edit to the stored definition id and saves it in
+// one transaction; the id, creator and creation time are kept.
+func (s *Store) UpdateDefinition(ctx context.Context, id string, edit func(*agents.Definition) error) (agents.Definition, error) {
+	if !validID(id) {
+		return agents.Definition{}, notFound("agent definition", id)
+	}
+	var out agents.Definition
+	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var row definitionRow
+		if err := tx.Where("id = ?", id).Take(&row).Error; err != nil {
+			if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+				return notFound("agent definition", id)
+			}
+			return err
+		}
+		d := row.definition()
+		if err := edit(&d); err != nil {
+			return err
+		}
+		d.ID, d.CreatedBy, d.CreatedAt, d.UpdatedAt = row.ID, row.CreatedBy, row.CreatedAt, s.stamp()
+		if d.IsDefault && !row.IsDefault {
+			if err := tx.Model(&definitionRow{}).Where("is_default = ?", true).Update("is_default", false).Error; err != nil {
+				return err
+			}
+		}
+		nr := definitionToRow(d)
+		if err := tx.Select("*").Save(&nr).Error; err != nil {
+			return err
+		}
+		out = d
+		return nil
+	})
+	if isUniqueViolation(err) {
+		return agents.Definition{}, apperr.New(apperr.Conflict, "an agent definition with that name already exists")
+	}
+	if err != nil {
+		return agents.Definition{}, dbErr("update agent definition", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package persistence
+
+import (
+	"context"
+	"time"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
+)
+
+type agentRow struct {
+	ID         string `gorm:"primaryKey"`
+	Role       string
+	UserID     string
+	SessionID  string
+	PlanID     string
+	StepNumber int
+	ParentID   string
+	Model      string
+	CreatedAt  time.Time
+}
+
+func (agentRow) TableName() string { return "agents" }
+
+type agentSessionRow struct {
+	ID         string `gorm:"primaryKey"`
+	AgentID    string
+	PlanID     string
+	StepNumber int
+	UserID     string
+	CreatedAt  time.Time
+}
+
+func (agentSessionRow) TableName() string { return "agent_chat_sessions" }
+
+type executionRow struct {
+	ID             string `gorm:"primaryKey"`
+	PlanID         string
+	StepNumber     int
+	AgentID        string
+	AgentSessionID string
+	UserID         string
+	Status         string
+	Task           string
+	Result         string
+	Error          string
+	InputTokens    int
+	OutputTokens   int
+	ToolCalls      int
+	StartedAt      time.Time
+	CompletedAt    *time.Time
+	DurationMS     int64 `gorm:"column:duration_ms"`
+}
+
+func (executionRow) TableName() string { return "agent_executions" }
+
+func (r executionRow) execution() planning.Execution {
+	return planning.Execution{ID: r.ID, PlanID: r.PlanID, StepNumber: r.StepNumber, AgentID: r.AgentID,
+		AgentSessionID: r.AgentSessionID, UserID: r.UserID, Status: planning.ExecutionStatus(r.Status), Task: r.Task,
+		Result: r.Result, Error: r.Error, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		ToolCalls: r.ToolCalls, StartedAt: r.StartedAt.UTC(), CompletedAt: utcPtr(r.CompletedAt), DurationMS: r.DurationMS}
+}
+
+type agentMessageRow struct {
+	ID             string `gorm:"primaryKey"`
+	AgentSessionID string
+	ExecutionID    string
+	Seq            int
+	Role           string
+	Content        string
+	ToolCalls      jsonCol
+	ToolCallID     string
+	Name           string
+	InputTokens    int
+	OutputTokens   int
+	CreatedAt      time.Time
+}
+
+func (agentMessageRow) TableName() string { return "agent_chat_messages" }
+
+// CreateAgent stores an agent instance.
+func (s *Store) CreateAgent(ctx context.Context, a planning.AgentRecord) error {
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = s.now()
+	}
+	row := agentRow{ID: a.ID, Role: string(a.Role), UserID: a.UserID, SessionID: a.SessionID, PlanID: a.PlanID,
+		StepNumber: a.StepNumber, ParentID: a.ParentID, Model: a.Model, CreatedAt: Timestamp(a.CreatedAt)}
+	return dbErr("create agent", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// GetAgent returns one agent instance.
+func (s *Store) GetAgent(ctx context.Context, id string) (planning.AgentRecord, error) {
+	var row agentRow
+	if !validID(id) {
+		return planning.AgentRecord{}, notFound("agent", id)
+	}
+	if err := s.g.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return planning.AgentRecord{}, notFound("agent", id)
+		}
+		return planning.AgentRecord{}, dbErr("get agent", err)
+	}
+	return planning.AgentRecord{ID: row.ID, Role: event.Role(row.Role), UserID: row.UserID, SessionID: row.SessionID,
+		PlanID: row.PlanID, StepNumber: row.StepNumber, ParentID: row.ParentID, Model: row.Model, CreatedAt: row.CreatedAt.UTC()}, nil
+}
+
+// CreateAgentSession stores an agent's private conversation.
+func (s *Store) CreateAgentSession(ctx context.Context, a planning.AgentSession) error {
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = s.now()
+	}
+	row := agentSessionRow{ID: a.ID, AgentID: a.AgentID, PlanID: a.PlanID, StepNumber: a.StepNumber, UserID: a.UserID,
+		CreatedAt: Timestamp(a.CreatedAt)}
+	return dbErr("create agent session", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// CreateExecution stores an executor run as it starts.
+func (s *Store) CreateExecution(ctx context.Context, e planning.Execution) error {
+	if e.StartedAt.IsZero() {
+		e.StartedAt = s.now()
+	}
+	if e.Status == "" {
+		e.Status = planning.ExecutionRunning
+	}
+	row := executionRow{ID: e.ID, PlanID: e.PlanID, StepNumber: e.StepNumber, AgentID: e.AgentID, AgentSessionID: e.AgentSessionID,
+		UserID: e.UserID, Status: string(e.Status), Task: e.Task, Result: e.Result, Error: e.Error,
+		InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, ToolCalls: e.ToolCalls,
+		StartedAt: Timestamp(e.StartedAt), CompletedAt: stampPtr(e.CompletedAt), DurationMS: e.DurationMS}
+	return dbErr("create execution", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// FinishExecution closes an executor run with its outcome.
+func (s *Store) FinishExecution(ctx context.Context, e planning.Execution) error {
+	completed := e.CompletedAt
+	if completed == nil {
+		now := s.now()
+		completed = &now
+	}
+	res := s.g.WithContext(ctx).Model(&executionRow{}).Where("id = ?", e.ID).Updates(map[string]any{
+		"status": string(e.Status), "result": e.Result, "error": e.Error, "input_tokens": e.Usage.InputTokens,
+		"output_tokens": e.Usage.OutputTokens, "tool_calls": e.ToolCalls, "completed_at": stampPtr(completed),
+		"duration_ms": e.DurationMS})
+	if res.Error != nil {
+		return dbErr("finish execution", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("execution", e.ID)
+	}
+	return nil
+}
+
+// ExecutionFor returns userID's execution id (AnyUser: anyone's).
+func (s *Store) ExecutionFor(ctx context.Context, userID, id string) (planning.Execution, error) {
+	if !validID(id) {
+		return planning.Execution{}, notFound("execution", id)
+	}
+	q, err := scopeUser(s.g.WithContext(ctx), "user_id", userID)
+	if err != nil {
+		return planning.Execution{}, err
+	}
+	var row executionRow
+	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return planning.Execution{}, notFound("execution", id)
+		}
+		return planning.Execution{}, dbErr("get execution", err)
+	}
+	return row.execution(), nil
+}
+
+// ListExecutions lists a plan's executions by step, then start.
+func (s *Store) ListExecutions(ctx context.Context, planID string) ([]planning.Execution, error) {
+	var rows []executionRow
+	if err := s.g.WithContext(ctx).Where("plan_id = ?", planID).Order("step_number, started_at, id").Find(&rows).Error; err != nil {
+		return nil, dbErr("list executions", err)
+	}
+	out := make([]planning.Execution, len(rows))
+	for i, r := range rows {
+		out[i] = r.execution()
+	}
+	return out, nil
+}
+
+// AppendAgentMessage stores one message of an agent's conversation.
+func (s *Store) AppendAgentMessage(ctx context.Context, m planning.AgentMessage) error {
+	if m.ID == "" {
+		m.ID = s.newID()
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = s.now()
+	}
+	row := agentMessageRow{ID: m.ID, AgentSessionID: m.AgentSessionID, ExecutionID: m.ExecutionID, Seq: m.Seq, Role: m.Role,
+		Content: m.Content, ToolCalls: mustJSON(nonNil(m.ToolCalls)), ToolCallID: m.ToolCallID, Name: m.Name,
+		InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens, CreatedAt: Timestamp(m.CreatedAt)}
+	return dbErr("append agent message", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// ListAgentMessages returns an agent conversation's messages in order.
+func (s *Store) ListAgentMessages(ctx context.Context, agentSessionID string) ([]planning.AgentMessage, error) {
+	var rows []agentMessageRow
+	if err := s.g.WithContext(ctx).Where("agent_session_id = ?", agentSessionID).Order("seq").Find(&rows).Error; err != nil {
+		return nil, dbErr("list agent messages", err)
+	}
+	out := make([]planning.AgentMessage, len(rows))
+	for i, r := range rows {
+		out[i] = planning.AgentMessage{ID: r.ID, AgentSessionID: r.AgentSessionID, ExecutionID: r.ExecutionID, Seq: r.Seq,
+			Role: r.Role, Content: r.Content, ToolCalls: fromJSON[[]planning.ToolCall](r.ToolCalls), ToolCallID: r.ToolCallID,
+			Name: r.Name, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}

@@ -1,0 +1,509 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/planning"
+)
+
+type planRow struct {
+	ID           string `gorm:"primaryKey"`
+	SessionID    string
+	UserID       string
+	Goal         string
+	Mode         string
+	Status       string
+	Version      int
+	ReviewRound  int
+	Reason       string
+	StreamRunID  string
+	InputTokens  int
+	OutputTokens int
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	StartedAt    *time.Time
+	CompletedAt  *time.Time
+}
+
+func (planRow) TableName() string { return "agent_plans" }
+
+type stepRow struct {
+	PlanID           string `gorm:"primaryKey"`
+	Number           int    `gorm:"primaryKey;autoIncrement:false"`
+	Title            string
+	Description      string
+	Tools            jsonCol
+	ExecutorRequired bool
+	DependsOn        jsonCol
+	Tool             string
+	Args             jsonCol
+	Status           string
+	Result           string
+	Error            string
+	StartedAt        *time.Time
+	CompletedAt      *time.Time
+}
+
+func (stepRow) TableName() string { return "agent_plan_steps" }
+
+type revisionRow struct {
+	ID        string `gorm:"primaryKey"`
+	PlanID    string
+	Version   int
+	Goal      string
+	Steps     jsonCol
+	Author    string
+	Reason    string
+	CreatedAt time.Time
+}
+
+func (revisionRow) TableName() string { return "agent_plan_revisions" }
+
+type reviewRow struct {
+	ID           string `gorm:"primaryKey"`
+	PlanID       string
+	Round        int
+	Version      int
+	Verdict      string
+	Comments     string
+	AgentID      string
+	InputTokens  int
+	OutputTokens int
+	CreatedAt    time.Time
+}
+
+func (reviewRow) TableName() string { return "agent_plan_reviews" }
+
+func planToRow(p planning.Plan) planRow {
+	return planRow{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
+		Version: p.Version, ReviewRound: p.ReviewRound, Reason: p.Reason, StreamRunID: p.StreamRunID,
+		InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CreatedAt: Timestamp(p.CreatedAt),
+		UpdatedAt: Timestamp(p.UpdatedAt), StartedAt: stampPtr(p.StartedAt), CompletedAt: stampPtr(p.CompletedAt)}
+}
+
+func (r planRow) plan(steps []stepRow) planning.Plan {
+	p := planning.Plan{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Goal: r.Goal, Mode: planning.Mode(r.Mode),
+		Status: planning.Status(r.Status), Version: r.Version, ReviewRound: r.ReviewRound, Reason: r.Reason,
+		StreamRunID: r.StreamRunID, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}
+	for _, s := range steps {
+		p.Steps = append(p.Steps, s.step())
+	}
+	return p
+}
+
+func stepToRow(planID string, s planning.Step) stepRow {
+	var args jsonCol
+	if len(s.Args) > 0 {
+		args = jsonCol(s.Args)
+	}
+	status := s.Status
+	if status == "" {
+		status = planning.StepPending
+	}
+	return stepRow{PlanID: planID, Number: s.Number, Title: s.Title, Description: s.Description, Tools: mustJSON(nonNil(s.Tools)),
+		ExecutorRequired: s.ExecutorRequired, DependsOn: mustJSON(nonNil(s.DependsOn)), Tool: s.Tool, Args: args,
+		Status: string(status), Result: s.Result, Error: s.Error, StartedAt: stampPtr(s.StartedAt), CompletedAt: stampPtr(s.CompletedAt)}
+}
+
+func (r stepRow) step() planning.Step {
+	s := planning.Step{Number: r.Number, Title: r.Title, Description: r.Description, Tools: fromJSON[[]string](r.Tools),
+		ExecutorRequired: r.ExecutorRequired, DependsOn: fromJSON[[]int](r.DependsOn), Tool: r.Tool,
+		Status: planning.StepStatus(r.Status), Result: r.Result, Error: r.Error, StartedAt: utcPtr(r.StartedAt),
+		CompletedAt: utcPtr(r.CompletedAt)}
+	if len(r.Args) > 0 {
+		s.Args = json.RawMessage(r.Args)
+	}
+	return s
+}
+
+// revisionStep is how a step is kept in a revision's JSON: its definition,
+// not its run state.
+type revisionStep struct {
+	Number           int             `json:"number"`
+	Title            string          `json:"title,omitempty"`
+	Description      string          `json:"description,omitempty"`
+	Tools            []string        `json:"tools,omitempty"`
+	ExecutorRequired bool            `json:"executor_required,omitempty"`
+	DependsOn        []int           `json:"depends_on,omitempty"`
+	Tool             string          `json:"tool,omitempty"`
+	Args             json.RawMessage `json:"args,omitempty"`
+}
+
+func revisionSteps(steps []planning.Step) []revisionStep {
+	out := make([]revisionStep, len(steps))
+	for i, s := range steps {
+		out[i] = revisionStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
+			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args}
+	}
+	return out
+}
+
+func (r revisionRow) revision() planning.Revision {
+	rev := planning.Revision{ID: r.ID, PlanID: r.PlanID, Version: r.Version, Goal: r.Goal, Author: r.Author, Reason: r.Reason,
+		CreatedAt: r.CreatedAt.UTC()}
+	for _, s := range fromJSON[[]revisionStep](r.Steps) {
+		rev.Steps = append(rev.Steps, planning.Step{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
+			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: planning.StepPending})
+	}
+	return rev
+}
+
+// CreatePlan stores a new plan, its steps and its first revision in one
+// transaction. An empty ID and times are filled in; Version 0 becomes 1.
+func (s *Store) CreatePlan(ctx context.Context, p *planning.Plan) error {
+	if p.ID == "" {
+		p.ID = s.newID()
+	}
+	now := s.stamp()
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = now
+	}
+	p.CreatedAt, p.UpdatedAt = Timestamp(p.CreatedAt), Timestamp(p.CreatedAt)
+	if p.Version == 0 {
+		p.Version = 1
+	}
+	for i := range p.Steps {
+		if p.Steps[i].Status == "" {
+			p.Steps[i].Status = planning.StepPending
+		}
+	}
+	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		row := planToRow(*p)
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		if err := insertSteps(tx, p.ID, p.Steps); err != nil {
+			return err
+		}
+		rev := revisionRow{ID: s.newID(), PlanID: p.ID, Version: p.Version, Goal: p.Goal, Steps: mustJSON(revisionSteps(p.Steps)),
+			Author: "planner", CreatedAt: p.CreatedAt}
+		return tx.Create(&rev).Error
+	})
+	return dbErr("create plan", err)
+}
+
+func insertSteps(tx *gorm.DB, planID string, steps []planning.Step) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	rows := make([]stepRow, len(steps))
+	for i, st := range steps {
+		rows[i] = stepToRow(planID, st)
+	}
+	return tx.Create(&rows).Error
+}
+
+// GetPlan returns a plan with its steps in order, whoever owns it.
+func (s *Store) GetPlan(ctx context.Context, id string) (planning.Plan, error) {
+	return s.PlanFor(ctx, AnyUser, id)
+}
+
+// PlanFor returns userID's plan id (AnyUser: anyone's) with its steps.
+// Another user's plan is NotFound.
+func (s *Store) PlanFor(ctx context.Context, userID, id string) (planning.Plan, error) {
+	return getPlan(ctx, s.g, userID, id)
+}
+
+func getPlan(ctx context.Context, g *gorm.DB, userID, id string) (planning.Plan, error) {
+	if !validID(id) {
+		return planning.Plan{}, notFound("plan", id)
+	}
+	q, err := scopeUser(g.WithContext(ctx), "user_id", userID)
+	if err != nil {
+		return planning.Plan{}, err
+	}
+	var row planRow
+	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return planning.Plan{}, notFound("plan", id)
+		}
+		return planning.Plan{}, dbErr("get plan", err)
+	}
+	var steps []stepRow
+	if err := g.WithContext(ctx).Where("plan_id = ?", id).Order("number").Find(&steps).Error; err != nil {
+		return planning.Plan{}, dbErr("get plan steps", err)
+	}
+	return row.plan(steps), nil
+}
+
+// TransitionPlan moves a plan to status to if its current status is one of
+// from (compare-and-set in one transaction); otherwise it is a Conflict that
+// names the current status. mutate, if not nil, edits the plan's other
+// fields, saved with the new status.
+func (s *Store) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+	var out planning.Plan
+	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		p, err := getPlan(ctx, tx, AnyUser, id)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(from, p.Status) {
+			return apperr.New(apperr.Conflict, "plan %s is %s", id, p.Status)
+		}
+		p.Status = to
+		if mutate != nil {
+			mutate(&p)
+			p.Status = to
+		}
+		p.UpdatedAt = s.stamp()
+		row := planToRow(p)
+		// The status condition claims the row: concurrent transitions on
+		// PostgreSQL (read committed) wait for each other and re-check it,
+		// so exactly one of them succeeds.
+		upd := tx.Model(&planRow{}).Where("id = ? AND status IN ?", id, statusStrings(from)).Updates(map[string]any{
+			"status": row.Status, "goal": row.Goal, "mode": row.Mode, "version": row.Version, "review_round": row.ReviewRound,
+			"reason": row.Reason, "input_tokens": row.InputTokens, "output_tokens": row.OutputTokens,
+			"updated_at": row.UpdatedAt, "started_at": row.StartedAt, "completed_at": row.CompletedAt})
+		if upd.Error != nil {
+			return upd.Error
+		}
+		if upd.RowsAffected == 0 {
+			cur, err := getPlan(ctx, tx, AnyUser, id)
+			if err != nil {
+				return err
+			}
+			return apperr.New(apperr.Conflict, "plan %s is %s", id, cur.Status)
+		}
+		out = p
+		return nil
+	})
+	if err != nil {
+		return planning.Plan{}, dbErr("transition plan", err)
+	}
+	return out, nil
+}
+
+func statusStrings(ss []planning.Status) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// RevisePlan stores a new version of a plan: its goal and steps (reset to
+// pending) become rev's, its version rev.Version, and rev is kept as a
+// revision — all in one transaction.
+func (s *Store) RevisePlan(ctx context.Context, id string, rev planning.Revision) (planning.Plan, error) {
+	var out planning.Plan
+	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		p, err := getPlan(ctx, tx, AnyUser, id)
+		if err != nil {
+			return err
+		}
+		if rev.Version <= p.Version {
+			rev.Version = p.Version + 1
+		}
+		if rev.ID == "" {
+			rev.ID = s.newID()
+		}
+		now := s.stamp()
+		if rev.CreatedAt.IsZero() {
+			rev.CreatedAt = now
+		}
+		if rev.Goal == "" {
+			rev.Goal = p.Goal
+		}
+		steps := make([]planning.Step, len(rev.Steps))
+		for i, st := range rev.Steps {
+			st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
+			steps[i] = st
+		}
+		if err := tx.Where("plan_id = ?", id).Delete(&stepRow{}).Error; err != nil {
+			return err
+		}
+		if err := insertSteps(tx, id, steps); err != nil {
+			return err
+		}
+		row := revisionRow{ID: rev.ID, PlanID: id, Version: rev.Version, Goal: rev.Goal, Steps: mustJSON(revisionSteps(steps)),
+			Author: rev.Author, Reason: rev.Reason, CreatedAt: Timestamp(rev.CreatedAt)}
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
+			"goal": rev.Goal, "version": rev.Version, "updated_at": now}).Error; err != nil {
+			return err
+		}
+		p.Goal, p.Version, p.Steps, p.UpdatedAt = rev.Goal, rev.Version, steps, now
+		out = p
+		return nil
+	})
+	if err != nil {
+		return planning.Plan{}, dbErr("revise plan", err)
+	}
+	return out, nil
+}
+
+// UpdateStep saves a step's run state: status, result, error and times.
+func (s *Store) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
+	res := s.g.WithContext(ctx).Model(&stepRow{}).Where("plan_id = ? AND number = ?", planID, st.Number).Updates(map[string]any{
+		"status": string(st.Status), "result": st.Result, "error": st.Error,
+		"started_at": stampPtr(st.StartedAt), "completed_at": stampPtr(st.CompletedAt)})
+	if res.Error != nil {
+		return dbErr("update plan step", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID)
+	}
+	return nil
+}
+
+// UpdatePlanUsage saves a plan's token usage.
+func (s *Store) UpdatePlanUsage(ctx context.Context, id string, u planning.Usage) error {
+	res := s.g.WithContext(ctx).Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
+		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "updated_at": s.stamp()})
+	if res.Error != nil {
+		return dbErr("update plan usage", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return notFound("plan", id)
+	}
+	return nil
+}
+
+// AddReview stores one reviewer round.
+func (s *Store) AddReview(ctx context.Context, r planning.Review) error {
+	if r.ID == "" {
+		r.ID = s.newID()
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.now()
+	}
+	row := reviewRow{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: string(r.Verdict), Comments: r.Comments,
+		AgentID: r.AgentID, InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CreatedAt: Timestamp(r.CreatedAt)}
+	return dbErr("add plan review", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// ListRevisions lists a plan's revisions, oldest first.
+func (s *Store) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {
+	var rows []revisionRow
+	if err := s.g.WithContext(ctx).Where("plan_id = ?", planID).Order("version").Find(&rows).Error; err != nil {
+		return nil, dbErr("list plan revisions", err)
+	}
+	out := make([]planning.Revision, len(rows))
+	for i, r := range rows {
+		out[i] = r.revision()
+	}
+	return out, nil
+}
+
+// ListReviews lists a plan's reviews, oldest first.
+func (s *Store) ListReviews(ctx context.Context, planID string) ([]planning.Review, error) {
+	var rows []reviewRow
+	if err := s.g.WithContext(ctx).Where("plan_id = ?", planID).Order("round, created_at").Find(&rows).Error; err != nil {
+		return nil, dbErr("list plan reviews", err)
+	}
+	out := make([]planning.Review, len(rows))
+	for i, r := range rows {
+		out[i] = planning.Review{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: planning.Verdict(r.Verdict),
+			Comments: r.Comments, AgentID: r.AgentID, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+			CreatedAt: r.CreatedAt.UTC()}
+	}
+	return out, nil
+}
+
+// PlanFilter selects plans for ListPlans; empty fields match all.
+type PlanFilter struct {
+	// UserID is the caller's user, or AnyUser for operators; required.
+	UserID    string
+	Status    []planning.Status
+	Mode      planning.Mode
+	SessionID string
+	// Since and Until bound the creation time (Until exclusive).
+	Since, Until time.Time
+}
+
+// ListPlans lists plans matching f, newest first, one page at a time (steps
+// included); next is empty on the last page.
+func (s *Store) ListPlans(ctx context.Context, f PlanFilter, p Page) (plans []planning.Plan, next string, err error) {
+	q, err := scopeUser(s.g.WithContext(ctx).Model(&planRow{}), "user_id", f.UserID)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(f.Status) > 0 {
+		q = q.Where("status IN ?", statusStrings(f.Status))
+	}
+	if f.Mode != "" {
+		q = q.Where("mode = ?", string(f.Mode))
+	}
+	if f.SessionID != "" {
+		q = q.Where("session_id = ?", f.SessionID)
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("created_at >= ?", Timestamp(f.Since))
+	}
+	if !f.Until.IsZero() {
+		q = q.Where("created_at < ?", Timestamp(f.Until))
+	}
+	if q, err = paginate(q, "agent_plans", "created_at", p); err != nil {
+		return nil, "", err
+	}
+	var rows []planRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, "", dbErr("list plans", err)
+	}
+	if len(rows) > p.size() {
+		rows = rows[:p.size()]
+		last := rows[len(rows)-1]
+		next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	if len(rows) == 0 {
+		return nil, "", nil
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	var steps []stepRow
+	if err := s.g.WithContext(ctx).Where("plan_id IN ?", ids).Order("plan_id, number").Find(&steps).Error; err != nil {
+		return nil, "", dbErr("list plan steps", err)
+	}
+	byPlan := map[string][]stepRow{}
+	for _, st := range steps {
+		byPlan[st.PlanID] = append(byPlan[st.PlanID], st)
+	}
+	for _, r := range rows {
+		plans = append(plans, r.plan(byPlan[r.ID]))
+	}
+	return plans, next, nil
+}
+
+// InterruptRunning marks the plans a stopped process left executing or in
+// review as interrupted, and their running steps cancelled. It returns how
+// many plans it marked.
+func (s *Store) InterruptRunning(ctx context.Context) (int, error) {
+	var n int
+	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var ids []string
+		live := []string{string(planning.StatusExecuting), string(planning.StatusInReview)}
+		if err := tx.Model(&planRow{}).Where("status IN ?", live).Pluck("id", &ids).Error; err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		now := s.stamp()
+		if err := tx.Model(&stepRow{}).Where("plan_id IN ? AND status = ?", ids, string(planning.StepRunning)).
+			Updates(map[string]any{"status": string(planning.StepCancelled), "error": "interrupted: the service stopped",
+				"completed_at": now}).Error; err != nil {
+			return err
+		}
+		if err := tx.Model(&executionRow{}).Where("plan_id IN ? AND status = ?", ids, string(planning.ExecutionRunning)).
+			Updates(map[string]any{"status": string(planning.ExecutionCancelled), "error": "interrupted: the service stopped",
+				"completed_at": now}).Error; err != nil {
+			return err
+		}
+		res := tx.Model(&planRow{}).Where("id IN ? AND status IN ?", ids, live).Updates(map[string]any{
+			"status": string(planning.StatusInterrupted), "reason": "the service stopped while the plan ran", "updated_at": now})
+		n = int(res.RowsAffected)
+		return res.Error
+	})
+	return n, dbErr("interrupt running plans", err)
+}

@@ -1,0 +1,92 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
+)
+
+type toolExecutionRow struct {
+	ID          string `gorm:"primaryKey"`
+	UserID      string
+	SessionID   string
+	ToolCallID  string
+	ToolName    string
+	Arguments   jsonCol
+	Result      string
+	Error       string
+	Success     bool
+	DurationMS  int64 `gorm:"column:duration_ms"`
+	SourceRole  string
+	AgentID     string
+	PlanID      string
+	StepNumber  int
+	ExecutionID string
+	CreatedAt   time.Time
+}
+
+func (toolExecutionRow) TableName() string { return "chat_tool_executions" }
+
+func (r toolExecutionRow) execution() tools.Execution {
+	return tools.Execution{ID: r.ID, UserID: r.UserID, SessionID: r.SessionID, ToolCallID: r.ToolCallID, ToolName: r.ToolName,
+		Arguments: json.RawMessage(r.Arguments), Result: r.Result, Error: r.Error, Success: r.Success, DurationMS: r.DurationMS,
+		Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID, StepNumber: r.StepNumber,
+			ExecutionID: r.ExecutionID},
+		CreatedAt: r.CreatedAt.UTC()}
+}
+
+// RecordToolExecution stores one tool execution (tools.Recorder).
+func (s *Store) RecordToolExecution(ctx context.Context, e tools.Execution) error {
+	if e.ID == "" {
+		e.ID = s.newID()
+	}
+	if e.CreatedAt.IsZero() {
+		e.CreatedAt = s.now()
+	}
+	args := jsonCol(e.Arguments)
+	if len(args) > 0 && !json.Valid(args) {
+		args = mustJSON(string(e.Arguments)) // arguments the model garbled are kept as a JSON string
+	}
+	row := toolExecutionRow{ID: e.ID, UserID: e.UserID, SessionID: e.SessionID, ToolCallID: e.ToolCallID, ToolName: e.ToolName,
+		Arguments: args, Result: e.Result, Error: e.Error, Success: e.Success, DurationMS: e.DurationMS,
+		SourceRole: string(e.Source.Role), AgentID: e.Source.AgentID, PlanID: e.Source.PlanID, StepNumber: e.Source.StepNumber,
+		ExecutionID: e.Source.ExecutionID, CreatedAt: Timestamp(e.CreatedAt)}
+	return dbErr("record tool execution", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// ToolExecutionFilter selects tool executions; empty fields match all.
+type ToolExecutionFilter struct {
+	SessionID   string
+	PlanID      string
+	ExecutionID string
+}
+
+// ListToolExecutions lists userID's tool executions (AnyUser: everyone's)
+// matching f, oldest first.
+func (s *Store) ListToolExecutions(ctx context.Context, userID string, f ToolExecutionFilter) ([]tools.Execution, error) {
+	q, err := scopeUser(s.g.WithContext(ctx), "user_id", userID)
+	if err != nil {
+		return nil, err
+	}
+	if f.SessionID != "" {
+		q = q.Where("session_id = ?", f.SessionID)
+	}
+	if f.PlanID != "" {
+		q = q.Where("plan_id = ?", f.PlanID)
+	}
+	if f.ExecutionID != "" {
+		q = q.Where("execution_id = ?", f.ExecutionID)
+	}
+	var rows []toolExecutionRow
+	if err := q.Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, dbErr("list tool executions", err)
+	}
+	out := make([]tools.Execution, len(rows))
+	for i, r := range rows {
+		out[i] = r.execution()
+	}
+	return out, nil
+}
