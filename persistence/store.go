@@ -120,6 +120,9 @@ func dbErr(op string, err error) error {
 }
 
 func isUniqueViolation(err error) bool {
+	if err == nil {
+		return false
+	}
 	if errors.Is(err, gorm.ErrDuplicatedKey) {
 		return true
 	}
