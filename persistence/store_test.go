@@ -107,9 +107,9 @@ func TestSessions(t *testing.T) {
 		require.Equal(t, chat.ContextGlobal, got.ContextType)
 
 		for _, tc := range []struct{ user, id string }{
-			{"bob", sess.ID},                    // another user's: not found
-			{"alice", "not-a-uuid"},             // malformed
-			{"alice", persistence.NewID()},      // unknown
+			{"bob", sess.ID},                   // another user's: not found
+			{"alice", "not-a-uuid"},            // malformed
+			{"alice", persistence.NewID()},     // unknown
 			{"alice", sess.ID + "' OR '1'='1"}, // hostile
 		} {
 			_, err := s.GetSession(ctx, tc.user, tc.id)
