@@ -1,0 +1,628 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/tools"
+)
+
+// Store keeps sessions and messages (persistence implements it).
+type Store interface {
+	CreateSession(ctx context.Context, s *Session) error
+	GetSession(ctx context.Context, userID, id string) (Session, error)
+	UpdateSession(ctx context.Context, s Session) error
+	// AppendMessage stores m unless its (session, client turn, role) is
+	// stored already; then it fills m with the stored message and returns
+	// false.
+	AppendMessage(ctx context.Context, m *Message) (created bool, err error)
+	MessageByTurn(ctx context.Context, sessionID, clientTurnID string, role MessageRole) (Message, error)
+	ListMessages(ctx context.Context, sessionID string, limit int) ([]Message, error)
+}
+
+// Runner runs an agent loop (agents.Runner).
+type Runner interface {
+	Run(ctx context.Context, task agents.Task) (agents.Result, error)
+}
+
+// TurnInfo tells the tool provider whom and what a turn is for.
+type TurnInfo struct {
+	UserID      string
+	SessionID   string
+	StreamRunID string
+	ContextType ContextType
+	EntityID    string
+	// PlanMode is the request's plan_mode, if any.
+	PlanMode string
+	// Definition is the agent definition the session is bound to, if any.
+	Definition *agents.Definition
+}
+
+// Planner is what a turn's planner runs with.
+type Planner struct {
+	Role  agents.Role
+	Tools []tools.Tool
+	// Instructions are added to the planner's prompt (an agent definition's
+	// system prompt).
+	Instructions string
+}
+
+// PlannerFunc builds the planner of a turn: its role (possibly overridden by
+// the session's agent definition) and its tools (the context's tool set,
+// create_plan, ask_clarifying_questions, …).
+type PlannerFunc func(ctx context.Context, t TurnInfo) (Planner, error)
+
+// Definitions finds agent definitions (persistence implements it).
+type Definitions interface {
+	GetDefinition(ctx context.Context, id string) (agents.Definition, error)
+}
+
+// Config configures a Service.
+type Config struct {
+	Store   Store
+	Runner  Runner
+	Planner PlannerFunc
+	// Definitions, when set, lets sessions be bound to agent definitions.
+	Definitions Definitions
+	// MaxStreamsPerUser is how many turns one user may run at once
+	// (default 4); the next is refused with TooMany.
+	MaxStreamsPerUser int
+	// HistoryMessages is how many earlier messages a turn loads (default 40);
+	// the planner compacts them.
+	HistoryMessages int
+	// MaxMessageBytes bounds a user message (default 32 KiB).
+	MaxMessageBytes int
+	// PersistTimeout bounds the writes that end a turn, which run even after
+	// the turn was cancelled (default 10 s).
+	PersistTimeout time.Duration
+	Now            func() time.Time
+	NewID          func() string
+	Logger         zerolog.Logger
+}
+
+// Service runs chat turns: it resolves the session, stores the user's
+// message idempotently, runs the planner and stores the answer. It keeps a
+// registry of running turns so they can be cancelled, and bounds how many
+// one user runs at once. It is safe for concurrent use.
+type Service struct {
+	cfg Config
+
+	mu     sync.Mutex
+	runs   map[string]*Turn // by stream run id
+	byTurn map[string]*Turn // by user + client turn id
+	perUse map[string]int   // running turns per user
+}
+
+// NewService validates cfg and returns a Service.
+func NewService(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("chat: Config.Store is required")
+	case cfg.Runner == nil:
+		return nil, errors.New("chat: Config.Runner is required")
+	case cfg.Planner == nil:
+		return nil, errors.New("chat: Config.Planner is required")
+	}
+	if cfg.MaxStreamsPerUser <= 0 {
+		cfg.MaxStreamsPerUser = 4
+	}
+	if cfg.HistoryMessages <= 0 {
+		cfg.HistoryMessages = 40
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = 32 << 10
+	}
+	if cfg.PersistTimeout <= 0 {
+		cfg.PersistTimeout = 10 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	return &Service{cfg: cfg, runs: map[string]*Turn{}, byTurn: map[string]*Turn{}, perUse: map[string]int{}}, nil
+}
+
+// Request is one chat turn as a client asks for it.
+type Request struct {
+	UserID       string
+	Message      string
+	SessionID    string
+	ContextType  string
+	EntityID     string
+	ProjectFocus *event.Focus
+	PlanMode     string
+	ClientTurnID string
+	StreamRunID  string
+	// AgentDefinitionID binds a new session to an agent definition; an
+	// existing session keeps the one it was created with.
+	AgentDefinitionID string
+}
+
+// Metadata is what a session keeps across turns.
+type Metadata struct {
+	Focus *event.Focus `json:"focus,omitempty"`
+	// ClarificationRounds counts ask_clarifying_questions rounds.
+	ClarificationRounds int                    `json:"clarification_rounds,omitempty"`
+	LastTurn            *event.LastTurnContext `json:"last_turn,omitempty"`
+}
+
+// SessionMetadata decodes a session's metadata; bad or empty metadata reads
+// as empty.
+func SessionMetadata(s Session) Metadata {
+	var m Metadata
+	if len(s.Metadata) > 0 {
+		_ = json.Unmarshal(s.Metadata, &m)
+	}
+	return m
+}
+
+func (m Metadata) raw() json.RawMessage {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// ParseContextType validates a context type; "general" is ContextGlobal and
+// empty is "".
+func ParseContextType(s string) (ContextType, error) {
+	switch c := ContextType(strings.TrimSpace(s)); c {
+	case "":
+		return "", nil
+	case "general":
+		return ContextGlobal, nil
+	case ContextGlobal, ContextProject, ContextProjectCreate, ContextProjectAudit, ContextProjectForecast,
+		ContextCalendar, ContextDailyBriefUpdate, ContextOntology, ContextBrainDump:
+		return c, nil
+	}
+	return "", apperr.Invalidf([]apperr.FieldError{{Field: "context_type", Message: fmt.Sprintf("unknown context type %q", s)}},
+		"invalid context_type")
+}
+
+// Validate checks a request and lists every problem.
+func (s *Service) Validate(req Request) error {
+	var problems []apperr.FieldError
+	if strings.TrimSpace(req.Message) == "" {
+		problems = append(problems, apperr.FieldError{Field: "message", Message: "is required"})
+	} else if len(req.Message) > s.cfg.MaxMessageBytes {
+		problems = append(problems, apperr.FieldError{Field: "message",
+			Message: fmt.Sprintf("is %d bytes; the limit is %d", len(req.Message), s.cfg.MaxMessageBytes)})
+	}
+	if !utf8.ValidString(req.Message) {
+		problems = append(problems, apperr.FieldError{Field: "message", Message: "is not valid UTF-8"})
+	}
+	if _, err := ParseContextType(req.ContextType); err != nil {
+		problems = append(problems, apperr.FieldsOf(err)...)
+	}
+	switch req.PlanMode {
+	case "", "auto_execute", "draft_only", "agent_review":
+	default:
+		problems = append(problems, apperr.FieldError{Field: "plan_mode",
+			Message: fmt.Sprintf("unknown plan mode %q (want auto_execute, draft_only or agent_review)", req.PlanMode)})
+	}
+	if len(req.ClientTurnID) > 128 {
+		problems = append(problems, apperr.FieldError{Field: "client_turn_id", Message: "is longer than 128 characters"})
+	}
+	if len(req.StreamRunID) > 128 {
+		problems = append(problems, apperr.FieldError{Field: "stream_run_id", Message: "is longer than 128 characters"})
+	}
+	if len(problems) > 0 {
+		return apperr.Invalidf(problems, "invalid chat request")
+	}
+	return nil
+}
+
+// Turn is one chat turn, begun and registered. Exactly one of Run or Replay
+// applies: Replay is set when the turn already finished before.
+type Turn struct {
+	Session Session
+	User    Message
+	// Replay is the stored answer of a turn that already finished; Run must
+	// not be called then.
+	Replay *Message
+	RunID  string
+	// FocusEvent is focus_active or focus_changed when the request changed
+	// the session's focus.
+	FocusEvent event.Event
+
+	svc     *Service
+	userKey string
+	cancel  context.CancelCauseFunc
+	mu      sync.Mutex
+	done    bool
+}
+
+// Begin validates req, resolves or creates its session, stores the user's
+// message (idempotently on ClientTurnID) and registers the turn. The errors
+// are Invalid, NotFound (an unknown or another user's session), Conflict (the
+// same turn or run id is running) and TooMany (the user runs too many turns).
+// The caller must call Release when the turn is over.
+func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
+	if err := s.Validate(req); err != nil {
+		return nil, err
+	}
+	if req.UserID == "" {
+		return nil, apperr.New(apperr.Unauthorized, "no user")
+	}
+	t := &Turn{svc: s, RunID: req.StreamRunID}
+	if t.RunID == "" {
+		t.RunID = s.cfg.NewID()
+	}
+	if req.ClientTurnID != "" {
+		t.userKey = req.UserID + "\x00" + req.ClientTurnID
+	}
+	if err := s.register(req.UserID, t); err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			t.Release()
+		}
+	}()
+
+	sess, focusEv, err := s.resolveSession(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	t.Session, t.FocusEvent = sess, focusEv
+	t.User = Message{SessionID: sess.ID, UserID: req.UserID, Role: RoleUser, Content: req.Message,
+		ClientTurnID: req.ClientTurnID, StreamRunID: t.RunID}
+	created, err := s.cfg.Store.AppendMessage(ctx, &t.User)
+	if err != nil {
+		return nil, err
+	}
+	if !created {
+		answer, err := s.cfg.Store.MessageByTurn(ctx, sess.ID, req.ClientTurnID, RoleAssistant)
+		switch {
+		case err == nil:
+			t.Replay = &answer
+		case apperr.CodeOf(err) != apperr.NotFound:
+			return nil, err
+		}
+		// No answer and not running: the earlier attempt died; run it again.
+	}
+	ok = true
+	return t, nil
+}
+
+func (s *Service) register(user string, t *Turn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.runs[t.RunID]; dup {
+		return apperr.New(apperr.Conflict, "stream run %s is already running", t.RunID)
+	}
+	if t.userKey != "" {
+		if _, dup := s.byTurn[t.userKey]; dup {
+			return apperr.New(apperr.Conflict, "this turn (client_turn_id) is still running")
+		}
+	}
+	if s.perUse[user] >= s.cfg.MaxStreamsPerUser {
+		return apperr.New(apperr.TooMany, "you have %d streams running; the limit is %d", s.perUse[user], s.cfg.MaxStreamsPerUser)
+	}
+	s.runs[t.RunID] = t
+	if t.userKey != "" {
+		s.byTurn[t.userKey] = t
+	}
+	s.perUse[user]++
+	t.User.UserID = user
+	return nil
+}
+
+// Release unregisters the turn. It is idempotent.
+func (t *Turn) Release() {
+	t.mu.Lock()
+	if t.done {
+		t.mu.Unlock()
+		return
+	}
+	t.done = true
+	t.mu.Unlock()
+	s := t.svc
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.runs, t.RunID)
+	if t.userKey != "" {
+		delete(s.byTurn, t.userKey)
+	}
+	if s.perUse[t.User.UserID]--; s.perUse[t.User.UserID] <= 0 {
+		delete(s.perUse, t.User.UserID)
+	}
+}
+
+// Cancel stops userID's running turn runID with cause. Another user's run,
+// or one that is not running, is NotFound.
+func (s *Service) Cancel(userID, runID string, cause agents.CancelCause) error {
+	s.mu.Lock()
+	t, ok := s.runs[runID]
+	s.mu.Unlock()
+	if !ok || t.User.UserID != userID {
+		return apperr.New(apperr.NotFound, "stream run %s is not running", runID)
+	}
+	t.mu.Lock()
+	cancel := t.cancel
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel(cause)
+	}
+	return nil
+}
+
+// Running reports how many turns userID runs now.
+func (s *Service) Running(userID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.perUse[userID]
+}
+
+func (s *Service) resolveSession(ctx context.Context, req Request) (Session, event.Event, error) {
+	ctype, _ := ParseContextType(req.ContextType)
+	var sess Session
+	if req.SessionID != "" {
+		var err error
+		if sess, err = s.cfg.Store.GetSession(ctx, req.UserID, req.SessionID); err != nil {
+			return Session{}, nil, err
+		}
+	} else {
+		if ctype == "" {
+			ctype = ContextGlobal
+		}
+		sess = Session{UserID: req.UserID, Title: titleOf(req.Message), ContextType: ctype, EntityID: req.EntityID}
+		if req.AgentDefinitionID != "" {
+			if s.cfg.Definitions == nil {
+				return Session{}, nil, apperr.Invalidf([]apperr.FieldError{{Field: "agent_definition_id", Message: "agent definitions are not enabled"}}, "invalid agent_definition_id")
+			}
+			if _, err := s.cfg.Definitions.GetDefinition(ctx, req.AgentDefinitionID); err != nil {
+				return Session{}, nil, err
+			}
+			sess.AgentDefinitionID = req.AgentDefinitionID
+		}
+		if err := s.cfg.Store.CreateSession(ctx, &sess); err != nil {
+			return Session{}, nil, err
+		}
+	}
+	changed := false
+	if ctype != "" && ctype != sess.ContextType {
+		sess.ContextType, changed = ctype, true
+	}
+	if req.EntityID != "" && req.EntityID != sess.EntityID {
+		sess.EntityID, changed = req.EntityID, true
+	}
+	var focusEv event.Event
+	if req.ProjectFocus != nil {
+		meta := SessionMetadata(sess)
+		switch {
+		case meta.Focus == nil:
+			focusEv = event.FocusActive{Focus: *req.ProjectFocus}
+		case *meta.Focus != *req.ProjectFocus:
+			focusEv = event.FocusChanged{Focus: *req.ProjectFocus}
+		}
+		if focusEv != nil {
+			f := *req.ProjectFocus
+			meta.Focus = &f
+			sess.Metadata, changed = meta.raw(), true
+		}
+	}
+	if changed {
+		if err := s.cfg.Store.UpdateSession(ctx, sess); err != nil {
+			return Session{}, nil, err
+		}
+	}
+	return sess, focusEv, nil
+}
+
+func titleOf(msg string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	if r := []rune(line); len(r) > 60 {
+		return strings.TrimSpace(string(r[:60])) + "…"
+	}
+	return line
+}
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	Assistant Message
+	Finished  string
+	Usage     event.Usage
+	// Err is the turn's failure, if any; it was reported as an error event.
+	Err error
+}
+
+// Run runs the planner for the turn and stores its answer, emitting the
+// turn's events through em: agent_state thinking first, the session, the
+// focus, everything the planner and its tools emit, context shifts,
+// agent_state waiting_on_user when the turn waits, last_turn_context, an
+// error if it failed, and done last. ctx cancelled without a typed cause
+// counts as the client disconnecting. The answer (partial when cancelled) is
+// stored even after ctx ends.
+func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outcome {
+	s := t.svc
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	t.mu.Lock()
+	t.cancel = cancel
+	t.mu.Unlock()
+
+	sys := em.With(event.Source{Role: event.RoleSystem})
+	sys.Emit(ctx, event.AgentState{State: event.StateThinking})
+	sys.Emit(ctx, event.Session{Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
+		EntityID: t.Session.EntityID, Title: t.Session.Title}})
+	if t.FocusEvent != nil {
+		sys.Emit(ctx, t.FocusEvent)
+	}
+
+	out := Outcome{Finished: event.FinishedCompleted}
+	res, err := t.runPlanner(ctx, em, planMode)
+	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+		TotalTokens: res.Usage.InputTokens + res.Usage.OutputTokens}
+	if res.Finished != "" {
+		out.Finished = string(res.Finished)
+	}
+	if err != nil && !res.Interrupted {
+		out.Err, out.Finished = err, event.FinishedError
+	}
+
+	pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PersistTimeout)
+	defer pcancel()
+	answer := Message{SessionID: t.Session.ID, UserID: t.User.UserID, Role: RoleAssistant, Content: res.Text,
+		ClientTurnID: t.User.ClientTurnID, StreamRunID: t.RunID, ToolCalls: toolCalls(res.ToolCalls),
+		Usage: Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
+	if n := len(res.PlanIDs); n > 0 {
+		answer.PlanID = res.PlanIDs[n-1]
+	}
+	if res.Interrupted {
+		answer.Interrupted, answer.InterruptedReason = true, string(res.Cause)
+		answer.PartialTokens = res.Usage.OutputTokens
+		if answer.PartialTokens == 0 {
+			answer.PartialTokens = agents.EstimateTokens([]llm.Message{{Role: llm.RoleAssistant, Content: res.Text}}, nil)
+		}
+	}
+	if _, perr := s.cfg.Store.AppendMessage(pctx, &answer); perr != nil {
+		s.cfg.Logger.Error().Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
+		if out.Err == nil {
+			out.Err, out.Finished = perr, event.FinishedError
+		}
+	}
+	out.Assistant = answer
+
+	// Shifts and the turn summary move the session for the next turn.
+	meta := SessionMetadata(t.Session)
+	for _, sh := range res.Shifts {
+		sys.Emit(pctx, sh)
+		if ct, err := ParseContextType(sh.NewContext); err == nil && ct != "" {
+			t.Session.ContextType = ct
+		}
+		t.Session.EntityID = sh.EntityID
+	}
+	last := event.LastTurnContext{Summary: summaryOf(res.Text), ContextType: string(t.Session.ContextType),
+		EntityID: t.Session.EntityID, ToolsUsed: toolsUsed(res.ToolCalls), PlanID: answer.PlanID}
+	meta.LastTurn = &last
+	t.Session.Metadata = meta.raw()
+	if err := s.cfg.Store.UpdateSession(pctx, t.Session); err != nil {
+		s.cfg.Logger.Error().Err(err).Str("session_id", t.Session.ID).Msg("update session after turn")
+	}
+	if res.AwaitUser && out.Err == nil && !res.Interrupted {
+		sys.Emit(pctx, event.AgentState{State: event.StateWaitingOnUser})
+	}
+	sys.Emit(pctx, last)
+	if out.Err != nil {
+		sys.Emit(pctx, event.Error{Error: errorInfo(out.Err)})
+	}
+	sys.Emit(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID})
+	return out
+}
+
+func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode string) (agents.Result, error) {
+	s := t.svc
+	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
+		EntityID: t.Session.EntityID, PlanMode: planMode}
+	if t.Session.AgentDefinitionID != "" && s.cfg.Definitions != nil {
+		def, err := s.cfg.Definitions.GetDefinition(ctx, t.Session.AgentDefinitionID)
+		if err != nil {
+			return agents.Result{}, err
+		}
+		info.Definition = &def
+	}
+	planner, err := s.cfg.Planner(ctx, info)
+	if err != nil {
+		return agents.Result{}, err
+	}
+	history, err := s.history(ctx, t)
+	if err != nil {
+		return agents.Result{}, err
+	}
+	agentID := s.cfg.NewID()
+	return s.cfg.Runner.Run(ctx, agents.Task{
+		Role:    planner.Role,
+		Data:    agents.PromptData{ContextType: string(t.Session.ContextType), EntityID: t.Session.EntityID, Instructions: planner.Instructions},
+		History: history,
+		Input:   t.User.Content,
+		Tools:   planner.Tools,
+		Scope: tools.Scope{UserID: t.User.UserID, SessionID: t.Session.ID, ContextType: string(t.Session.ContextType),
+			EntityID: t.Session.EntityID},
+		Events: em.With(event.Source{Role: event.RolePlanner, AgentID: agentID}),
+	})
+}
+
+// history loads the messages before this turn's user message, oldest first.
+func (s *Service) history(ctx context.Context, t *Turn) ([]llm.Message, error) {
+	msgs, err := s.cfg.Store.ListMessages(ctx, t.Session.ID, s.cfg.HistoryMessages+1)
+	if err != nil {
+		return nil, err
+	}
+	var out []llm.Message
+	for _, m := range msgs {
+		if m.ID == t.User.ID || (m.ClientTurnID != "" && m.ClientTurnID == t.User.ClientTurnID) {
+			continue
+		}
+		role := llm.RoleUser
+		if m.Role == RoleAssistant {
+			role = llm.RoleAssistant
+			if m.Content == "" {
+				continue
+			}
+		}
+		out = append(out, llm.Message{Role: role, Content: m.Content})
+	}
+	return out, nil
+}
+
+func toolCalls(recs []agents.ToolCallRecord) []ToolCall {
+	out := make([]ToolCall, 0, len(recs))
+	for _, r := range recs {
+		tc := ToolCall{ID: r.Outcome.Call.ID, Name: r.Outcome.Call.Name, Arguments: r.Outcome.Call.Args, Success: r.Outcome.Success}
+		if r.Outcome.Success {
+			tc.Result = cut(r.Outcome.Content, 2000)
+		} else {
+			tc.Error = cut(r.Outcome.Content, 2000)
+		}
+		if len(tc.Arguments) == 0 || !json.Valid(tc.Arguments) {
+			tc.Arguments = json.RawMessage(`{}`)
+		}
+		out = append(out, tc)
+	}
+	return out
+}
+
+func toolsUsed(recs []agents.ToolCallRecord) []string {
+	var out []string
+	for _, r := range recs {
+		if n := r.Outcome.Call.Name; !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func summaryOf(text string) string { return cut(strings.TrimSpace(text), 280) }
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// errorInfo is the caller-safe form of err: coded errors keep their message,
+// anything else is an internal error whose detail stays in the logs.
+func errorInfo(err error) event.ErrorInfo {
+	code := apperr.CodeOf(err)
+	if code == "" || code == apperr.Internal {
+		return event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}
+	}
+	return event.ErrorInfo{Code: string(code), Message: apperr.MessageOf(err)}
+}

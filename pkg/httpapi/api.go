@@ -1,0 +1,230 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
+)
+
+// Sessions reads the caller's chat sessions (persistence implements it).
+type Sessions interface {
+	GetSession(ctx context.Context, userID, id string) (chat.Session, error)
+	ListSessions(ctx context.Context, userID string, p Page) ([]chat.Session, string, error)
+	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
+}
+
+// Page asks for one page of a list.
+type Page struct {
+	Limit  int
+	Cursor string
+}
+
+// PlanReader reads plans (persistence implements it).
+type PlanReader interface {
+	PlanFor(ctx context.Context, userID, id string) (planning.Plan, error)
+}
+
+// APIConfig configures the /api routes.
+type APIConfig struct {
+	Auth AuthConfig
+	// Chat runs turns. Required.
+	Chat *chat.Service
+	// Sessions lists sessions. Required.
+	Sessions Sessions
+	// Plans, when set, adds the plan of a turn to non-streamed answers.
+	Plans PlanReader
+	// AnyUser is the store's "every user" value, used for operators.
+	AnyUser string
+	// Stream configures each SSE stream's buffer and keep-alives.
+	Stream event.StreamConfig
+	Now    func() time.Time
+	Logger zerolog.Logger
+}
+
+// API serves the /api routes.
+type API struct {
+	cfg  APIConfig
+	auth echo.MiddlewareFunc
+}
+
+// NewAPI validates cfg and returns the API; register it with Routes.
+func NewAPI(cfg APIConfig) (*API, error) {
+	if cfg.Chat == nil {
+		return nil, errors.New("httpapi: APIConfig.Chat is required")
+	}
+	if cfg.Sessions == nil {
+		return nil, errors.New("httpapi: APIConfig.Sessions is required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Auth.Logger.GetLevel() == zerolog.NoLevel {
+		cfg.Auth.Logger = cfg.Logger
+	}
+	mw, err := authenticator(cfg.Auth)
+	if err != nil {
+		return nil, err
+	}
+	return &API{cfg: cfg, auth: mw}, nil
+}
+
+// Routes registers the API's routes.
+func (a *API) Routes(e *echo.Echo) {
+	g := e.Group("/api", a.auth)
+	g.POST("/agent/stream", a.stream)
+	g.GET("/agent/stream", a.listSessions) // older clients list sessions here
+	g.POST("/agent/stream/cancel", a.cancel)
+	g.GET("/sessions", a.listSessions)
+	g.GET("/sessions/:id", a.getSession)
+}
+
+// owner is the user filter for reads: operators read everyone's.
+func (a *API) owner(p auth.Principal) string {
+	if p.Role == auth.RoleOperator && a.cfg.AnyUser != "" {
+		return a.cfg.AnyUser
+	}
+	return p.UserID
+}
+
+// decode reads a JSON body into v; malformed JSON is a 400 naming where it
+// broke, an oversized body a 413.
+func decode(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	if err := dec.Decode(v); err != nil {
+		var tooLarge *http.MaxBytesError
+		var syntax *json.SyntaxError
+		var typeErr *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &tooLarge):
+			return err
+		case errors.Is(err, io.EOF):
+			return apperr.New(apperr.Invalid, "request body is empty; expected a JSON object")
+		case errors.As(err, &syntax):
+			return apperr.New(apperr.Invalid, "malformed JSON at byte %d: %v", syntax.Offset, err)
+		case errors.As(err, &typeErr):
+			return apperr.Invalidf([]apperr.FieldError{{Field: typeErr.Field, Message: fmt.Sprintf("must be %s", typeErr.Type)}},
+				"invalid JSON field %s", typeErr.Field)
+		}
+		return apperr.New(apperr.Invalid, "malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return apperr.New(apperr.Invalid, "request body must hold one JSON object")
+	}
+	return nil
+}
+
+func pageOf(c echo.Context) (Page, error) {
+	p := Page{Cursor: c.QueryParam("cursor")}
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 200 {
+			return Page{}, apperr.Invalidf([]apperr.FieldError{{Field: "limit", Message: "must be a number from 1 to 200"}}, "invalid limit")
+		}
+		p.Limit = n
+	}
+	return p, nil
+}
+
+// SessionView is a session as the API returns it.
+type SessionView struct {
+	ID                string          `json:"id"`
+	Title             string          `json:"title"`
+	ContextType       string          `json:"context_type"`
+	EntityID          string          `json:"entity_id,omitempty"`
+	AgentDefinitionID string          `json:"agent_definition_id,omitempty"`
+	Metadata          json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+}
+
+func sessionView(s chat.Session) SessionView {
+	return SessionView{ID: s.ID, Title: s.Title, ContextType: string(s.ContextType), EntityID: s.EntityID,
+		AgentDefinitionID: s.AgentDefinitionID, Metadata: s.Metadata, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+}
+
+// MessageView is a chat message as the API returns it.
+type MessageView struct {
+	ID                string          `json:"id"`
+	SessionID         string          `json:"session_id"`
+	Role              string          `json:"role"`
+	Content           string          `json:"content"`
+	ClientTurnID      string          `json:"client_turn_id,omitempty"`
+	StreamRunID       string          `json:"stream_run_id,omitempty"`
+	ToolCalls         []chat.ToolCall `json:"tool_calls,omitempty"`
+	Usage             chat.Usage      `json:"usage"`
+	PlanID            string          `json:"plan_id,omitempty"`
+	FinishedReason    string          `json:"finished_reason,omitempty"`
+	Interrupted       bool            `json:"interrupted,omitempty"`
+	InterruptedReason string          `json:"interrupted_reason,omitempty"`
+	PartialTokens     int             `json:"partial_tokens,omitempty"`
+	CreatedAt         time.Time       `json:"created_at"`
+}
+
+func messageView(m chat.Message) MessageView {
+	return MessageView{ID: m.ID, SessionID: m.SessionID, Role: string(m.Role), Content: m.Content, ClientTurnID: m.ClientTurnID,
+		StreamRunID: m.StreamRunID, ToolCalls: m.ToolCalls, Usage: m.Usage, PlanID: m.PlanID, FinishedReason: m.FinishedReason,
+		Interrupted: m.Interrupted, InterruptedReason: m.InterruptedReason, PartialTokens: m.PartialTokens, CreatedAt: m.CreatedAt}
+}
+
+// SessionList is a page of sessions.
+type SessionList struct {
+	Sessions   []SessionView `json:"sessions"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+func (a *API) listSessions(c echo.Context) error {
+	p, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	sessions, next, err := a.cfg.Sessions.ListSessions(c.Request().Context(), PrincipalOf(c).UserID, p)
+	if err != nil {
+		return err
+	}
+	out := SessionList{Sessions: []SessionView{}, NextCursor: next}
+	for _, s := range sessions {
+		out.Sessions = append(out.Sessions, sessionView(s))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// SessionDetail is a session with its messages.
+type SessionDetail struct {
+	Session  SessionView   `json:"session"`
+	Messages []MessageView `json:"messages"`
+}
+
+func (a *API) getSession(c echo.Context) error {
+	ctx := c.Request().Context()
+	s, err := a.cfg.Sessions.GetSession(ctx, PrincipalOf(c).UserID, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	msgs, err := a.cfg.Sessions.ListMessages(ctx, s.ID, 0)
+	if err != nil {
+		return err
+	}
+	out := SessionDetail{Session: sessionView(s), Messages: []MessageView{}}
+	for _, m := range msgs {
+		out.Messages = append(out.Messages, messageView(m))
+	}
+	return c.JSON(http.StatusOK, out)
+}

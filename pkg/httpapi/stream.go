@@ -1,0 +1,173 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// StreamRequest is the body of POST /api/agent/stream.
+type StreamRequest struct {
+	Message           string       `json:"message"`
+	SessionID         string       `json:"session_id,omitempty"`
+	ContextType       string       `json:"context_type,omitempty"`
+	EntityID          string       `json:"entity_id,omitempty"`
+	ProjectFocus      *event.Focus `json:"project_focus,omitempty"`
+	PlanMode          string       `json:"plan_mode,omitempty"`
+	ClientTurnID      string       `json:"client_turn_id,omitempty"`
+	StreamRunID       string       `json:"stream_run_id,omitempty"`
+	AgentDefinitionID string       `json:"agent_definition_id,omitempty"`
+	// Stream defaults to true; false returns one JSON document.
+	Stream *bool `json:"stream,omitempty"`
+}
+
+// TurnResult is the JSON answer of a turn with "stream": false.
+type TurnResult struct {
+	Session          SessionView     `json:"session"`
+	UserMessage      MessageView     `json:"user_message"`
+	AssistantMessage MessageView     `json:"assistant_message"`
+	Plan             *PlanView       `json:"plan,omitempty"`
+	ToolCalls        []chat.ToolCall `json:"tool_calls"`
+	Usage            event.Usage     `json:"usage"`
+	FinishedReason   string          `json:"finished_reason"`
+	Replay           bool            `json:"replay,omitempty"`
+	Error            *ErrorDetail    `json:"error,omitempty"`
+}
+
+// CancelRequest is the body of POST /api/agent/stream/cancel.
+type CancelRequest struct {
+	StreamRunID string `json:"stream_run_id"`
+	Reason      string `json:"reason"`
+}
+
+func (a *API) stream(c echo.Context) error {
+	var body StreamRequest
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	turn, err := a.cfg.Chat.Begin(c.Request().Context(), chat.Request{
+		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
+		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
+		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID,
+	})
+	if err != nil {
+		return err
+	}
+	defer turn.Release()
+	if body.Stream != nil && !*body.Stream {
+		return a.turnJSON(c, turn, body.PlanMode)
+	}
+	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
+		if turn.Replay != nil {
+			replay(ctx, em, turn)
+			return
+		}
+		turn.Run(ctx, em, body.PlanMode)
+	})
+}
+
+// replay answers a repeat of a finished turn with a short stream: the
+// session, the stored answer, and done marked as a replay.
+func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
+	sys := em.With(event.Source{Role: event.RoleSystem})
+	sys.Emit(ctx, event.AgentState{State: event.StateThinking})
+	sys.Emit(ctx, event.Session{Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
+		EntityID: t.Session.EntityID, Title: t.Session.Title}})
+	if t.Replay.Content != "" {
+		em.With(event.Source{Role: event.RolePlanner}).Emit(ctx, event.Text{Content: t.Replay.Content})
+	}
+	u := t.Replay.Usage
+	sys.Emit(ctx, event.Done{FinishedReason: t.Replay.FinishedReason, SessionID: t.Session.ID, MessageID: t.Replay.ID, Replay: true,
+		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}})
+}
+
+// serveStream opens an SSE response and runs produce with an emitter onto
+// it. The stream's buffer is bounded; when the client goes away the request
+// context ends, which cancels produce's work with cause "disconnect".
+func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em event.Emitter)) error {
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	ctx := c.Request().Context()
+	stream := event.NewStream(a.cfg.Stream)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = stream.Run(ctx, w, func() error { w.Flush(); return nil })
+	})
+	produce(ctx, event.NewEmitter(stream, event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	stream.Close()
+	wg.Wait()
+	return nil
+}
+
+func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
+	ctx := c.Request().Context()
+	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User)}
+	var answer chat.Message
+	if turn.Replay != nil {
+		answer, out.Replay = *turn.Replay, true
+		out.FinishedReason = answer.FinishedReason
+	} else {
+		res := turn.Run(ctx, event.Emitter{}, planMode)
+		answer, out.FinishedReason = res.Assistant, res.Finished
+		if res.Err != nil {
+			_, d := classify(res.Err)
+			out.Error = &d
+		}
+	}
+	out.Session = sessionView(turn.Session)
+	out.AssistantMessage = messageView(answer)
+	out.ToolCalls = answer.ToolCalls
+	if out.ToolCalls == nil {
+		out.ToolCalls = []chat.ToolCall{}
+	}
+	out.Usage = event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens,
+		TotalTokens: answer.Usage.InputTokens + answer.Usage.OutputTokens}
+	if answer.PlanID != "" && a.cfg.Plans != nil {
+		if plan, err := a.cfg.Plans.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
+			v := planView(plan)
+			out.Plan = &v
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) cancel(c echo.Context) error {
+	var body CancelRequest
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	var problems []apperr.FieldError
+	if body.StreamRunID == "" {
+		problems = append(problems, apperr.FieldError{Field: "stream_run_id", Message: "is required"})
+	}
+	cause := agents.UserCancelled
+	switch body.Reason {
+	case "", string(agents.UserCancelled):
+	case string(agents.Superseded):
+		cause = agents.Superseded
+	default:
+		problems = append(problems, apperr.FieldError{Field: "reason", Message: "must be user_cancelled or superseded"})
+	}
+	if len(problems) > 0 {
+		return apperr.Invalidf(problems, "invalid cancel request")
+	}
+	if err := a.cfg.Chat.Cancel(PrincipalOf(c).UserID, body.StreamRunID, cause); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "cancelling", "stream_run_id": body.StreamRunID})
+}
