@@ -136,8 +136,10 @@ func (s *Store) UpdateSession(ctx context.Context, sess chat.Session) error {
 }
 
 // ListSessions lists userID's sessions, most recently updated first, one
-// page at a time; next is empty on the last page.
-func (s *Store) ListSessions(ctx context.Context, userID string, p Page) (sessions []chat.Session, next string, err error) {
+// page of limit (0: 50, at most 200) after cursor at a time; next is empty
+// on the last page.
+func (s *Store) ListSessions(ctx context.Context, userID string, limit int, cursor string) (sessions []chat.Session, next string, err error) {
+	p := Page{Limit: limit, Cursor: cursor}
 	q, err := scopeUser(s.g.WithContext(ctx).Model(&chatSessionRow{}), "user_id", userID)
 	if err != nil {
 		return nil, "", err

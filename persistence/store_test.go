@@ -140,7 +140,7 @@ func TestSessionPagination(t *testing.T) {
 		cursor := ""
 		for pages := 0; ; pages++ {
 			require.Less(t, pages, 5)
-			page, next, err := s.ListSessions(ctx, "alice", persistence.Page{Limit: 3, Cursor: cursor})
+			page, next, err := s.ListSessions(ctx, "alice", 3, cursor)
 			require.NoError(t, err)
 			for _, p := range page {
 				got = append(got, p.ID)
@@ -152,7 +152,7 @@ func TestSessionPagination(t *testing.T) {
 		}
 		require.Equal(t, want, got)
 
-		_, _, err := s.ListSessions(ctx, "alice", persistence.Page{Cursor: "garbage"})
+		_, _, err := s.ListSessions(ctx, "alice", 0, "garbage")
 		requireCode(t, err, apperr.Invalid)
 	})
 }

@@ -173,3 +173,12 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// CloseShared closes the connection pool to TEST_DATABASE_URL that the
+// PostgreSQL tests of a test binary share. Call it from TestMain after
+// m.Run, before checking for leaked goroutines.
+func CloseShared() {
+	if base.db != nil {
+		_ = base.db.Close()
+	}
+}

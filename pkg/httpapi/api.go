@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planwright/planwright/pkg/apperr"
-	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
@@ -23,7 +22,7 @@ import (
 // Sessions reads the caller's chat sessions (persistence implements it).
 type Sessions interface {
 	GetSession(ctx context.Context, userID, id string) (chat.Session, error)
-	ListSessions(ctx context.Context, userID string, p Page) ([]chat.Session, string, error)
+	ListSessions(ctx context.Context, userID string, limit int, cursor string) ([]chat.Session, string, error)
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
 }
 
@@ -90,14 +89,6 @@ func (a *API) Routes(e *echo.Echo) {
 	g.POST("/agent/stream/cancel", a.cancel)
 	g.GET("/sessions", a.listSessions)
 	g.GET("/sessions/:id", a.getSession)
-}
-
-// owner is the user filter for reads: operators read everyone's.
-func (a *API) owner(p auth.Principal) string {
-	if p.Role == auth.RoleOperator && a.cfg.AnyUser != "" {
-		return a.cfg.AnyUser
-	}
-	return p.UserID
 }
 
 // decode reads a JSON body into v; malformed JSON is a 400 naming where it
@@ -195,7 +186,7 @@ func (a *API) listSessions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sessions, next, err := a.cfg.Sessions.ListSessions(c.Request().Context(), PrincipalOf(c).UserID, p)
+	sessions, next, err := a.cfg.Sessions.ListSessions(c.Request().Context(), PrincipalOf(c).UserID, p.Limit, p.Cursor)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,428 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/tools"
+)
+
+// model is an agents.Model whose behaviour is a function field.
+type model struct {
+	GenerateFunc func(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error)
+}
+
+func (m *model) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+	return m.GenerateFunc(ctx, req, onPart)
+}
+
+// says streams text in two deltas and answers.
+func says(text string) *model {
+	return &model{GenerateFunc: func(_ context.Context, _ llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+		half := len(text) / 2
+		onPart(llm.TextDelta{Text: text[:half]})
+		onPart(llm.TextDelta{Text: text[half:]})
+		u := llm.Usage{InputTokens: 12, OutputTokens: 7}
+		onPart(llm.UsagePart{Usage: u})
+		return llm.Response{Text: text, Usage: u, StopReason: "stop"}, nil
+	}}
+}
+
+// stalls streams "partial " and then waits for its context to end.
+func stalls(started chan<- struct{}) *model {
+	return &model{GenerateFunc: func(ctx context.Context, _ llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+		onPart(llm.TextDelta{Text: "partial "})
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return llm.Response{Text: "partial "}, context.Cause(ctx)
+	}}
+}
+
+type chatEnv struct {
+	url   string
+	store *persistence.Store
+	svc   *chat.Service
+	keys  map[string]string // user → secret
+}
+
+func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
+	t.Helper()
+	db := dbtest.Open(t, driver)
+	store, err := persistence.NewStore(db, persistence.StoreConfig{})
+	require.NoError(t, err)
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+	require.NoError(t, err)
+	runner, err := agents.New(agents.Config{Model: m, Tools: rt})
+	require.NoError(t, err)
+	roles, err := agents.LoadRoles("../../configs/agents.yaml")
+	require.NoError(t, err)
+	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
+		Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
+			return chat.Planner{Role: roles.Planner}, nil
+		}})
+	require.NoError(t, err)
+	env := chatEnv{store: store, svc: svc, keys: map[string]string{}}
+	for _, u := range []string{"alice", "bob"} {
+		secret, key, err := auth.NewKey(auth.KeySpec{UserID: u, Role: auth.RoleUser}, persistence.NewID(), time.Now())
+		require.NoError(t, err)
+		require.NoError(t, store.CreateKey(context.Background(), key))
+		env.keys[u] = secret
+	}
+	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
+		Plans: store, AnyUser: persistence.AnyUser}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	api, err := httpapi.NewAPI(cfg)
+	require.NoError(t, err)
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}})
+	require.NoError(t, err)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	env.url = ts.URL
+	return env
+}
+
+func (e chatEnv) request(t *testing.T, ctx context.Context, user, method, path string, body any) *http.Response {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	case []byte:
+		r = bytes.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		require.NoError(t, err)
+		r = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, e.url+path, r)
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.Header.Set("Authorization", "Bearer "+e.keys[user])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+type frame struct {
+	ID   string
+	Type string
+	Env  map[string]any
+}
+
+// readStream parses an SSE response with a real parser.
+func readStream(t *testing.T, resp *http.Response) []frame {
+	t.Helper()
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	require.Equal(t, "no-cache", resp.Header.Get("Cache-Control"))
+	require.Equal(t, "no", resp.Header.Get("X-Accel-Buffering"))
+	var out []frame
+	for ev, err := range sse.Read(resp.Body, nil) {
+		require.NoError(t, err)
+		var env map[string]any
+		require.NoError(t, json.Unmarshal([]byte(ev.Data), &env))
+		require.Equal(t, ev.Type, env["type"])
+		out = append(out, frame{ID: ev.LastEventID, Type: ev.Type, Env: env})
+	}
+	return out
+}
+
+func types(fs []frame) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Type
+	}
+	return out
+}
+
+func decodeBody[T any](t *testing.T, resp *http.Response) T {
+	t.Helper()
+	defer resp.Body.Close()
+	var v T
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
+	return v
+}
+
+func TestStreamTurn(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			env := newChatEnv(t, driver, says("Hello there, Alice."), nil)
+			ctx := context.Background()
+			frames := readStream(t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "client_turn_id": "t1", "stream_run_id": "run-1", "context_type": "general"}))
+
+			got := types(frames)
+			require.Equal(t, []string{"agent_state", "session", "context_usage"}, got[:3])
+			require.Equal(t, "thinking", frames[0].Env["state"])
+			require.Equal(t, "done", got[len(got)-1])
+			require.Equal(t, "last_turn_context", got[len(got)-2])
+			require.Contains(t, got, "text")
+			for i, f := range frames {
+				require.Equal(t, fmt.Sprint(i+1), f.ID, "ids count up from 1")
+				require.EqualValues(t, i+1, f.Env["seq"])
+				require.NotEmpty(t, f.Env["ts"])
+				require.NotNil(t, f.Env["source"])
+			}
+			var text strings.Builder
+			for _, f := range frames {
+				if f.Type == "text" {
+					text.WriteString(f.Env["content"].(string))
+					require.Equal(t, "planner", f.Env["source"].(map[string]any)["role"])
+				}
+			}
+			require.Equal(t, "Hello there, Alice.", text.String())
+			session := frames[1].Env["session"].(map[string]any)
+			require.Equal(t, "global", session["context_type"], `"general" is stored as global`)
+			done := frames[len(frames)-1].Env
+			require.Equal(t, "completed", done["finished_reason"])
+			require.EqualValues(t, 19, done["usage"].(map[string]any)["total_tokens"])
+
+			msgs, err := env.store.ListMessages(ctx, session["id"].(string), 0)
+			require.NoError(t, err)
+			require.Len(t, msgs, 2)
+			require.Equal(t, "hi", msgs[0].Content)
+			require.Equal(t, "Hello there, Alice.", msgs[1].Content)
+			require.Equal(t, "run-1", msgs[1].StreamRunID)
+			require.Equal(t, done["message_id"], msgs[1].ID)
+
+			// The session is listed, and readable only by its owner.
+			list := decodeBody[httpapi.SessionList](t, env.request(t, ctx, "alice", "GET", "/api/sessions", nil))
+			require.Len(t, list.Sessions, 1)
+			alias := decodeBody[httpapi.SessionList](t, env.request(t, ctx, "alice", "GET", "/api/agent/stream", nil))
+			require.Equal(t, list, alias)
+			detail := decodeBody[httpapi.SessionDetail](t, env.request(t, ctx, "alice", "GET", "/api/sessions/"+session["id"].(string), nil))
+			require.Len(t, detail.Messages, 2)
+			resp := env.request(t, ctx, "bob", "GET", "/api/sessions/"+session["id"].(string), nil)
+			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+			resp.Body.Close()
+
+			// A repeat of the finished turn replays the stored answer.
+			replay := readStream(t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "client_turn_id": "t1", "session_id": session["id"]}))
+			require.Equal(t, "agent_state", replay[0].Type)
+			last := replay[len(replay)-1]
+			require.Equal(t, "done", last.Type)
+			require.Equal(t, true, last.Env["replay"])
+			asJSON := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "client_turn_id": "t1", "session_id": session["id"], "stream": false}))
+			require.True(t, asJSON.Replay)
+			require.Equal(t, msgs[1].ID, asJSON.AssistantMessage.ID)
+			msgs, err = env.store.ListMessages(ctx, session["id"].(string), 0)
+			require.NoError(t, err)
+			require.Len(t, msgs, 2, "a repeated turn never stores a second message")
+		})
+	}
+}
+
+func TestStreamFalseReturnsOneDocument(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t, persistence.DriverSQLite, says("Plain answer."), nil)
+	res := decodeBody[httpapi.TurnResult](t, env.request(t, context.Background(), "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "hi", "stream": false}))
+	require.Equal(t, "Plain answer.", res.AssistantMessage.Content)
+	require.Equal(t, "hi", res.UserMessage.Content)
+	require.Equal(t, "completed", res.FinishedReason)
+	require.Equal(t, 19, res.Usage.TotalTokens)
+	require.NotEmpty(t, res.Session.ID)
+	require.Empty(t, res.ToolCalls)
+}
+
+func TestStreamRejectsBadInput(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t, persistence.DriverSQLite, says("x"), nil)
+	ctx := context.Background()
+	other := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "bob", "POST", "/api/agent/stream",
+		map[string]any{"message": "bob's", "stream": false}))
+	for _, tc := range []struct {
+		name   string
+		user   string
+		body   any
+		status int
+		fields []string
+	}{
+		{"no credentials", "", map[string]any{"message": "hi"}, 401, nil},
+		{"malformed JSON", "alice", `{"message": "hi"`, 400, nil},
+		{"not an object", "alice", `["hi"]`, 400, nil},
+		{"empty body", "alice", ``, 400, nil},
+		{"missing message", "alice", map[string]any{}, 400, []string{"message"}},
+		{"every problem listed", "alice", map[string]any{"message": "", "context_type": "moon", "plan_mode": "yolo"}, 400,
+			[]string{"message", "context_type", "plan_mode"}},
+		{"message too long", "alice", map[string]any{"message": strings.Repeat("x", 33<<10)}, 400, []string{"message"}},
+		{"body too large", "alice", map[string]any{"message": strings.Repeat("x", 2<<20)}, 413, nil},
+		{"wrong type", "alice", `{"message": 5}`, 400, []string{"message"}},
+		{"unknown session", "alice", map[string]any{"message": "hi", "session_id": persistence.NewID()}, 404, nil},
+		{"malformed session id", "alice", map[string]any{"message": "hi", "session_id": "../etc"}, 404, nil},
+		{"another user's session", "alice", map[string]any{"message": "hi", "session_id": other.Session.ID}, 404, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			resp := env.request(t, ctx, tc.user, "POST", "/api/agent/stream", tc.body)
+			require.Equal(t, tc.status, resp.StatusCode)
+			body := decodeBody[httpapi.ErrorResponse](t, resp)
+			require.NotEmpty(t, body.Error.Message)
+			var fields []string
+			for _, f := range body.Error.Fields {
+				fields = append(fields, f.Field)
+			}
+			for _, f := range tc.fields {
+				require.Contains(t, fields, f)
+			}
+		})
+	}
+	list := decodeBody[httpapi.SessionList](t, env.request(t, ctx, "alice", "GET", "/api/sessions", nil))
+	require.Empty(t, list.Sessions, "rejected requests store nothing")
+}
+
+func TestCancelPersistsThePartialAnswer(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
+	ctx := context.Background()
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "long job", "stream_run_id": "run-c", "client_turn_id": "tc"})
+	var frames []frame
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		frames = readStream(t, resp)
+	}()
+	<-started
+
+	// A repeat of a running turn is a conflict; someone else's cancel is not found.
+	again := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "long job", "client_turn_id": "tc"})
+	require.Equal(t, http.StatusConflict, again.StatusCode)
+	again.Body.Close()
+	r := env.request(t, ctx, "bob", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-c", "reason": "user_cancelled"})
+	require.Equal(t, http.StatusNotFound, r.StatusCode)
+	r.Body.Close()
+	r = env.request(t, ctx, "alice", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-c", "reason": "bogus"})
+	require.Equal(t, http.StatusBadRequest, r.StatusCode)
+	r.Body.Close()
+
+	r = env.request(t, ctx, "alice", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-c", "reason": "user_cancelled"})
+	require.Equal(t, http.StatusAccepted, r.StatusCode)
+	r.Body.Close()
+	<-done
+
+	last := frames[len(frames)-1]
+	require.Equal(t, "done", last.Type)
+	require.Equal(t, "cancelled", last.Env["finished_reason"])
+	sessionID := frames[1].Env["session"].(map[string]any)["id"].(string)
+	msg, err := env.store.MessageByTurn(ctx, sessionID, "tc", chat.RoleAssistant)
+	require.NoError(t, err)
+	require.True(t, msg.Interrupted)
+	require.Equal(t, "user_cancelled", msg.InterruptedReason)
+	require.Equal(t, "cancelled", msg.FinishedReason)
+	require.Equal(t, "partial ", msg.Content)
+	require.Positive(t, msg.PartialTokens)
+}
+
+func TestDisconnectCancelsTheTurn(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "go", "client_turn_id": "td"})
+	<-started
+	cancel()
+	resp.Body.Close()
+
+	sessions, _, err := env.store.ListSessions(context.Background(), "alice", 0, "")
+	require.NoError(t, err)
+	require.Len(t, sessions, 1)
+	require.Eventually(t, func() bool {
+		m, err := env.store.MessageByTurn(context.Background(), sessions[0].ID, "td", chat.RoleAssistant)
+		return err == nil && m.Interrupted && m.InterruptedReason == "disconnect"
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return env.svc.Running("alice") == 0 }, 10*time.Second, 10*time.Millisecond)
+}
+
+func TestTooManyStreams(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 8)
+	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 4 {
+		resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "go"})
+		wg.Go(func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() })
+	}
+	for range 4 {
+		<-started
+	}
+	resp := env.request(t, context.Background(), "alice", "POST", "/api/agent/stream", map[string]any{"message": "one more"})
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	resp.Body.Close()
+	// Another user is not limited by alice's streams.
+	resp = env.request(t, ctx, "bob", "POST", "/api/agent/stream", map[string]any{"message": "mine"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	wg.Go(func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() })
+	<-started
+	cancel()
+	wg.Wait()
+}
+
+func TestProviderErrorEndsWithErrorThenDone(t *testing.T) {
+	t.Parallel()
+	failing := &model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
+		return llm.Response{}, apperr.New(apperr.Unavailable, "openai: status 500 after 3 attempts")
+	}}
+	env := newChatEnv(t, persistence.DriverSQLite, failing, nil)
+	frames := readStream(t, env.request(t, context.Background(), "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi"}))
+	got := types(frames)
+	require.Equal(t, "agent_state", got[0])
+	require.Equal(t, []string{"error", "done"}, got[len(got)-2:])
+	require.Equal(t, "unavailable", frames[len(frames)-2].Env["error"].(map[string]any)["code"])
+	require.Equal(t, "error", frames[len(frames)-1].Env["finished_reason"])
+}
+
+func TestAuthModes(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t, persistence.DriverSQLite, says("ok"), func(c *httpapi.APIConfig) { c.Auth = httpapi.AuthConfig{Mode: httpapi.AuthNone} })
+	resp := env.request(t, context.Background(), "", "POST", "/api/agent/stream", map[string]any{"message": "hi", "stream": false})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+
+	keyed := newChatEnv(t, persistence.DriverSQLite, says("ok"), nil)
+	keyed.keys["mallory"] = "pwk_notakey"
+	resp = keyed.request(t, context.Background(), "mallory", "GET", "/api/sessions", nil)
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"))
+	resp.Body.Close()
+
+	_, err := httpapi.NewAPI(httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "apikey"}, Chat: keyed.svc, Sessions: keyed.store})
+	require.Error(t, err, "apikey mode without a key store is a configuration error")
+}
