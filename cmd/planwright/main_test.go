@@ -25,6 +25,7 @@ import (
 	"github.com/planwright/planwright/migrations"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/config"
 )
 
@@ -496,4 +497,36 @@ func TestBinary(t *testing.T) {
 	exited = true
 	require.NoError(t, err, "SIGTERM must exit 0; log:\n%s", logs.String())
 	require.Contains(t, logs.String(), `"message":"database closed"`)
+}
+
+func TestKeysCommands(t *testing.T) {
+	t.Parallel()
+	vars, _ := sqliteEnv(t)
+	code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", "alice", "--role", "operator", "--name", "ci")
+	require.Equal(t, 0, code, stderr)
+	secret := strings.TrimSpace(stdout)
+	require.True(t, strings.HasPrefix(secret, "pwk_"), stdout)
+	require.Contains(t, stderr, "not shown again")
+
+	code, stdout, stderr = runCLI(t, vars, "keys", "list")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "alice")
+	require.Contains(t, stdout, "operator")
+	require.Contains(t, stdout, "active")
+	require.NotContains(t, stdout, secret, "secrets are never listed")
+
+	code, _, stderr = runCLI(t, vars, "keys", "create", "--user", "", "--role", "admin")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "user")
+
+	prefix := secret[:len(auth.SecretPrefix)+8] // the prefix `keys list` shows
+	code, stdout, stderr = runCLI(t, vars, "keys", "revoke", prefix)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "revoked")
+	code, stdout, _ = runCLI(t, vars, "keys", "list", "--user", "alice")
+	require.Equal(t, 0, code)
+	require.Contains(t, stdout, "revoked")
+	code, _, stderr = runCLI(t, vars, "keys", "revoke", "nope")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "not found")
 }

@@ -79,6 +79,7 @@ func newRootCommand(env Env) *cobra.Command {
 	root.AddCommand(
 		newServeCommand(env, &flags),
 		newMigrateCommand(env, &flags),
+		newKeysCommand(env, &flags),
 		newVersionCommand(env),
 	)
 	return root
