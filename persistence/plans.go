@@ -409,20 +409,10 @@ func (s *Store) ListReviews(ctx context.Context, planID string) ([]planning.Revi
 	return out, nil
 }
 
-// PlanFilter selects plans for ListPlans; empty fields match all.
-type PlanFilter struct {
-	// UserID is the caller's user, or AnyUser for operators; required.
-	UserID    string
-	Status    []planning.Status
-	Mode      planning.Mode
-	SessionID string
-	// Since and Until bound the creation time (Until exclusive).
-	Since, Until time.Time
-}
-
 // ListPlans lists plans matching f, newest first, one page at a time (steps
 // included); next is empty on the last page.
-func (s *Store) ListPlans(ctx context.Context, f PlanFilter, p Page) (plans []planning.Plan, next string, err error) {
+func (s *Store) ListPlans(ctx context.Context, f planning.ListQuery) (plans []planning.Plan, next string, err error) {
+	p := Page{Limit: f.Limit, Cursor: f.Cursor}
 	q, err := scopeUser(s.g.WithContext(ctx).Model(&planRow{}), "user_id", f.UserID)
 	if err != nil {
 		return nil, "", err

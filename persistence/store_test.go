@@ -417,28 +417,28 @@ func TestListPlans(t *testing.T) {
 			}
 			return out
 		}
-		page1, next, err := s.ListPlans(ctx, persistence.PlanFilter{UserID: "alice"}, persistence.Page{Limit: 3})
+		page1, next, err := s.ListPlans(ctx, planning.ListQuery{UserID: "alice", Limit: 3})
 		require.NoError(t, err)
 		require.NotEmpty(t, next)
 		require.Len(t, page1[0].Steps, 2)
-		page2, next2, err := s.ListPlans(ctx, persistence.PlanFilter{UserID: "alice"}, persistence.Page{Limit: 3, Cursor: next})
+		page2, next2, err := s.ListPlans(ctx, planning.ListQuery{UserID: "alice", Limit: 3, Cursor: next})
 		require.NoError(t, err)
 		require.Empty(t, next2)
 		require.Equal(t, alice, append(ids(page1), ids(page2)...))
 
 		for _, tc := range []struct {
 			name string
-			f    persistence.PlanFilter
+			f    planning.ListQuery
 			want int
 		}{
-			{"operator sees all", persistence.PlanFilter{UserID: persistence.AnyUser}, 6},
-			{"by status", persistence.PlanFilter{UserID: "alice", Status: []planning.Status{planning.StatusPendingReview}}, 1},
-			{"by mode", persistence.PlanFilter{UserID: "alice", Mode: planning.ModeAutoExecute}, 4},
-			{"by session", persistence.PlanFilter{UserID: "alice", SessionID: "s1"}, 2},
-			{"since the future", persistence.PlanFilter{UserID: "alice", Since: time.Now().Add(24 * 365 * time.Hour)}, 0},
-			{"until the future", persistence.PlanFilter{UserID: "alice", Until: time.Now().Add(24 * 365 * time.Hour)}, 5},
+			{"operator sees all", planning.ListQuery{UserID: persistence.AnyUser}, 6},
+			{"by status", planning.ListQuery{UserID: "alice", Status: []planning.Status{planning.StatusPendingReview}}, 1},
+			{"by mode", planning.ListQuery{UserID: "alice", Mode: planning.ModeAutoExecute}, 4},
+			{"by session", planning.ListQuery{UserID: "alice", SessionID: "s1"}, 2},
+			{"since the future", planning.ListQuery{UserID: "alice", Since: time.Now().Add(24 * 365 * time.Hour)}, 0},
+			{"until the future", planning.ListQuery{UserID: "alice", Until: time.Now().Add(24 * 365 * time.Hour)}, 5},
 		} {
-			got, _, err := s.ListPlans(ctx, tc.f, persistence.Page{})
+			got, _, err := s.ListPlans(ctx, tc.f)
 			require.NoError(t, err, tc.name)
 			require.Len(t, got, tc.want, tc.name)
 		}

@@ -90,3 +90,8 @@ func (s *Store) ListToolExecutions(ctx context.Context, userID string, f ToolExe
 	}
 	return out, nil
 }
+
+// ToolExecutionsOf lists the tool calls an executor run made, oldest first.
+func (s *Store) ToolExecutionsOf(ctx context.Context, userID, executionID string) ([]tools.Execution, error) {
+	return s.ListToolExecutions(ctx, userID, ToolExecutionFilter{ExecutionID: executionID})
+}

@@ -44,8 +44,9 @@ type APIConfig struct {
 	Chat *chat.Service
 	// Sessions lists sessions. Required.
 	Sessions Sessions
-	// Plans, when set, adds the plan of a turn to non-streamed answers.
-	Plans PlanReader
+	// PlanStore, when set, serves the plan and execution routes and adds
+	// the plan of a turn to non-streamed answers.
+	PlanStore PlanStore
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
 	// Stream configures each SSE stream's buffer and keep-alives.
@@ -89,6 +90,11 @@ func (a *API) Routes(e *echo.Echo) {
 	g.POST("/agent/stream/cancel", a.cancel)
 	g.GET("/sessions", a.listSessions)
 	g.GET("/sessions/:id", a.getSession)
+	if a.cfg.PlanStore != nil {
+		g.GET("/plans", a.listPlans)
+		g.GET("/plans/:id", a.getPlan)
+		g.GET("/executions/:id", a.getExecution)
+	}
 }
 
 // decode reads a JSON body into v; malformed JSON is a 400 naming where it

@@ -85,14 +85,18 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 		}})
 	require.NoError(t, err)
 	env := chatEnv{store: store, svc: svc, keys: map[string]string{}}
-	for _, u := range []string{"alice", "bob"} {
-		secret, key, err := auth.NewKey(auth.KeySpec{UserID: u, Role: auth.RoleUser}, persistence.NewID(), time.Now())
+	for _, u := range []string{"alice", "bob", "ops"} {
+		role := auth.RoleUser
+		if u == "ops" {
+			role = auth.RoleOperator
+		}
+		secret, key, err := auth.NewKey(auth.KeySpec{UserID: u, Role: role}, persistence.NewID(), time.Now())
 		require.NoError(t, err)
 		require.NoError(t, store.CreateKey(context.Background(), key))
 		env.keys[u] = secret
 	}
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		Plans: store, AnyUser: persistence.AnyUser}
+		PlanStore: store, AnyUser: persistence.AnyUser}
 	if mutate != nil {
 		mutate(&cfg)
 	}

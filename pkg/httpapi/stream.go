@@ -137,8 +137,8 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
 	}
 	out.Usage = event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens,
 		TotalTokens: answer.Usage.InputTokens + answer.Usage.OutputTokens}
-	if answer.PlanID != "" && a.cfg.Plans != nil {
-		if plan, err := a.cfg.Plans.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
+	if answer.PlanID != "" && a.cfg.PlanStore != nil {
+		if plan, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
 			v := planView(plan)
 			out.Plan = &v
 		}

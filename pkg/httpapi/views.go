@@ -67,3 +67,11 @@ func planView(p planning.Plan) PlanView {
 	}
 	return v
 }
+
+// rawOrNil keeps valid JSON as is and drops anything else.
+func rawOrNil(b json.RawMessage) any {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return b
+}

@@ -1,0 +1,299 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+)
+
+// PlanStore reads plans and what their runs recorded (persistence
+// implements it).
+type PlanStore interface {
+	PlanReader
+	ListPlans(ctx context.Context, q planning.ListQuery) ([]planning.Plan, string, error)
+	ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error)
+	ListReviews(ctx context.Context, planID string) ([]planning.Review, error)
+	ListExecutions(ctx context.Context, planID string) ([]planning.Execution, error)
+	ExecutionFor(ctx context.Context, userID, id string) (planning.Execution, error)
+	ListAgentMessages(ctx context.Context, agentSessionID string) ([]planning.AgentMessage, error)
+	ToolExecutionsOf(ctx context.Context, userID, executionID string) ([]tools.Execution, error)
+}
+
+// readerOf is the user filter for reads: operators read every user's.
+func (a *API) readerOf(p auth.Principal) string {
+	if p.Role == auth.RoleOperator && a.cfg.AnyUser != "" {
+		return a.cfg.AnyUser
+	}
+	return p.UserID
+}
+
+// PlanList is a page of plans.
+type PlanList struct {
+	Plans      []PlanView `json:"plans"`
+	NextCursor string     `json:"next_cursor,omitempty"`
+}
+
+func (a *API) listPlans(c echo.Context) error {
+	page, err := pageOf(c)
+	if err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	q := planning.ListQuery{UserID: a.readerOf(p), SessionID: c.QueryParam("session_id"), Limit: page.Limit, Cursor: page.Cursor}
+	var problems []apperr.FieldError
+	if s := c.QueryParam("status"); s != "" {
+		for _, st := range strings.Split(s, ",") {
+			if !slices.Contains(planStatuses, planning.Status(st)) {
+				problems = append(problems, apperr.FieldError{Field: "status", Message: fmt.Sprintf("unknown plan status %q", st)})
+			}
+			q.Status = append(q.Status, planning.Status(st))
+		}
+	}
+	if m := c.QueryParam("mode"); m != "" {
+		switch q.Mode = planning.Mode(m); q.Mode {
+		case planning.ModeAutoExecute, planning.ModeDraftOnly, planning.ModeAgentReview:
+		default:
+			problems = append(problems, apperr.FieldError{Field: "mode", Message: fmt.Sprintf("unknown plan mode %q", m)})
+		}
+	}
+	if u := c.QueryParam("user_id"); u != "" {
+		if p.Role != auth.RoleOperator && u != p.UserID {
+			problems = append(problems, apperr.FieldError{Field: "user_id", Message: "only operators list other users' plans"})
+		}
+		q.UserID = u
+	}
+	for _, tf := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		if v := c.QueryParam(tf.name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				problems = append(problems, apperr.FieldError{Field: tf.name, Message: "must be an RFC 3339 time"})
+			}
+			*tf.dst = t
+		}
+	}
+	if len(problems) > 0 {
+		return apperr.Invalidf(problems, "invalid plan query")
+	}
+	plans, next, err := a.cfg.PlanStore.ListPlans(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	out := PlanList{Plans: make([]PlanView, 0, len(plans)), NextCursor: next}
+	for _, pl := range plans {
+		out.Plans = append(out.Plans, planView(pl))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+var planStatuses = []planning.Status{
+	planning.StatusPendingReview, planning.StatusInReview, planning.StatusExecuting, planning.StatusCompleted,
+	planning.StatusFailed, planning.StatusCancelled, planning.StatusRejected, planning.StatusInterrupted,
+}
+
+// RevisionView is a stored version of a plan, with what changed from the
+// version before it.
+type RevisionView struct {
+	Version   int        `json:"version"`
+	Goal      string     `json:"goal"`
+	Author    string     `json:"author"`
+	Reason    string     `json:"reason,omitempty"`
+	Steps     []StepView `json:"steps"`
+	Diff      *StepDiff  `json:"diff,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// StepDiff says which step numbers a revision added, removed or changed.
+type StepDiff struct {
+	GoalChanged bool  `json:"goal_changed,omitempty"`
+	Added       []int `json:"added"`
+	Removed     []int `json:"removed"`
+	Changed     []int `json:"changed"`
+}
+
+// diffSteps compares two versions of a plan by step number.
+func diffSteps(prev, next planning.Revision) StepDiff {
+	d := StepDiff{GoalChanged: prev.Goal != next.Goal, Added: []int{}, Removed: []int{}, Changed: []int{}}
+	old := map[int]planning.Step{}
+	for _, s := range prev.Steps {
+		old[s.Number] = s
+	}
+	seen := map[int]bool{}
+	for _, s := range next.Steps {
+		seen[s.Number] = true
+		o, ok := old[s.Number]
+		switch {
+		case !ok:
+			d.Added = append(d.Added, s.Number)
+		case !sameDefinition(o, s):
+			d.Changed = append(d.Changed, s.Number)
+		}
+	}
+	for _, s := range prev.Steps {
+		if !seen[s.Number] {
+			d.Removed = append(d.Removed, s.Number)
+		}
+	}
+	return d
+}
+
+func sameDefinition(a, b planning.Step) bool {
+	return a.Title == b.Title && a.Description == b.Description && slices.Equal(a.Tools, b.Tools) &&
+		a.ExecutorRequired == b.ExecutorRequired && slices.Equal(a.DependsOn, b.DependsOn) && a.Tool == b.Tool &&
+		string(a.Args) == string(b.Args)
+}
+
+// ReviewView is one reviewer round.
+type ReviewView struct {
+	Round     int            `json:"round"`
+	Version   int            `json:"version"`
+	Verdict   string         `json:"verdict"`
+	Comments  string         `json:"comments"`
+	AgentID   string         `json:"agent_id,omitempty"`
+	Usage     planning.Usage `json:"usage"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// ExecutionView is one executor run of a step.
+type ExecutionView struct {
+	ID             string         `json:"id"`
+	PlanID         string         `json:"plan_id"`
+	StepNumber     int            `json:"step_number"`
+	AgentID        string         `json:"agent_id"`
+	AgentSessionID string         `json:"agent_session_id"`
+	Status         string         `json:"status"`
+	Task           string         `json:"task"`
+	Result         string         `json:"result,omitempty"`
+	Error          string         `json:"error,omitempty"`
+	Usage          planning.Usage `json:"usage"`
+	ToolCalls      int            `json:"tool_calls"`
+	StartedAt      time.Time      `json:"started_at"`
+	CompletedAt    *time.Time     `json:"completed_at,omitempty"`
+	DurationMS     int64          `json:"duration_ms"`
+}
+
+func executionView(e planning.Execution) ExecutionView {
+	return ExecutionView{ID: e.ID, PlanID: e.PlanID, StepNumber: e.StepNumber, AgentID: e.AgentID, AgentSessionID: e.AgentSessionID,
+		Status: string(e.Status), Task: e.Task, Result: e.Result, Error: e.Error, Usage: e.Usage, ToolCalls: e.ToolCalls,
+		StartedAt: e.StartedAt, CompletedAt: e.CompletedAt, DurationMS: e.DurationMS}
+}
+
+// PlanDetail is a plan with everything recorded about it.
+type PlanDetail struct {
+	Plan       PlanView        `json:"plan"`
+	Revisions  []RevisionView  `json:"revisions"`
+	Reviews    []ReviewView    `json:"reviews"`
+	Executions []ExecutionView `json:"executions"`
+}
+
+func (a *API) getPlan(c echo.Context) error {
+	ctx := c.Request().Context()
+	p, err := a.cfg.PlanStore.PlanFor(ctx, a.readerOf(PrincipalOf(c)), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	revs, err := a.cfg.PlanStore.ListRevisions(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	reviews, err := a.cfg.PlanStore.ListReviews(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	execs, err := a.cfg.PlanStore.ListExecutions(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	out := PlanDetail{Plan: planView(p), Revisions: []RevisionView{}, Reviews: []ReviewView{}, Executions: []ExecutionView{}}
+	for i, r := range revs {
+		v := RevisionView{Version: r.Version, Goal: r.Goal, Author: r.Author, Reason: r.Reason, CreatedAt: r.CreatedAt, Steps: []StepView{}}
+		for _, s := range r.Steps {
+			v.Steps = append(v.Steps, stepView(s))
+		}
+		if i > 0 {
+			d := diffSteps(revs[i-1], r)
+			v.Diff = &d
+		}
+		out.Revisions = append(out.Revisions, v)
+	}
+	for _, r := range reviews {
+		out.Reviews = append(out.Reviews, ReviewView{Round: r.Round, Version: r.Version, Verdict: string(r.Verdict), Comments: r.Comments,
+			AgentID: r.AgentID, Usage: r.Usage, CreatedAt: r.CreatedAt})
+	}
+	for _, e := range execs {
+		out.Executions = append(out.Executions, executionView(e))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// TranscriptMessage is one message of an executor's conversation.
+type TranscriptMessage struct {
+	Seq        int                 `json:"seq"`
+	Role       string              `json:"role"`
+	Content    string              `json:"content,omitempty"`
+	ToolCalls  []planning.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string              `json:"tool_call_id,omitempty"`
+	Name       string              `json:"name,omitempty"`
+	Usage      planning.Usage      `json:"usage"`
+	CreatedAt  time.Time           `json:"created_at"`
+}
+
+// ToolExecutionView is one recorded tool call.
+type ToolExecutionView struct {
+	ID         string    `json:"id"`
+	ToolCallID string    `json:"tool_call_id"`
+	Tool       string    `json:"tool"`
+	Arguments  any       `json:"arguments,omitempty"`
+	Success    bool      `json:"success"`
+	Result     string    `json:"result,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	DurationMS int64     `json:"duration_ms"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// ExecutionDetail is an executor run with its transcript and tool calls.
+type ExecutionDetail struct {
+	Execution  ExecutionView       `json:"execution"`
+	Transcript []TranscriptMessage `json:"transcript"`
+	ToolCalls  []ToolExecutionView `json:"tool_calls"`
+}
+
+func (a *API) getExecution(c echo.Context) error {
+	ctx := c.Request().Context()
+	reader := a.readerOf(PrincipalOf(c))
+	e, err := a.cfg.PlanStore.ExecutionFor(ctx, reader, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	msgs, err := a.cfg.PlanStore.ListAgentMessages(ctx, e.AgentSessionID)
+	if err != nil {
+		return err
+	}
+	calls, err := a.cfg.PlanStore.ToolExecutionsOf(ctx, reader, e.ID)
+	if err != nil {
+		return err
+	}
+	out := ExecutionDetail{Execution: executionView(e), Transcript: []TranscriptMessage{}, ToolCalls: []ToolExecutionView{}}
+	for _, m := range msgs {
+		out.Transcript = append(out.Transcript, TranscriptMessage{Seq: m.Seq, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls,
+			ToolCallID: m.ToolCallID, Name: m.Name, Usage: m.Usage, CreatedAt: m.CreatedAt})
+	}
+	for _, x := range calls {
+		out.ToolCalls = append(out.ToolCalls, ToolExecutionView{ID: x.ID, ToolCallID: x.ToolCallID, Tool: x.ToolName,
+			Arguments: rawOrNil(x.Arguments), Success: x.Success, Result: x.Result, Error: x.Error, DurationMS: x.DurationMS,
+			CreatedAt: x.CreatedAt})
+	}
+	return c.JSON(http.StatusOK, out)
+}
