@@ -47,6 +47,11 @@ type APIConfig struct {
 	// PlanStore, when set, serves the plan and execution routes and adds
 	// the plan of a turn to non-streamed answers.
 	PlanStore PlanStore
+	// Definitions, when set, serves /api/agent-definitions.
+	Definitions DefinitionStore
+	// KnownTool, when set, checks the tool and tool set names of agent
+	// definitions.
+	KnownTool func(name string) bool
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
 	// Stream configures each SSE stream's buffer and keep-alives.
@@ -94,6 +99,12 @@ func (a *API) Routes(e *echo.Echo) {
 		g.GET("/plans", a.listPlans)
 		g.GET("/plans/:id", a.getPlan)
 		g.GET("/executions/:id", a.getExecution)
+	}
+	if a.cfg.Definitions != nil {
+		g.GET("/agent-definitions", a.listDefinitions)
+		g.POST("/agent-definitions", a.createDefinition)
+		g.GET("/agent-definitions/:id", a.getDefinition)
+		g.PATCH("/agent-definitions/:id", a.patchDefinition)
 	}
 }
 

@@ -96,7 +96,7 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 		env.keys[u] = secret
 	}
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		PlanStore: store, AnyUser: persistence.AnyUser}
+		PlanStore: store, Definitions: store, AnyUser: persistence.AnyUser}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -1,0 +1,179 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
+)
+
+// DefinitionStore keeps agent definitions (persistence implements it).
+type DefinitionStore interface {
+	CreateDefinition(ctx context.Context, d *agents.Definition) error
+	GetDefinition(ctx context.Context, id string) (agents.Definition, error)
+	ListDefinitions(ctx context.Context) ([]agents.Definition, error)
+	UpdateDefinition(ctx context.Context, id string, edit func(*agents.Definition) error) (agents.Definition, error)
+}
+
+// DefinitionView is an agent definition as the API returns it.
+type DefinitionView struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	SystemPrompt string    `json:"system_prompt"`
+	Model        string    `json:"model,omitempty"`
+	Temperature  *float64  `json:"temperature,omitempty"`
+	Tools        []string  `json:"tools"`
+	MaxSteps     int       `json:"max_steps,omitempty"`
+	IsDefault    bool      `json:"is_default"`
+	CreatedBy    string    `json:"created_by,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+func definitionView(d agents.Definition) DefinitionView {
+	tools := d.Tools
+	if tools == nil {
+		tools = []string{}
+	}
+	return DefinitionView{ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
+		Temperature: d.Temperature, Tools: tools, MaxSteps: d.MaxSteps, IsDefault: d.IsDefault, CreatedBy: d.CreatedBy,
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+}
+
+// DefinitionInput is the body of POST and PATCH /api/agent-definitions;
+// on PATCH, absent fields are left as they are.
+type DefinitionInput struct {
+	Name         *string   `json:"name"`
+	Description  *string   `json:"description"`
+	SystemPrompt *string   `json:"system_prompt"`
+	Model        *string   `json:"model"`
+	Temperature  *float64  `json:"temperature"`
+	Tools        *[]string `json:"tools"`
+	MaxSteps     *int      `json:"max_steps"`
+	IsDefault    *bool     `json:"is_default"`
+}
+
+// apply sets the input's fields on d and lists every problem.
+func (in DefinitionInput) apply(d *agents.Definition, known func(string) bool) error {
+	var problems []apperr.FieldError
+	bad := func(field, msg string) { problems = append(problems, apperr.FieldError{Field: field, Message: msg}) }
+	if in.Name != nil {
+		d.Name = strings.TrimSpace(*in.Name)
+	}
+	if in.Description != nil {
+		d.Description = *in.Description
+	}
+	if in.SystemPrompt != nil {
+		d.SystemPrompt = *in.SystemPrompt
+	}
+	if in.Model != nil {
+		d.Model = *in.Model
+	}
+	if in.Temperature != nil {
+		d.Temperature = in.Temperature
+	}
+	if in.Tools != nil {
+		d.Tools = *in.Tools
+	}
+	if in.MaxSteps != nil {
+		d.MaxSteps = *in.MaxSteps
+	}
+	if in.IsDefault != nil {
+		d.IsDefault = *in.IsDefault
+	}
+	switch {
+	case d.Name == "":
+		bad("name", "is required")
+	case len(d.Name) > 100:
+		bad("name", "is longer than 100 characters")
+	}
+	if len(d.SystemPrompt) > 32<<10 {
+		bad("system_prompt", "is longer than 32 KiB")
+	}
+	if d.Temperature != nil && (*d.Temperature < 0 || *d.Temperature > 2) {
+		bad("temperature", "must be between 0 and 2")
+	}
+	if d.MaxSteps < 0 || d.MaxSteps > 50 {
+		bad("max_steps", "must be between 0 and 50")
+	}
+	for _, t := range d.Tools {
+		if known != nil && !known(t) {
+			bad("tools", fmt.Sprintf("unknown tool or tool set %q", t))
+		}
+	}
+	if len(problems) > 0 {
+		return apperr.Invalidf(problems, "invalid agent definition")
+	}
+	return nil
+}
+
+func (a *API) listDefinitions(c echo.Context) error {
+	defs, err := a.cfg.Definitions.ListDefinitions(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Definitions []DefinitionView `json:"definitions"`
+	}{Definitions: []DefinitionView{}}
+	for _, d := range defs {
+		out.Definitions = append(out.Definitions, definitionView(d))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (a *API) getDefinition(c echo.Context) error {
+	d, err := a.cfg.Definitions.GetDefinition(c.Request().Context(), c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, definitionView(d))
+}
+
+func (a *API) createDefinition(c echo.Context) error {
+	var in DefinitionInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	d := agents.Definition{CreatedBy: p.UserID}
+	if err := in.apply(&d, a.cfg.KnownTool); err != nil {
+		return err
+	}
+	if d.IsDefault && p.Role != auth.RoleOperator {
+		return apperr.Invalidf([]apperr.FieldError{{Field: "is_default", Message: "only operators set the default definition"}}, "invalid agent definition")
+	}
+	if err := a.cfg.Definitions.CreateDefinition(c.Request().Context(), &d); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, definitionView(d))
+}
+
+// patchDefinition edits a definition: its creator or an operator may.
+func (a *API) patchDefinition(c echo.Context) error {
+	var in DefinitionInput
+	if err := decode(c, &in); err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	d, err := a.cfg.Definitions.UpdateDefinition(c.Request().Context(), c.Param("id"), func(d *agents.Definition) error {
+		if p.Role != auth.RoleOperator && d.CreatedBy != p.UserID {
+			return apperr.New(apperr.NotFound, "agent definition %s not found", d.ID)
+		}
+		if in.IsDefault != nil && *in.IsDefault != d.IsDefault && p.Role != auth.RoleOperator {
+			return apperr.Invalidf([]apperr.FieldError{{Field: "is_default", Message: "only operators set the default definition"}}, "invalid agent definition")
+		}
+		return in.apply(d, a.cfg.KnownTool)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, definitionView(d))
+}

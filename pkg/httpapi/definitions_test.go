@@ -1,0 +1,73 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/httpapi"
+)
+
+func TestAgentDefinitions(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t, persistence.DriverSQLite, says("x"), func(c *httpapi.APIConfig) {
+		c.KnownTool = func(n string) bool { return n == "workspace" || n == "web_fetch" }
+	})
+	ctx := context.Background()
+
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent-definitions", map[string]any{
+		"name": "researcher", "system_prompt": "Cite sources.", "tools": []string{"web_fetch"}, "temperature": 0.3, "max_steps": 5})
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	created := decodeBody[httpapi.DefinitionView](t, resp)
+	require.Equal(t, "alice", created.CreatedBy)
+
+	for _, tc := range []struct {
+		name   string
+		user   string
+		body   any
+		status int
+	}{
+		{"missing name", "alice", map[string]any{"system_prompt": "x"}, 400},
+		{"unknown tool", "alice", map[string]any{"name": "x", "tools": []string{"rm_rf"}}, 400},
+		{"bad temperature", "alice", map[string]any{"name": "x", "temperature": 7}, 400},
+		{"duplicate name", "alice", map[string]any{"name": "researcher"}, 409},
+		{"users cannot set the default", "alice", map[string]any{"name": "y", "is_default": true}, 400},
+		{"operators can", "ops", map[string]any{"name": "house", "is_default": true}, 201},
+	} {
+		resp := env.request(t, ctx, tc.user, "POST", "/api/agent-definitions", tc.body)
+		require.Equal(t, tc.status, resp.StatusCode, tc.name)
+		resp.Body.Close()
+	}
+
+	resp = env.request(t, ctx, "alice", "PATCH", "/api/agent-definitions/"+created.ID, map[string]any{"description": "digs"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	patched := decodeBody[httpapi.DefinitionView](t, resp)
+	require.Equal(t, "digs", patched.Description)
+	require.Equal(t, "Cite sources.", patched.SystemPrompt, "absent fields are kept")
+
+	resp = env.request(t, ctx, "bob", "PATCH", "/api/agent-definitions/"+created.ID, map[string]any{"description": "mine now"})
+	require.Equal(t, http.StatusNotFound, resp.StatusCode, "only the creator or an operator edits")
+	resp.Body.Close()
+	resp = env.request(t, ctx, "ops", "PATCH", "/api/agent-definitions/"+created.ID, map[string]any{"max_steps": 99})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	resp.Body.Close()
+
+	list := decodeBody[struct {
+		Definitions []httpapi.DefinitionView `json:"definitions"`
+	}](t, env.request(t, ctx, "bob", "GET", "/api/agent-definitions", nil))
+	require.Len(t, list.Definitions, 2)
+	got := decodeBody[httpapi.DefinitionView](t, env.request(t, ctx, "bob", "GET", "/api/agent-definitions/"+created.ID, nil))
+	require.Equal(t, "digs", got.Description)
+
+	// A new session may be bound to a definition; unknown ids are 404.
+	turn := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "hi", "stream": false, "agent_definition_id": created.ID}))
+	require.Equal(t, created.ID, turn.Session.AgentDefinitionID)
+	resp = env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "hi", "stream": false, "agent_definition_id": persistence.NewID()})
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp.Body.Close()
+}
