@@ -16,6 +16,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -54,6 +55,9 @@ type APIConfig struct {
 	KnownTool func(name string) bool
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
+	// Metrics, when set, counts open streams and the plans and steps their
+	// events report.
+	Metrics *metrics.Metrics
 	// Stream configures each SSE stream's buffer and keep-alives.
 	Stream event.StreamConfig
 	Now    func() time.Time

@@ -24,6 +24,7 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -100,9 +101,12 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 	if mutate != nil {
 		mutate(&cfg)
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New()
+	}
 	api, err := httpapi.NewAPI(cfg)
 	require.NoError(t, err)
-	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}})
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics})
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
@@ -260,6 +264,13 @@ func TestStreamFalseReturnsOneDocument(t *testing.T) {
 	require.Equal(t, 19, res.Usage.TotalTokens)
 	require.NotEmpty(t, res.Session.ID)
 	require.Empty(t, res.ToolCalls)
+
+	resp := env.request(t, context.Background(), "", "GET", "/metrics", nil)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Contains(t, string(body), `planwright_http_requests_total{method="POST",route="/api/agent/stream",status="200"} 1`)
+	require.Contains(t, string(body), "planwright_active_streams 0")
 }
 
 func TestStreamRejectsBadInput(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/metrics"
 )
 
 // Pinger is what readiness needs of the database: an answer to a ping.
@@ -76,6 +77,8 @@ type Config struct {
 	Now func() time.Time
 	// Routes register the API's routes, in order.
 	Routes []Routes
+	// Metrics, when set, counts every request and serves GET /metrics.
+	Metrics *metrics.Metrics
 }
 
 func (c *Config) validate() error {
@@ -155,6 +158,10 @@ func New(cfg Config) (*Server, error) {
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
 	e.Use(s.requestID, s.logRequests, recoverPanics, s.limitBody)
+	if cfg.Metrics != nil {
+		e.Use(cfg.Metrics.Middleware)
+		e.GET("/metrics", echo.WrapHandler(cfg.Metrics.Handler()))
+	}
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	for _, r := range cfg.Routes {

@@ -1,0 +1,96 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/tools"
+)
+
+type model struct {
+	GenerateFunc func(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error)
+}
+
+func (m model) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+	return m.GenerateFunc(ctx, req, onPart)
+}
+
+func scrape(t *testing.T, m *metrics.Metrics) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	body, err := io.ReadAll(rec.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+
+func TestModelToolAndPlanMetrics(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	ok := m.ObservedModel(model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
+		return llm.Response{Usage: llm.Usage{InputTokens: 10, OutputTokens: 4}}, nil
+	}}, "scripted")
+	failing := m.ObservedModel(model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
+		return llm.Response{}, errors.New("boom")
+	}}, "scripted")
+	_, err := ok.Generate(context.Background(), llm.Request{Role: "planner"}, nil)
+	require.NoError(t, err)
+	_, err = failing.Generate(context.Background(), llm.Request{Role: "executor"}, nil)
+	require.Error(t, err)
+
+	rec := m.ObservedRecorder(nil)
+	require.NoError(t, rec.RecordToolExecution(context.Background(), tools.Execution{ToolName: "web_fetch", Success: true, DurationMS: 20}))
+	require.NoError(t, rec.RecordToolExecution(context.Background(), tools.Execution{ToolName: "web_fetch", DurationMS: 5}))
+
+	var got []event.Type
+	sink := m.ObservedSink(event.SinkFunc(func(_ context.Context, e event.Envelope) { got = append(got, e.Event.Type()) }))
+	t0 := time.Now()
+	sink.Emit(context.Background(), event.Envelope{TS: t0, Event: event.StepStart{PlanID: "p", Step: event.StepState{Number: 1}}})
+	sink.Emit(context.Background(), event.Envelope{TS: t0.Add(time.Second), Event: event.StepComplete{PlanID: "p", Step: event.StepState{Number: 1, Status: "completed"}}})
+	sink.Emit(context.Background(), event.Envelope{TS: t0.Add(time.Second), Event: event.PlanComplete{PlanID: "p", Status: "completed"}})
+	require.Len(t, got, 3, "the sink passes every event on")
+
+	body := scrape(t, m)
+	for _, want := range []string{
+		`planwright_model_calls_total{outcome="ok",provider="scripted",role="planner"} 1`,
+		`planwright_model_calls_total{outcome="error",provider="scripted",role="executor"} 1`,
+		`planwright_model_tokens_total{direction="input",provider="scripted",role="planner"} 10`,
+		`planwright_tool_calls_total{outcome="ok",tool="web_fetch"} 1`,
+		`planwright_tool_calls_total{outcome="error",tool="web_fetch"} 1`,
+		`planwright_plan_steps_total{status="completed"} 1`,
+		`planwright_plans_total{status="completed"} 1`,
+		`planwright_plan_step_duration_seconds_sum 1`,
+	} {
+		require.Contains(t, body, want)
+	}
+}
+
+func TestHTTPMiddlewareLabelsByRoute(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	e := echo.New()
+	e.Use(m.Middleware)
+	e.GET("/api/plans/:id", func(c echo.Context) error { return c.String(200, "ok") })
+	for _, path := range []string{"/api/plans/1", "/api/plans/2", "/nope"} {
+		e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))
+	}
+	body := scrape(t, m)
+	require.Contains(t, body, `planwright_http_requests_total{method="GET",route="/api/plans/:id",status="200"} 2`)
+	require.NotContains(t, body, "/api/plans/1", "raw paths never become labels")
+	m.StreamOpened()
+	require.Contains(t, scrape(t, m), "planwright_active_streams 1")
+	m.StreamClosed()
+	require.Contains(t, scrape(t, m), "planwright_active_streams 0")
+}
