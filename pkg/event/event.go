@@ -416,3 +416,14 @@ type header struct {
 	TS     time.Time `json:"ts"`
 	Source Source    `json:"source"`
 }
+
+// Prototype returns the zero payload of event type t, for tools that
+// describe the contract (the OpenAPI document).
+func Prototype(t Type) (Event, bool) {
+	dec, ok := registry[t]
+	if !ok {
+		return nil, false
+	}
+	e, err := dec([]byte("{}"))
+	return e, err == nil
+}

@@ -67,6 +67,8 @@ type chatEnv struct {
 	store *persistence.Store
 	svc   *chat.Service
 	keys  map[string]string // user → secret
+	// routes are the routes the server serves.
+	routes []string
 }
 
 func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
@@ -108,6 +110,7 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 	require.NoError(t, err)
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics})
 	require.NoError(t, err)
+	env.routes = srv.Routes()
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	env.url = ts.URL

@@ -48,6 +48,11 @@ func definitionView(d agents.Definition) DefinitionView {
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
 }
 
+// DefinitionList is every agent definition.
+type DefinitionList struct {
+	Definitions []DefinitionView `json:"definitions"`
+}
+
 // DefinitionInput is the body of POST and PATCH /api/agent-definitions;
 // on PATCH, absent fields are left as they are.
 type DefinitionInput struct {
@@ -120,9 +125,7 @@ func (a *API) listDefinitions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Definitions []DefinitionView `json:"definitions"`
-	}{Definitions: []DefinitionView{}}
+	out := DefinitionList{Definitions: []DefinitionView{}}
 	for _, d := range defs {
 		out.Definitions = append(out.Definitions, definitionView(d))
 	}

@@ -20,6 +20,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +78,8 @@ type Config struct {
 	Now func() time.Time
 	// Routes register the API's routes, in order.
 	Routes []Routes
+	// Version is the service version the OpenAPI document names.
+	Version string
 	// Metrics, when set, counts every request and serves GET /metrics.
 	Metrics *metrics.Metrics
 }
@@ -162,6 +165,12 @@ func New(cfg Config) (*Server, error) {
 		e.Use(cfg.Metrics.Middleware)
 		e.GET("/metrics", echo.WrapHandler(cfg.Metrics.Handler()))
 	}
+	openapi, err := serveOpenAPI(cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	e.GET("/openapi.yaml", openapi)
+	e.GET("/", serveConsole)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	for _, r := range cfg.Routes {
@@ -275,4 +284,23 @@ func (s *Server) readyz(c echo.Context) error {
 		return apperr.Wrap(apperr.Unavailable, err, "database is not ready")
 	}
 	return c.JSON(http.StatusOK, Status{Status: "ready"})
+}
+
+// Routes returns "METHOD /path" for every route the server serves, with
+// path parameters in OpenAPI form ({id}).
+func (s *Server) Routes() []string {
+	var out []string
+	for _, r := range s.echo.Routes() {
+		if strings.HasPrefix(r.Name, "github.com/labstack/echo") || r.Method == "echo_route_not_found" {
+			continue
+		}
+		segs := strings.Split(r.Path, "/")
+		for i, seg := range segs {
+			if strings.HasPrefix(seg, ":") {
+				segs[i] = "{" + seg[1:] + "}"
+			}
+		}
+		out = append(out, r.Method+" "+strings.Join(segs, "/"))
+	}
+	return out
 }

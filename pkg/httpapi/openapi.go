@@ -1,0 +1,236 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/labstack/echo/v4"
+	"gopkg.in/yaml.v3"
+
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// operation describes one route for the OpenAPI document.
+type operation struct {
+	method, path, summary string
+	// request and response are zero values of the body types (nil: none).
+	request, response any
+	// stream says the response is an SSE stream of events.
+	stream bool
+	// public routes need no API key.
+	public bool
+	query  []string
+}
+
+// operations lists every route the server serves. TestOpenAPICoversEveryRoute
+// fails when echo serves a route this table lacks, or the other way round.
+var operations = []operation{
+	{method: "GET", path: "/healthz", summary: "Liveness: the process is up", response: Status{}, public: true},
+	{method: "GET", path: "/readyz", summary: "Readiness: the database answers a ping within 1 s (503 otherwise)", response: Status{}, public: true},
+	{method: "GET", path: "/metrics", summary: "Prometheus metrics", public: true},
+	{method: "GET", path: "/openapi.yaml", summary: "This document", public: true},
+	{method: "GET", path: "/", summary: "The operator console (HTML)", public: true},
+	{method: "POST", path: "/api/agent/stream", summary: "Run a chat turn; streams its events (stream=false: one JSON document)",
+		request: StreamRequest{}, response: TurnResult{}, stream: true},
+	{method: "GET", path: "/api/agent/stream", summary: "The caller's sessions (alias of GET /api/sessions for older clients)",
+		response: SessionList{}, query: []string{"limit", "cursor"}},
+	{method: "POST", path: "/api/agent/stream/cancel", summary: "Cancel one of the caller's running turns", request: CancelRequest{}},
+	{method: "GET", path: "/api/sessions", summary: "The caller's sessions, most recent first", response: SessionList{}, query: []string{"limit", "cursor"}},
+	{method: "GET", path: "/api/sessions/{id}", summary: "A session with its messages", response: SessionDetail{}},
+	{method: "GET", path: "/api/plans", summary: "Plans, newest first (operators: every user's)", response: PlanList{},
+		query: []string{"status", "mode", "session_id", "user_id", "since", "until", "limit", "cursor"}},
+	{method: "GET", path: "/api/plans/{id}", summary: "A plan with steps, revisions and their diffs, reviews and executions", response: PlanDetail{}},
+	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
+	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions", response: DefinitionList{}},
+	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}},
+	{method: "GET", path: "/api/agent-definitions/{id}", summary: "One agent definition", response: DefinitionView{}},
+	{method: "PATCH", path: "/api/agent-definitions/{id}", summary: "Edit an agent definition (its creator or an operator)",
+		request: DefinitionInput{}, response: DefinitionView{}},
+}
+
+// OpenAPIPaths returns "METHOD /path" for every documented operation, with
+// path parameters in OpenAPI form ({id}).
+func OpenAPIPaths() []string {
+	out := make([]string, 0, len(operations))
+	for _, op := range operations {
+		out = append(out, op.method+" "+op.path)
+	}
+	return out
+}
+
+// OpenAPI builds the OpenAPI 3.1 document: every route with its request
+// and response schemas, and every SSE event's schema.
+func OpenAPI(version string) ([]byte, error) {
+	g := schemaGen{schemas: map[string]any{}}
+	paths := map[string]map[string]any{}
+	for _, op := range operations {
+		item := paths[op.path]
+		if item == nil {
+			item = map[string]any{}
+			paths[op.path] = item
+		}
+		o := map[string]any{"summary": op.summary, "operationId": operationID(op)}
+		var params []any
+		for _, seg := range strings.Split(op.path, "/") {
+			if strings.HasPrefix(seg, "{") {
+				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
+					"schema": map[string]any{"type": "string"}})
+			}
+		}
+		for _, q := range op.query {
+			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
+		}
+		if params != nil {
+			o["parameters"] = params
+		}
+		if op.public {
+			o["security"] = []any{}
+		}
+		if op.request != nil {
+			ref, err := g.ref(op.request)
+			if err != nil {
+				return nil, err
+			}
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref}}}
+		}
+		content := map[string]any{}
+		if op.response != nil {
+			ref, err := g.ref(op.response)
+			if err != nil {
+				return nil, err
+			}
+			content["application/json"] = map[string]any{"schema": ref}
+		}
+		if op.stream {
+			content["text/event-stream"] = map[string]any{
+				"description": "SSE frames `id: <seq>`, `event: <type>`, `data: <json>`; see components.schemas.Event",
+				"schema":      map[string]any{"$ref": "#/components/schemas/Event"}}
+		}
+		ok := map[string]any{"description": "OK"}
+		if len(content) > 0 {
+			ok["content"] = content
+		}
+		status := "200"
+		if op.method == "POST" && strings.HasSuffix(op.path, "/cancel") && strings.HasPrefix(op.path, "/api/agent") {
+			status = "202"
+		}
+		if op.method == "POST" && op.path == "/api/agent-definitions" {
+			status = "201"
+		}
+		errRef := map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{
+			"schema": map[string]any{"$ref": "#/components/schemas/ErrorResponse"}}}}
+		o["responses"] = map[string]any{status: ok, "default": errRef}
+		item[strings.ToLower(op.method)] = o
+	}
+	if _, err := g.ref(ErrorResponse{}); err != nil {
+		return nil, err
+	}
+	if err := g.events(); err != nil {
+		return nil, err
+	}
+	doc := map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "planwright", "version": version,
+			"description": "Multi-step work done by LLM agents: chat turns, plans, reviews and their records."},
+		"paths": paths,
+		"components": map[string]any{
+			"schemas":         g.schemas,
+			"securitySchemes": map[string]any{"apiKey": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+		"security": []any{map[string]any{"apiKey": []any{}}},
+	}
+	// Round-trip through JSON so the YAML holds plain maps in a stable order.
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var plain any
+	if err := json.Unmarshal(raw, &plain); err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(plain)
+}
+
+func operationID(op operation) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(op.method))
+	for _, seg := range strings.Split(op.path, "/") {
+		seg = strings.Trim(seg, "{}")
+		for _, part := range strings.FieldsFunc(seg, func(r rune) bool { return r == '-' || r == '_' || r == '.' }) {
+			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+	}
+	return b.String()
+}
+
+type schemaGen struct{ schemas map[string]any }
+
+var forOptions = &jsonschema.ForOptions{
+	IgnoreInvalidTypes: true,
+	TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
+		reflect.TypeFor[json.RawMessage](): {},
+	},
+}
+
+func (g schemaGen) ref(v any) (map[string]any, error) {
+	t := reflect.TypeOf(v)
+	name := t.Name()
+	if _, done := g.schemas[name]; !done {
+		s, err := jsonschema.ForType(t, forOptions)
+		if err != nil {
+			return nil, fmt.Errorf("openapi: schema of %s: %w", name, err)
+		}
+		g.schemas[name] = s
+	}
+	return map[string]any{"$ref": "#/components/schemas/" + name}, nil
+}
+
+// events adds a schema per event type (its payload plus the shared
+// envelope fields) and Event, the oneOf of them all.
+func (g schemaGen) events() error {
+	types := event.Types()
+	slices.Sort(types)
+	src, err := jsonschema.For[event.Source](forOptions)
+	if err != nil {
+		return err
+	}
+	var oneOf []any
+	for _, t := range types {
+		proto, _ := event.Prototype(t)
+		s, err := jsonschema.ForType(reflect.TypeOf(proto), forOptions)
+		if err != nil {
+			return fmt.Errorf("openapi: event %s: %w", t, err)
+		}
+		if s.Properties == nil {
+			s.Properties = map[string]*jsonschema.Schema{}
+		}
+		s.Properties["type"] = &jsonschema.Schema{Const: jsonschema.Ptr[any](string(t))}
+		s.Properties["seq"] = &jsonschema.Schema{Type: "integer", Minimum: jsonschema.Ptr(1.0)}
+		s.Properties["ts"] = &jsonschema.Schema{Type: "string", Format: "date-time"}
+		s.Properties["source"] = src
+		s.Required = append(s.Required, "type", "seq", "ts", "source")
+		name := "Event_" + string(t)
+		g.schemas[name] = s
+		oneOf = append(oneOf, map[string]any{"$ref": "#/components/schemas/" + name})
+	}
+	g.schemas["Event"] = map[string]any{"oneOf": oneOf, "discriminator": map[string]any{"propertyName": "type"}}
+	return nil
+}
+
+// serveOpenAPI serves the document, built once.
+func serveOpenAPI(version string) (echo.HandlerFunc, error) {
+	doc, err := OpenAPI(version)
+	if err != nil {
+		return nil, err
+	}
+	return func(c echo.Context) error {
+		return c.Blob(http.StatusOK, "application/yaml", doc)
+	}, nil
+}
