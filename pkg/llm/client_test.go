@@ -1,0 +1,247 @@
+package llm_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/llm/llmtest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+}
+
+type harness struct {
+	client *llm.Client
+	peer   *llmtest.Peer
+	mu     sync.Mutex
+	waits  []time.Duration
+}
+
+func (h *harness) Waits() []time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]time.Duration(nil), h.waits...)
+}
+
+func newHarness(t *testing.T, provider string, stream bool, timeout time.Duration, replies ...llmtest.Reply) *harness {
+	t.Helper()
+	h := &harness{}
+	base := ""
+	switch provider {
+	case "openai":
+		h.peer = llmtest.OpenAI(t, replies...)
+		base = h.peer.URL
+	case "anthropic":
+		h.peer = llmtest.Anthropic(t, replies...)
+		base = h.peer.URL + "/v1"
+	}
+	rec := llm.NewStatusRecorder(nil)
+	model, err := llm.NewProvider(context.Background(), llm.ProviderConfig{Provider: provider, Model: "scripted-model", BaseURL: base,
+		APIKey: "test", HTTPClient: &http.Client{Transport: rec}})
+	require.NoError(t, err)
+	h.client, err = llm.NewClient(llm.ClientConfig{Model: model, Provider: provider, Stream: stream, CallTimeout: timeout,
+		Recorder: rec, Sleep: func(_ context.Context, d time.Duration) error {
+			h.mu.Lock()
+			h.waits = append(h.waits, d)
+			h.mu.Unlock()
+			return nil
+		}})
+	require.NoError(t, err)
+	return h
+}
+
+type parts struct {
+	text  strings.Builder
+	calls []llm.ToolCall
+	usage []llm.Usage
+	stops int
+}
+
+func (p *parts) on(part llm.Part) {
+	switch v := part.(type) {
+	case llm.TextDelta:
+		p.text.WriteString(v.Text)
+	case llm.ToolCallPart:
+		p.calls = append(p.calls, v.Call)
+	case llm.UsagePart:
+		p.usage = append(p.usage, v.Usage)
+	case llm.StopPart:
+		p.stops++
+	}
+}
+
+var searchTool = llm.ToolDef{Name: "search", Description: "search", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
+var mcpTool = llm.ToolDef{Name: "files.read", Description: "read a file", Parameters: json.RawMessage(`{"type":"object"}`)}
+
+func userAsks(s string) []llm.Message { return []llm.Message{{Role: llm.RoleSystem, Content: "sys"}, {Role: llm.RoleUser, Content: s}} }
+
+func TestProvidersSpeakTheirWireFormats(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"openai", "anthropic"} {
+		for _, stream := range []bool{true, false} {
+			name := provider + map[bool]string{true: "/stream", false: "/no-stream"}[stream]
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				for _, tc := range []struct {
+					name  string
+					reply llmtest.Reply
+					text  string
+					calls []string
+				}{
+					{"text only", llmtest.Reply{Chunks: []string{"Hel", "lo ", "there"}, InputTokens: 11, OutputTokens: 3}, "Hello there", nil},
+					{"text then two parallel calls", llmtest.Reply{Chunks: []string{"Looking."},
+						Calls:       []llmtest.Call{{ID: "c1", Name: "search", Args: `{"q":"a"}`}, {ID: "c2", Name: "files__read", Args: `{"path":"x"}`}},
+						InputTokens: 20, OutputTokens: 9}, "Looking.", []string{"search", "files.read"}},
+					{"a call alone", llmtest.Reply{Calls: []llmtest.Call{{ID: "c1", Name: "search", Args: `{"q":"b"}`}}, InputTokens: 5, OutputTokens: 2},
+						"", []string{"search"}},
+				} {
+					h := newHarness(t, provider, stream, 5*time.Second, tc.reply)
+					var p parts
+					resp, err := h.client.Generate(context.Background(), llm.Request{Role: "planner", Messages: userAsks("hi"),
+						Tools: []llm.ToolDef{searchTool, mcpTool}}, p.on)
+					require.NoError(t, err, tc.name)
+					require.Equal(t, tc.text, resp.Text, tc.name)
+					require.Equal(t, tc.text, p.text.String(), "%s: streamed text is exactly the answer, no tool JSON", tc.name)
+					require.NotContains(t, p.text.String(), "{", tc.name)
+					var names []string
+					for _, c := range resp.ToolCalls {
+						names = append(names, c.Name)
+						require.True(t, json.Valid(c.Arguments), tc.name)
+					}
+					require.Equal(t, tc.calls, names, "%s: tool names are mapped back", tc.name)
+					require.Equal(t, resp.ToolCalls, p.calls, tc.name)
+					require.Equal(t, tc.reply.InputTokens, resp.Usage.InputTokens, tc.name)
+					require.Equal(t, tc.reply.OutputTokens, resp.Usage.OutputTokens, tc.name)
+					require.False(t, resp.Usage.Estimated, tc.name)
+					require.Equal(t, []llm.Usage{resp.Usage}, p.usage, tc.name)
+					require.Equal(t, 1, p.stops, tc.name)
+					body := string(h.peer.Bodies()[0])
+					require.Contains(t, body, `"files__read"`, "%s: the provider never sees a dotted name", tc.name)
+					require.NotContains(t, body, `"files.read"`, tc.name)
+				}
+			})
+		}
+	}
+}
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, provider, true, 5*time.Second,
+				llmtest.Reply{Status: 429, RetryAfter: 7}, llmtest.Reply{Chunks: []string{"ok"}, InputTokens: 1, OutputTokens: 1})
+			resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, nil)
+			require.NoError(t, err)
+			require.Equal(t, "ok", resp.Text)
+			require.Equal(t, []time.Duration{7 * time.Second}, h.Waits(), "Retry-After is honoured")
+
+			h = newHarness(t, provider, true, 5*time.Second, llmtest.Reply{Status: 500}, llmtest.Reply{Status: 500}, llmtest.Reply{Status: 500})
+			_, err = h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, nil)
+			require.Error(t, err)
+			require.Equal(t, apperr.Unavailable, apperr.CodeOf(err))
+			require.Contains(t, apperr.MessageOf(err), "HTTP 500")
+			require.Contains(t, apperr.MessageOf(err), "3 attempts")
+			require.Equal(t, 3, h.peer.Requests(), "two retries by default")
+			require.Len(t, h.Waits(), 2)
+
+			h = newHarness(t, provider, true, 5*time.Second, llmtest.Reply{Status: 400})
+			_, err = h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, nil)
+			require.Error(t, err)
+			require.Equal(t, 1, h.peer.Requests(), "a 400 is not retried")
+		})
+	}
+}
+
+func TestStalledStreamHitsTheTimeout(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, provider, true, 200*time.Millisecond, llmtest.Reply{Chunks: []string{"partial"}, Stall: true})
+			var p parts
+			resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, p.on)
+			require.Error(t, err)
+			require.Equal(t, apperr.Unavailable, apperr.CodeOf(err))
+			require.Contains(t, apperr.MessageOf(err), "timed out")
+			require.Equal(t, "partial", resp.Text)
+			require.Equal(t, 1, h.peer.Requests(), "nothing is retried once text reached the user")
+		})
+	}
+}
+
+func TestCancellationReturnsTheCause(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "openai", true, 5*time.Second, llmtest.Reply{Chunks: []string{"x"}, Stall: true})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := context.Canceled
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		cancel(cause)
+	}()
+	_, err := h.client.Generate(ctx, llm.Request{Messages: userAsks("hi")}, nil)
+	require.ErrorIs(t, err, cause)
+}
+
+// langchaingo's anthropic provider reads only the first part of an
+// assistant or tool message; the adapter must still send every tool call
+// and result of a turn.
+func TestAnthropicHistoryIsSentFaithfully(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "anthropic", true, 5*time.Second, llmtest.Reply{Chunks: []string{"done"}}, llmtest.Reply{Chunks: []string{"final"}})
+	history := append(userAsks("hi"),
+		llm.Message{Role: llm.RoleAssistant, Content: "Checking two things.", ToolCalls: []llm.ToolCall{
+			{ID: "t1", Name: "search", Arguments: json.RawMessage(`{"q":"one"}`)},
+			{ID: "t2", Name: "files.read", Arguments: json.RawMessage(`{"path":"two"}`)},
+		}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "t1", Name: "search", Content: "result one"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "t2", Name: "files.read", Content: "result two"},
+	)
+	_, err := h.client.Generate(context.Background(), llm.Request{Messages: history, Tools: []llm.ToolDef{searchTool, mcpTool}}, nil)
+	require.NoError(t, err)
+	body := string(h.peer.Bodies()[0])
+	require.Equal(t, 2, strings.Count(body, `"type":"tool_use"`), body)
+	require.Equal(t, 2, strings.Count(body, `"type":"tool_result"`), body)
+	for _, want := range []string{"Checking two things.", `"t1"`, `"t2"`, `"files__read"`, "result one", "result two", `"tool_result"`} {
+		require.Contains(t, body, want)
+	}
+
+	// The forced final answer offers no tools: the history goes as text.
+	_, err = h.client.Generate(context.Background(), llm.Request{Messages: history}, nil)
+	require.NoError(t, err)
+	body = string(h.peer.Bodies()[1])
+	require.NotContains(t, body, `"tool_use"`)
+	require.NotContains(t, body, `"tool_result"`)
+	require.Contains(t, body, "result two")
+	require.Contains(t, body, "called tool files.read")
+}
+
+func TestUsageIsEstimatedWhenUnreported(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "openai", false, 5*time.Second, llmtest.Reply{Chunks: []string{"an answer of some length"}})
+	resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks(strings.Repeat("word ", 40))}, nil)
+	require.NoError(t, err)
+	require.True(t, resp.Usage.Estimated)
+	require.Positive(t, resp.Usage.InputTokens)
+	require.Positive(t, resp.Usage.OutputTokens)
+}
+
+func TestNewClientValidates(t *testing.T) {
+	t.Parallel()
+	_, err := llm.NewClient(llm.ClientConfig{})
+	require.Error(t, err)
+	_, err = llm.NewProvider(context.Background(), llm.ProviderConfig{Provider: "nope"})
+	require.Error(t, err)
+}

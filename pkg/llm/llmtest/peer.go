@@ -1,0 +1,231 @@
+// Package llmtest has scripted provider peers for tests: httptest servers
+// that speak the real OpenAI chat-completions and Anthropic messages wire
+// formats, streaming and not, and answer each request with the next
+// scripted Reply.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is a tool call a Reply makes.
+type Call struct {
+	ID, Name, Args string
+}
+
+// Reply is one scripted answer of a peer.
+type Reply struct {
+	// Status, when not 0 or 200, answers with that HTTP status and an error
+	// body; RetryAfter sets the Retry-After header (seconds).
+	Status     int
+	RetryAfter int
+	// Chunks are streamed text deltas (or one text when not streaming).
+	Chunks []string
+	Calls  []Call
+	// InputTokens and OutputTokens are reported as usage.
+	InputTokens, OutputTokens int
+	// Stall sends headers (and Chunks) and then hangs until the client goes.
+	Stall bool
+}
+
+// Peer is a scripted provider on httptest.
+type Peer struct {
+	*httptest.Server
+	mu      sync.Mutex
+	replies []Reply
+	// Bodies are the request bodies received, in order.
+	bodies [][]byte
+}
+
+// Bodies returns the request bodies received so far.
+func (p *Peer) Bodies() [][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([][]byte(nil), p.bodies...)
+}
+
+// Requests counts the requests received.
+func (p *Peer) Requests() int { return len(p.Bodies()) }
+
+func (p *Peer) next(r *http.Request) (Reply, map[string]any) {
+	body, _ := io.ReadAll(r.Body)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bodies = append(p.bodies, body)
+	var req map[string]any
+	_ = json.Unmarshal(body, &req)
+	if len(p.replies) == 0 {
+		return Reply{Status: 500}, req
+	}
+	rep := p.replies[0]
+	p.replies = p.replies[1:]
+	return rep, req
+}
+
+func newPeer(t testing.TB, replies []Reply, serve func(p *Peer, w http.ResponseWriter, r *http.Request)) *Peer {
+	p := &Peer{replies: replies}
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(p, w, r) }))
+	t.Cleanup(p.Close)
+	return p
+}
+
+func fail(w http.ResponseWriter, rep Reply) bool {
+	if rep.Status == 0 || rep.Status == 200 {
+		return false
+	}
+	if rep.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(rep.RetryAfter))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.Status)
+	fmt.Fprintf(w, `{"error":{"type":"scripted","message":"scripted status %d"}}`, rep.Status)
+	return true
+}
+
+func sse(w http.ResponseWriter, event string, v any) {
+	b, _ := json.Marshal(v)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func stall(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(30 * time.Second):
+	}
+}
+
+// OpenAI starts a peer speaking the OpenAI chat completions API (base URL:
+// Peer.URL).
+func OpenAI(t testing.TB, replies ...Reply) *Peer {
+	return newPeer(t, replies, func(p *Peer, w http.ResponseWriter, r *http.Request) {
+		rep, req := p.next(r)
+		if fail(w, rep) {
+			return
+		}
+		stream, _ := req["stream"].(bool)
+		usage := map[string]any{"prompt_tokens": rep.InputTokens, "completion_tokens": rep.OutputTokens,
+			"total_tokens": rep.InputTokens + rep.OutputTokens}
+		finish := "stop"
+		if len(rep.Calls) > 0 {
+			finish = "tool_calls"
+		}
+		if !stream {
+			text := ""
+			for _, c := range rep.Chunks {
+				text += c
+			}
+			msg := map[string]any{"role": "assistant", "content": text}
+			if len(rep.Calls) > 0 {
+				var calls []any
+				for _, c := range rep.Calls {
+					calls = append(calls, map[string]any{"id": c.ID, "type": "function", "function": map[string]any{"name": c.Name, "arguments": c.Args}})
+				}
+				msg["tool_calls"] = calls
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "scripted",
+				"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}}, "usage": usage})
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := func(delta map[string]any, finish any) map[string]any {
+			return map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "scripted",
+				"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+		}
+		sse(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+		for _, c := range rep.Chunks {
+			sse(w, "", chunk(map[string]any{"content": c}, nil))
+		}
+		if rep.Stall {
+			stall(r)
+			return
+		}
+		for i, c := range rep.Calls {
+			sse(w, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
+			half := len(c.Args) / 2
+			for _, part := range []string{c.Args[:half], c.Args[half:]} {
+				sse(w, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": part}}}}, nil))
+			}
+		}
+		sse(w, "", chunk(map[string]any{}, finish))
+		sse(w, "", map[string]any{"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": []any{}, "usage": usage})
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+}
+
+// Anthropic starts a peer speaking the Anthropic messages API (base URL:
+// Peer.URL + "/v1").
+func Anthropic(t testing.TB, replies ...Reply) *Peer {
+	return newPeer(t, replies, func(p *Peer, w http.ResponseWriter, r *http.Request) {
+		rep, req := p.next(r)
+		if fail(w, rep) {
+			return
+		}
+		stream, _ := req["stream"].(bool)
+		stop := "end_turn"
+		if len(rep.Calls) > 0 {
+			stop = "tool_use"
+		}
+		if !stream {
+			var content []any
+			text := ""
+			for _, c := range rep.Chunks {
+				text += c
+			}
+			if text != "" {
+				content = append(content, map[string]any{"type": "text", "text": text})
+			}
+			for _, c := range rep.Calls {
+				var input any
+				_ = json.Unmarshal([]byte(c.Args), &input)
+				content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": input})
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted",
+				"content": content, "stop_reason": stop,
+				"usage": map[string]any{"input_tokens": rep.InputTokens, "output_tokens": rep.OutputTokens}})
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{"id": "msg_1", "type": "message",
+			"role": "assistant", "content": []any{}, "model": "scripted", "usage": map[string]any{"input_tokens": rep.InputTokens, "output_tokens": 1}}})
+		idx := 0
+		if len(rep.Chunks) > 0 {
+			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, c := range rep.Chunks {
+				sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "text_delta", "text": c}})
+			}
+			if rep.Stall {
+				stall(r)
+				return
+			}
+			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+			idx++
+		}
+		for _, c := range rep.Calls {
+			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx,
+				"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Args}})
+			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+			idx++
+		}
+		sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop},
+			"usage": map[string]any{"output_tokens": rep.OutputTokens}})
+		sse(w, "message_stop", map[string]any{"type": "message_stop"})
+	})
+}
