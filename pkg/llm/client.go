@@ -266,6 +266,11 @@ func (c *Client) attempt(ctx context.Context, req Request, msgs []llms.MessageCo
 		}))
 	}
 	resp, err := c.cfg.Model.GenerateContent(actx, msgs, opts...)
+	if err == nil && actx.Err() != nil {
+		// Some providers end a stream cut by the context as if it were
+		// complete; a cut answer is a failure, never a result.
+		err = context.Cause(actx)
+	}
 	if err == nil && (resp == nil || len(resp.Choices) == 0) {
 		err = errors.New("the model returned no choices")
 	}

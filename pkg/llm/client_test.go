@@ -85,7 +85,9 @@ func (p *parts) on(part llm.Part) {
 var searchTool = llm.ToolDef{Name: "search", Description: "search", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
 var mcpTool = llm.ToolDef{Name: "files.read", Description: "read a file", Parameters: json.RawMessage(`{"type":"object"}`)}
 
-func userAsks(s string) []llm.Message { return []llm.Message{{Role: llm.RoleSystem, Content: "sys"}, {Role: llm.RoleUser, Content: s}} }
+func userAsks(s string) []llm.Message {
+	return []llm.Message{{Role: llm.RoleSystem, Content: "sys"}, {Role: llm.RoleUser, Content: s}}
+}
 
 func TestProvidersSpeakTheirWireFormats(t *testing.T) {
 	t.Parallel()
