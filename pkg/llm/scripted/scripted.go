@@ -1,0 +1,393 @@
+// Package scripted is the scripted model: a langchaingo llms.Model that
+// answers from a YAML script (the format of DESIGN.md, "The scripted
+// model"), with streaming, latency, usage and simulated provider failures.
+// Tests, benchmarks and offline demos drive the whole system with it.
+package scripted
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tmc/langchaingo/llms"
+	"gopkg.in/yaml.v3"
+
+	"github.com/planwright/planwright/pkg/llm"
+)
+
+// Script is a scripted model's file.
+type Script struct {
+	Rules   []Rule `yaml:"rules"`
+	Default *Rule  `yaml:"default"`
+}
+
+// Rule answers the calls it matches; the first matching rule wins.
+type Rule struct {
+	When When `yaml:"when"`
+	// Times, when above 0, is how often the rule may be used.
+	Times int   `yaml:"times"`
+	Reply Reply `yaml:"reply"`
+}
+
+// When says which calls a rule matches; empty fields match all.
+type When struct {
+	// Role is planner, executor, reviewer or synthesizer.
+	Role string `yaml:"role"`
+	// Contains is a substring of the last message.
+	Contains string `yaml:"contains"`
+	// AfterTool is "none" (the last message is not a tool result) or a tool
+	// name (the last message is that tool's result).
+	AfterTool string `yaml:"after_tool"`
+}
+
+// Reply is what a rule answers.
+type Reply struct {
+	// DelayMS waits before the first token.
+	DelayMS int `yaml:"delay_ms"`
+	// Text is streamed in chunks of Chunk characters (default 8).
+	Text      string     `yaml:"text"`
+	Chunk     int        `yaml:"chunk"`
+	ToolCalls []ToolCall `yaml:"tool_calls"`
+	Usage     *Usage     `yaml:"usage"`
+	// Error simulates a provider failure: rate_limited, server_error or
+	// timeout.
+	Error string `yaml:"error"`
+}
+
+// ToolCall is a tool call a reply makes.
+type ToolCall struct {
+	Name string `yaml:"name"`
+	Args any    `yaml:"args"`
+}
+
+// Usage is the token usage a reply reports.
+type Usage struct {
+	InputTokens  int `yaml:"input_tokens"`
+	OutputTokens int `yaml:"output_tokens"`
+}
+
+// Error kinds of Reply.Error.
+const (
+	ErrorRateLimited = "rate_limited"
+	ErrorServer      = "server_error"
+	ErrorTimeout     = "timeout"
+)
+
+var roles = []string{"", "planner", "executor", "reviewer", "synthesizer"}
+
+// ProviderError is a simulated provider failure. It reports its HTTP status
+// the way the llm adapter classifies failures (429 and 5xx are retried).
+type ProviderError struct {
+	Status int
+	Kind   string
+}
+
+func (e *ProviderError) Error() string {
+	return fmt.Sprintf("scripted: simulated %s (HTTP %d)", e.Kind, e.Status)
+}
+
+// HTTPStatus returns the simulated status.
+func (e *ProviderError) HTTPStatus() int { return e.Status }
+
+// Call is one call the model answered, for assertions.
+type Call struct {
+	Role string
+	// Last is the text of the last message.
+	Last string
+	// AfterTool is the tool whose result the last message is, if any.
+	AfterTool string
+	// Tools are the names of the tools offered.
+	Tools []string
+	// Rule is the index of the rule that answered; -1 is the default.
+	Rule int
+}
+
+// Model is the scripted model. It is safe for concurrent use.
+type Model struct {
+	script Script
+
+	mu    sync.Mutex
+	used  []int
+	calls []Call
+	ids   int
+}
+
+var _ llms.Model = (*Model)(nil)
+
+// Load reads a script file.
+func Load(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scripted: %w", err)
+	}
+	m, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// Parse reads a script; unknown fields and invalid rules are errors that
+// name the rule and the field.
+func Parse(data []byte) (*Model, error) {
+	var s Script
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("scripted: %w", err)
+	}
+	var problems []string
+	for i, r := range s.Rules {
+		problems = append(problems, r.check(fmt.Sprintf("rules[%d]", i))...)
+	}
+	if s.Default != nil {
+		if s.Default.When != (When{}) || s.Default.Times != 0 {
+			problems = append(problems, "default: only a reply is allowed")
+		}
+		problems = append(problems, s.Default.check("default")...)
+	}
+	if len(s.Rules) == 0 && s.Default == nil {
+		problems = append(problems, "the script has no rules and no default")
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("scripted: %s", strings.Join(problems, "; "))
+	}
+	return &Model{script: s, used: make([]int, len(s.Rules))}, nil
+}
+
+func (r Rule) check(where string) []string {
+	var p []string
+	if !slices.Contains(roles, r.When.Role) {
+		p = append(p, fmt.Sprintf("%s.when.role: unknown role %q", where, r.When.Role))
+	}
+	if r.Times < 0 {
+		p = append(p, fmt.Sprintf("%s.times: must not be negative", where))
+	}
+	rep := r.Reply
+	switch rep.Error {
+	case "", ErrorRateLimited, ErrorServer, ErrorTimeout:
+	default:
+		p = append(p, fmt.Sprintf("%s.reply.error: unknown error %q (want rate_limited, server_error or timeout)", where, rep.Error))
+	}
+	if rep.Text == "" && len(rep.ToolCalls) == 0 && rep.Error == "" {
+		p = append(p, fmt.Sprintf("%s.reply: needs text, tool_calls or error", where))
+	}
+	if rep.DelayMS < 0 || rep.Chunk < 0 {
+		p = append(p, fmt.Sprintf("%s.reply: delay_ms and chunk must not be negative", where))
+	}
+	for j, c := range rep.ToolCalls {
+		if c.Name == "" {
+			p = append(p, fmt.Sprintf("%s.reply.tool_calls[%d].name: is required", where, j))
+		}
+		if _, err := json.Marshal(normalize(c.Args)); err != nil {
+			p = append(p, fmt.Sprintf("%s.reply.tool_calls[%d].args: %v", where, j, err))
+		}
+	}
+	return p
+}
+
+// Calls returns every call answered so far, in order.
+func (m *Model) Calls() []Call {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Call(nil), m.calls...)
+}
+
+// Call implements llms.Model.
+func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOption) (string, error) {
+	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
+}
+
+// sameName compares a tool name with one the adapter may have made
+// provider-safe ("a.b" is sent as "a__b").
+func sameName(a, b string) bool {
+	return a == b || strings.ReplaceAll(a, ".", "__") == strings.ReplaceAll(b, ".", "__")
+}
+
+// GenerateContent implements llms.Model: it picks the first rule matching
+// the call and plays its reply.
+func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageContent, options ...llms.CallOption) (*llms.ContentResponse, error) {
+	var opts llms.CallOptions
+	for _, o := range options {
+		o(&opts)
+	}
+	call := Call{Role: llm.RoleFrom(ctx)}
+	if n := len(messages); n > 0 {
+		for _, part := range messages[n-1].Parts {
+			switch p := part.(type) {
+			case llms.TextContent:
+				call.Last += p.Text
+			case llms.ToolCallResponse:
+				call.Last += p.Content
+				call.AfterTool = strings.ReplaceAll(p.Name, "__", ".")
+			}
+		}
+	}
+	for _, t := range opts.Tools {
+		if t.Function != nil {
+			call.Tools = append(call.Tools, t.Function.Name)
+		}
+	}
+	rule, idx, err := m.match(call)
+	call.Rule = idx
+	m.mu.Lock()
+	m.calls = append(m.calls, call)
+	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return m.play(ctx, rule.Reply, call, opts)
+}
+
+func (m *Model) match(c Call) (Rule, int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, r := range m.script.Rules {
+		if r.Times > 0 && m.used[i] >= r.Times {
+			continue
+		}
+		if !matches(r, c) {
+			continue
+		}
+		m.used[i]++
+		return r, i, nil
+	}
+	if m.script.Default != nil {
+		return *m.script.Default, -1, nil
+	}
+	last := c.Last
+	if r := []rune(last); len(r) > 120 {
+		last = string(r[:120]) + "…"
+	}
+	return Rule{}, 0, fmt.Errorf("scripted: no rule matches role %q with last message %q", c.Role, last)
+}
+
+func matches(r Rule, c Call) bool {
+	w := r.When
+	if w.Role != "" && w.Role != c.Role {
+		return false
+	}
+	if w.Contains != "" && !strings.Contains(c.Last, w.Contains) {
+		return false
+	}
+	switch w.AfterTool {
+	case "":
+	case "none":
+		if c.AfterTool != "" {
+			return false
+		}
+	default:
+		if c.AfterTool == "" || !sameName(w.AfterTool, c.AfterTool) {
+			return false
+		}
+	}
+	// A real model can only call the tools it is offered.
+	for _, tc := range r.Reply.ToolCalls {
+		if !slices.ContainsFunc(c.Tools, func(t string) bool { return sameName(t, tc.Name) }) {
+			return false
+		}
+	}
+	return true
+}
+
+func (m *Model) play(ctx context.Context, rep Reply, c Call, opts llms.CallOptions) (*llms.ContentResponse, error) {
+	if rep.DelayMS > 0 {
+		t := time.NewTimer(time.Duration(rep.DelayMS) * time.Millisecond)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	switch rep.Error {
+	case ErrorRateLimited:
+		return nil, &ProviderError{Status: 429, Kind: rep.Error}
+	case ErrorServer:
+		return nil, &ProviderError{Status: 500, Kind: rep.Error}
+	case ErrorTimeout:
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}
+	if opts.StreamingFunc != nil && rep.Text != "" {
+		size := rep.Chunk
+		if size <= 0 {
+			size = 8
+		}
+		text := []rune(rep.Text)
+		for i := 0; i < len(text); i += size {
+			if err := ctx.Err(); err != nil {
+				return nil, context.Cause(ctx)
+			}
+			if err := opts.StreamingFunc(ctx, []byte(string(text[i:min(i+size, len(text))]))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	choice := &llms.ContentChoice{Content: rep.Text, StopReason: "stop", GenerationInfo: map[string]any{}}
+	for _, tc := range rep.ToolCalls {
+		args, _ := json.Marshal(normalize(tc.Args))
+		if tc.Args == nil {
+			args = []byte("{}")
+		}
+		name := tc.Name
+		for _, offered := range c.Tools {
+			if sameName(offered, tc.Name) {
+				name = offered
+			}
+		}
+		choice.ToolCalls = append(choice.ToolCalls, llms.ToolCall{ID: m.nextID(), Type: "function",
+			FunctionCall: &llms.FunctionCall{Name: name, Arguments: string(args)}})
+		choice.StopReason = "tool_calls"
+	}
+	if rep.Usage != nil {
+		choice.GenerationInfo["PromptTokens"] = rep.Usage.InputTokens
+		choice.GenerationInfo["CompletionTokens"] = rep.Usage.OutputTokens
+	}
+	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
+}
+
+func (m *Model) nextID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ids++
+	return fmt.Sprintf("call_%d", m.ids)
+}
+
+// normalize turns YAML-decoded values into JSON-encodable ones.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = normalize(val)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[fmt.Sprint(k)] = normalize(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = normalize(val)
+		}
+		return out
+	}
+	return v
+}
+
+// IsProviderError reports whether err is a simulated provider failure.
+func IsProviderError(err error) bool {
+	var pe *ProviderError
+	return errors.As(err, &pe)
+}
