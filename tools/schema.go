@@ -213,3 +213,22 @@ func (c *schemaCache) get(raw json.RawMessage) (*argsSchema, error) {
 	c.mu.Unlock()
 	return s, err
 }
+
+// ValidateArgs checks args against tool's schema, as the runtime does before
+// a call. A violation is an apperr Invalid error whose Fields list every
+// problem. (Plans use it to check a direct step's arguments before the plan
+// is saved.)
+func ValidateArgs(tool Tool, args json.RawMessage) error {
+	s, err := compileSchema(tool.Spec().Schema)
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "tool %s has an invalid schema", tool.Spec().Name)
+	}
+	if err := s.validate(args); err != nil {
+		var ae *argumentsError
+		if errors.As(err, &ae) {
+			return ae.err
+		}
+		return err
+	}
+	return nil
+}

@@ -126,3 +126,15 @@ func TestNewWithBrokenSchemaFailsEveryCall(t *testing.T) {
 	require.ErrorIs(t, err, apperr.ErrInternal)
 	require.Error(t, tools.NewRegistry().Register(tool))
 }
+
+func TestValidateArgs(t *testing.T) {
+	t.Parallel()
+	tool := tools.New(tools.Spec{Name: "add_task", Description: "add"}, func(context.Context, tools.Call, taskArgs) (tools.Result, error) {
+		return tools.Result{}, nil
+	})
+	require.NoError(t, tools.ValidateArgs(tool, json.RawMessage(`{"title":"x"}`)))
+	err := tools.ValidateArgs(tool, json.RawMessage(`{"priority":"high"}`))
+	require.Error(t, err)
+	require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
+	require.Len(t, apperr.FieldsOf(err), 2, "every violation: title missing and priority not an integer")
+}
