@@ -24,6 +24,8 @@ type run struct {
 	log   zerolog.Logger
 	start time.Time
 	defs  []llm.ToolDef
+	// budget counts the turn's time limit.
+	budget *turnBudget
 
 	msgs       []llm.Message   // the conversation as the model sees it
 	res        Result          // what Run returns
@@ -66,8 +68,9 @@ func (s *run) run(system string) (Result, error) {
 		return s.fail(err)
 	}
 
-	ctx, cancel := context.WithTimeoutCause(s.ctx, s.role.Limits.TimeLimit, errTimeLimit)
+	ctx, budget, cancel := startBudget(s.ctx, s.role.Limits.TimeLimit, s.r.now)
 	defer cancel()
+	s.budget = budget
 	for {
 		s.toolRounds++
 		resp, text, err := s.call(ctx, s.defs)
@@ -244,7 +247,14 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 
 	var outcomes []tools.Outcome
 	if len(torun) > 0 {
+		untimed := s.untimed(torun)
+		if untimed {
+			s.budget.pause()
+		}
 		outcomes = s.r.tools.RunRound(ctx, s.task.Tools, torun)
+		if untimed {
+			s.budget.resume()
+		}
 	}
 	for j, tc := range torun {
 		o := tools.Outcome{Call: tc, Content: "error: the tool runtime returned no outcome for this call"}
@@ -285,7 +295,7 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 	switch {
 	case len(halts) > 0:
 		end.halt, end.haltText = true, strings.Join(halts, "\n\n")
-	case isTimeLimit(ctx) || s.r.now().Sub(s.start) >= lim.TimeLimit:
+	case isTimeLimit(ctx) || s.budget.elapsed() >= lim.TimeLimit:
 		end.limit = LimitTime
 	case end.dup != nil:
 		end.limit = LimitDuplicates
@@ -300,6 +310,20 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 		end.reason = s.reason(end.limit)
 	}
 	return end, nil
+}
+
+// untimed reports whether a call of the round goes to a tool that opts out
+// of timeouts (Spec.Timeout == tools.NoTimeout); the turn's time limit does
+// not count while such a round runs.
+func (s *run) untimed(calls []tools.Call) bool {
+	for _, c := range calls {
+		for _, t := range s.task.Tools {
+			if t.Spec().Name == c.Name && t.Spec().Timeout == tools.NoTimeout {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func notRun(round int, st CallStatus, c tools.Call, content string) ToolCallRecord {

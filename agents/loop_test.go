@@ -938,3 +938,29 @@ func TestContextShiftMovesTheScopeOfLaterCalls(t *testing.T) {
 	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "global"}, rounds[0][0].Scope)
 	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "project", EntityID: "p1"}, rounds[1][0].Scope)
 }
+
+// A tool that opts out of timeouts (create_plan runs a whole plan) does not
+// spend the turn's time limit, and its context is not cut by it.
+func TestUntimedToolsDoNotSpendTheTurnsTime(t *testing.T) {
+	t.Parallel()
+	model := script(t,
+		reply{calls: []llm.ToolCall{call("a", "long_plan", `{}`)}},
+		text("The plan finished."),
+	)
+	long := tool("long_plan", func(ctx context.Context, _ tools.Call) (tools.Result, error) {
+		select {
+		case <-ctx.Done():
+			return tools.Result{}, context.Cause(ctx)
+		case <-time.After(100 * time.Millisecond): // five times the turn's limit
+			return tools.Result{Content: "all steps completed"}, nil
+		}
+	})
+	long.spec.Timeout = tools.NoTimeout
+	b := setup(t, model, long)
+	b.task.Role.Limits.TimeLimit = 20 * time.Millisecond
+	res, err := b.runner.Run(t.Context(), b.task)
+	require.NoError(t, err)
+	require.Empty(t, res.Limit)
+	require.Equal(t, agents.FinishCompleted, res.Finished)
+	require.True(t, res.ToolCalls[0].Outcome.Success)
+}
