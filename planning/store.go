@@ -27,6 +27,8 @@ type Store interface {
 	CreateExecution(ctx context.Context, e Execution) error
 	FinishExecution(ctx context.Context, e Execution) error
 	AppendAgentMessage(ctx context.Context, m AgentMessage) error
+	// ListPlans lists plans, newest first, one page at a time.
+	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)
 	// InterruptRunning marks plans a stopped process left executing or in
 	// review interrupted; it returns how many.
 	InterruptRunning(ctx context.Context) (int, error)

@@ -1,0 +1,278 @@
+package planning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
+)
+
+// AgentRunner runs an agent loop (agents.Runner).
+type AgentRunner interface {
+	Run(ctx context.Context, task agents.Task) (agents.Result, error)
+}
+
+// ToolRunner runs a round of tool calls (tools.Runtime); direct steps go
+// through it, so they are validated, timed out and recorded like any call.
+type ToolRunner interface {
+	RunRound(ctx context.Context, available []tools.Tool, calls []tools.Call) []tools.Outcome
+}
+
+// Config configures an Orchestrator.
+type Config struct {
+	Store  Store
+	Runner AgentRunner
+	Tools  ToolRunner
+	// Lookup finds a tool by name for steps run outside a turn and for
+	// validating human edits.
+	Lookup func(name string) (tools.Tool, bool)
+	// Executor, Reviewer and Synthesizer are the roles of the agents plans
+	// spawn.
+	Executor, Reviewer, Synthesizer agents.Role
+	// MaxSteps bounds a plan (default 20); MaxParallelSteps bounds the
+	// steps running at once (default 4); ReviewRounds is how many reviewer
+	// rounds run before a human decides (default 2).
+	MaxSteps, MaxParallelSteps, ReviewRounds int
+	// DefaultMode applies when neither the request nor the planner picks a
+	// mode (default auto_execute); MinMode, if set, is the least review
+	// every plan gets.
+	DefaultMode, MinMode Mode
+	// SummaryChars bounds the outcome create_plan returns to the planner
+	// (default 2000).
+	SummaryChars int
+	// Hub fans plan events out to watchers; a new one when nil.
+	Hub    *Hub
+	Now    func() time.Time
+	NewID  func() string
+	Logger zerolog.Logger
+}
+
+// Orchestrator takes plans through their mode (auto execution, human
+// review, agent review) and runs them as dependency graphs. It is safe for
+// concurrent use.
+type Orchestrator struct {
+	cfg Config
+
+	mu      sync.Mutex
+	running map[string]*activeRun
+}
+
+type activeRun struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+}
+
+// NewOrchestrator validates cfg and returns an Orchestrator.
+func NewOrchestrator(cfg Config) (*Orchestrator, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("planning: Config.Store is required")
+	case cfg.Runner == nil:
+		return nil, errors.New("planning: Config.Runner is required")
+	case cfg.Tools == nil:
+		return nil, errors.New("planning: Config.Tools is required")
+	case cfg.Lookup == nil:
+		return nil, errors.New("planning: Config.Lookup is required")
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 20
+	}
+	if cfg.MaxParallelSteps <= 0 {
+		cfg.MaxParallelSteps = 4
+	}
+	if cfg.ReviewRounds <= 0 {
+		cfg.ReviewRounds = 2
+	}
+	if cfg.DefaultMode == "" {
+		cfg.DefaultMode = ModeAutoExecute
+	}
+	for name, m := range map[string]Mode{"DefaultMode": cfg.DefaultMode, "MinMode": cfg.MinMode} {
+		if m != "" && !m.Valid() {
+			return nil, fmt.Errorf("planning: Config.%s: unknown mode %q", name, m)
+		}
+	}
+	if cfg.SummaryChars <= 0 {
+		cfg.SummaryChars = 2000
+	}
+	if cfg.Hub == nil {
+		cfg.Hub = NewHub()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	return &Orchestrator{cfg: cfg, running: map[string]*activeRun{}}, nil
+}
+
+// Hub returns the hub plan events are fanned out through.
+func (o *Orchestrator) Hub() *Hub { return o.cfg.Hub }
+
+// Valid reports whether m is a known mode.
+func (m Mode) Valid() bool {
+	switch m {
+	case ModeAutoExecute, ModeDraftOnly, ModeAgentReview:
+		return true
+	}
+	return false
+}
+
+// rank orders modes by how much review they get.
+func (m Mode) rank() int {
+	switch m {
+	case ModeAgentReview:
+		return 1
+	case ModeDraftOnly:
+		return 2
+	}
+	return 0
+}
+
+// ResolveMode picks a plan's mode: the request's, else the planner's, else
+// the default; then at least min.
+func ResolveMode(request, planner, def, min Mode) Mode {
+	m := def
+	switch {
+	case request.Valid():
+		m = request
+	case planner.Valid():
+		m = planner
+	}
+	if min.Valid() && min.rank() > m.rank() {
+		m = min
+	}
+	return m
+}
+
+// Origin is where a plan comes from: the turn that created it.
+type Origin struct {
+	UserID         string
+	SessionID      string
+	StreamRunID    string
+	PlannerAgentID string
+	// RequestMode is the request's plan_mode, if any.
+	RequestMode Mode
+	// Allowed finds the tools the planner may put in steps.
+	Allowed func(name string) (tools.Tool, bool)
+	// ContextType and EntityID scope the steps' tool calls.
+	ContextType string
+	EntityID    string
+}
+
+// eventPlan is a plan as events carry it.
+func eventPlan(p Plan) event.Plan {
+	out := event.Plan{ID: p.ID, SessionID: p.SessionID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
+		Version: p.Version, Steps: make([]event.PlanStep, 0, len(p.Steps))}
+	for _, s := range p.Steps {
+		out.Steps = append(out.Steps, event.PlanStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
+			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: string(s.Status),
+			Result: s.Result, Error: s.Error})
+	}
+	return out
+}
+
+func stepState(s Step) event.StepState {
+	return event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: cut(s.Result, 1000), Error: s.Error}
+}
+
+// planEmitter binds em to the plan and tees its events to the plan's
+// watchers.
+func (o *Orchestrator) planEmitter(em event.Emitter, planID string, role event.Role) event.Emitter {
+	src := em.Source()
+	src.PlanID = planID
+	if role != "" {
+		src = event.Source{Role: role, PlanID: planID}
+	}
+	return event.NewEmitter(o.cfg.Hub.tee(planID, em.Sink()), src, o.cfg.Now)
+}
+
+// persist is the context of writes that must happen even when the run's
+// context was cancelled (a cancelled plan still records its step states).
+func persist(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+}
+
+// register marks planID as running; a plan runs at most once at a time.
+func (o *Orchestrator) register(ctx context.Context, planID string) (context.Context, func(), error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, busy := o.running[planID]; busy {
+		return nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	run := &activeRun{cancel: cancel, done: make(chan struct{})}
+	o.running[planID] = run
+	return rctx, func() {
+		o.mu.Lock()
+		delete(o.running, planID)
+		o.mu.Unlock()
+		cancel(nil)
+		close(run.done)
+		o.cfg.Hub.end(planID)
+	}, nil
+}
+
+// Running reports whether planID is running in this process.
+func (o *Orchestrator) Running(planID string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.running[planID]
+	return ok
+}
+
+// Summary is the bounded account of a plan's outcome the planner (or the
+// synthesizer) writes its answer from.
+func Summary(p Plan, limit int) string {
+	var b strings.Builder
+	counts := map[StepStatus]int{}
+	for _, s := range p.Steps {
+		counts[s.Status]++
+	}
+	fmt.Fprintf(&b, "Plan %q (%s) is %s: %d of %d steps completed", p.Goal, p.ID, p.Status, counts[StepCompleted], len(p.Steps))
+	for _, st := range []StepStatus{StepFailed, StepSkipped, StepCancelled} {
+		if counts[st] > 0 {
+			fmt.Fprintf(&b, ", %d %s", counts[st], st)
+		}
+	}
+	b.WriteString(".\n")
+	per := (limit - b.Len()) / max(len(p.Steps), 1)
+	for _, s := range p.Steps {
+		line := fmt.Sprintf("Step %d (%s): %s", s.Number, s.Title, s.Status)
+		switch {
+		case s.Error != "":
+			line += " — " + s.Error
+		case s.Result != "":
+			line += " — " + s.Result
+		}
+		b.WriteString(cut(strings.ReplaceAll(line, "\n", " "), max(per-1, 40)))
+		b.WriteString("\n")
+	}
+	return cut(b.String(), limit)
+}
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:max(n-1, 0)]) + "…"
+	}
+	return s
+}
+
+// rawOr returns raw, or {} when empty.
+func rawOr(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("{}")
+	}
+	return raw
+}

@@ -1,0 +1,487 @@
+package planning_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+)
+
+// runner is an AgentRunner whose behaviour per role is a function field.
+type runner struct {
+	Executor func(ctx context.Context, task agents.Task) (agents.Result, error)
+	Reviewer func(ctx context.Context, task agents.Task) (agents.Result, error)
+	Synth    func(ctx context.Context, task agents.Task) (agents.Result, error)
+}
+
+func (r *runner) Run(ctx context.Context, task agents.Task) (agents.Result, error) {
+	switch task.Role.Name {
+	case event.RoleExecutor:
+		if task.Transcript != nil {
+			_ = task.Transcript.Append(ctx, agents.TranscriptEntry{Seq: 1, Message: llm.Message{Role: llm.RoleSystem, Content: "You execute."}})
+			_ = task.Transcript.Append(ctx, agents.TranscriptEntry{Seq: 2, Message: llm.Message{Role: llm.RoleUser, Content: task.Input}})
+		}
+		return r.Executor(ctx, task)
+	case event.RoleReviewer:
+		return r.Reviewer(ctx, task)
+	}
+	if r.Synth != nil {
+		return r.Synth(ctx, task)
+	}
+	return agents.Result{Text: "synthesized"}, nil
+}
+
+// answers makes an executor that answers "result of step N".
+func answers(delay time.Duration) func(ctx context.Context, task agents.Task) (agents.Result, error) {
+	return func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		select {
+		case <-ctx.Done():
+			return agents.Result{Interrupted: true, Finished: agents.FinishCancelled}, ctx.Err()
+		case <-time.After(delay):
+		}
+		return agents.Result{Text: fmt.Sprintf("result of step %d", task.Data.StepNumber), Usage: llm.Usage{InputTokens: 10, OutputTokens: 5},
+			Finished: agents.FinishCompleted}, nil
+	}
+}
+
+// verdicts makes a reviewer that submits the given verdicts in turn.
+func verdicts(vs ...string) func(ctx context.Context, task agents.Task) (agents.Result, error) {
+	var n atomic.Int32
+	return func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		v := vs[min(int(n.Add(1))-1, len(vs)-1)]
+		verdict, comments, _ := strings.Cut(v, ":")
+		args, _ := json.Marshal(map[string]string{"verdict": verdict, "comments": comments})
+		res, err := task.Tools[0].Run(ctx, tools.Call{ID: "r", Name: "submit_review", Args: args})
+		if err != nil {
+			return agents.Result{}, err
+		}
+		return agents.Result{Text: res.Content, Halted: true}, nil
+	}
+}
+
+type env struct {
+	store *persistence.Store
+	orch  *planning.Orchestrator
+	rec   *event.Recorder
+	em    event.Emitter
+	sink  event.Sink
+}
+
+func newEnv(t testing.TB, driver string, r *runner, mutate func(*planning.Config)) env {
+	t.Helper()
+	store, err := persistence.NewStore(dbtest.Open(t, driver), persistence.StoreConfig{})
+	require.NoError(t, err)
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+	require.NoError(t, err)
+	cfg := planning.Config{Store: store, Runner: r, Tools: rt, Lookup: allowed("web_fetch", "create_task"),
+		Executor:    agents.Role{Name: event.RoleExecutor, Limits: agents.Limits{TokenBudget: 1500}},
+		Reviewer:    agents.Role{Name: event.RoleReviewer},
+		Synthesizer: agents.Role{Name: event.RoleSynthesizer}}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	orch, err := planning.NewOrchestrator(cfg)
+	require.NoError(t, err)
+	rec := &event.Recorder{}
+	e := env{store: store, orch: orch, rec: rec, sink: rec}
+	e.em = event.NewEmitter(rec, event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now)
+	return e
+}
+
+func origin(mode planning.Mode) planning.Origin {
+	return planning.Origin{UserID: "alice", SessionID: "s1", RequestMode: mode, Allowed: allowed("web_fetch", "create_task")}
+}
+
+func stepStatuses(p planning.Plan) map[int]planning.StepStatus {
+	out := map[int]planning.StepStatus{}
+	for _, s := range p.Steps {
+		out[s.Number] = s.Status
+	}
+	return out
+}
+
+func TestAutoExecuteRunsTheGraph(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			inputs := map[int]string{}
+			exe := answers(10 * time.Millisecond)
+			e := newEnv(t, driver, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+				mu.Lock()
+				inputs[task.Data.StepNumber] = task.Input
+				mu.Unlock()
+				return exe(ctx, task)
+			}}, nil)
+			ctx := context.Background()
+			res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Launch", Steps: []planning.Step{
+				exec(1), exec(2), exec(3, 1, 2),
+				{Number: 4, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"x/{{steps.3.result}}"}`), DependsOn: []int{3}},
+			}}, e.em)
+			require.NoError(t, err)
+			require.NotEmpty(t, res.PlanID)
+			require.Contains(t, res.Content, "is completed: 4 of 4 steps completed")
+
+			p, err := e.store.GetPlan(ctx, res.PlanID)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, p.Status)
+			require.Equal(t, planning.ModeAutoExecute, p.Mode)
+			require.Equal(t, "page at x/result of step 3", p.Steps[3].Result, "direct steps get {{steps.N.result}} filled in")
+			require.Equal(t, 30, p.Usage.InputTokens, "executor usage adds up on the plan")
+			require.Contains(t, inputs[3], "result of step 1")
+			require.Contains(t, inputs[3], "result of step 2")
+			require.Contains(t, inputs[3], "Plan goal: Launch")
+
+			execs, err := e.store.ListExecutions(ctx, p.ID)
+			require.NoError(t, err)
+			require.Len(t, execs, 3)
+			for _, x := range execs {
+				require.Equal(t, planning.ExecutionCompleted, x.Status)
+				require.NotNil(t, x.CompletedAt)
+				msgs, err := e.store.ListAgentMessages(ctx, x.AgentSessionID)
+				require.NoError(t, err)
+				require.Len(t, msgs, 2, "the executor's transcript is recorded")
+			}
+			calls, err := e.store.ListToolExecutions(ctx, "alice", persistence.ToolExecutionFilter{PlanID: p.ID})
+			require.NoError(t, err)
+			require.Len(t, calls, 1, "the direct step's call is recorded with its plan")
+			require.Equal(t, 4, calls[0].Source.StepNumber)
+
+			types := e.rec.Types()
+			require.Equal(t, event.TypePlanCreated, types[0])
+			require.Equal(t, event.TypePlanComplete, types[len(types)-1])
+			count := map[event.Type]int{}
+			for _, ty := range types {
+				count[ty]++
+			}
+			require.Equal(t, 4, count[event.TypeStepStart])
+			require.Equal(t, 4, count[event.TypeStepComplete])
+			require.Equal(t, 3, count[event.TypeExecutorSpawned])
+			require.Equal(t, 3, count[event.TypeExecutorResult])
+			for _, env := range e.rec.Events() {
+				if ev, ok := env.Event.(event.ExecutorResult); ok {
+					require.Equal(t, event.RoleExecutor, env.Source.Role)
+					require.Equal(t, ev.ExecutionID, env.Source.ExecutionID)
+					require.Equal(t, p.ID, env.Source.PlanID)
+				}
+			}
+		})
+	}
+}
+
+func TestParallelismIsBounded(t *testing.T) {
+	t.Parallel()
+	var now, peak atomic.Int32
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		n := now.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		defer now.Add(-1)
+		return answers(40*time.Millisecond)(ctx, task)
+	}}, func(c *planning.Config) { c.MaxParallelSteps = 3 })
+	var steps []planning.Step
+	for i := 1; i <= 7; i++ {
+		steps = append(steps, exec(i))
+	}
+	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "wide", Steps: steps}, e.em)
+	require.NoError(t, err)
+	require.Contains(t, res.Content, "7 of 7 steps completed")
+	require.LessOrEqual(t, peak.Load(), int32(3))
+	require.Greater(t, peak.Load(), int32(1), "independent steps run in parallel")
+}
+
+func TestFailureSkipsDependentsOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		if task.Data.StepNumber == 1 {
+			return agents.Result{}, errors.New("model provider down")
+		}
+		return answers(0)(ctx, task)
+	}}, nil)
+	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2), exec(4)}}, e.em)
+	require.NoError(t, err)
+	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusFailed, p.Status)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepFailed, 2: planning.StepSkipped, 3: planning.StepSkipped, 4: planning.StepCompleted},
+		stepStatuses(p))
+	require.Contains(t, p.Steps[1].Error, "step 1 did not complete")
+	last := e.rec.Events()[len(e.rec.Events())-1].Event.(event.PlanComplete)
+	require.Equal(t, event.PlanComplete{PlanID: p.ID, Status: "failed", Completed: 1, Failed: 1, Skipped: 2, DurationMS: last.DurationMS}, last)
+}
+
+func TestCancellationLeavesTrueStepStates(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 4)
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		if task.Data.StepNumber == 1 {
+			return answers(0)(ctx, task)
+		}
+		started <- struct{}{}
+		<-ctx.Done()
+		return agents.Result{Interrupted: true, Text: "partial"}, ctx.Err()
+	}}, nil)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-started
+		cancel(agents.UserCancelled)
+	}()
+	res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
+	require.NoError(t, err)
+	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCancelled, p.Status)
+	require.Equal(t, "cancelled: user_cancelled", p.Reason)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepCancelled, 3: planning.StepCancelled}, stepStatuses(p))
+	execs, err := e.store.ListExecutions(context.Background(), p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.ExecutionCancelled, execs[1].Status)
+}
+
+func TestInvalidPlanIsReturnedToThePlanner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0)}, nil)
+	tool := e.orch.CreatePlanTool(origin(""))
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
+	require.NoError(t, err)
+	out := rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{{ID: "c1", Name: "create_plan", Events: e.em,
+		Scope: tools.Scope{UserID: "alice", SessionID: "s1"},
+		Args:  json.RawMessage(`{"goal":"g","steps":[{"id":1,"description":"a","executor_required":true,"depends_on":[2]},{"id":2,"description":"b","executor_required":true,"depends_on":[1]}]}`)}})
+	require.False(t, out[0].Success)
+	require.Contains(t, out[0].Content, "cycle: 1 → 2 → 1")
+	plans, _, err := e.store.ListPlans(context.Background(), planning.ListQuery{UserID: persistence.AnyUser})
+	require.NoError(t, err)
+	require.Empty(t, plans, "an invalid plan is never saved")
+
+	// The DESIGN example's shape ("id" for "number") is accepted.
+	out = rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{{ID: "c2", Name: "create_plan", Events: e.em,
+		Scope: tools.Scope{UserID: "alice", SessionID: "s1"},
+		Args:  json.RawMessage(`{"goal":"Launch","steps":[{"id":1,"description":"Draft copy","executor_required":true}]}`)}})
+	require.True(t, out[0].Success, out[0].Content)
+	require.Equal(t, "Draft copy", mustPlan(t, e, out[0].Result.PlanID).Steps[0].Title)
+}
+
+func mustPlan(t *testing.T, e env, id string) planning.Plan {
+	t.Helper()
+	p, err := e.store.GetPlan(context.Background(), id)
+	require.NoError(t, err)
+	return p
+}
+
+func TestDraftApproveRejectResume(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			fail := atomic.Bool{}
+			fail.Store(true)
+			e := newEnv(t, driver, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+				if task.Data.StepNumber == 2 && fail.Load() {
+					return agents.Result{}, errors.New("flaky")
+				}
+				return answers(5*time.Millisecond)(ctx, task)
+			}}, nil)
+			ctx := context.Background()
+			res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
+			require.NoError(t, err)
+			require.True(t, res.AwaitUser)
+			require.Contains(t, e.rec.Types(), event.TypePlanReadyForReview)
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
+
+			// Invalid edits change nothing.
+			_, err = e.orch.Approve(ctx, res.PlanID, []planning.Step{exec(1, 1)}, "", e.em)
+			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
+
+			// Two approvals at once: one runs, one conflicts.
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for i := range errs {
+				wg.Go(func() {
+					_, errs[i] = e.orch.Approve(ctx, res.PlanID, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
+				})
+			}
+			wg.Wait()
+			var codes []apperr.Code
+			for _, err := range errs {
+				codes = append(codes, apperr.CodeOf(err))
+			}
+			require.ElementsMatch(t, []apperr.Code{"", apperr.Conflict}, codes)
+			p := mustPlan(t, e, res.PlanID)
+			require.Equal(t, planning.StatusFailed, p.Status)
+			require.Equal(t, 2, p.Version, "the edit is a new version")
+			revs, err := e.store.ListRevisions(ctx, p.ID)
+			require.NoError(t, err)
+			require.Equal(t, "user", revs[1].Author)
+
+			_, err = e.orch.Approve(ctx, res.PlanID, nil, "", e.em)
+			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
+			require.Contains(t, apperr.MessageOf(err), "failed")
+
+			// Resume reruns only what did not complete.
+			fail.Store(false)
+			before, _ := e.store.ListExecutions(ctx, p.ID)
+			p, err = e.orch.Resume(ctx, p.ID, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, p.Status)
+			after, _ := e.store.ListExecutions(ctx, p.ID)
+			require.Len(t, after, len(before)+1, "only step 2 ran again")
+
+			// Reject and cancel apply to waiting plans only.
+			res2, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g2", Steps: []planning.Step{exec(1)}}, e.em)
+			require.NoError(t, err)
+			rejected, err := e.orch.Reject(ctx, res2.PlanID, "not now")
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusRejected, rejected.Status)
+			_, err = e.orch.Cancel(ctx, res2.PlanID)
+			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
+		})
+	}
+}
+
+func TestCancelARunningPlan(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return agents.Result{Interrupted: true}, ctx.Err()
+	}}, nil)
+	ctx := context.Background()
+	res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.orch.Approve(ctx, res.PlanID, nil, "", e.em)
+		done <- err
+	}()
+	<-started
+	require.True(t, e.orch.Running(res.PlanID))
+	p, err := e.orch.Cancel(ctx, res.PlanID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCancelled, p.Status)
+	require.NoError(t, <-done)
+}
+
+func TestAgentReview(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0),
+		Reviewer: verdicts("changes_requested:Take a backup first.", "approved:Safe now.")}, nil)
+	ctx := context.Background()
+	tool := e.orch.CreatePlanTool(origin(""))
+	call := func(args string) tools.Outcome {
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
+		require.NoError(t, err)
+		return rt.RunRound(ctx, []tools.Tool{tool}, []tools.Call{{ID: "c", Name: "create_plan", Args: json.RawMessage(args), Events: e.em,
+			Scope: tools.Scope{UserID: "alice", SessionID: "s1"}}})[0]
+	}
+	first := call(`{"goal":"Migrate","mode":"agent_review","steps":[{"number":1,"title":"Migrate","executor_required":true}]}`)
+	require.True(t, first.Success, first.Content)
+	require.Contains(t, first.Content, "Take a backup first.", "the comments reach the planner")
+	planID := first.Result.PlanID
+	require.Contains(t, first.Content, planID)
+	p := mustPlan(t, e, planID)
+	require.Equal(t, planning.StatusInReview, p.Status, "a plan the reviewer did not approve never runs")
+
+	second := call(fmt.Sprintf(`{"goal":"Migrate","plan_id":%q,"steps":[{"number":1,"title":"Back up","executor_required":true},{"number":2,"title":"Migrate","executor_required":true,"depends_on":[1]}]}`, planID))
+	require.True(t, second.Success, second.Content)
+	require.Contains(t, second.Content, "2 of 2 steps completed")
+	p = mustPlan(t, e, planID)
+	require.Equal(t, planning.StatusCompleted, p.Status)
+	require.Equal(t, 2, p.Version)
+	reviews, err := e.store.ListReviews(ctx, planID)
+	require.NoError(t, err)
+	require.Len(t, reviews, 2)
+	require.Equal(t, planning.VerdictApproved, reviews[1].Verdict)
+	require.Contains(t, e.rec.Types(), event.TypePlanRevised)
+	require.Contains(t, e.rec.Types(), event.TypePlanReview)
+}
+
+func TestReviewRoundsExhaustedWaitForAHuman(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0), Reviewer: verdicts("changes_requested:No.")},
+		func(c *planning.Config) { c.ReviewRounds = 1 })
+	res, err := e.orch.Submit(context.Background(), origin(planning.ModeAgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+	require.NoError(t, err)
+	require.True(t, res.AwaitUser)
+	p := mustPlan(t, e, res.PlanID)
+	require.Equal(t, planning.StatusPendingReview, p.Status)
+	require.Contains(t, p.Reason, "No.")
+}
+
+// Every write happens before the event that announces it: a watcher that
+// reads the store when an event arrives sees the state the event reports.
+func TestWritesPrecedeEvents(t *testing.T) {
+	t.Parallel()
+	var e env
+	var mismatches atomic.Int32
+	check := event.SinkFunc(func(ctx context.Context, env event.Envelope) {
+		switch ev := env.Event.(type) {
+		case event.StepComplete:
+			p, err := e.store.GetPlan(context.Background(), ev.PlanID)
+			if err != nil || string(p.Steps[ev.Step.Number-1].Status) != ev.Step.Status {
+				mismatches.Add(1)
+			}
+		case event.PlanComplete:
+			p, err := e.store.GetPlan(context.Background(), ev.PlanID)
+			if err != nil || string(p.Status) != ev.Status {
+				mismatches.Add(1)
+			}
+		}
+	})
+	e = newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0)}, nil)
+	em := event.NewEmitter(check, event.Source{Role: event.RolePlanner}, time.Now)
+	_, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, em)
+	require.NoError(t, err)
+	require.Zero(t, mismatches.Load())
+}
+
+func TestWatchersSeeLaterEvents(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		if task.Data.StepNumber == 2 {
+			<-release
+		}
+		return answers(0)(ctx, task)
+	}}, nil)
+	ctx := context.Background()
+	res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = e.orch.Approve(ctx, res.PlanID, nil, "", e.em)
+	}()
+	require.Eventually(t, func() bool { return e.orch.Running(res.PlanID) }, 5*time.Second, time.Millisecond)
+	w := e.orch.Hub().Subscribe(res.PlanID)
+	close(release)
+	var got []event.Type
+	for env := range w.Events {
+		got = append(got, env.Event.Type())
+	}
+	<-done
+	require.Contains(t, got, event.TypeStepComplete)
+	require.Equal(t, event.TypePlanComplete, got[len(got)-1], "the watch ends with the run")
+}

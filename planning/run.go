@@ -1,0 +1,351 @@
+package planning
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
+)
+
+// stepOutcome is how one step ended.
+type stepOutcome struct {
+	number int
+	step   Step
+	usage  Usage
+}
+
+// execute runs an executing plan's steps as a dependency graph: a step
+// starts once every step it depends on completed, at most MaxParallelSteps
+// at once; a failed step skips its dependents while independent branches go
+// on; cancellation cancels what runs and what waits. Every step write
+// happens before the event that announces it. It returns the plan as it
+// ended (completed, failed or cancelled).
+func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em event.Emitter) (Plan, error) {
+	ctx, release, err := o.register(ctx, p.ID)
+	if err != nil {
+		return p, err
+	}
+	defer release()
+	start := o.cfg.Now()
+	sys := o.planEmitter(em, p.ID, event.RoleSystem)
+	sys.Emit(ctx, event.AgentState{State: event.StateExecutingPlan, Details: p.Goal})
+
+	steps := map[int]*Step{}
+	for i := range p.Steps {
+		steps[p.Steps[i].Number] = &p.Steps[i]
+	}
+	results := make(chan stepOutcome)
+	running := 0
+	usage := p.Usage
+	done := func(s *Step) bool { return s.Status != StepPending && s.Status != StepRunning }
+	finish := func(s *Step, status StepStatus, why string) {
+		wctx, cancel := persist(ctx)
+		defer cancel()
+		now := o.cfg.Now()
+		s.Status, s.Error, s.CompletedAt = status, why, &now
+		if err := o.cfg.Store.UpdateStep(wctx, p.ID, *s); err != nil {
+			o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state")
+		}
+		sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number}).
+			Emit(wctx, event.StepComplete{PlanID: p.ID, Step: stepState(*s)})
+	}
+
+	for {
+		// Skip what can no longer run; start what can.
+		progress := true
+		for progress {
+			progress = false
+			for _, s := range p.Steps {
+				st := steps[s.Number]
+				if st.Status != StepPending {
+					continue
+				}
+				blocked, ready := "", true
+				for _, d := range st.DependsOn {
+					switch steps[d].Status {
+					case StepCompleted:
+					case StepFailed, StepSkipped, StepCancelled:
+						blocked = fmt.Sprintf("skipped: step %d did not complete (%s)", d, steps[d].Status)
+					default:
+						ready = false
+					}
+				}
+				if blocked != "" && ctx.Err() == nil { // once cancelled, what waits is cancelled, not skipped
+					finish(st, StepSkipped, blocked)
+					progress = true
+					continue
+				}
+				if ready && running < o.cfg.MaxParallelSteps && ctx.Err() == nil {
+					running++
+					now := o.cfg.Now()
+					st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
+					if err := o.cfg.Store.UpdateStep(ctx, p.ID, *st); err != nil {
+						o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", st.Number).Msg("store step start")
+					}
+					sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: st.Number}).
+						Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(*st)})
+					snapshot := *st
+					deps := o.dependencies(steps, snapshot)
+					go func() {
+						results <- o.runStep(ctx, p, origin, snapshot, deps, em)
+					}()
+				}
+			}
+		}
+		if running == 0 {
+			break
+		}
+		out := <-results
+		running--
+		st := steps[out.number]
+		st.Result = out.step.Result
+		usage.InputTokens += out.usage.InputTokens
+		usage.OutputTokens += out.usage.OutputTokens
+		finish(st, out.step.Status, out.step.Error)
+	}
+	// Whatever never started was cancelled.
+	for _, s := range p.Steps {
+		if st := steps[s.Number]; !done(st) {
+			finish(st, StepCancelled, "cancelled: the plan was cancelled before this step ran")
+		}
+	}
+
+	final := StatusCompleted
+	counts := map[StepStatus]int{}
+	for _, s := range p.Steps {
+		counts[s.Status]++
+	}
+	switch {
+	case ctx.Err() != nil && counts[StepCompleted] < len(p.Steps):
+		final = StatusCancelled
+	case counts[StepCompleted] < len(p.Steps):
+		final = StatusFailed
+	}
+	wctx, cancel := persist(ctx)
+	defer cancel()
+	end := o.cfg.Now()
+	reason := ""
+	switch final {
+	case StatusCancelled:
+		if c, ok := agents.CauseOf(ctx); ok {
+			reason = "cancelled: " + string(c)
+		}
+	case StatusFailed:
+		reason = fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped])
+	}
+	ended, err := o.cfg.Store.TransitionPlan(wctx, p.ID, []Status{StatusExecuting}, final, func(q *Plan) {
+		q.CompletedAt, q.Usage, q.Reason = &end, usage, reason
+	})
+	if err != nil {
+		return p, err
+	}
+	sys.Emit(wctx, event.PlanComplete{PlanID: p.ID, Status: string(final), Completed: counts[StepCompleted],
+		Failed: counts[StepFailed], Skipped: counts[StepSkipped], DurationMS: end.Sub(start).Milliseconds()})
+	return ended, nil
+}
+
+func (o *Orchestrator) dependencies(steps map[int]*Step, s Step) []agents.Dependency {
+	deps := make([]agents.Dependency, 0, len(s.DependsOn))
+	for _, d := range s.DependsOn {
+		deps = append(deps, agents.Dependency{Number: d, Title: steps[d].Title, Result: steps[d].Result})
+	}
+	slices.SortFunc(deps, func(a, b agents.Dependency) int { return a.Number - b.Number })
+	return deps
+}
+
+// runStep runs one step: a direct tool call or an executor agent.
+func (o *Orchestrator) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) stepOutcome {
+	out := stepOutcome{number: s.Number, step: s}
+	if s.Tool != "" {
+		out.step = o.runDirect(ctx, p, origin, s, deps, em)
+		return out
+	}
+	out.step, out.usage = o.runExecutor(ctx, p, origin, s, deps, em)
+	return out
+}
+
+// runDirect calls a direct step's tool with "{{steps.N.result}}" replaced by
+// step N's result.
+func (o *Orchestrator) runDirect(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) Step {
+	tool, ok := o.cfg.Lookup(s.Tool)
+	if !ok {
+		s.Status, s.Error = StepFailed, fmt.Sprintf("tool %q does not exist", s.Tool)
+		return s
+	}
+	results := map[int]string{}
+	for _, d := range deps {
+		results[d.Number] = d.Result
+	}
+	args := substitute(rawOr(s.Args), results)
+	call := tools.Call{ID: o.cfg.NewID(), Name: s.Tool, Args: args, Scope: scopeOf(p, origin),
+		Events: o.planEmitter(em, p.ID, event.RoleSystem).With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number})}
+	outcomes := o.cfg.Tools.RunRound(ctx, []tools.Tool{tool}, []tools.Call{call})
+	switch {
+	case len(outcomes) == 1 && outcomes[0].Success:
+		s.Status, s.Result = StepCompleted, outcomes[0].Content
+	case ctx.Err() != nil:
+		s.Status, s.Error = StepCancelled, "cancelled while running"
+	case len(outcomes) == 1:
+		s.Status, s.Error = StepFailed, strings.TrimPrefix(outcomes[0].Content, "error: ")
+	default:
+		s.Status, s.Error = StepFailed, "the tool runtime returned no outcome"
+	}
+	return s
+}
+
+// substitute replaces "{{steps.N.result}}" inside the JSON strings of args
+// with step N's result, escaped as JSON string content.
+func substitute(args json.RawMessage, results map[int]string) json.RawMessage {
+	return []byte(stepRef.ReplaceAllStringFunc(string(args), func(m string) string {
+		n, _ := strconv.Atoi(stepRef.FindStringSubmatch(m)[1])
+		quoted, _ := json.Marshal(results[n])
+		return string(quoted[1 : len(quoted)-1])
+	}))
+}
+
+func scopeOf(p Plan, origin Origin) tools.Scope {
+	return tools.Scope{UserID: p.UserID, SessionID: p.SessionID, ContextType: origin.ContextType, EntityID: origin.EntityID}
+}
+
+// runExecutor is the executor coordinator for one step: it records the
+// agent, its conversation and the execution, runs a focused executor loop
+// limited to the step's tools, and closes the execution with its outcome.
+func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) (Step, Usage) {
+	agentID, sessionID, execID := o.cfg.NewID(), o.cfg.NewID(), o.cfg.NewID()
+	started := o.cfg.Now()
+	task := executorTask(p, s, deps, o.cfg.Executor.Limits.TokenBudget)
+	exec := Execution{ID: execID, PlanID: p.ID, StepNumber: s.Number, AgentID: agentID, AgentSessionID: sessionID,
+		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
+	wctx, cancel := persist(ctx)
+	defer cancel()
+	err := errors.Join(
+		o.cfg.Store.CreateAgent(wctx, AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID,
+			PlanID: p.ID, StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: o.cfg.Executor.Model, CreatedAt: started}),
+		o.cfg.Store.CreateAgentSession(wctx, AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number,
+			UserID: p.UserID, CreatedAt: started}),
+	)
+	if err == nil {
+		err = o.cfg.Store.CreateExecution(wctx, exec)
+	}
+	if err != nil {
+		s.Status, s.Error = StepFailed, "could not record the executor: "+err.Error()
+		return s, Usage{}
+	}
+	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
+	xem := o.planEmitter(em, p.ID, event.RoleExecutor).With(src)
+	xem.Emit(ctx, event.ExecutorSpawned{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID})
+
+	var stepTools []tools.Tool
+	for _, name := range s.Tools {
+		if t, ok := o.cfg.Lookup(name); ok {
+			stepTools = append(stepTools, t)
+		}
+	}
+	res, runErr := o.cfg.Runner.Run(ctx, agents.Task{
+		Role:  o.cfg.Executor,
+		Data:  agents.PromptData{Goal: p.Goal, Task: s.Description, StepNumber: s.Number, StepTitle: s.Title, Dependencies: deps},
+		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
+		Transcript: &transcript{store: o.cfg.Store, sessionID: sessionID, executionID: execID, now: o.cfg.Now},
+	})
+	usage := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	end := o.cfg.Now()
+	exec.Usage, exec.ToolCalls, exec.Result, exec.CompletedAt = usage, res.ToolCallCount, res.Text, &end
+	exec.DurationMS = end.Sub(started).Milliseconds()
+	switch {
+	case res.Interrupted || (runErr != nil && ctx.Err() != nil):
+		exec.Status, exec.Error = ExecutionCancelled, "cancelled"
+		s.Status, s.Error = StepCancelled, "cancelled while running"
+	case runErr != nil:
+		exec.Status, exec.Error = ExecutionFailed, runErr.Error()
+		s.Status, s.Error = StepFailed, "the executor failed: "+runErr.Error()
+	case strings.TrimSpace(res.Text) == "":
+		exec.Status, exec.Error = ExecutionFailed, "the executor gave no answer"
+		s.Status, s.Error = StepFailed, exec.Error
+	default:
+		exec.Status = ExecutionCompleted
+		s.Status, s.Result = StepCompleted, res.Text
+	}
+	if err := o.cfg.Store.FinishExecution(wctx, exec); err != nil {
+		o.cfg.Logger.Error().Err(err).Str("execution_id", execID).Msg("store execution outcome")
+	}
+	eu := event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, TotalTokens: usage.InputTokens + usage.OutputTokens}
+	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),
+		Summary: cut(res.Text, 500), Error: exec.Error, Usage: &eu})
+	return s, usage
+}
+
+// executorTask is the executor's input: its step, the plan's goal and the
+// results of the steps it depends on, fitted into the executor's token
+// budget (about four characters a token) by trimming the longest results.
+func executorTask(p Plan, s Step, deps []agents.Dependency, budget int) string {
+	var head strings.Builder
+	fmt.Fprintf(&head, "Plan goal: %s\n\nYour step (%d): %s\n", p.Goal, s.Number, s.Title)
+	if s.Description != "" && s.Description != s.Title {
+		fmt.Fprintf(&head, "Task: %s\n", s.Description)
+	}
+	if len(deps) == 0 {
+		return head.String()
+	}
+	if budget <= 0 {
+		budget = 1500
+	}
+	room := budget*4 - head.Len() - 200
+	results := make([]string, len(deps))
+	for i, d := range deps {
+		results[i] = d.Result
+	}
+	for total(results) > room && room > 0 {
+		longest := 0
+		for i := range results {
+			if len(results[i]) > len(results[longest]) {
+				longest = i
+			}
+		}
+		if len(results[longest]) <= 80 {
+			break
+		}
+		results[longest] = cut(results[longest], len([]rune(results[longest]))*3/4)
+	}
+	head.WriteString("\nResults of the steps this one depends on:\n")
+	for i, d := range deps {
+		fmt.Fprintf(&head, "- Step %d (%s): %s\n", d.Number, d.Title, results[i])
+	}
+	return head.String()
+}
+
+func total(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s)
+	}
+	return n
+}
+
+// transcript writes every message of an executor's run to
+// agent_chat_messages.
+type transcript struct {
+	store       Store
+	sessionID   string
+	executionID string
+	now         func() time.Time
+}
+
+func (t *transcript) Append(ctx context.Context, e agents.TranscriptEntry) error {
+	m := AgentMessage{AgentSessionID: t.sessionID, ExecutionID: t.executionID, Seq: e.Seq, Role: string(e.Message.Role),
+		Content: e.Message.Content, ToolCallID: e.Message.ToolCallID, Name: e.Message.Name,
+		Usage: Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.now()}
+	for _, c := range e.Message.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return t.store.AppendAgentMessage(ctx, m)
+}
+
+var _ agents.Transcript = (*transcript)(nil)

@@ -1,0 +1,388 @@
+package planning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
+)
+
+// Draft is a plan as the planner proposes it.
+type Draft struct {
+	Goal string
+	Mode Mode
+	// PlanID, when set, revises that plan (after a reviewer asked for
+	// changes).
+	PlanID string
+	Steps  []Step
+}
+
+// Submit takes a planner's draft through validation and its mode, and
+// returns what create_plan answers the planner: the outcome of the run, a
+// note that the plan waits for review, the reviewer's comments to address,
+// or (as an error) every problem of an invalid plan.
+func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em event.Emitter) (tools.Result, error) {
+	lookup := origin.Allowed
+	if lookup == nil {
+		lookup = o.cfg.Lookup
+	}
+	candidate := Plan{Goal: strings.TrimSpace(d.Goal), Steps: d.Steps}
+	if err := Validate(candidate, ValidateConfig{MaxSteps: o.cfg.MaxSteps, Tool: lookup}); err != nil {
+		return tools.Result{}, err
+	}
+	if d.PlanID != "" {
+		return o.revise(ctx, origin, d, em)
+	}
+	mode := ResolveMode(origin.RequestMode, d.Mode, o.cfg.DefaultMode, o.cfg.MinMode)
+	status := map[Mode]Status{ModeAutoExecute: StatusExecuting, ModeDraftOnly: StatusPendingReview, ModeAgentReview: StatusInReview}[mode]
+	now := o.cfg.Now()
+	p := Plan{ID: o.cfg.NewID(), SessionID: origin.SessionID, UserID: origin.UserID, Goal: candidate.Goal, Mode: mode,
+		Status: status, Version: 1, Steps: d.Steps, StreamRunID: origin.StreamRunID, CreatedAt: now, UpdatedAt: now}
+	for i := range p.Steps {
+		p.Steps[i].Status = StepPending
+	}
+	if mode == ModeAutoExecute {
+		p.StartedAt = &now
+	}
+	if err := o.cfg.Store.CreatePlan(ctx, &p); err != nil {
+		return tools.Result{}, err
+	}
+	pem := o.planEmitter(em, p.ID, "")
+	pem.Emit(ctx, event.PlanCreated{Plan: eventPlan(p)})
+	switch mode {
+	case ModeDraftOnly:
+		return o.awaitHuman(ctx, p, "", em)
+	case ModeAgentReview:
+		return o.reviewLoop(ctx, origin, p, em)
+	}
+	return o.runToSummary(ctx, p, origin, em)
+}
+
+// revise stores a planner's new version of a plan under agent review and
+// reviews it again.
+func (o *Orchestrator) revise(ctx context.Context, origin Origin, d Draft, em event.Emitter) (tools.Result, error) {
+	p, err := o.cfg.Store.GetPlan(ctx, d.PlanID)
+	if err != nil || p.UserID != origin.UserID {
+		return tools.Result{}, apperr.New(apperr.NotFound, "plan %s not found", d.PlanID)
+	}
+	if p.Status != StatusInReview {
+		return tools.Result{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan under agent review can be revised this way", p.ID, p.Status)
+	}
+	comments := ""
+	if p.Reason != "" {
+		comments = p.Reason
+	}
+	goal := strings.TrimSpace(d.Goal)
+	if goal == "" {
+		goal = p.Goal
+	}
+	revised, err := o.cfg.Store.RevisePlan(ctx, p.ID, Revision{PlanID: p.ID, Version: p.Version + 1, Goal: goal, Steps: d.Steps,
+		Author: "planner", Reason: comments, CreatedAt: o.cfg.Now()})
+	if err != nil {
+		return tools.Result{}, err
+	}
+	o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanRevised{Plan: eventPlan(revised)})
+	return o.reviewLoop(ctx, origin, revised, em)
+}
+
+// reviewLoop runs the next reviewer round of a plan in review.
+func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em event.Emitter) (tools.Result, error) {
+	round := p.ReviewRound + 1
+	r, err := o.review(ctx, p, round, em)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	if r.Verdict == VerdictApproved {
+		now := o.cfg.Now()
+		p, err = o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusExecuting, func(q *Plan) {
+			q.ReviewRound, q.StartedAt, q.Reason = round, &now, ""
+			q.Usage.InputTokens += r.Usage.InputTokens
+			q.Usage.OutputTokens += r.Usage.OutputTokens
+		})
+		if err != nil {
+			return tools.Result{}, err
+		}
+		return o.runToSummary(ctx, p, origin, em)
+	}
+	if round >= o.cfg.ReviewRounds {
+		p, err = o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) {
+			q.ReviewRound = round
+			q.Reason = fmt.Sprintf("not approved after %d review rounds; last comments: %s", round, r.Comments)
+			q.Usage.InputTokens += r.Usage.InputTokens
+			q.Usage.OutputTokens += r.Usage.OutputTokens
+		})
+		if err != nil {
+			return tools.Result{}, err
+		}
+		return o.awaitHuman(ctx, p, r.Comments, em)
+	}
+	if _, err := o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusInReview, func(q *Plan) {
+		q.ReviewRound, q.Reason = round, r.Comments
+		q.Usage.InputTokens += r.Usage.InputTokens
+		q.Usage.OutputTokens += r.Usage.OutputTokens
+	}); err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{PlanID: p.ID, Content: fmt.Sprintf(
+		"The reviewer requested changes to plan %s (review round %d of %d):\n%s\n\n"+
+			"Revise the plan to address these comments: call create_plan again with plan_id %q and the corrected goal and steps.",
+		p.ID, round, o.cfg.ReviewRounds, r.Comments, p.ID)}, nil
+}
+
+// awaitHuman leaves a plan waiting for a human and ends the turn there.
+func (o *Orchestrator) awaitHuman(ctx context.Context, p Plan, comments string, em event.Emitter) (tools.Result, error) {
+	summary := fmt.Sprintf("Plan %q with %d steps waits for your review: approve it to run it, or reject it.", p.Goal, len(p.Steps))
+	if comments != "" {
+		summary += " The reviewer agent did not approve it: " + comments
+	}
+	o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanReadyForReview{Plan: eventPlan(p), Summary: summary})
+	return tools.Result{PlanID: p.ID, AwaitUser: true, Content: fmt.Sprintf(
+		"Plan %s is saved for review and will not run until the user approves it. %s Tell the user briefly what the plan does and that it waits for their approval.",
+		p.ID, summary)}, nil
+}
+
+// runToSummary runs an executing plan and returns the bounded outcome.
+func (o *Orchestrator) runToSummary(ctx context.Context, p Plan, origin Origin, em event.Emitter) (tools.Result, error) {
+	ended, err := o.execute(ctx, p, origin, em)
+	if err != nil {
+		return tools.Result{PlanID: p.ID}, err
+	}
+	return tools.Result{PlanID: p.ID, Content: Summary(ended, o.cfg.SummaryChars)}, nil
+}
+
+// Approve runs a plan waiting for a human. Edits, when given, replace its
+// steps after the same validation as the planner's (nothing changes when
+// they are invalid) and are kept as a revision by "user". Only one of
+// several concurrent approvals runs the plan; the others are a Conflict
+// naming the status. It returns the plan as its run ended.
+func (o *Orchestrator) Approve(ctx context.Context, planID string, edits []Step, note string, em event.Emitter) (Plan, error) {
+	p, err := o.cfg.Store.GetPlan(ctx, planID)
+	if err != nil {
+		return Plan{}, err
+	}
+	if p.Status != StatusPendingReview {
+		return Plan{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan pending review can be approved", p.ID, p.Status)
+	}
+	if edits != nil {
+		if err := Validate(Plan{Goal: p.Goal, Steps: edits}, ValidateConfig{MaxSteps: o.cfg.MaxSteps, Tool: o.cfg.Lookup}); err != nil {
+			return Plan{}, err
+		}
+	}
+	now := o.cfg.Now()
+	p, err = o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview}, StatusExecuting, func(q *Plan) {
+		q.StartedAt, q.Reason = &now, ""
+	})
+	if err != nil {
+		return Plan{}, err
+	}
+	if edits != nil {
+		if p, err = o.cfg.Store.RevisePlan(ctx, planID, Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: edits,
+			Author: "user", Reason: note, CreatedAt: now}); err != nil {
+			return Plan{}, err
+		}
+		o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanRevised{Plan: eventPlan(p)})
+	}
+	return o.execute(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+}
+
+// Reject closes a plan waiting for review (a human's or the reviewer's).
+func (o *Orchestrator) Reject(ctx context.Context, planID, reason string) (Plan, error) {
+	now := o.cfg.Now()
+	return o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusRejected, func(q *Plan) {
+		q.Reason, q.CompletedAt = strings.TrimSpace("rejected: "+reason), &now
+	})
+}
+
+// Cancel stops a running plan (its running steps end cancelled, the rest
+// never start) or closes one that waits. A finished plan is a Conflict.
+func (o *Orchestrator) Cancel(ctx context.Context, planID string) (Plan, error) {
+	o.mu.Lock()
+	run, ok := o.running[planID]
+	o.mu.Unlock()
+	if ok {
+		run.cancel(agents.UserCancelled)
+		select {
+		case <-run.done:
+		case <-ctx.Done():
+			return Plan{}, context.Cause(ctx)
+		}
+		return o.cfg.Store.GetPlan(ctx, planID)
+	}
+	now := o.cfg.Now()
+	return o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusCancelled, func(q *Plan) {
+		q.Reason, q.CompletedAt = "cancelled before it ran", &now
+	})
+}
+
+// Resume reruns the steps of a failed, cancelled or interrupted plan that
+// did not complete; completed steps keep their results.
+func (o *Orchestrator) Resume(ctx context.Context, planID string, em event.Emitter) (Plan, error) {
+	now := o.cfg.Now()
+	p, err := o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusFailed, StatusCancelled, StatusInterrupted}, StatusExecuting,
+		func(q *Plan) { q.Reason, q.CompletedAt, q.StartedAt = "", nil, &now })
+	if err != nil {
+		return Plan{}, err
+	}
+	for i := range p.Steps {
+		s := &p.Steps[i]
+		if s.Status == StepCompleted {
+			continue
+		}
+		s.Status, s.Result, s.Error, s.StartedAt, s.CompletedAt = StepPending, "", "", nil, nil
+		if err := o.cfg.Store.UpdateStep(ctx, p.ID, *s); err != nil {
+			return Plan{}, err
+		}
+	}
+	return o.execute(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+}
+
+// Synthesize has the synthesizer agent write the answer to a plan run that
+// started outside a turn (an approval, a resume).
+func (o *Orchestrator) Synthesize(ctx context.Context, p Plan, em event.Emitter) (string, Usage, error) {
+	res, err := o.cfg.Runner.Run(ctx, agents.Task{
+		Role:   o.cfg.Synthesizer,
+		Data:   agents.PromptData{Goal: p.Goal},
+		Input:  "Write the answer for the user from this plan's outcome.\n\n" + Summary(p, o.cfg.SummaryChars),
+		Scope:  tools.Scope{UserID: p.UserID, SessionID: p.SessionID},
+		Events: o.planEmitter(em, p.ID, event.RoleSystem).With(event.Source{Role: event.RoleSystem, PlanID: p.ID}),
+	})
+	return res.Text, Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, err
+}
+
+// CreatePlanArgs are create_plan's arguments.
+type CreatePlanArgs struct {
+	Goal   string     `json:"goal"`
+	Mode   Mode       `json:"mode,omitempty"`
+	PlanID string     `json:"plan_id,omitempty"`
+	Steps  []StepArgs `json:"steps"`
+}
+
+// StepArgs is a step as the planner writes it. "id" is accepted for
+// "number".
+type StepArgs struct {
+	Number           int             `json:"number,omitempty"`
+	ID               int             `json:"id,omitempty"`
+	Title            string          `json:"title,omitempty"`
+	Description      string          `json:"description,omitempty"`
+	Tools            []string        `json:"tools,omitempty"`
+	ExecutorRequired bool            `json:"executor_required,omitempty"`
+	DependsOn        []int           `json:"depends_on,omitempty"`
+	Tool             string          `json:"tool,omitempty"`
+	Args             json.RawMessage `json:"args,omitempty"`
+}
+
+// Steps turns the planner's steps into plan steps.
+func (a CreatePlanArgs) steps() []Step {
+	out := make([]Step, 0, len(a.Steps))
+	for _, s := range a.Steps {
+		n := s.Number
+		if n == 0 {
+			n = s.ID
+		}
+		title := strings.TrimSpace(s.Title)
+		if title == "" {
+			title = cut(strings.TrimSpace(s.Description), 60)
+		}
+		out = append(out, Step{Number: n, Title: title, Description: s.Description, Tools: s.Tools,
+			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: StepPending})
+	}
+	return out
+}
+
+// createPlanSchema is create_plan's JSON Schema, written out so "args" can
+// be any object.
+var createPlanSchema = json.RawMessage(`{
+  "type": "object",
+  "required": ["goal", "steps"],
+  "properties": {
+    "goal": {"type": "string", "description": "what the plan achieves"},
+    "mode": {"type": "string", "enum": ["auto_execute", "draft_only", "agent_review"],
+      "description": "auto_execute runs it now; draft_only waits for the user's approval; agent_review has a reviewer agent check it first"},
+    "plan_id": {"type": "string", "description": "only to revise a plan the reviewer asked changes for"},
+    "steps": {"type": "array", "minItems": 1, "items": {
+      "type": "object",
+      "properties": {
+        "number": {"type": "integer", "minimum": 1},
+        "id": {"type": "integer", "minimum": 1, "description": "alias of number"},
+        "title": {"type": "string"},
+        "description": {"type": "string", "description": "the task, complete enough for an executor that sees nothing else"},
+        "tools": {"type": "array", "items": {"type": "string"}, "description": "the tools the step's executor may use"},
+        "executor_required": {"type": "boolean", "description": "true: a focused executor agent does the step"},
+        "depends_on": {"type": "array", "items": {"type": "integer"}, "description": "steps that must complete first"},
+        "tool": {"type": "string", "description": "a tool to call directly instead of an executor"},
+        "args": {"type": "object", "description": "the direct tool's arguments; \"{{steps.N.result}}\" is replaced by step N's result"}
+      }
+    }}
+  }
+}`)
+
+// CreatePlanTool is the planner's create_plan tool for one turn.
+func (o *Orchestrator) CreatePlanTool(origin Origin) tools.Tool {
+	return tools.New(tools.Spec{
+		Name: "create_plan",
+		Description: "Turn work that needs several steps into a plan of numbered steps joined by dependencies; " +
+			"independent steps run in parallel. Returns the outcome (or that the plan waits for review).",
+		Schema:  createPlanSchema,
+		Timeout: tools.NoTimeout,
+	}, func(ctx context.Context, call tools.Call, a CreatePlanArgs) (tools.Result, error) {
+		if a.Mode != "" && !a.Mode.Valid() {
+			return tools.Result{}, apperr.New(apperr.Invalid, "unknown mode %q (want auto_execute, draft_only or agent_review)", a.Mode)
+		}
+		og := origin
+		if og.UserID == "" {
+			og.UserID = call.Scope.UserID
+		}
+		if og.SessionID == "" {
+			og.SessionID = call.Scope.SessionID
+		}
+		if og.ContextType == "" {
+			og.ContextType, og.EntityID = call.Scope.ContextType, call.Scope.EntityID
+		}
+		if og.PlannerAgentID == "" {
+			og.PlannerAgentID = call.Events.Source().AgentID
+		}
+		return o.Submit(ctx, og, Draft{Goal: a.Goal, Mode: a.Mode, PlanID: a.PlanID, Steps: a.steps()}, call.Events)
+	})
+}
+
+// ApprovePlanArgs are approve_plan's arguments.
+type ApprovePlanArgs struct {
+	PlanID string `json:"plan_id,omitempty" jsonschema:"the plan to approve; default: this session's most recent plan waiting for review"`
+}
+
+// ApprovePlanTool lets the planner approve the session's plan waiting for
+// review when the user says so in chat ("yes, go ahead").
+func (o *Orchestrator) ApprovePlanTool() tools.Tool {
+	return tools.New(tools.Spec{
+		Name:        "approve_plan",
+		Description: "Run a plan of this session that waits for the user's review, when the user has clearly approved it.",
+		Timeout:     tools.NoTimeout,
+	}, func(ctx context.Context, call tools.Call, a ApprovePlanArgs) (tools.Result, error) {
+		id := a.PlanID
+		if id == "" {
+			plans, _, err := o.cfg.Store.ListPlans(ctx, ListQuery{UserID: call.Scope.UserID, SessionID: call.Scope.SessionID,
+				Status: []Status{StatusPendingReview}, Limit: 1})
+			if err != nil {
+				return tools.Result{}, err
+			}
+			if len(plans) == 0 {
+				return tools.Result{}, apperr.New(apperr.NotFound, "this session has no plan waiting for review")
+			}
+			id = plans[0].ID
+		}
+		p, err := o.cfg.Store.GetPlan(ctx, id)
+		if err != nil || p.UserID != call.Scope.UserID || p.SessionID != call.Scope.SessionID {
+			return tools.Result{}, apperr.New(apperr.NotFound, "plan %s is not a plan of this session", id)
+		}
+		ended, err := o.Approve(ctx, id, nil, "approved in chat", call.Events)
+		if err != nil {
+			return tools.Result{PlanID: id}, err
+		}
+		return tools.Result{PlanID: id, Content: Summary(ended, o.cfg.SummaryChars)}, nil
+	})
+}

@@ -1,0 +1,109 @@
+package planning_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+)
+
+type fetchArgs struct {
+	URL string `json:"url"`
+}
+
+var fetchTool = tools.New(tools.Spec{Name: "web_fetch", Description: "fetch a page", Idempotent: true},
+	func(_ context.Context, _ tools.Call, a fetchArgs) (tools.Result, error) {
+		return tools.Result{Content: "page at " + a.URL}, nil
+	})
+
+func allowed(names ...string) func(string) (tools.Tool, bool) {
+	return func(n string) (tools.Tool, bool) {
+		for _, a := range names {
+			if a == n {
+				if n == "web_fetch" {
+					return fetchTool, true
+				}
+				return tools.New(tools.Spec{Name: n, Description: n}, func(context.Context, tools.Call, tools.NoArgs) (tools.Result, error) {
+					return tools.Result{Content: n + " done"}, nil
+				}), true
+			}
+		}
+		return nil, false
+	}
+}
+
+func exec(n int, deps ...int) planning.Step {
+	return planning.Step{Number: n, Title: "step", ExecutorRequired: true, DependsOn: deps}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	cfg := planning.ValidateConfig{MaxSteps: 4, Tool: allowed("web_fetch", "create_task")}
+	direct := func(n int, args string, deps ...int) planning.Step {
+		return planning.Step{Number: n, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(args), DependsOn: deps}
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []planning.Step
+		want  []string
+	}{
+		{"valid", []planning.Step{exec(1), exec(2, 1), direct(3, `{"url":"{{steps.2.result}}"}`, 2)}, nil},
+		{"no steps", nil, []string{"at least one step"}},
+		{"too many", []planning.Step{exec(1), exec(2), exec(3), exec(4), exec(5)}, []string{"5 steps; at most 4"}},
+		{"duplicate numbers", []planning.Step{exec(1), exec(1)}, []string{"number 1 is used more than once"}},
+		{"unknown dependency", []planning.Step{exec(1, 7)}, []string{"depends on step 7, which does not exist"}},
+		{"self dependency", []planning.Step{exec(1, 1)}, []string{"step 1 depends on itself"}},
+		{"cycle", []planning.Step{exec(1), exec(2, 4), exec(3, 1), exec(4, 2)}, []string{"cycle: 2 → 4 → 2"}},
+		{"unknown tool", []planning.Step{{Number: 1, Title: "x", ExecutorRequired: true, Tools: []string{"rm_rf"}}}, []string{`tool "rm_rf"`}},
+		{"unknown direct tool", []planning.Step{{Number: 1, Title: "x", Tool: "launch_missiles"}}, []string{`calls tool "launch_missiles"`}},
+		{"neither executor nor tool", []planning.Step{{Number: 1, Title: "x"}}, []string{"needs either executor_required"}},
+		{"both executor and tool", []planning.Step{{Number: 1, Title: "x", ExecutorRequired: true, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)}},
+			[]string{"choose one"}},
+		{"bad direct args", []planning.Step{direct(1, `{"link":"u"}`)}, []string{"arguments for web_fetch"}},
+		{"reference to a non-dependency", []planning.Step{exec(1), direct(2, `{"url":"{{steps.1.result}}"}`)}, []string{"uses the result of step 1"}},
+		{"all problems at once", []planning.Step{exec(1, 1), exec(1), {Number: 2, Title: "x"}},
+			[]string{"depends on itself", "used more than once", "needs either"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := planning.Validate(planning.Plan{Goal: "g", Steps: tc.steps}, cfg)
+			if tc.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			require.ErrorIs(t, err, apperr.ErrInvalid)
+			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
+			for _, w := range tc.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestResolveMode(t *testing.T) {
+	t.Parallel()
+	const (
+		auto   = planning.ModeAutoExecute
+		draft  = planning.ModeDraftOnly
+		review = planning.ModeAgentReview
+	)
+	for _, tc := range []struct {
+		request, planner, def, min, want planning.Mode
+	}{
+		{"", "", auto, "", auto},
+		{"", draft, auto, "", draft},
+		{review, draft, auto, "", review},
+		{"", "", draft, "", draft},
+		{auto, "", auto, review, review},
+		{draft, "", auto, review, draft},
+		{"bogus", "", auto, "", auto},
+	} {
+		require.Equal(t, tc.want, planning.ResolveMode(tc.request, tc.planner, tc.def, tc.min), "%+v", tc)
+	}
+}
