@@ -52,10 +52,12 @@ type Config struct {
 	// (default 2000).
 	SummaryChars int
 	// Hub fans plan events out to watchers; a new one when nil.
-	Hub    *Hub
-	Now    func() time.Time
-	NewID  func() string
-	Logger zerolog.Logger
+	Hub *Hub
+	// Observer, when set, sees every plan event once (metrics).
+	Observer event.Sink
+	Now      func() time.Time
+	NewID    func() string
+	Logger   zerolog.Logger
 }
 
 // Orchestrator takes plans through their mode (auto execution, human
@@ -195,7 +197,15 @@ func (o *Orchestrator) planEmitter(em event.Emitter, planID string, role event.R
 	if role != "" {
 		src = event.Source{Role: role, PlanID: planID}
 	}
-	return event.NewEmitter(o.cfg.Hub.tee(planID, em.Sink()), src, o.cfg.Now)
+	sink := o.cfg.Hub.tee(planID, em.Sink())
+	if o.cfg.Observer != nil {
+		next := sink
+		sink = event.SinkFunc(func(ctx context.Context, e event.Envelope) {
+			o.cfg.Observer.Emit(ctx, e)
+			next.Emit(ctx, e)
+		})
+	}
+	return event.NewEmitter(sink, src, o.cfg.Now)
 }
 
 // persist is the context of writes that must happen even when the run's

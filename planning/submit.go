@@ -155,12 +155,28 @@ func (o *Orchestrator) runToSummary(ctx context.Context, p Plan, origin Origin, 
 	return tools.Result{PlanID: p.ID, Content: Summary(ended, o.cfg.SummaryChars)}, nil
 }
 
-// Approve runs a plan waiting for a human. Edits, when given, replace its
-// steps after the same validation as the planner's (nothing changes when
-// they are invalid) and are kept as a revision by "user". Only one of
-// several concurrent approvals runs the plan; the others are a Conflict
-// naming the status. It returns the plan as its run ended.
+// Approve runs a plan waiting for a human: ClaimApproval, then Run. It
+// returns the plan as its run ended.
 func (o *Orchestrator) Approve(ctx context.Context, planID string, edits []Step, note string, em event.Emitter) (Plan, error) {
+	p, err := o.ClaimApproval(ctx, planID, edits, note, em)
+	if err != nil {
+		return Plan{}, err
+	}
+	return o.Run(ctx, p, em)
+}
+
+// Run runs an executing plan (claimed by ClaimApproval or ClaimResume) to
+// its end.
+func (o *Orchestrator) Run(ctx context.Context, p Plan, em event.Emitter) (Plan, error) {
+	return o.execute(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+}
+
+// ClaimApproval moves a plan waiting for a human to executing. Edits, when
+// given, replace its steps after the same validation as the planner's
+// (nothing changes when they are invalid) and are kept as a revision by
+// "user". Of several concurrent claims exactly one succeeds; the others are
+// a Conflict naming the status.
+func (o *Orchestrator) ClaimApproval(ctx context.Context, planID string, edits []Step, note string, em event.Emitter) (Plan, error) {
 	p, err := o.cfg.Store.GetPlan(ctx, planID)
 	if err != nil {
 		return Plan{}, err
@@ -187,7 +203,7 @@ func (o *Orchestrator) Approve(ctx context.Context, planID string, edits []Step,
 		}
 		o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanRevised{Plan: eventPlan(p)})
 	}
-	return o.execute(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+	return p, nil
 }
 
 // Reject closes a plan waiting for review (a human's or the reviewer's).
@@ -222,6 +238,16 @@ func (o *Orchestrator) Cancel(ctx context.Context, planID string) (Plan, error) 
 // Resume reruns the steps of a failed, cancelled or interrupted plan that
 // did not complete; completed steps keep their results.
 func (o *Orchestrator) Resume(ctx context.Context, planID string, em event.Emitter) (Plan, error) {
+	p, err := o.ClaimResume(ctx, planID)
+	if err != nil {
+		return Plan{}, err
+	}
+	return o.Run(ctx, p, em)
+}
+
+// ClaimResume moves a failed, cancelled or interrupted plan back to
+// executing and resets the steps that did not complete.
+func (o *Orchestrator) ClaimResume(ctx context.Context, planID string) (Plan, error) {
 	now := o.cfg.Now()
 	p, err := o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusFailed, StatusCancelled, StatusInterrupted}, StatusExecuting,
 		func(q *Plan) { q.Reason, q.CompletedAt, q.StartedAt = "", nil, &now })
@@ -238,7 +264,7 @@ func (o *Orchestrator) Resume(ctx context.Context, planID string, em event.Emitt
 			return Plan{}, err
 		}
 	}
-	return o.execute(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+	return p, nil
 }
 
 // Synthesize has the synthesizer agent write the answer to a plan run that
@@ -276,10 +302,13 @@ type StepArgs struct {
 	Args             json.RawMessage `json:"args,omitempty"`
 }
 
-// Steps turns the planner's steps into plan steps.
-func (a CreatePlanArgs) steps() []Step {
-	out := make([]Step, 0, len(a.Steps))
-	for _, s := range a.Steps {
+func (a CreatePlanArgs) steps() []Step { return StepsFrom(a.Steps) }
+
+// StepsFrom turns steps as the planner (or a human editing a plan) writes
+// them into plan steps.
+func StepsFrom(in []StepArgs) []Step {
+	out := make([]Step, 0, len(in))
+	for _, s := range in {
 		n := s.Number
 		if n == 0 {
 			n = s.ID

@@ -25,6 +25,7 @@ type Sessions interface {
 	GetSession(ctx context.Context, userID, id string) (chat.Session, error)
 	ListSessions(ctx context.Context, userID string, limit int, cursor string) ([]chat.Session, string, error)
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
+	AppendMessage(ctx context.Context, m *chat.Message) (bool, error)
 }
 
 // Page asks for one page of a list.
@@ -48,6 +49,9 @@ type APIConfig struct {
 	// PlanStore, when set, serves the plan and execution routes and adds
 	// the plan of a turn to non-streamed answers.
 	PlanStore PlanStore
+	// Plans, when set with PlanStore, serves the plan control routes
+	// (approve, reject, cancel, resume, events).
+	Plans PlanControl
 	// Definitions, when set, serves /api/agent-definitions.
 	Definitions DefinitionStore
 	// KnownTool, when set, checks the tool and tool set names of agent
@@ -55,8 +59,7 @@ type APIConfig struct {
 	KnownTool func(name string) bool
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
-	// Metrics, when set, counts open streams and the plans and steps their
-	// events report.
+	// Metrics, when set, counts open streams.
 	Metrics *metrics.Metrics
 	// Stream configures each SSE stream's buffer and keep-alives.
 	Stream event.StreamConfig
@@ -103,6 +106,13 @@ func (a *API) Routes(e *echo.Echo) {
 		g.GET("/plans", a.listPlans)
 		g.GET("/plans/:id", a.getPlan)
 		g.GET("/executions/:id", a.getExecution)
+		if a.cfg.Plans != nil {
+			g.POST("/plans/:id/approve", a.approvePlan)
+			g.POST("/plans/:id/reject", a.rejectPlan)
+			g.POST("/plans/:id/cancel", a.cancelPlan)
+			g.POST("/plans/:id/resume", a.resumePlan)
+			g.GET("/plans/:id/events", a.watchPlan)
+		}
 	}
 	if a.cfg.Definitions != nil {
 		g.GET("/agent-definitions", a.listDefinitions)

@@ -22,9 +22,11 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -66,6 +68,7 @@ type chatEnv struct {
 	url   string
 	store *persistence.Store
 	svc   *chat.Service
+	orch  *planning.Orchestrator
 	keys  map[string]string // user → secret
 	// routes are the routes the server serves.
 	routes []string
@@ -82,12 +85,20 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 	require.NoError(t, err)
 	roles, err := agents.LoadRoles("../../configs/agents.yaml")
 	require.NoError(t, err)
+	registry := tools.NewRegistry()
+	meter := metrics.New()
+	orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: registry.Get,
+		Observer: meter.ObservedSink(event.Discard),
+		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
+	require.NoError(t, err)
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
-			return chat.Planner{Role: roles.Planner}, nil
+		Planner: func(_ context.Context, ti chat.TurnInfo) (chat.Planner, error) {
+			origin := planning.Origin{UserID: ti.UserID, SessionID: ti.SessionID, StreamRunID: ti.StreamRunID,
+				RequestMode: planning.Mode(ti.PlanMode), Allowed: registry.Get}
+			return chat.Planner{Role: roles.Planner, Tools: []tools.Tool{orch.CreatePlanTool(origin), orch.ApprovePlanTool()}}, nil
 		}})
 	require.NoError(t, err)
-	env := chatEnv{store: store, svc: svc, keys: map[string]string{}}
+	env := chatEnv{store: store, svc: svc, orch: orch, keys: map[string]string{}}
 	for _, u := range []string{"alice", "bob", "ops"} {
 		role := auth.RoleUser
 		if u == "ops" {
@@ -99,12 +110,12 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 		env.keys[u] = secret
 	}
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		PlanStore: store, Definitions: store, AnyUser: persistence.AnyUser}
+		PlanStore: store, Plans: orch, Definitions: store, AnyUser: persistence.AnyUser}
 	if mutate != nil {
 		mutate(&cfg)
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.New()
+		cfg.Metrics = meter
 	}
 	api, err := httpapi.NewAPI(cfg)
 	require.NoError(t, err)

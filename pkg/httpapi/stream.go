@@ -108,13 +108,11 @@ func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em e
 	wg.Go(func() {
 		_ = stream.Run(ctx, w, func() error { w.Flush(); return nil })
 	})
-	var sink event.Sink = stream
 	if m := a.cfg.Metrics; m != nil {
 		m.StreamOpened()
 		defer m.StreamClosed()
-		sink = m.ObservedSink(stream)
 	}
-	produce(ctx, event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	produce(ctx, event.NewEmitter(stream, event.Source{Role: event.RoleSystem}, a.cfg.Now))
 	stream.Close()
 	wg.Wait()
 	return nil
@@ -128,11 +126,7 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
 		answer, out.Replay = *turn.Replay, true
 		out.FinishedReason = answer.FinishedReason
 	} else {
-		var em event.Emitter
-		if m := a.cfg.Metrics; m != nil {
-			em = event.NewEmitter(m.ObservedSink(event.Discard), event.Source{Role: event.RoleSystem}, a.cfg.Now)
-		}
-		res := turn.Run(ctx, em, planMode)
+		res := turn.Run(ctx, event.Emitter{}, planMode)
 		answer, out.FinishedReason = res.Assistant, res.Finished
 		if res.Err != nil {
 			_, d := classify(res.Err)

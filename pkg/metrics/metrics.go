@@ -7,7 +7,6 @@ package metrics
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -98,27 +97,16 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
-		err := next(c)
-		status := c.Response().Status
-		if err != nil {
-			var he *echo.HTTPError
-			if errors.As(err, &he) {
-				status = he.Code
-			} else if !c.Response().Committed {
-				status = 0 // decided by the error handler; counted below as "error"
-			}
+		if err := next(c); err != nil {
+			c.Error(err) // render it now, so the status counted is the one sent
 		}
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
 		}
-		label := strconv.Itoa(status)
-		if status == 0 {
-			label = "error"
-		}
-		m.httpRequests.WithLabelValues(route, c.Request().Method, label).Inc()
+		m.httpRequests.WithLabelValues(route, c.Request().Method, strconv.Itoa(c.Response().Status)).Inc()
 		m.httpDuration.WithLabelValues(route, c.Request().Method).Observe(time.Since(start).Seconds())
-		return err
+		return nil
 	}
 }
 
@@ -183,7 +171,9 @@ func (m *Metrics) ObservedRecorder(next tools.Recorder) tools.Recorder {
 	})
 }
 
-// ObservedSink counts plans and steps as their events pass to next.
+// ObservedSink counts plans and steps as their events pass to next. Give it
+// the one place every plan event passes once (the orchestrator's observer),
+// not the streams that relay them to clients.
 func (m *Metrics) ObservedSink(next event.Sink) event.Sink {
 	return event.SinkFunc(func(ctx context.Context, e event.Envelope) {
 		m.observe(e)

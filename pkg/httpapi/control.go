@@ -1,0 +1,297 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
+)
+
+// PlanControl approves, rejects, cancels, resumes and watches plans (the
+// planning orchestrator implements it).
+type PlanControl interface {
+	ClaimApproval(ctx context.Context, planID string, edits []planning.Step, note string, em event.Emitter) (planning.Plan, error)
+	ClaimResume(ctx context.Context, planID string) (planning.Plan, error)
+	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
+	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
+	Cancel(ctx context.Context, planID string) (planning.Plan, error)
+	Synthesize(ctx context.Context, p planning.Plan, em event.Emitter) (string, planning.Usage, error)
+	Running(planID string) bool
+	Hub() *planning.Hub
+}
+
+// ApproveRequest is the body of POST /api/plans/{id}/approve.
+type ApproveRequest struct {
+	// Steps, when given, replace the plan's steps (validated like the
+	// planner's; stored as a revision).
+	Steps []planning.StepArgs `json:"steps,omitempty"`
+	Note  string              `json:"note,omitempty"`
+	// Stream defaults to true; false returns one JSON document when the run
+	// ends.
+	Stream *bool `json:"stream,omitempty"`
+}
+
+// ResumeRequest is the body of POST /api/plans/{id}/resume.
+type ResumeRequest struct {
+	Stream *bool `json:"stream,omitempty"`
+}
+
+// RejectRequest is the body of POST /api/plans/{id}/reject.
+type RejectRequest struct {
+	Reason string `json:"reason"`
+}
+
+// PlanRunResult is the JSON answer of an approval or a resume with
+// "stream": false.
+type PlanRunResult struct {
+	Plan      PlanView    `json:"plan"`
+	Answer    string      `json:"answer"`
+	MessageID string      `json:"message_id,omitempty"`
+	Usage     event.Usage `json:"usage"`
+}
+
+// planFor finds a plan the caller may act on: its owner always; an
+// operator only when operatorsToo (they read and cancel every plan).
+func (a *API) planFor(c echo.Context, operatorsToo bool) (planning.Plan, error) {
+	p := PrincipalOf(c)
+	reader := p.UserID
+	if operatorsToo {
+		reader = a.readerOf(p)
+	}
+	return a.cfg.PlanStore.PlanFor(c.Request().Context(), reader, c.Param("id"))
+}
+
+// optionalBody decodes a body that may be empty.
+func optionalBody(c echo.Context, v any) error {
+	if c.Request().ContentLength == 0 {
+		return nil
+	}
+	return decode(c, v)
+}
+
+func (a *API) approvePlan(c echo.Context) error {
+	var body ApproveRequest
+	if err := optionalBody(c, &body); err != nil {
+		return err
+	}
+	plan, err := a.planFor(c, false)
+	if err != nil {
+		return err
+	}
+	var edits []planning.Step
+	if body.Steps != nil {
+		edits = planning.StepsFrom(body.Steps)
+	}
+	// Claim before any response: a losing concurrent approval is a 409,
+	// an invalid edit a 400, and nothing changes for either.
+	claimed, err := a.cfg.Plans.ClaimApproval(c.Request().Context(), plan.ID, edits, body.Note, event.Emitter{})
+	if err != nil {
+		return err
+	}
+	return a.runPlan(c, claimed, body.Stream)
+}
+
+func (a *API) resumePlan(c echo.Context) error {
+	var body ResumeRequest
+	if err := optionalBody(c, &body); err != nil {
+		return err
+	}
+	plan, err := a.planFor(c, false)
+	if err != nil {
+		return err
+	}
+	claimed, err := a.cfg.Plans.ClaimResume(c.Request().Context(), plan.ID)
+	if err != nil {
+		return err
+	}
+	return a.runPlan(c, claimed, body.Stream)
+}
+
+// runPlan runs a claimed plan, then has the synthesizer write the answer
+// into the plan's session, streaming everything (or answering JSON at the
+// end).
+func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
+	run := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
+		ended, err := a.cfg.Plans.Run(ctx, p, em)
+		if err != nil {
+			return PlanRunResult{}, err
+		}
+		out := PlanRunResult{Plan: planView(ended)}
+		text, usage, err := a.cfg.Plans.Synthesize(ctx, ended, em)
+		out.Usage = event.Usage{InputTokens: ended.Usage.InputTokens + usage.InputTokens, OutputTokens: ended.Usage.OutputTokens + usage.OutputTokens}
+		out.Usage.TotalTokens = out.Usage.InputTokens + out.Usage.OutputTokens
+		if err != nil {
+			a.cfg.Logger.Warn().Err(err).Str("plan_id", ended.ID).Msg("synthesis failed; answering with the summary")
+			text = planning.Summary(ended, 2000)
+		}
+		out.Answer = text
+		if ended.SessionID != "" {
+			msg := chat.Message{SessionID: ended.SessionID, UserID: ended.UserID, Role: chat.RoleAssistant, Content: text, PlanID: ended.ID,
+				Usage: chat.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}, FinishedReason: event.FinishedCompleted}
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
+			defer cancel()
+			if _, err := a.cfg.Sessions.AppendMessage(pctx, &msg); err != nil {
+				a.cfg.Logger.Error().Err(err).Str("plan_id", ended.ID).Msg("store the synthesized answer")
+			} else {
+				out.MessageID = msg.ID
+			}
+		}
+		return out, nil
+	}
+	if stream != nil && !*stream {
+		out, err := run(c.Request().Context(), event.Emitter{})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, out)
+	}
+	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
+		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
+		out, err := run(ctx, em)
+		finished := event.FinishedCompleted
+		switch {
+		case err != nil:
+			sys.Emit(ctx, event.Error{Error: errorInfoOf(err)})
+			finished = event.FinishedError
+		case out.Plan.Status == string(planning.StatusCancelled):
+			finished = event.FinishedCancelled
+		}
+		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: out.Usage, SessionID: p.SessionID, MessageID: out.MessageID})
+	})
+}
+
+func errorInfoOf(err error) event.ErrorInfo {
+	_, d := classify(err)
+	return event.ErrorInfo{Code: d.Code, Message: d.Message}
+}
+
+func (a *API) rejectPlan(c echo.Context) error {
+	var body RejectRequest
+	if err := optionalBody(c, &body); err != nil {
+		return err
+	}
+	plan, err := a.planFor(c, false)
+	if err != nil {
+		return err
+	}
+	p, err := a.cfg.Plans.Reject(c.Request().Context(), plan.ID, body.Reason)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, planView(p))
+}
+
+func (a *API) cancelPlan(c echo.Context) error {
+	plan, err := a.planFor(c, true)
+	if err != nil {
+		return err
+	}
+	if PrincipalOf(c).Role != auth.RoleOperator && plan.UserID != PrincipalOf(c).UserID {
+		return apperr.New(apperr.NotFound, "plan %s not found", plan.ID)
+	}
+	p, err := a.cfg.Plans.Cancel(c.Request().Context(), plan.ID)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, planView(p))
+}
+
+// watchPlan streams a plan's events: live while it runs (to any number of
+// watchers), or its step history for a plan that is not running; then done.
+func (a *API) watchPlan(c echo.Context) error {
+	plan, err := a.planFor(c, true)
+	if err != nil {
+		return err
+	}
+	w := a.cfg.Plans.Hub().Subscribe(plan.ID) // before the check: no event falls between
+	live := a.cfg.Plans.Running(plan.ID)
+	if !live {
+		w.Close()
+	}
+	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
+		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: plan.ID})
+		sink := em.Sink()
+		if live {
+			defer w.Close()
+		loop:
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case env, ok := <-w.Events:
+					if !ok {
+						break loop
+					}
+					sink.Emit(ctx, env)
+				}
+			}
+		} else {
+			replayPlan(ctx, sys, plan)
+		}
+		final, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), a.readerOf(PrincipalOf(c)), plan.ID)
+		if err != nil {
+			final = plan
+		}
+		finished := event.FinishedCompleted
+		if final.Status == planning.StatusCancelled {
+			finished = event.FinishedCancelled
+		}
+		sys.Emit(ctx, event.Done{FinishedReason: finished, SessionID: final.SessionID,
+			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens,
+				TotalTokens: final.Usage.InputTokens + final.Usage.OutputTokens}})
+	})
+}
+
+// replayPlan emits a stored plan's history: each step's start and end, in
+// the order they happened, and plan_complete when it ended.
+func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
+	type moment struct {
+		at    int64
+		order int
+		ev    event.Event
+		step  int
+	}
+	var ms []moment
+	for i, s := range p.Steps {
+		st := event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: s.Result, Error: s.Error}
+		if s.StartedAt != nil {
+			ms = append(ms, moment{at: s.StartedAt.UnixNano(), order: i, step: s.Number,
+				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: string(planning.StepRunning)}}})
+		}
+		if s.CompletedAt != nil {
+			ms = append(ms, moment{at: s.CompletedAt.UnixNano(), order: i, step: s.Number, ev: event.StepComplete{PlanID: p.ID, Step: st}})
+		}
+	}
+	slices.SortStableFunc(ms, func(a, b moment) int {
+		if a.at != b.at {
+			if a.at < b.at {
+				return -1
+			}
+			return 1
+		}
+		return a.order - b.order
+	})
+	for _, m := range ms {
+		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: m.step}).Emit(ctx, m.ev)
+	}
+	switch p.Status {
+	case planning.StatusCompleted, planning.StatusFailed, planning.StatusCancelled:
+		counts := map[planning.StepStatus]int{}
+		for _, s := range p.Steps {
+			counts[s.Status]++
+		}
+		var dur int64
+		if p.StartedAt != nil && p.CompletedAt != nil {
+			dur = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()
+		}
+		em.Emit(ctx, event.PlanComplete{PlanID: p.ID, Status: string(p.Status), Completed: counts[planning.StepCompleted],
+			Failed: counts[planning.StepFailed], Skipped: counts[planning.StepSkipped], DurationMS: dur})
+	}
+}
