@@ -258,4 +258,3 @@ func chunks(s string, n int) []string {
 	}
 	return out
 }
-
