@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/rs/zerolog"
+	"github.com/tmc/langchaingo/llms"
+	"go.uber.org/fx"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/llm/demo"
+	"github.com/planwright/planwright/pkg/llm/scripted"
+	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+)
+
+// engineOptions are the parts of `serve` behind the HTTP server: the store,
+// the model, the tools, the agent loop, plans and chat turns, and the API
+// routes they serve.
+func engineOptions() fx.Option {
+	return fx.Options(
+		fx.Provide(
+			newStore,
+			metrics.New,
+			newModel,
+			newRoles,
+			newRegistry,
+			newToolRuntime,
+			newAgentRunner,
+			newOrchestrator,
+			newChatService,
+			fx.Annotate(newAPIRoutes, fx.ResultTags(`group:"routes"`)),
+		),
+		fx.Invoke(recoverInterruptedPlans, installDefaultDefinition),
+	)
+}
+
+func newStore(db *persistence.DB, _ schema) (*persistence.Store, error) {
+	return persistence.NewStore(db, persistence.StoreConfig{})
+}
+
+// newModel builds the configured model behind the llm adapter, observed by
+// the metrics.
+func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.Metrics) (agents.Model, error) {
+	c := cfg.LLM
+	var base llms.Model
+	var rec *llm.StatusRecorder
+	switch c.Provider {
+	case config.ProviderDemo:
+		base = demo.New()
+	case config.ProviderScripted:
+		s, err := scripted.Load(c.Script)
+		if err != nil {
+			return nil, fmt.Errorf("llm.script: %w", err)
+		}
+		base = s
+	default:
+		rec = llm.NewStatusRecorder(nil)
+		key := map[string]string{config.ProviderOpenAI: c.OpenAIAPIKey, config.ProviderAnthropic: c.AnthropicAPIKey,
+			config.ProviderGoogleAI: c.GoogleAPIKey}[c.Provider]
+		var err error
+		base, err = llm.NewProvider(rc, llm.ProviderConfig{Provider: c.Provider, Model: c.Model, BaseURL: c.BaseURL, APIKey: key,
+			HTTPClient: &http.Client{Transport: rec}})
+		if err != nil {
+			return nil, err
+		}
+	}
+	client, err := llm.NewClient(llm.ClientConfig{Model: base, Provider: c.Provider, Stream: c.Stream, CallTimeout: c.CallTimeout,
+		MaxRetries: retries(c.MaxRetries), Recorder: rec, Logger: log.With().Str("component", "llm").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	return m.ObservedModel(client, c.Provider), nil
+}
+
+// retries maps the configuration's count (0: none) to the client's (0:
+// default).
+func retries(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// newRoles loads the agent roles and applies the turn limits of the
+// configuration to the planner.
+func newRoles(cfg config.Config) (agents.Roles, error) {
+	roles, err := agents.LoadRoles(cfg.Agents.File)
+	if err != nil {
+		return agents.Roles{}, fmt.Errorf("agents.file: %w", err)
+	}
+	l := &roles.Planner.Limits
+	if cfg.Limits.MaxToolCalls > 0 {
+		l.MaxToolCalls = cfg.Limits.MaxToolCalls
+	}
+	if cfg.Limits.TurnTimeout > 0 {
+		l.TimeLimit = cfg.Limits.TurnTimeout
+	}
+	if cfg.Limits.MaxConsecutiveFailures > 0 {
+		l.MaxConsecutiveFailures = cfg.Limits.MaxConsecutiveFailures
+	}
+	return roles, nil
+}
+
+func newToolRuntime(cfg config.Config, store *persistence.Store, m *metrics.Metrics, log zerolog.Logger) (*tools.Runtime, error) {
+	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(store), Timeout: cfg.Tools.Timeout,
+		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger()})
+}
+
+func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger) (*agents.Runner, error) {
+	return agents.New(agents.Config{Model: model, Tools: rt, Logger: log.With().Str("component", "agents").Logger()})
+}
+
+func newOrchestrator(cfg config.Config, store *persistence.Store, runner *agents.Runner, rt *tools.Runtime, reg *tools.Registry,
+	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger) (*planning.Orchestrator, error) {
+	p := cfg.Planning
+	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get,
+		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer,
+		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
+		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
+		Logger: log.With().Str("component", "planning").Logger()})
+}
+
+func newChatService(cfg config.Config, store *persistence.Store, runner *agents.Runner, orch *planning.Orchestrator,
+	reg *tools.Registry, profiles contextProfiles, roles agents.Roles, log zerolog.Logger) (*chat.Service, error) {
+	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
+		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
+		Planner: plannerFor(roles.Planner, reg, profiles, orch)})
+}
+
+// plannerFor builds each turn's planner: the role (overridden by the
+// session's agent definition), the context profile's tools, and the plan
+// tools.
+func plannerFor(base agents.Role, reg *tools.Registry, profiles contextProfiles, orch *planning.Orchestrator) chat.PlannerFunc {
+	return func(_ context.Context, t chat.TurnInfo) (chat.Planner, error) {
+		role := base
+		sets := profiles.toolSets(t.ContextType)
+		instructions := profiles.prompt(t.ContextType)
+		if d := t.Definition; d != nil {
+			if d.Model != "" {
+				role.Model = d.Model
+			}
+			if d.Temperature != nil {
+				role.Temperature = d.Temperature
+			}
+			if len(d.Tools) > 0 {
+				sets = d.Tools
+			}
+			if d.MaxSteps > 0 {
+				role.Limits.MaxRounds = d.MaxSteps
+			}
+			if d.SystemPrompt != "" {
+				instructions += "\n\n" + d.SystemPrompt
+			}
+		}
+		offered, err := reg.Resolve(sets...)
+		if err != nil {
+			return chat.Planner{}, apperr.Wrap(apperr.Internal, err, "resolve the planner's tools")
+		}
+		allowed := func(name string) (tools.Tool, bool) {
+			for _, tl := range offered {
+				if tl.Spec().Name == name {
+					return tl, true
+				}
+			}
+			return nil, false
+		}
+		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
+			RequestMode: planning.Mode(t.PlanMode), Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID}
+		all := append(append([]tools.Tool(nil), offered...), orch.CreatePlanTool(origin), orch.ApprovePlanTool())
+		return chat.Planner{Role: role, Tools: all, Instructions: instructions}, nil
+	}
+}
+
+func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
+	m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
+	mode := httpapi.AuthNone
+	if cfg.Auth.Mode == config.AuthAPIKey {
+		mode = httpapi.AuthAPIKey
+	}
+	api, err := httpapi.NewAPI(httpapi.APIConfig{
+		Auth:        httpapi.AuthConfig{Mode: mode, Keys: store, Logger: log},
+		Chat:        svc,
+		Sessions:    store,
+		PlanStore:   store,
+		Plans:       orch,
+		Definitions: store,
+		KnownTool: func(name string) bool {
+			_, err := reg.Resolve(name)
+			return err == nil
+		},
+		AnyUser: persistence.AnyUser,
+		Metrics: m,
+		Stream:  event.StreamConfig{KeepAlive: cfg.Server.KeepaliveInterval},
+		Logger:  log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.Routes, nil
+}
+
+// recoverInterruptedPlans marks plans a previous process left running as
+// interrupted, so they can be resumed.
+func recoverInterruptedPlans(rc runContext, store *persistence.Store, log zerolog.Logger) error {
+	n, err := store.InterruptRunning(rc)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Warn().Int("plans", n).Msg("plans left running by a stopped process are now interrupted; resume them with POST /api/plans/{id}/resume")
+	}
+	return nil
+}
+
+// installDefaultDefinition installs the default agent definition from the
+// planner role on first start.
+func installDefaultDefinition(rc runContext, store *persistence.Store, roles agents.Roles, log zerolog.Logger) error {
+	if _, err := store.DefaultDefinition(rc); err == nil || apperr.CodeOf(err) != apperr.NotFound {
+		return err
+	}
+	prompt := ""
+	if roles.Planner.Prompt != nil {
+		prompt = roles.Planner.Prompt.Text()
+	}
+	d := agents.Definition{Name: "default", Description: "The planner of configs/agents.yaml", SystemPrompt: prompt,
+		Model: roles.Planner.Model, Temperature: roles.Planner.Temperature, Tools: roles.Planner.ToolSets, IsDefault: true, CreatedBy: "system"}
+	if err := store.CreateDefinition(rc, &d); err != nil && apperr.CodeOf(err) != apperr.Conflict {
+		return err
+	}
+	log.Info().Str("definition_id", d.ID).Msg("installed the default agent definition")
+	return nil
+}
