@@ -378,4 +378,3 @@ func (w workspace) unlink() tools.Tool {
 			return tools.Result{Content: fmt.Sprintf("Unlinked %q and %q.", from, to)}, nil
 		})
 }
-
