@@ -2,14 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
 	"go.uber.org/fx"
 
 	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/configs"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
@@ -22,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
+	"github.com/planwright/planwright/tools/builtin"
 )
 
 // engineOptions are the parts of `serve` behind the HTTP server: the store,
@@ -35,6 +42,7 @@ func engineOptions() fx.Option {
 			newModel,
 			newRoles,
 			newRegistry,
+			newContextProfiles,
 			newToolRuntime,
 			newAgentRunner,
 			newOrchestrator,
@@ -95,7 +103,11 @@ func retries(n int) int {
 // newRoles loads the agent roles and applies the turn limits of the
 // configuration to the planner.
 func newRoles(cfg config.Config) (agents.Roles, error) {
-	roles, err := agents.LoadRoles(cfg.Agents.File)
+	data, err := readConfigFile(cfg.Agents.File, configs.AgentsPath, configs.Agents)
+	if err != nil {
+		return agents.Roles{}, fmt.Errorf("agents.file: %w", err)
+	}
+	roles, err := agents.ParseRoles(data)
 	if err != nil {
 		return agents.Roles{}, fmt.Errorf("agents.file: %w", err)
 	}
@@ -146,7 +158,7 @@ func plannerFor(base agents.Role, reg *tools.Registry, profiles contextProfiles,
 		role := base
 		sets := profiles.toolSets(t.ContextType)
 		instructions := profiles.prompt(t.ContextType)
-		if d := t.Definition; d != nil {
+		if d := t.Definition; d != nil && !d.IsDefault { // the default definition is the configuration itself
 			if d.Model != "" {
 				role.Model = d.Model
 			}
@@ -210,12 +222,24 @@ func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service
 	return api.Routes, nil
 }
 
+// readConfigFile reads path; when it is the default path and missing (a
+// binary run outside the repository), the embedded copy stands in.
+func readConfigFile(path, defaultPath string, embedded []byte) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && filepath.Clean(path) == filepath.Clean(defaultPath) {
+		return embedded, nil
+	}
+	return data, err
+}
+
 // recoverInterruptedPlans marks plans a previous process left running as
-// interrupted, so they can be resumed.
+// interrupted, so they can be resumed. A database without the schema
+// (--no-migrate) only gets a warning: the server still starts.
 func recoverInterruptedPlans(rc runContext, store *persistence.Store, log zerolog.Logger) error {
 	n, err := store.InterruptRunning(rc)
 	if err != nil {
-		return err
+		log.Warn().Err(err).Msg("could not check for interrupted plans (is the schema migrated?)")
+		return nil
 	}
 	if n > 0 {
 		log.Warn().Int("plans", n).Msg("plans left running by a stopped process are now interrupted; resume them with POST /api/plans/{id}/resume")
@@ -226,8 +250,11 @@ func recoverInterruptedPlans(rc runContext, store *persistence.Store, log zerolo
 // installDefaultDefinition installs the default agent definition from the
 // planner role on first start.
 func installDefaultDefinition(rc runContext, store *persistence.Store, roles agents.Roles, log zerolog.Logger) error {
-	if _, err := store.DefaultDefinition(rc); err == nil || apperr.CodeOf(err) != apperr.NotFound {
-		return err
+	if _, err := store.DefaultDefinition(rc); err == nil {
+		return nil
+	} else if apperr.CodeOf(err) != apperr.NotFound {
+		log.Warn().Err(err).Msg("could not check the default agent definition (is the schema migrated?)")
+		return nil
 	}
 	prompt := ""
 	if roles.Planner.Prompt != nil {
@@ -241,3 +268,41 @@ func installDefaultDefinition(rc runContext, store *persistence.Store, roles age
 	log.Info().Str("definition_id", d.ID).Msg("installed the default agent definition")
 	return nil
 }
+
+// newRegistry registers the tools of the process and their sets.
+func newRegistry(store *persistence.Store) (*tools.Registry, error) {
+	reg := tools.NewRegistry()
+	if err := reg.Register(builtin.Tools(store)...); err != nil {
+		return nil, err
+	}
+	for name, members := range builtin.Sets {
+		if err := reg.DefineSet(name, members...); err != nil {
+			return nil, err
+		}
+	}
+	if err := reg.DefineSet("web", "web_*"); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// contextProfiles are the planner's prompt section and tool sets per
+// context type.
+type contextProfiles struct{ chat.Profiles }
+
+func newContextProfiles(cfg config.Config, reg *tools.Registry) (contextProfiles, error) {
+	path := filepath.Join(filepath.Dir(cfg.Agents.File), "contexts.yaml")
+	data, err := readConfigFile(path, configs.ContextsPath, configs.Contexts)
+	if err != nil {
+		return contextProfiles{}, fmt.Errorf("context profiles: %w", err)
+	}
+	known := func(set string) bool { return slices.Contains(reg.Sets(), set) }
+	p, err := chat.ParseProfiles(data, known)
+	if err != nil {
+		return contextProfiles{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return contextProfiles{p}, nil
+}
+
+func (p contextProfiles) toolSets(ct chat.ContextType) []string { return p.For(ct).ToolSets }
+func (p contextProfiles) prompt(ct chat.ContextType) string     { return p.For(ct).Prompt }

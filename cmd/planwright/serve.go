@@ -13,6 +13,7 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/metrics"
 )
 
 // serveFlags are the flags of `planwright serve`.
@@ -90,6 +91,7 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 			newHTTPServer,
 		),
 		fx.Provide(migrate),
+		engineOptions(),
 		fx.Invoke(runHTTPServer),
 		fx.StartTimeout(cfg.Database.ConnectTimeout+30*time.Second),
 		// OnStop hooks share this window: drain first, then close the database.
@@ -148,12 +150,13 @@ func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Lo
 type serverParams struct {
 	fx.In
 
-	Config config.Config
-	Flags  serveFlags
-	Logger zerolog.Logger
-	DB     httpapi.Pinger
-	Schema schema
-	Routes []httpapi.Routes `group:"routes"`
+	Config  config.Config
+	Flags   serveFlags
+	Logger  zerolog.Logger
+	DB      httpapi.Pinger
+	Schema  schema
+	Routes  []httpapi.Routes `group:"routes"`
+	Metrics *metrics.Metrics
 }
 
 func newHTTPServer(p serverParams) (*httpapi.Server, error) {
@@ -175,6 +178,8 @@ func newHTTPServer(p serverParams) (*httpapi.Server, error) {
 		IdleTimeout:       p.Config.Server.IdleTimeout,
 		MaxBodyBytes:      p.Config.Server.MaxBodyBytes,
 		Routes:            p.Routes,
+		Metrics:           p.Metrics,
+		Version:           buildVersion(),
 	})
 }
 

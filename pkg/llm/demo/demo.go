@@ -41,8 +41,8 @@ func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOpt
 // Part is one step of a split request.
 type Part struct {
 	Text string
-	// After is the index of the part this one depends on, or -1.
-	After int
+	// After are the indexes of the parts this one depends on.
+	After []int
 }
 
 var (
@@ -64,28 +64,29 @@ func Split(request string) []Part {
 	if len(items) >= 2 {
 		parts := make([]Part, len(items))
 		for i, it := range items {
-			parts[i] = Part{Text: it, After: -1}
+			parts[i] = Part{Text: it}
 		}
 		return parts
 	}
 	text := strings.TrimSpace(strings.ReplaceAll(request, "\n", " "))
 	var parts []Part
-	for i, seq := range thenSplit.Split(text, -1) {
-		group := len(parts) - 1 // the last clause of the previous "then" group
+	var previous []int // the clauses of the previous "then" group
+	for _, seq := range thenSplit.Split(text, -1) {
+		var group []int
 		for _, clause := range andSplit.Split(seq, -1) {
 			clause = strings.Trim(strings.TrimSpace(clause), ".,;:!")
 			if clause == "" {
 				continue
 			}
-			after := -1
-			if i > 0 {
-				after = group
-			}
-			parts = append(parts, Part{Text: clause, After: after})
+			group = append(group, len(parts))
+			parts = append(parts, Part{Text: clause, After: previous})
+		}
+		if len(group) > 0 {
+			previous = group
 		}
 	}
 	if len(parts) == 0 {
-		return []Part{{Text: text, After: -1}}
+		return []Part{{Text: text}}
 	}
 	return parts
 }
@@ -122,7 +123,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		case has("create_document"):
 			text = fmt.Sprintf("%s Writing a document for %q.", Label, title)
 			call("create_document", map[string]string{"title": title,
-				"content": fmt.Sprintf("# %s\n\nNotes written by the demo model for this step:\n\n- %s\n", title, strings.TrimSpace(firstUser))})
+				"content": fmt.Sprintf("# %s\n\nWritten by the demo model for the step %q of the plan.\n", title, title)})
 		case has("create_task"):
 			text = fmt.Sprintf("%s Adding a task for %q.", Label, title)
 			call("create_task", map[string]string{"title": title})
@@ -183,8 +184,12 @@ func planArgs(request string, parts []Part, offered map[string]string) map[strin
 		if len(stepTools) > 0 {
 			s["tools"] = stepTools
 		}
-		if p.After >= 0 {
-			s["depends_on"] = []int{p.After + 1}
+		if len(p.After) > 0 {
+			deps := make([]int, len(p.After))
+			for j, a := range p.After {
+				deps[j] = a + 1
+			}
+			s["depends_on"] = deps
 		}
 		steps[i] = s
 	}

@@ -18,13 +18,13 @@ func TestSplit(t *testing.T) {
 		in   string
 		want []demo.Part
 	}{
-		{"1. draft the post\n2. pick a date\n3. invite the team", []demo.Part{{"draft the post", -1}, {"pick a date", -1}, {"invite the team", -1}}},
-		{"- a\n- b", []demo.Part{{"a", -1}, {"b", -1}}},
-		{"write the blog post and design the banner", []demo.Part{{"write the blog post", -1}, {"design the banner", -1}}},
-		{"draft the copy, then publish it", []demo.Part{{"draft the copy", -1}, {"publish it", 0}}},
+		{"1. draft the post\n2. pick a date\n3. invite the team", []demo.Part{{"draft the post", nil}, {"pick a date", nil}, {"invite the team", nil}}},
+		{"- a\n- b", []demo.Part{{"a", nil}, {"b", nil}}},
+		{"write the blog post and design the banner", []demo.Part{{"write the blog post", nil}, {"design the banner", nil}}},
+		{"draft the copy, then publish it", []demo.Part{{"draft the copy", nil}, {"publish it", []int{0}}}},
 		{"research competitors and list features then write a summary",
-			[]demo.Part{{"research competitors", -1}, {"list features", -1}, {"write a summary", 1}}},
-		{"just one thing", []demo.Part{{"just one thing", -1}}},
+			[]demo.Part{{"research competitors", nil}, {"list features", nil}, {"write a summary", []int{0, 1}}}},
+		{"just one thing", []demo.Part{{"just one thing", nil}}},
 	} {
 		require.Equal(t, tc.want, demo.Split(tc.in), tc.in)
 	}
@@ -68,7 +68,7 @@ func TestRoles(t *testing.T) {
 	require.NoError(t, json.Unmarshal(plan.ToolCalls[0].Arguments, &args))
 	require.Len(t, args.Steps, 3)
 	require.Empty(t, args.Steps[1].DependsOn)
-	require.Equal(t, []int{2}, args.Steps[2].DependsOn)
+	require.Equal(t, []int{1, 2}, args.Steps[2].DependsOn, `"then" waits for every clause before it`)
 	require.Equal(t, []string{"create_document", "create_task"}, args.Steps[0].Tools)
 	require.True(t, strings.HasPrefix(plan.Text, demo.Label))
 
