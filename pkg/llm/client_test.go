@@ -3,7 +3,6 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -47,12 +46,11 @@ func newHarness(t *testing.T, provider string, stream bool, timeout time.Duratio
 		h.peer = llmtest.Anthropic(t, replies...)
 		base = h.peer.URL + "/v1"
 	}
-	rec := llm.NewStatusRecorder(nil)
 	model, err := llm.NewProvider(context.Background(), llm.ProviderConfig{Provider: provider, Model: "scripted-model", BaseURL: base,
-		APIKey: "test", HTTPClient: &http.Client{Transport: rec}})
+		OpenAIAPIKey: "test", AnthropicAPIKey: "test", HTTPClient: h.peer.Client()})
 	require.NoError(t, err)
 	h.client, err = llm.NewClient(llm.ClientConfig{Model: model, Provider: provider, Stream: stream, CallTimeout: timeout,
-		Recorder: rec, Sleep: func(_ context.Context, d time.Duration) error {
+		Rand: func() float64 { return 0.5 }, Sleep: func(_ context.Context, d time.Duration) error {
 			h.mu.Lock()
 			h.waits = append(h.waits, d)
 			h.mu.Unlock()
