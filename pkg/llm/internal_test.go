@@ -2,6 +2,8 @@ package llm
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -156,4 +158,18 @@ func TestJoinTurns(t *testing.T) {
 
 	_, ok = joinTurns([]byte(`not json`))
 	require.False(t, ok)
+}
+
+func TestGoogleKeyTravelsInTheTransport(t *testing.T) {
+	t.Parallel()
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Get("x-goog-api-key") }))
+	defer srv.Close()
+	hc := wrapClient(srv.Client(), func(next http.RoundTripper) http.RoundTripper { return apiKeyTransport{key: "secret", next: next} })
+	resp, err := hc.Get(srv.URL)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, "secret", got)
+	_, wrapped := srv.Client().Transport.(statusTransport)
+	require.False(t, wrapped, "the caller's client is not modified")
 }

@@ -45,6 +45,10 @@ type ProviderConfig struct {
 // network I/O; ctx is only used to build the googleai client. A missing key
 // or unknown provider is an apperr.Invalid error naming the field.
 //
+// A googleai model should be built once per process: generative-ai-go
+// v0.15.1 starts a gRPC cache client (goroutines, a lazy connection) that
+// its Close does not close.
+//
 // Use the model through a Client: the Client shapes messages the way each
 // provider's langchaingo code needs them, and reads the statuses the
 // transport installed here records.
