@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -45,8 +46,84 @@ func (t anthropicTurns) RoundTrip(req *http.Request) (*http.Response, error) {
 	out.Body = io.NopCloser(bytes.NewReader(body))
 	out.ContentLength = int64(len(body))
 	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	return t.next.RoundTrip(out)
+	resp, err := t.next.RoundTrip(out)
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		rec, _ := req.Context().Value(attemptKey{}).(*attemptRecord)
+		resp.Body = &streamErrorCut{rc: resp.Body, br: bufio.NewReader(resp.Body), rec: rec}
+	}
+	return resp, err
 }
+
+// streamErrorCut ends an anthropic stream right after an "error" event
+// (overloaded_error and the like arrive mid-stream, after a 200).
+// langchaingo v0.1.14 stops reading at that event but its reader goroutine
+// goes on scanning and blocks forever once the body is closed under it; an
+// EOF right after the event lets it finish. The error's kind is recorded as
+// the status it stands for, so the Client retries an overload like a 529.
+type streamErrorCut struct {
+	rc      io.ReadCloser
+	br      *bufio.Reader
+	rec     *attemptRecord
+	inError bool
+	done    bool
+	pending []byte
+}
+
+func (s *streamErrorCut) Read(p []byte) (int, error) {
+	for len(s.pending) == 0 {
+		if s.done {
+			return 0, io.EOF
+		}
+		line, err := s.br.ReadBytes('\n')
+		s.pending = line
+		trimmed := strings.TrimSpace(string(line))
+		switch {
+		case trimmed == "event: error":
+			s.inError = true
+		case s.inError && strings.HasPrefix(trimmed, "data:"):
+			s.recordError(strings.TrimPrefix(trimmed, "data:"))
+			s.pending = append(s.pending, '\n')
+			s.done = true
+		}
+		if err != nil {
+			if len(s.pending) == 0 {
+				return 0, err
+			}
+			s.done = true
+		}
+	}
+	n := copy(p, s.pending)
+	s.pending = s.pending[n:]
+	return n, nil
+}
+
+func (s *streamErrorCut) recordError(data string) {
+	if s.rec == nil {
+		return
+	}
+	var ev struct {
+		Error struct {
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(data), &ev)
+	status := http.StatusBadGateway
+	switch ev.Error.Type {
+	case "overloaded_error":
+		status = 529
+	case "rate_limit_error":
+		status = http.StatusTooManyRequests
+	case "api_error":
+		status = http.StatusInternalServerError
+	case "invalid_request_error":
+		status = http.StatusBadRequest
+	}
+	s.rec.mu.Lock()
+	s.rec.status = status
+	s.rec.mu.Unlock()
+}
+
+func (s *streamErrorCut) Close() error { return s.rc.Close() }
 
 // joinTurns merges consecutive same-role messages of a Messages API body,
 // concatenating their content blocks. It reports false when body is not

@@ -407,3 +407,33 @@ func TestOpenAIReceivesTheTurnWhole(t *testing.T) {
 		{"role":"tool","content":"result two","tool_call_id":"t2"}
 	]`, string(msgs))
 }
+
+// Anthropic reports an overload mid-stream, as an "error" event after a
+// 200: retried like a 529 while no text was shown, and never leaking
+// langchaingo's reader goroutine (goleak in TestMain).
+func TestAnthropicErrorEvent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		first    llmtest.Reply
+		requests int
+		text     string
+		code     apperr.Code
+	}{
+		{"before any text: retried", llmtest.Reply{ErrorEvent: "overloaded_error"}, 2, "ok", ""},
+		{"after text: not retried", llmtest.Reply{Chunks: []string{"part"}, ErrorEvent: "overloaded_error"}, 1, "part", apperr.Unavailable},
+		{"invalid request: not retried", llmtest.Reply{ErrorEvent: "invalid_request_error"}, 1, "", apperr.Unavailable},
+	} {
+		h := newHarness(t, "anthropic", true, 5*time.Second, tc.first, llmtest.Reply{Chunks: []string{"ok"}})
+		var p parts
+		resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, p.on)
+		if tc.code == "" {
+			require.NoError(t, err, tc.name)
+		} else {
+			require.Equal(t, tc.code, apperr.CodeOf(err), tc.name)
+		}
+		require.Equal(t, tc.text, resp.Text, tc.name)
+		require.Equal(t, tc.text, p.text.String(), tc.name)
+		require.Equal(t, tc.requests, h.peer.Requests(), tc.name)
+	}
+}

@@ -34,6 +34,9 @@ type Reply struct {
 	Calls  []Call
 	// InputTokens and OutputTokens are reported as usage.
 	InputTokens, OutputTokens int
+	// ErrorEvent (anthropic, streaming) sends an "error" event of that type
+	// (overloaded_error, …) after Chunks instead of finishing the answer.
+	ErrorEvent string
 	// Stall sends headers (and Chunks) and then hangs until the client goes
 	// (or 30 s pass).
 	Stall bool
@@ -235,10 +238,17 @@ func Anthropic(t testing.TB, replies ...Reply) *Peer {
 				stall(r)
 				return
 			}
+			if rep.ErrorEvent != "" {
+				sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.ErrorEvent, "message": "scripted"}})
+				return
+			}
 			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 			idx++
 		} else if rep.Stall {
 			stall(r)
+			return
+		} else if rep.ErrorEvent != "" {
+			sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.ErrorEvent, "message": "scripted"}})
 			return
 		}
 		for _, c := range rep.Calls {
