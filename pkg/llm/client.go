@@ -1,14 +1,11 @@
 package llm
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -17,232 +14,177 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 )
 
+// Client defaults.
+const (
+	DefaultCallTimeout = 60 * time.Second
+	DefaultMaxRetries  = 2
+	DefaultBackoff     = 500 * time.Millisecond
+)
+
 // ClientConfig configures a Client.
 type ClientConfig struct {
-	// Model is the langchaingo model calls go to. Required.
+	// Model is the langchaingo model calls go to (NewProvider's, the
+	// scripted or the demo model). Required.
 	Model llms.Model
-	// Provider names the provider in errors and logs (openai, anthropic,
-	// googleai, scripted, demo). "anthropic" also selects the message shape
-	// its langchaingo provider needs.
+	// Provider names the provider in errors, logs and CallStats (openai,
+	// anthropic, googleai, scripted, demo). "anthropic" also selects the
+	// message shape langchaingo's anthropic provider needs (as does a Model
+	// that is an *anthropic.LLM).
 	Provider string
-	// Stream asks the model to stream; false makes non-streaming calls for
-	// servers that cannot stream tool calls.
+	// Stream asks the model to stream; false makes non-streaming calls (for
+	// servers that cannot stream tool calls).
 	Stream bool
-	// CallTimeout bounds one attempt of a call (default 60 s).
+	// CallTimeout bounds one attempt of a call (DefaultCallTimeout when 0).
 	CallTimeout time.Duration
-	// MaxRetries is how often a call failing with 429, 5xx or a timeout is
-	// retried (default 2; negative: never).
+	// MaxRetries is how often a call failing with 429, 5xx or an attempt
+	// timeout is retried (DefaultMaxRetries when 0; negative: never).
 	MaxRetries int
 	// Backoff is the first retry's delay, doubled each retry, with jitter
-	// (default 500 ms). A Retry-After the provider sent wins.
+	// (DefaultBackoff when 0). A Retry-After the provider sent wins.
 	Backoff time.Duration
-	// Sleep waits between attempts; tests replace it.
+	// Sleep waits between attempts and returns ctx's cause when ctx ends
+	// first; a timer when nil. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
-	// Recorder, when set, is the transport recorder of the provider's HTTP
-	// client (NewStatusRecorder); it tells the Client the status and
-	// Retry-After of a failed attempt.
-	Recorder *StatusRecorder
-	Logger   zerolog.Logger
+	// Now reads Retry-After dates and times calls; time.Now when nil.
+	Now func() time.Time
+	// Rand returns the jitter fraction in [0, 1); math/rand/v2 when nil.
+	Rand func() float64
+	// Logger logs retries; the zero Logger is silent.
+	Logger zerolog.Logger
+	// Observer, when set, is called once per Generate, after it ends, from
+	// the calling goroutine (for metrics).
+	Observer func(CallStats)
+}
+
+// CallStats describes one Generate call for an Observer.
+type CallStats struct {
+	Provider string
+	// Role is the agent role of the request; Model its model override.
+	Role, Model string
+	// Attempts counts the attempts made (1 without retries).
+	Attempts int
+	// Duration is the whole call, retries and waits included.
+	Duration time.Duration
+	Usage    Usage
+	// Status is the provider's HTTP status of the last failed attempt, when
+	// known.
+	Status int
+	// Err is the error Generate returned, nil on success.
+	Err error
 }
 
 // Client adapts a langchaingo model to planwright's typed stream parts. It
-// implements agents.Model and is safe for concurrent use.
+// implements agents.Model and is safe for concurrent use; it holds no state
+// between calls.
 type Client struct {
-	cfg ClientConfig
+	cfg       ClientConfig
+	anthropic bool
 }
 
-// NewClient validates cfg and returns a Client.
+// NewClient validates cfg, fills its defaults and returns a Client. A bad
+// field is an apperr.Invalid error naming it.
 func NewClient(cfg ClientConfig) (*Client, error) {
+	var probs []apperr.FieldError
 	if cfg.Model == nil {
-		return nil, errors.New("llm: ClientConfig.Model is required")
+		probs = append(probs, apperr.FieldError{Field: "Model", Message: "is required"})
 	}
-	if cfg.CallTimeout < 0 || cfg.Backoff < 0 {
-		return nil, errors.New("llm: ClientConfig.CallTimeout and Backoff must not be negative")
+	if cfg.CallTimeout < 0 {
+		probs = append(probs, apperr.FieldError{Field: "CallTimeout", Message: "must not be negative"})
+	}
+	if cfg.Backoff < 0 {
+		probs = append(probs, apperr.FieldError{Field: "Backoff", Message: "must not be negative"})
+	}
+	if len(probs) > 0 {
+		return nil, apperr.Invalidf(probs, "llm: invalid client config")
 	}
 	if cfg.CallTimeout == 0 {
-		cfg.CallTimeout = 60 * time.Second
+		cfg.CallTimeout = DefaultCallTimeout
 	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = 2
-	}
-	if cfg.MaxRetries < 0 {
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
 	}
 	if cfg.Backoff == 0 {
-		cfg.Backoff = 500 * time.Millisecond
+		cfg.Backoff = DefaultBackoff
 	}
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
 	if cfg.Provider == "" {
 		cfg.Provider = "model"
 	}
-	return &Client{cfg: cfg}, nil
+	return &Client{cfg: cfg, anthropic: isAnthropic(cfg.Provider, cfg.Model)}, nil
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	case <-t.C:
-		return nil
-	}
-}
-
-// Generate makes one model call: it streams user-visible text to onPart as
-// TextDelta parts, then reports each complete tool call, the usage and the
-// stop reason, and returns the whole Response. Failures with 429, 5xx or a
-// timeout are retried while nothing was streamed yet. A provider failure is
-// an apperr Unavailable error; a cancelled ctx returns ctx's cause.
+// Generate makes one model call. It delivers the answer to onPart (which
+// may be nil) synchronously and in order: TextDelta as text streams (the
+// whole text once when not streaming), then one ToolCallPart per complete
+// tool call, a UsagePart and a StopPart. Tool-call JSON never reaches a
+// TextDelta, and Response.Text is the user-visible text only.
+//
+// Each attempt is bounded by CallTimeout. Failures with 429, 5xx or an
+// attempt timeout are retried up to MaxRetries times with backoff, unless
+// text of that attempt already reached onPart. A provider failure is an
+// apperr.Unavailable error naming the provider and status, returned with
+// the text streamed so far; when ctx ends, Generate returns ctx's cause
+// unchanged.
 func (c *Client) Generate(ctx context.Context, req Request, onPart func(Part)) (Response, error) {
 	if onPart == nil {
 		onPart = func(Part) {}
 	}
+	start := c.cfg.Now()
+	stats := CallStats{Provider: c.cfg.Provider, Role: req.Role, Model: req.Model}
+	resp, err := c.generate(ctx, req, onPart, &stats)
+	if c.cfg.Observer != nil {
+		stats.Duration = c.cfg.Now().Sub(start)
+		stats.Usage = resp.Usage
+		stats.Err = err
+		c.cfg.Observer(stats)
+	}
+	return resp, err
+}
+
+func (c *Client) generate(ctx context.Context, req Request, onPart func(Part), stats *CallStats) (Response, error) {
 	ctx = WithRole(ctx, req.Role)
 	n := newNames(req.Tools, req.Messages)
-	d := dialectParts
-	if c.cfg.Provider == "anthropic" {
-		d = dialectOnePart
-	}
-	msgs := toMessages(req.Messages, n, d, len(req.Tools) > 0)
-	var lastErr error
+	msgs := toMessages(req.Messages, n, c.anthropic, len(req.Tools) > 0)
+	opts := c.callOptions(req, n)
 	for attempt := 0; ; attempt++ {
-		resp, streamed, info, err := c.attempt(ctx, req, msgs, n, onPart)
+		stats.Attempts = attempt + 1
+		resp, st, f, err := c.attempt(ctx, msgs, opts, onPart)
 		if err == nil {
-			return c.finish(req, resp, streamed, n, onPart), nil
+			return c.finish(req, resp, st, n, onPart), nil
 		}
+		stats.Status = f.status
+		partial := Response{Text: st.text.String()}
 		if ctx.Err() != nil {
-			return Response{Text: streamed.text.String()}, context.Cause(ctx)
+			return partial, context.Cause(ctx)
 		}
-		lastErr = err
-		retryable := info.retryable()
-		if !retryable || streamed.text.Len() > 0 || attempt >= c.cfg.MaxRetries {
-			return Response{Text: streamed.text.String()}, c.failure(err, info, attempt+1)
+		if !f.retryable() || st.text.Len() > 0 || attempt >= c.cfg.MaxRetries {
+			return partial, c.failure(err, f, attempt+1)
 		}
-		wait := c.backoff(attempt, info.retryAfter)
-		c.cfg.Logger.Warn().Err(err).Str("provider", c.cfg.Provider).Int("status", info.status).
-			Int("attempt", attempt+1).Dur("wait", wait).Msg("model call failed; retrying")
+		wait := backoff(c.cfg.Backoff, attempt, f.retryAfter, c.cfg.Rand)
+		c.cfg.Logger.Warn().Err(err).Str("provider", c.cfg.Provider).Str("role", req.Role).Int("status", f.status).
+			Bool("timeout", f.timeout).Int("attempt", attempt+1).Dur("wait", wait).Msg("model call failed; retrying")
 		if err := c.cfg.Sleep(ctx, wait); err != nil {
-			return Response{}, errors.Join(context.Cause(ctx), lastErr)
+			if ctx.Err() != nil {
+				return Response{}, context.Cause(ctx)
+			}
+			return Response{}, err
 		}
 	}
 }
 
-// failureInfo is what is known about a failed attempt.
-type failureInfo struct {
-	status     int
-	retryAfter time.Duration
-	timeout    bool
-}
-
-func (f failureInfo) retryable() bool {
-	return f.timeout || f.status == 429 || f.status >= 500
-}
-
-func (c *Client) failure(err error, info failureInfo, attempts int) error {
-	what := "failed"
-	switch {
-	case info.timeout:
-		what = fmt.Sprintf("timed out after %s", c.cfg.CallTimeout)
-	case info.status != 0:
-		what = fmt.Sprintf("answered HTTP %d", info.status)
-	}
-	return apperr.Wrap(apperr.Unavailable, err, "model provider %s %s (%d attempt%s)", c.cfg.Provider, what, attempts, plural(attempts))
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
-}
-
-func (c *Client) backoff(attempt int, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return min(retryAfter, 60*time.Second)
-	}
-	d := c.cfg.Backoff << attempt
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
-}
-
-// streamState gathers what one attempt streamed.
-type streamState struct {
-	text  bytes.Buffer
-	calls map[int]*partialCall
-	order []int
-}
-
-type partialCall struct {
-	id, name string
-	args     bytes.Buffer
-}
-
-// toolDelta is an OpenAI tool-call delta as langchaingo passes it to the
-// streaming callback (a JSON array), which must never reach the user.
-type toolDelta struct {
-	Index    *int   `json:"index"`
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// absorbToolDeltas reports whether chunk is a tool-call delta array, and
-// gathers it by index (langchaingo itself ignores the index).
-func (s *streamState) absorbToolDeltas(chunk []byte) bool {
-	trimmed := bytes.TrimSpace(chunk)
-	if len(trimmed) < 2 || trimmed[0] != '[' || trimmed[len(trimmed)-1] != ']' {
-		return false
-	}
-	var deltas []toolDelta
-	if err := json.Unmarshal(trimmed, &deltas); err != nil || len(deltas) == 0 {
-		return false
-	}
-	for _, d := range deltas {
-		if d.ID == "" && d.Function.Name == "" && d.Function.Arguments == "" && d.Type == "" {
-			return false
-		}
-	}
-	if s.calls == nil {
-		s.calls = map[int]*partialCall{}
-	}
-	for _, d := range deltas {
-		idx := len(s.order) - 1
-		if d.Index != nil {
-			idx = *d.Index
-		} else if d.ID != "" {
-			idx = len(s.order)
-		}
-		pc, ok := s.calls[idx]
-		if !ok {
-			pc = &partialCall{}
-			s.calls[idx] = pc
-			s.order = append(s.order, idx)
-		}
-		if d.ID != "" {
-			pc.id = d.ID
-		}
-		if d.Function.Name != "" {
-			pc.name = d.Function.Name
-		}
-		pc.args.WriteString(d.Function.Arguments)
-	}
-	return true
-}
-
-func (c *Client) attempt(ctx context.Context, req Request, msgs []llms.MessageContent, n *names, onPart func(Part)) (*llms.ContentResponse, *streamState, failureInfo, error) {
-	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.CallTimeout, errAttemptTimeout)
-	defer cancel()
-	var rec *attemptRecord
-	if c.cfg.Recorder != nil {
-		actx, rec = c.cfg.Recorder.track(actx)
-	}
-	st := &streamState{}
-	opts := []llms.CallOption{}
+func (c *Client) callOptions(req Request, n *names) []llms.CallOption {
+	var opts []llms.CallOption
 	if req.Model != "" {
 		opts = append(opts, llms.WithModel(req.Model))
 	}
@@ -255,9 +197,23 @@ func (c *Client) attempt(ctx context.Context, req Request, msgs []llms.MessageCo
 	if len(req.Tools) > 0 {
 		opts = append(opts, llms.WithTools(toTools(req.Tools, n)))
 	}
+	return opts
+}
+
+// attempt makes one bounded call. The streamState it returns holds the text
+// that reached onPart, also when it fails.
+func (c *Client) attempt(ctx context.Context, msgs []llms.MessageContent, opts []llms.CallOption, onPart func(Part)) (*llms.ContentResponse, *streamState, failure, error) {
+	actx, cancel := context.WithTimeoutCause(ctx, c.cfg.CallTimeout, errAttemptTimeout)
+	defer cancel()
+	actx, rec := withAttemptRecord(actx)
+	st := &streamState{}
 	if c.cfg.Stream {
-		opts = append(opts, llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
-			if len(chunk) == 0 || st.absorbToolDeltas(chunk) {
+		opts = append(opts[:len(opts):len(opts)], llms.WithStreamingFunc(func(_ context.Context, chunk []byte) error {
+			if len(chunk) == 0 {
+				return nil
+			}
+			if ds, ok := toolDeltas(chunk); ok {
+				st.absorb(ds)
 				return nil
 			}
 			st.text.Write(chunk)
@@ -274,66 +230,69 @@ func (c *Client) attempt(ctx context.Context, req Request, msgs []llms.MessageCo
 	if err == nil && (resp == nil || len(resp.Choices) == 0) {
 		err = errors.New("the model returned no choices")
 	}
-	if err == nil {
-		return resp, st, failureInfo{}, nil
+	if err != nil {
+		return nil, st, classify(ctx, actx, err, rec, c.cfg.Now()), err
 	}
-	info := failureInfo{}
-	if rec != nil {
-		info.status, info.retryAfter = rec.result()
-	}
-	var se interface{ HTTPStatus() int }
-	if errors.As(err, &se) {
-		info.status = se.HTTPStatus()
-	}
-	var ra interface{ RetryAfter() time.Duration }
-	if errors.As(err, &ra) {
-		info.retryAfter = ra.RetryAfter()
-	}
-	var ne net.Error
-	if errors.Is(context.Cause(actx), errAttemptTimeout) || (errors.As(err, &ne) && ne.Timeout()) {
-		info.timeout = ctx.Err() == nil
-	}
-	return nil, st, info, err
+	return resp, st, failure{}, nil
 }
 
-var errAttemptTimeout = errors.New("model call timed out")
+func (c *Client) failure(err error, f failure, attempts int) error {
+	what := "failed"
+	switch {
+	case f.timeout:
+		what = fmt.Sprintf("timed out after %s", c.cfg.CallTimeout)
+	case f.status != 0:
+		what = fmt.Sprintf("answered HTTP %d", f.status)
+	}
+	s := "s"
+	if attempts == 1 {
+		s = ""
+	}
+	return apperr.Wrap(apperr.Unavailable, err, "model provider %s %s (%d attempt%s)", c.cfg.Provider, what, attempts, s)
+}
 
-// finish turns a successful attempt into parts and a Response.
+// finish turns a successful attempt into parts and a Response. Text and
+// tool calls are gathered from every choice: anthropic makes one choice per
+// content block.
 func (c *Client) finish(req Request, resp *llms.ContentResponse, st *streamState, n *names, onPart func(Part)) Response {
 	var out Response
-	var text bytes.Buffer
-	var fromChoices []ToolCall
+	var text strings.Builder
+	var calls []ToolCall
 	for _, ch := range resp.Choices {
 		if ch == nil {
 			continue
 		}
 		text.WriteString(ch.Content)
 		for _, tc := range ch.ToolCalls {
-			if tc.FunctionCall == nil {
+			if tc.FunctionCall == nil || tc.FunctionCall.Name == "" {
 				continue
 			}
-			fromChoices = append(fromChoices, ToolCall{ID: tc.ID, Name: n.ours(tc.FunctionCall.Name), Arguments: rawArgs(tc.FunctionCall.Arguments)})
+			calls = append(calls, ToolCall{ID: tc.ID, Name: n.ours(tc.FunctionCall.Name), Arguments: rawArgs(tc.FunctionCall.Arguments)})
 		}
-		if ch.StopReason != "" {
+		if out.StopReason == "" {
 			out.StopReason = ch.StopReason
 		}
-		if u, ok := usageOf(ch.GenerationInfo); ok && out.Usage == (Usage{}) {
-			out.Usage = u
-		}
 	}
-	if st.text.Len() > 0 {
-		out.Text = st.text.String()
+	out.Text = text.String()
+	// Text that never streamed (not streaming at all, or a delta langchaingo
+	// replaced by tool-call JSON) is delivered now, so the parts always add
+	// up to Response.Text.
+	if streamed := st.text.String(); strings.HasPrefix(out.Text, streamed) {
+		if rest := out.Text[len(streamed):]; rest != "" {
+			onPart(TextDelta{Text: rest})
+		}
 	} else {
-		out.Text = text.String()
-		if out.Text != "" {
-			onPart(TextDelta{Text: out.Text})
-		}
+		out.Text = streamed
 	}
-	out.ToolCalls = fromChoices
-	if streamedCalls := st.toolCalls(n); len(streamedCalls) >= len(fromChoices) && len(streamedCalls) > 0 {
+	out.ToolCalls = calls
+	if streamedCalls := st.toolCalls(n); len(streamedCalls) > 0 {
+		// langchaingo ignores the delta index and makes empty calls of
+		// empty deltas; the adapter's own gathering is the better one.
 		out.ToolCalls = streamedCalls
 	}
-	if out.Usage == (Usage{}) {
+	if u, ok := usageOf(resp); ok {
+		out.Usage = u
+	} else {
 		out.Usage = estimateUsage(req, out)
 	}
 	for _, tc := range out.ToolCalls {
@@ -342,79 +301,4 @@ func (c *Client) finish(req Request, resp *llms.ContentResponse, st *streamState
 	onPart(UsagePart{Usage: out.Usage})
 	onPart(StopPart{Reason: out.StopReason})
 	return out
-}
-
-func (s *streamState) toolCalls(n *names) []ToolCall {
-	idx := append([]int(nil), s.order...)
-	sort.Ints(idx)
-	var out []ToolCall
-	for _, i := range idx {
-		pc := s.calls[i]
-		if pc.name == "" {
-			continue
-		}
-		out = append(out, ToolCall{ID: pc.id, Name: n.ours(pc.name), Arguments: rawArgs(pc.args.String())})
-	}
-	return out
-}
-
-// rawArgs keeps valid JSON arguments; anything else is passed on as a JSON
-// string so the tool runtime can report it as invalid.
-func rawArgs(s string) json.RawMessage {
-	if s == "" {
-		return json.RawMessage("{}")
-	}
-	if json.Valid([]byte(s)) {
-		return json.RawMessage(s)
-	}
-	b, _ := json.Marshal(s)
-	return b
-}
-
-// usageOf reads token counts from a choice's generation info, whichever
-// provider's keys it uses.
-func usageOf(info map[string]any) (Usage, bool) {
-	pairs := [][2]string{{"PromptTokens", "CompletionTokens"}, {"InputTokens", "OutputTokens"}, {"input_tokens", "output_tokens"}}
-	for _, p := range pairs {
-		in, okIn := toInt(info[p[0]])
-		out, okOut := toInt(info[p[1]])
-		if (okIn || okOut) && in+out > 0 {
-			return Usage{InputTokens: in, OutputTokens: out}, true
-		}
-	}
-	return Usage{}, false
-}
-
-func toInt(v any) (int, bool) {
-	switch x := v.(type) {
-	case int:
-		return x, true
-	case int32:
-		return int(x), true
-	case int64:
-		return int(x), true
-	case float64:
-		return int(x), true
-	}
-	return 0, false
-}
-
-// estimateUsage guesses tokens (about four characters each) when a
-// provider reports none.
-func estimateUsage(req Request, resp Response) Usage {
-	in := 0
-	for _, m := range req.Messages {
-		in += len(m.Content) + 16
-		for _, c := range m.ToolCalls {
-			in += len(c.Name) + len(c.Arguments)
-		}
-	}
-	for _, t := range req.Tools {
-		in += len(t.Name) + len(t.Description) + len(t.Parameters)
-	}
-	out := len(resp.Text)
-	for _, c := range resp.ToolCalls {
-		out += len(c.Name) + len(c.Arguments)
-	}
-	return Usage{InputTokens: (in + 3) / 4, OutputTokens: (out + 3) / 4, Estimated: true}
 }

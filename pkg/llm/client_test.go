@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -18,8 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+	goleak.VerifyTestMain(m)
 }
 
 type harness struct {
@@ -37,6 +37,13 @@ func (h *harness) Waits() []time.Duration {
 
 func newHarness(t *testing.T, provider string, stream bool, timeout time.Duration, replies ...llmtest.Reply) *harness {
 	t.Helper()
+	return newHarnessWith(t, provider, func(c *llm.ClientConfig) { c.Stream, c.CallTimeout = stream, timeout }, replies...)
+}
+
+// newHarnessWith starts a peer for provider and a Client over it whose
+// Sleep records the waits; tweak adjusts the Client's config.
+func newHarnessWith(t *testing.T, provider string, tweak func(*llm.ClientConfig), replies ...llmtest.Reply) *harness {
+	t.Helper()
 	h := &harness{}
 	base := ""
 	switch provider {
@@ -47,17 +54,20 @@ func newHarness(t *testing.T, provider string, stream bool, timeout time.Duratio
 		h.peer = llmtest.Anthropic(t, replies...)
 		base = h.peer.URL + "/v1"
 	}
-	rec := llm.NewStatusRecorder(nil)
 	model, err := llm.NewProvider(context.Background(), llm.ProviderConfig{Provider: provider, Model: "scripted-model", BaseURL: base,
-		APIKey: "test", HTTPClient: &http.Client{Transport: rec}})
+		OpenAIAPIKey: "test", AnthropicAPIKey: "test", HTTPClient: h.peer.Client()})
 	require.NoError(t, err)
-	h.client, err = llm.NewClient(llm.ClientConfig{Model: model, Provider: provider, Stream: stream, CallTimeout: timeout,
-		Recorder: rec, Sleep: func(_ context.Context, d time.Duration) error {
+	cfg := llm.ClientConfig{Model: model, Provider: provider, Stream: true, CallTimeout: 5 * time.Second,
+		Rand: func() float64 { return 0.5 }, Sleep: func(_ context.Context, d time.Duration) error {
 			h.mu.Lock()
 			h.waits = append(h.waits, d)
 			h.mu.Unlock()
 			return nil
-		}})
+		}}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	h.client, err = llm.NewClient(cfg)
 	require.NoError(t, err)
 	return h
 }
@@ -246,4 +256,184 @@ func TestNewClientValidates(t *testing.T) {
 	require.Error(t, err)
 	_, err = llm.NewProvider(context.Background(), llm.ProviderConfig{Provider: "nope"})
 	require.Error(t, err)
+}
+
+func TestRetryAfterAsAnHTTPDate(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for _, provider := range []string{"openai", "anthropic"} {
+		h := newHarnessWith(t, provider, func(c *llm.ClientConfig) { c.Now = func() time.Time { return now } },
+			llmtest.Reply{Status: 503, RetryAfterHeader: now.Add(3 * time.Second).Format(http.TimeFormat)},
+			llmtest.Reply{Chunks: []string{"ok"}})
+		resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, nil)
+		require.NoError(t, err, provider)
+		require.Equal(t, "ok", resp.Text, provider)
+		require.Equal(t, []time.Duration{3 * time.Second}, h.Waits(), provider)
+	}
+}
+
+func TestBackoffDoublesWithJitter(t *testing.T) {
+	t.Parallel()
+	h := newHarnessWith(t, "openai", func(c *llm.ClientConfig) { c.MaxRetries = 3; c.Backoff = 100 * time.Millisecond },
+		llmtest.Reply{Status: 500}, llmtest.Reply{Status: 502}, llmtest.Reply{Status: 429}, llmtest.Reply{Chunks: []string{"ok"}})
+	_, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, nil)
+	require.NoError(t, err)
+	// Rand is 0.5: each wait is three quarters of base·2^n.
+	require.Equal(t, []time.Duration{75 * time.Millisecond, 150 * time.Millisecond, 300 * time.Millisecond}, h.Waits())
+}
+
+func TestRetryLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		maxRetries int
+		replies    []llmtest.Reply
+		requests   int
+		code       apperr.Code
+		message    string
+	}{
+		{"MaxRetries -1 never retries", -1, []llmtest.Reply{{Status: 429}, {Chunks: []string{"ok"}}}, 1, apperr.Unavailable, "HTTP 429 (1 attempt)"},
+		{"401 is not retried", 2, []llmtest.Reply{{Status: 401}, {Chunks: []string{"ok"}}}, 1, apperr.Unavailable, "HTTP 401"},
+		{"MaxRetries 1", 1, []llmtest.Reply{{Status: 500}, {Status: 500}, {Chunks: []string{"ok"}}}, 2, apperr.Unavailable, "HTTP 500 (2 attempts)"},
+	} {
+		h := newHarnessWith(t, "anthropic", func(c *llm.ClientConfig) { c.MaxRetries = tc.maxRetries }, tc.replies...)
+		_, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, nil)
+		require.Error(t, err, tc.name)
+		require.Equal(t, tc.code, apperr.CodeOf(err), tc.name)
+		require.Contains(t, apperr.MessageOf(err), tc.message, tc.name)
+		require.Contains(t, apperr.MessageOf(err), "anthropic", "%s: the message names the provider", tc.name)
+		require.Equal(t, tc.requests, h.peer.Requests(), tc.name)
+	}
+}
+
+// A stream that stalls before any text reached the user is retried: the
+// user has seen nothing that a second answer would repeat.
+func TestStallBeforeTextIsRetried(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"openai", "anthropic"} {
+		h := newHarness(t, provider, true, 200*time.Millisecond, llmtest.Reply{Stall: true}, llmtest.Reply{Chunks: []string{"second"}})
+		var p parts
+		resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, p.on)
+		require.NoError(t, err, provider)
+		require.Equal(t, "second", resp.Text, provider)
+		require.Equal(t, "second", p.text.String(), provider)
+		require.Equal(t, 2, h.peer.Requests(), provider)
+		require.Len(t, h.Waits(), 1, provider)
+	}
+}
+
+func TestCancelledWhileWaitingReturnsTheCause(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("user cancelled")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h := newHarnessWith(t, "openai", func(c *llm.ClientConfig) {
+		c.Sleep = func(ctx context.Context, _ time.Duration) error {
+			cancel(cause)
+			return context.Cause(ctx)
+		}
+	}, llmtest.Reply{Status: 429}, llmtest.Reply{Chunks: []string{"never"}})
+	_, err := h.client.Generate(ctx, llm.Request{Messages: userAsks("hi")}, nil)
+	require.Same(t, cause, err, "the cause comes back unchanged")
+	require.Equal(t, 1, h.peer.Requests())
+}
+
+func TestObserverSeesEveryCall(t *testing.T) {
+	t.Parallel()
+	var stats []llm.CallStats
+	h := newHarnessWith(t, "openai", func(c *llm.ClientConfig) { c.Observer = func(s llm.CallStats) { stats = append(stats, s) } },
+		llmtest.Reply{Status: 429}, llmtest.Reply{Chunks: []string{"ok"}, InputTokens: 4, OutputTokens: 1}, llmtest.Reply{Status: 400})
+	_, err := h.client.Generate(context.Background(), llm.Request{Role: "planner", Messages: userAsks("hi")}, nil)
+	require.NoError(t, err)
+	_, err = h.client.Generate(context.Background(), llm.Request{Role: "executor", Model: "other", Messages: userAsks("hi")}, nil)
+	require.Error(t, err)
+	require.Len(t, stats, 2)
+	require.Equal(t, llm.CallStats{Provider: "openai", Role: "planner", Attempts: 2, Status: 429,
+		Usage: llm.Usage{InputTokens: 4, OutputTokens: 1}, Duration: stats[0].Duration}, stats[0])
+	require.Equal(t, "executor", stats[1].Role)
+	require.Equal(t, "other", stats[1].Model)
+	require.Equal(t, 1, stats[1].Attempts)
+	require.Equal(t, 400, stats[1].Status)
+	require.Equal(t, err, stats[1].Err)
+}
+
+// twoCalls is an assistant turn with text and two tool calls, one of an
+// MCP tool, and both results.
+func twoCalls() []llm.Message {
+	return append(userAsks("hi"),
+		llm.Message{Role: llm.RoleAssistant, Content: "Checking two things.", ToolCalls: []llm.ToolCall{
+			{ID: "t1", Name: "search", Arguments: json.RawMessage(`{"q":"one"}`)},
+			{ID: "t2", Name: "files.read", Arguments: json.RawMessage(`{"path":"two"}`)},
+		}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "t1", Name: "search", Content: "result one"},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "t2", Name: "files.read", Content: "result two"},
+	)
+}
+
+func TestAnthropicReceivesTheTurnWhole(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "anthropic", true, 5*time.Second, llmtest.Reply{Chunks: []string{"done"}})
+	_, err := h.client.Generate(context.Background(), llm.Request{Messages: twoCalls(), Tools: []llm.ToolDef{searchTool, mcpTool}}, nil)
+	require.NoError(t, err)
+	body := h.peer.Body(t, 0)
+	require.Equal(t, "sys", body["system"])
+	msgs, err := json.Marshal(body["messages"])
+	require.NoError(t, err)
+	require.JSONEq(t, `[
+		{"role":"user","content":[{"type":"text","text":"hi"}]},
+		{"role":"assistant","content":[
+			{"type":"text","text":"Checking two things."},
+			{"type":"tool_use","id":"t1","name":"search","input":{"q":"one"}},
+			{"type":"tool_use","id":"t2","name":"files__read","input":{"path":"two"}}]},
+		{"role":"user","content":[
+			{"type":"tool_result","tool_use_id":"t1","content":"result one"},
+			{"type":"tool_result","tool_use_id":"t2","content":"result two"}]}
+	]`, string(msgs))
+}
+
+func TestOpenAIReceivesTheTurnWhole(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "openai", true, 5*time.Second, llmtest.Reply{Chunks: []string{"done"}})
+	_, err := h.client.Generate(context.Background(), llm.Request{Messages: twoCalls(), Tools: []llm.ToolDef{searchTool, mcpTool}}, nil)
+	require.NoError(t, err)
+	msgs, err := json.Marshal(h.peer.Body(t, 0)["messages"])
+	require.NoError(t, err)
+	require.JSONEq(t, `[
+		{"role":"system","content":"sys"},
+		{"role":"user","content":"hi"},
+		{"role":"assistant","content":"Checking two things.","tool_calls":[
+			{"id":"t1","type":"function","function":{"name":"search","arguments":"{\"q\":\"one\"}"}},
+			{"id":"t2","type":"function","function":{"name":"files__read","arguments":"{\"path\":\"two\"}"}}]},
+		{"role":"tool","content":"result one","tool_call_id":"t1"},
+		{"role":"tool","content":"result two","tool_call_id":"t2"}
+	]`, string(msgs))
+}
+
+// Anthropic reports an overload mid-stream, as an "error" event after a
+// 200: retried like a 529 while no text was shown, and never leaking
+// langchaingo's reader goroutine (goleak in TestMain).
+func TestAnthropicErrorEvent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		first    llmtest.Reply
+		requests int
+		text     string
+		code     apperr.Code
+	}{
+		{"before any text: retried", llmtest.Reply{ErrorEvent: "overloaded_error"}, 2, "ok", ""},
+		{"after text: not retried", llmtest.Reply{Chunks: []string{"part"}, ErrorEvent: "overloaded_error"}, 1, "part", apperr.Unavailable},
+		{"invalid request: not retried", llmtest.Reply{ErrorEvent: "invalid_request_error"}, 1, "", apperr.Unavailable},
+	} {
+		h := newHarness(t, "anthropic", true, 5*time.Second, tc.first, llmtest.Reply{Chunks: []string{"ok"}})
+		var p parts
+		resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, p.on)
+		if tc.code == "" {
+			require.NoError(t, err, tc.name)
+		} else {
+			require.Equal(t, tc.code, apperr.CodeOf(err), tc.name)
+		}
+		require.Equal(t, tc.text, resp.Text, tc.name)
+		require.Equal(t, tc.text, p.text.String(), tc.name)
+		require.Equal(t, tc.requests, h.peer.Requests(), tc.name)
+	}
 }

@@ -8,57 +8,54 @@ import (
 	"github.com/tmc/langchaingo/llms"
 )
 
-// dialect is how a provider wants a conversation shaped.
-type dialect int
-
-const (
-	// dialectParts: one message per turn, several parts in it (openai and
-	// most others).
-	dialectParts dialect = iota
-	// dialectOnePart: langchaingo's anthropic provider reads only the first
-	// part of an assistant or tool message, so an assistant turn with text
-	// and several tool calls is sent as consecutive one-part messages (the
-	// Messages API joins consecutive turns of one role).
-	dialectOnePart
-)
-
-// toMessages converts a conversation for a provider. When the call offers
-// no tools but the history has tool calls, they are written as text: some
-// providers (anthropic) refuse tool blocks in a request without tools, and
-// a forced final answer is exactly such a request.
-func toMessages(msgs []Message, n *names, d dialect, toolsOffered bool) []llms.MessageContent {
-	inline := !toolsOffered && d == dialectOnePart
+// toMessages converts a conversation for a provider.
+//
+// For anthropic (onePart) an assistant turn goes as consecutive one-part
+// messages (text, then each tool call) and every tool result as its own
+// message, because langchaingo reads only a message's first part; the
+// anthropic transport joins them again (see anthropicTurns). Empty text is
+// left out there, as the Messages API refuses empty text blocks. When such
+// a call offers no tools but the history has tool calls (a forced final
+// answer), the calls and results are written as text, as the API refuses
+// tool blocks in a request without tool definitions.
+func toMessages(msgs []Message, n *names, onePart, toolsOffered bool) []llms.MessageContent {
+	inline := onePart && !toolsOffered
 	out := make([]llms.MessageContent, 0, len(msgs))
 	add := func(role llms.ChatMessageType, parts ...llms.ContentPart) {
-		out = append(out, llms.MessageContent{Role: role, Parts: parts})
+		if len(parts) > 0 {
+			out = append(out, llms.MessageContent{Role: role, Parts: parts})
+		}
+	}
+	text := func(s string) []llms.ContentPart {
+		if onePart && strings.TrimSpace(s) == "" {
+			return nil
+		}
+		return []llms.ContentPart{llms.TextContent{Text: s}}
 	}
 	for _, m := range msgs {
 		switch m.Role {
 		case RoleSystem:
-			add(llms.ChatMessageTypeSystem, llms.TextContent{Text: m.Content})
+			add(llms.ChatMessageTypeSystem, text(m.Content)...)
 		case RoleUser:
-			add(llms.ChatMessageTypeHuman, llms.TextContent{Text: m.Content})
+			add(llms.ChatMessageTypeHuman, text(m.Content)...)
 		case RoleAssistant:
 			if inline {
-				add(llms.ChatMessageTypeAI, llms.TextContent{Text: inlineCalls(m)})
+				add(llms.ChatMessageTypeAI, text(inlineCalls(m))...)
 				continue
 			}
-			var parts []llms.ContentPart
-			if m.Content != "" {
-				parts = append(parts, llms.TextContent{Text: m.Content})
+			parts := text(m.Content)
+			if len(m.ToolCalls) > 0 && !onePart && m.Content == "" {
+				parts = nil // a tool-calls-only turn has no text
 			}
 			for _, c := range m.ToolCalls {
 				args := string(c.Arguments)
-				if !json.Valid(c.Arguments) {
+				if !json.Valid(c.Arguments) || strings.TrimSpace(args) == "" || strings.TrimSpace(args) == "null" {
 					args = "{}"
 				}
 				parts = append(parts, llms.ToolCall{ID: c.ID, Type: "function",
 					FunctionCall: &llms.FunctionCall{Name: n.provider(c.Name), Arguments: args}})
 			}
-			if len(parts) == 0 {
-				parts = append(parts, llms.TextContent{Text: " "})
-			}
-			if d == dialectOnePart {
+			if onePart {
 				for _, p := range parts {
 					add(llms.ChatMessageTypeAI, p)
 				}
@@ -67,7 +64,7 @@ func toMessages(msgs []Message, n *names, d dialect, toolsOffered bool) []llms.M
 			}
 		case RoleTool:
 			if inline {
-				add(llms.ChatMessageTypeHuman, llms.TextContent{Text: fmt.Sprintf("[result of tool %s]\n%s", m.Name, m.Content)})
+				add(llms.ChatMessageTypeHuman, text(fmt.Sprintf("[result of tool %s (call %s)]\n%s", m.Name, m.ToolCallID, m.Content))...)
 				continue
 			}
 			add(llms.ChatMessageTypeTool, llms.ToolCallResponse{ToolCallID: m.ToolCallID, Name: n.provider(m.Name), Content: m.Content})
@@ -76,6 +73,7 @@ func toMessages(msgs []Message, n *names, d dialect, toolsOffered bool) []llms.M
 	return out
 }
 
+// inlineCalls writes an assistant turn's tool calls as text.
 func inlineCalls(m Message) string {
 	var b strings.Builder
 	b.WriteString(m.Content)
@@ -83,21 +81,20 @@ func inlineCalls(m Message) string {
 		if b.Len() > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "[called tool %s with %s]", c.Name, string(c.Arguments))
-	}
-	if b.Len() == 0 {
-		return " "
+		fmt.Fprintf(&b, "[called tool %s (call %s) with %s]", c.Name, c.ID, string(c.Arguments))
 	}
 	return b.String()
 }
 
+// toTools converts tool definitions, with provider-safe names. Parameters
+// that are missing or not JSON become an empty object schema.
 func toTools(defs []ToolDef, n *names) []llms.Tool {
 	out := make([]llms.Tool, 0, len(defs))
 	for _, d := range defs {
 		var params any = map[string]any{"type": "object", "properties": map[string]any{}}
 		if len(d.Parameters) > 0 {
 			var v any
-			if err := json.Unmarshal(d.Parameters, &v); err == nil {
+			if err := json.Unmarshal(d.Parameters, &v); err == nil && v != nil {
 				params = v
 			}
 		}

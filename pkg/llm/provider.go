@@ -2,13 +2,22 @@ package llm
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
 	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
+
+	"github.com/planwright/planwright/pkg/apperr"
+)
+
+// Remote providers NewProvider builds. The scripted and demo models are
+// plain llms.Models that cmd wires itself.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+	ProviderGoogleAI  = "googleai"
 )
 
 // ProviderConfig selects and configures a remote provider.
@@ -18,51 +27,119 @@ type ProviderConfig struct {
 	// Model is the model name; empty means the provider's default.
 	Model string
 	// BaseURL points openai at an OpenAI-compatible server (Ollama, vLLM,
-	// llama.cpp) or anthropic at a proxy.
+	// llama.cpp) or anthropic at a proxy; empty means the provider's own
+	// endpoint.
 	BaseURL string
-	APIKey  string
-	// HTTPClient carries the provider's requests (default: a client over a
-	// StatusRecorder on the default transport).
+	// The provider keys; only the selected provider's is used. The openai
+	// key may be empty when BaseURL is set (local servers take any key).
+	OpenAIAPIKey    string
+	AnthropicAPIKey string
+	GoogleAPIKey    string
+	// HTTPClient carries the provider's requests (http.DefaultTransport
+	// when nil). NewProvider does not modify it: it wraps its transport in
+	// a copy, to record statuses and Retry-After for the Client's retries.
 	HTTPClient *http.Client
 }
 
 // NewProvider builds a langchaingo model for a remote provider. It does no
-// network I/O.
+// network I/O; ctx is only used to build the googleai client. A missing key
+// or unknown provider is an apperr.Invalid error naming the field.
+//
+// A googleai model should be built once per process: generative-ai-go
+// v0.15.1 starts a gRPC cache client (goroutines, a lazy connection) that
+// its Close does not close.
+//
+// Use the model through a Client: the Client shapes messages the way each
+// provider's langchaingo code needs them, and reads the statuses the
+// transport installed here records.
 func NewProvider(ctx context.Context, cfg ProviderConfig) (llms.Model, error) {
-	hc := cfg.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Transport: NewStatusRecorder(nil)}
+	invalid := func(field, msg string) error {
+		return apperr.Invalidf([]apperr.FieldError{{Field: field, Message: msg}}, "llm: invalid provider config")
 	}
 	switch cfg.Provider {
-	case "openai":
-		opts := []openai.Option{openai.WithHTTPClient(hc)}
-		key := cfg.APIKey
-		if key == "" && cfg.BaseURL != "" {
-			key = "not-needed" // OpenAI-compatible local servers take any key
+	case ProviderOpenAI:
+		key := cfg.OpenAIAPIKey
+		if key == "" {
+			if cfg.BaseURL == "" {
+				return nil, invalid("OpenAIAPIKey", "is required for the openai provider without a base URL (OPENAI_API_KEY)")
+			}
+			key = "unused" // OpenAI-compatible local servers take any key
 		}
-		opts = append(opts, openai.WithToken(key))
+		opts := []openai.Option{openai.WithHTTPClient(wrapClient(cfg.HTTPClient, nil)), openai.WithToken(key)}
 		if cfg.Model != "" {
 			opts = append(opts, openai.WithModel(cfg.Model))
 		}
 		if cfg.BaseURL != "" {
 			opts = append(opts, openai.WithBaseURL(cfg.BaseURL))
 		}
-		return openai.New(opts...)
-	case "anthropic":
-		opts := []anthropic.Option{anthropic.WithHTTPClient(hc), anthropic.WithToken(cfg.APIKey)}
+		m, err := openai.New(opts...)
+		if err != nil {
+			return nil, apperr.Wrap(apperr.Invalid, err, "llm: building the openai provider")
+		}
+		return m, nil
+	case ProviderAnthropic:
+		if cfg.AnthropicAPIKey == "" {
+			return nil, invalid("AnthropicAPIKey", "is required for the anthropic provider (ANTHROPIC_API_KEY)")
+		}
+		merge := func(next http.RoundTripper) http.RoundTripper { return anthropicTurns{next: next} }
+		opts := []anthropic.Option{anthropic.WithHTTPClient(wrapClient(cfg.HTTPClient, merge)), anthropic.WithToken(cfg.AnthropicAPIKey)}
 		if cfg.Model != "" {
 			opts = append(opts, anthropic.WithModel(cfg.Model))
 		}
 		if cfg.BaseURL != "" {
 			opts = append(opts, anthropic.WithBaseURL(cfg.BaseURL))
 		}
-		return anthropic.New(opts...)
-	case "googleai":
-		opts := []googleai.Option{googleai.WithAPIKey(cfg.APIKey), googleai.WithHTTPClient(hc)}
+		m, err := anthropic.New(opts...)
+		if err != nil {
+			return nil, apperr.Wrap(apperr.Invalid, err, "llm: building the anthropic provider")
+		}
+		return m, nil
+	case ProviderGoogleAI:
+		if cfg.GoogleAPIKey == "" {
+			return nil, invalid("GoogleAPIKey", "is required for the googleai provider (GOOGLE_API_KEY)")
+		}
+		key := func(next http.RoundTripper) http.RoundTripper {
+			return apiKeyTransport{key: cfg.GoogleAPIKey, next: next}
+		}
+		// The key goes in both: genai refuses a client without an auth
+		// option, and google.golang.org/api drops it once an HTTP client
+		// is given, so the transport sends it.
+		opts := []googleai.Option{googleai.WithAPIKey(cfg.GoogleAPIKey), googleai.WithHTTPClient(wrapClient(cfg.HTTPClient, key))}
 		if cfg.Model != "" {
 			opts = append(opts, googleai.WithDefaultModel(cfg.Model))
 		}
-		return googleai.New(ctx, opts...)
+		m, err := googleai.New(ctx, opts...)
+		if err != nil {
+			return nil, apperr.Wrap(apperr.Invalid, err, "llm: building the googleai provider")
+		}
+		return m, nil
 	}
-	return nil, fmt.Errorf("llm: unknown provider %q (want openai, anthropic or googleai)", cfg.Provider)
+	return nil, invalid("Provider", "must be openai, anthropic or googleai, not "+quote(cfg.Provider))
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// wrapClient returns a copy of hc (a new client when nil) whose transport
+// records statuses for the Client, under the provider-specific transport
+// extra makes (when not nil).
+func wrapClient(hc *http.Client, extra func(http.RoundTripper) http.RoundTripper) *http.Client {
+	out := &http.Client{}
+	if hc != nil {
+		*out = *hc //nolint:govet // copying the config of a client, not one in use
+	}
+	next := out.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	if extra != nil {
+		next = extra(next)
+	}
+	out.Transport = statusTransport{next: next}
+	return out
+}
+
+// isAnthropic reports whether calls go to langchaingo's anthropic provider.
+func isAnthropic(provider string, m llms.Model) bool {
+	_, ok := m.(*anthropic.LLM)
+	return ok || provider == ProviderAnthropic
 }

@@ -3,72 +3,66 @@ package llm
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"sync"
-	"time"
 )
 
-// StatusRecorder is an http.RoundTripper that remembers, for each model
-// call attempt, the HTTP status and Retry-After of the provider's last
-// answer, which langchaingo's errors do not expose. Give it to the
-// provider's HTTP client and to ClientConfig.Recorder.
-type StatusRecorder struct {
+// A provider's HTTP answer to a failed call (its status and Retry-After) is
+// not exposed by langchaingo's errors. statusTransport, which NewProvider
+// puts under every provider's HTTP client, writes them into the attempt
+// record the Client placed in the request's context; a request without one
+// passes through untouched. The record is per attempt, so concurrent calls
+// sharing one provider never see each other's answers.
+type statusTransport struct {
 	next http.RoundTripper
-	now  func() time.Time
-}
-
-// NewStatusRecorder wraps next (http.DefaultTransport when nil).
-func NewStatusRecorder(next http.RoundTripper) *StatusRecorder {
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	return &StatusRecorder{next: next, now: time.Now}
 }
 
 type attemptKey struct{}
 
+// attemptRecord is what the transport saw of one attempt's last answer.
 type attemptRecord struct {
 	mu         sync.Mutex
 	status     int
-	retryAfter time.Duration
+	retryAfter string
 }
 
-func (a *attemptRecord) result() (int, time.Duration) {
+func (a *attemptRecord) result() (status int, retryAfter string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.status, a.retryAfter
 }
 
-func (r *StatusRecorder) track(ctx context.Context) (context.Context, *attemptRecord) {
+// withAttemptRecord returns ctx carrying a fresh record for one attempt.
+func withAttemptRecord(ctx context.Context) (context.Context, *attemptRecord) {
 	rec := &attemptRecord{}
 	return context.WithValue(ctx, attemptKey{}, rec), rec
 }
 
 // RoundTrip implements http.RoundTripper.
-func (r *StatusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	resp, err := r.next.RoundTrip(req)
+func (t statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		return resp, err
 	}
 	if rec, ok := req.Context().Value(attemptKey{}).(*attemptRecord); ok {
 		rec.mu.Lock()
 		rec.status = resp.StatusCode
-		rec.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), r.now())
+		rec.retryAfter = resp.Header.Get("Retry-After")
 		rec.mu.Unlock()
 	}
 	return resp, nil
 }
 
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.Atoi(v); err == nil && secs >= 0 {
-		return time.Duration(secs) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+// apiKeyTransport adds Google's API key header. google.golang.org/api
+// ignores option.WithAPIKey once option.WithHTTPClient is given, so the
+// googleai provider's key travels here instead.
+type apiKeyTransport struct {
+	key  string
+	next http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t apiKeyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("x-goog-api-key", t.key)
+	return t.next.RoundTrip(req)
 }

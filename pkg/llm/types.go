@@ -1,7 +1,3 @@
-// Package llm is planwright's model layer: it builds langchaingo models from
-// configuration (openai and OpenAI-compatible servers, anthropic, googleai,
-// the scripted model and the offline demo model) and adapts a model call into
-// typed stream parts, so that no other package sees langchaingo.
 package llm
 
 import "encoding/json"

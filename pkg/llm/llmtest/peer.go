@@ -24,15 +24,21 @@ type Call struct {
 // Reply is one scripted answer of a peer.
 type Reply struct {
 	// Status, when not 0 or 200, answers with that HTTP status and an error
-	// body; RetryAfter sets the Retry-After header (seconds).
-	Status     int
-	RetryAfter int
+	// body; RetryAfter sets the Retry-After header (seconds), or
+	// RetryAfterHeader sets it verbatim (an HTTP date, say).
+	Status           int
+	RetryAfter       int
+	RetryAfterHeader string
 	// Chunks are streamed text deltas (or one text when not streaming).
 	Chunks []string
 	Calls  []Call
 	// InputTokens and OutputTokens are reported as usage.
 	InputTokens, OutputTokens int
-	// Stall sends headers (and Chunks) and then hangs until the client goes.
+	// ErrorEvent (anthropic, streaming) sends an "error" event of that type
+	// (overloaded_error, …) after Chunks instead of finishing the answer.
+	ErrorEvent string
+	// Stall sends headers (and Chunks) and then hangs until the client goes
+	// (or 30 s pass).
 	Stall bool
 }
 
@@ -50,6 +56,21 @@ func (p *Peer) Bodies() [][]byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([][]byte(nil), p.bodies...)
+}
+
+// Body returns the i-th request body decoded, for assertions on what the
+// provider received.
+func (p *Peer) Body(t testing.TB, i int) map[string]any {
+	t.Helper()
+	bodies := p.Bodies()
+	if i >= len(bodies) {
+		t.Fatalf("llmtest: request %d of %d", i, len(bodies))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(bodies[i], &m); err != nil {
+		t.Fatalf("llmtest: request %d is not JSON: %v", i, err)
+	}
+	return m
 }
 
 // Requests counts the requests received.
@@ -83,6 +104,9 @@ func fail(w http.ResponseWriter, rep Reply) bool {
 	}
 	if rep.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(rep.RetryAfter))
+	}
+	if rep.RetryAfterHeader != "" {
+		w.Header().Set("Retry-After", rep.RetryAfterHeader)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.Status)
@@ -214,8 +238,18 @@ func Anthropic(t testing.TB, replies ...Reply) *Peer {
 				stall(r)
 				return
 			}
+			if rep.ErrorEvent != "" {
+				sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.ErrorEvent, "message": "scripted"}})
+				return
+			}
 			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 			idx++
+		} else if rep.Stall {
+			stall(r)
+			return
+		} else if rep.ErrorEvent != "" {
+			sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.ErrorEvent, "message": "scripted"}})
+			return
 		}
 		for _, c := range rep.Calls {
 			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx,

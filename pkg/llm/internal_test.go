@@ -1,0 +1,175 @@
+package llm
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0},
+		{"7", 7 * time.Second},
+		{"0", 0},
+		{"-3", 0},
+		{"soon", 0},
+		{now.Add(90 * time.Second).Format(http1123), 90 * time.Second},
+		{now.Add(-time.Minute).Format(http1123), 0},
+	} {
+		require.Equal(t, tc.want, parseRetryAfter(tc.in, now), tc.in)
+	}
+}
+
+const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+func TestBackoff(t *testing.T) {
+	t.Parallel()
+	half := func() float64 { return 0.5 }
+	for _, tc := range []struct {
+		name       string
+		attempt    int
+		retryAfter time.Duration
+		rnd        func() float64
+		want       time.Duration
+	}{
+		{"first retry, middle jitter", 0, 0, half, 375 * time.Millisecond},
+		{"second retry doubles", 1, 0, half, 750 * time.Millisecond},
+		{"no jitter is half", 2, 0, func() float64 { return 0 }, time.Second},
+		{"Retry-After wins", 0, 7 * time.Second, half, 7 * time.Second},
+		{"Retry-After is capped", 0, time.Hour, half, maxRetryAfter},
+		{"backoff is capped", 20, 0, func() float64 { return 0.999999 }, maxRetryAfter - time.Duration(0.000001*float64(maxRetryAfter/2))},
+	} {
+		require.InDelta(t, float64(tc.want), float64(backoff(500*time.Millisecond, tc.attempt, tc.retryAfter, tc.rnd)), float64(time.Millisecond), tc.name)
+	}
+}
+
+func TestToolDeltasAreRecognisedExactly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		chunk string
+		tool  bool
+	}{
+		{`[{"id":"call_1","type":"function","function":{"name":"search","arguments":""}}]`, true},
+		{`[{"type":"","function":{"name":"","arguments":"{\"q\":"}}]`, true},
+		{`[{"type":"","function":{"name":"","arguments":""}}]`, true},
+		{` [{"type":"function","function":{"name":"a","arguments":"{}"}},{"type":"function","function":{"name":"b","arguments":"{}"}}] `, true},
+		{`Hello`, false},
+		{`[]`, false},
+		{`[1, 2]`, false},
+		{`[{"type":"function"}]`, false},
+		{`[{"function":{"name":"x","arguments":""}}]`, false},
+		{`[{"a":1}]`, false},
+		{`[see below]`, false},
+	} {
+		_, ok := toolDeltas([]byte(tc.chunk))
+		require.Equal(t, tc.tool, ok, tc.chunk)
+	}
+}
+
+func TestStreamedToolCallsAreGatheredInOrder(t *testing.T) {
+	t.Parallel()
+	var st streamState
+	for _, c := range []string{
+		`[{"id":"c1","type":"function","function":{"name":"search","arguments":""}}]`,
+		`[{"type":"","function":{"name":"","arguments":"{\"q\":"}}]`,
+		`[{"type":"","function":{"name":"","arguments":""}}]`,
+		`[{"type":"","function":{"name":"","arguments":"\"a\"}"}}]`,
+		`[{"id":"c2","type":"function","function":{"name":"files__read","arguments":"{}"}}]`,
+	} {
+		ds, ok := toolDeltas([]byte(c))
+		require.True(t, ok)
+		st.absorb(ds)
+	}
+	n := newNames([]ToolDef{{Name: "files.read"}}, nil)
+	require.Equal(t, []ToolCall{
+		{ID: "c1", Name: "search", Arguments: json.RawMessage(`{"q":"a"}`)},
+		{ID: "c2", Name: "files.read", Arguments: json.RawMessage(`{}`)},
+	}, st.toolCalls(n))
+}
+
+func TestToolNamesRoundTrip(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("x", 80) + ".tool"
+	defs := []ToolDef{{Name: "search"}, {Name: "files.read"}, {Name: "files__read"}, {Name: "web search!"}, {Name: long}}
+	history := []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{Name: "old.tool"}}}, {Role: RoleTool, Name: "old.tool"}}
+	n := newNames(defs, history)
+	seen := map[string]bool{}
+	for _, name := range []string{"search", "files.read", "files__read", "web search!", long, "old.tool"} {
+		p := n.provider(name)
+		require.Regexp(t, `^[a-zA-Z0-9_-]{1,64}$`, p, name)
+		require.False(t, seen[p], "%s: provider names are unique", name)
+		seen[p] = true
+		require.Equal(t, name, n.ours(p), "the provider's name maps back")
+	}
+	require.Equal(t, "search", n.provider("search"), "a safe name is kept")
+	require.Equal(t, "files__read", n.provider("files.read"))
+	require.Equal(t, "unknown", n.ours("unknown"), "a name never offered passes through")
+}
+
+func TestUsageOf(t *testing.T) {
+	t.Parallel()
+	choice := func(info map[string]any) *llms.ContentChoice { return &llms.ContentChoice{GenerationInfo: info} }
+	for _, tc := range []struct {
+		name    string
+		choices []*llms.ContentChoice
+		want    Usage
+		ok      bool
+	}{
+		{"openai", []*llms.ContentChoice{choice(map[string]any{"PromptTokens": 12, "CompletionTokens": 3})}, Usage{InputTokens: 12, OutputTokens: 3}, true},
+		{"anthropic repeats usage per block; not summed", []*llms.ContentChoice{
+			choice(map[string]any{"InputTokens": 20, "OutputTokens": 9}), choice(map[string]any{"InputTokens": 20, "OutputTokens": 9})},
+			Usage{InputTokens: 20, OutputTokens: 9}, true},
+		{"googleai", []*llms.ContentChoice{choice(map[string]any{"input_tokens": int32(7), "output_tokens": int32(2)})}, Usage{InputTokens: 7, OutputTokens: 2}, true},
+		{"zeros are absent", []*llms.ContentChoice{choice(map[string]any{"PromptTokens": 0, "CompletionTokens": 0})}, Usage{}, false},
+		{"nothing", []*llms.ContentChoice{nil, choice(nil)}, Usage{}, false},
+	} {
+		u, ok := usageOf(&llms.ContentResponse{Choices: tc.choices})
+		require.Equal(t, tc.ok, ok, tc.name)
+		require.Equal(t, tc.want, u, tc.name)
+	}
+}
+
+func TestJoinTurns(t *testing.T) {
+	t.Parallel()
+	in := `{"model":"m","system":"s","messages":[
+		{"role":"user","content":[{"type":"text","text":"hi"}]},
+		{"role":"assistant","content":[{"type":"text","text":"two calls"}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"a","input":{}}]},
+		{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"b","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r1"}]},
+		{"role":"user","content":"plain"}]}`
+	out, ok := joinTurns([]byte(in))
+	require.True(t, ok)
+	require.JSONEq(t, `{"model":"m","system":"s","messages":[
+		{"role":"user","content":[{"type":"text","text":"hi"}]},
+		{"role":"assistant","content":[{"type":"text","text":"two calls"},{"type":"tool_use","id":"t1","name":"a","input":{}},{"type":"tool_use","id":"t2","name":"b","input":{}}]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"r1"},{"type":"text","text":"plain"}]}]}`, string(out))
+
+	_, ok = joinTurns([]byte(`not json`))
+	require.False(t, ok)
+}
+
+func TestGoogleKeyTravelsInTheTransport(t *testing.T) {
+	t.Parallel()
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Get("x-goog-api-key") }))
+	defer srv.Close()
+	hc := wrapClient(srv.Client(), func(next http.RoundTripper) http.RoundTripper { return apiKeyTransport{key: "secret", next: next} })
+	resp, err := hc.Get(srv.URL)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, "secret", got)
+	_, wrapped := srv.Client().Transport.(statusTransport)
+	require.False(t, wrapped, "the caller's client is not modified")
+}
