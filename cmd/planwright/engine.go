@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,7 +61,6 @@ func newStore(db *persistence.DB, _ schema) (*persistence.Store, error) {
 func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.Metrics) (agents.Model, error) {
 	c := cfg.LLM
 	var base llms.Model
-	var rec *llm.StatusRecorder
 	switch c.Provider {
 	case config.ProviderDemo:
 		base = demo.New()
@@ -73,18 +71,15 @@ func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.M
 		}
 		base = s
 	default:
-		rec = llm.NewStatusRecorder(nil)
-		key := map[string]string{config.ProviderOpenAI: c.OpenAIAPIKey, config.ProviderAnthropic: c.AnthropicAPIKey,
-			config.ProviderGoogleAI: c.GoogleAPIKey}[c.Provider]
 		var err error
-		base, err = llm.NewProvider(rc, llm.ProviderConfig{Provider: c.Provider, Model: c.Model, BaseURL: c.BaseURL, APIKey: key,
-			HTTPClient: &http.Client{Transport: rec}})
+		base, err = llm.NewProvider(rc, llm.ProviderConfig{Provider: c.Provider, Model: c.Model, BaseURL: c.BaseURL,
+			OpenAIAPIKey: c.OpenAIAPIKey, AnthropicAPIKey: c.AnthropicAPIKey, GoogleAPIKey: c.GoogleAPIKey})
 		if err != nil {
 			return nil, err
 		}
 	}
 	client, err := llm.NewClient(llm.ClientConfig{Model: base, Provider: c.Provider, Stream: c.Stream, CallTimeout: c.CallTimeout,
-		MaxRetries: retries(c.MaxRetries), Recorder: rec, Logger: log.With().Str("component", "llm").Logger()})
+		MaxRetries: retries(c.MaxRetries), Logger: log.With().Str("component", "llm").Logger()})
 	if err != nil {
 		return nil, err
 	}
