@@ -511,6 +511,11 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	last := event.LastTurnContext{Summary: summaryOf(res.Text), ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, ToolsUsed: toolsUsed(res.ToolCalls), PlanID: answer.PlanID}
 	meta.LastTurn = &last
+	if asked(last.ToolsUsed) && res.Halted {
+		meta.ClarificationRounds++
+	} else if out.Err == nil && !res.Interrupted {
+		meta.ClarificationRounds = 0
+	}
 	t.Session.Metadata = meta.raw()
 	if err := s.cfg.Store.UpdateSession(pctx, t.Session); err != nil {
 		s.cfg.Logger.Error().Err(err).Str("session_id", t.Session.ID).Msg("update session after turn")
@@ -545,13 +550,23 @@ func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode string
 	if err != nil {
 		return agents.Result{}, err
 	}
+	// Questions: in project_create at most MaxClarificationRounds rounds,
+	// after which the planner proceeds with its best inference.
+	offered := planner.Tools
+	instructions := planner.Instructions
+	if t.Session.ContextType == ContextProjectCreate && SessionMetadata(t.Session).ClarificationRounds >= MaxClarificationRounds {
+		instructions += fmt.Sprintf("\n\nYou have asked the user %d rounds of questions already: do not ask more; proceed with your best inference.",
+			MaxClarificationRounds)
+	} else {
+		offered = append(append([]tools.Tool(nil), offered...), clarifyTool())
+	}
 	agentID := s.cfg.NewID()
 	return s.cfg.Runner.Run(ctx, agents.Task{
 		Role:    planner.Role,
-		Data:    agents.PromptData{ContextType: string(t.Session.ContextType), EntityID: t.Session.EntityID, Instructions: planner.Instructions},
+		Data:    agents.PromptData{ContextType: string(t.Session.ContextType), EntityID: t.Session.EntityID, Instructions: instructions},
 		History: history,
 		Input:   t.User.Content,
-		Tools:   planner.Tools,
+		Tools:   offered,
 		Scope: tools.Scope{UserID: t.User.UserID, SessionID: t.Session.ID, ContextType: string(t.Session.ContextType),
 			EntityID: t.Session.EntityID},
 		Events: em.With(event.Source{Role: event.RolePlanner, AgentID: agentID}),
