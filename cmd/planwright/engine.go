@@ -139,16 +139,21 @@ func newOrchestrator(cfg config.Config, store *persistence.Store, runner *agents
 }
 
 func newChatService(cfg config.Config, store *persistence.Store, runner *agents.Runner, orch *planning.Orchestrator,
-	reg *tools.Registry, profiles contextProfiles, roles agents.Roles, log zerolog.Logger) (*chat.Service, error) {
+	reg *tools.Registry, rt *tools.Runtime, profiles contextProfiles, roles agents.Roles, log zerolog.Logger) (*chat.Service, error) {
+	var gateway func([]tools.Tool) []tools.Tool
+	if cfg.Tools.Gateway {
+		gateway = rt.Gateway
+	}
 	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
-		Planner: plannerFor(roles.Planner, reg, profiles, orch)})
+		Planner: plannerFor(roles.Planner, reg, profiles, orch, gateway)})
 }
 
 // plannerFor builds each turn's planner: the role (overridden by the
-// session's agent definition), the context profile's tools, and the plan
-// tools.
-func plannerFor(base agents.Role, reg *tools.Registry, profiles contextProfiles, orch *planning.Orchestrator) chat.PlannerFunc {
+// session's agent definition), the context profile's tools — behind
+// tool_help/tool_exec when gateway is set — and the plan tools.
+func plannerFor(base agents.Role, reg *tools.Registry, profiles contextProfiles, orch *planning.Orchestrator,
+	gateway func([]tools.Tool) []tools.Tool) chat.PlannerFunc {
 	return func(_ context.Context, t chat.TurnInfo) (chat.Planner, error) {
 		role := base
 		sets := profiles.toolSets(t.ContextType)
@@ -184,7 +189,11 @@ func plannerFor(base agents.Role, reg *tools.Registry, profiles contextProfiles,
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
 			RequestMode: planning.Mode(t.PlanMode), Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID}
-		all := append(append([]tools.Tool(nil), offered...), orch.CreatePlanTool(origin), orch.ApprovePlanTool())
+		visible := offered
+		if gateway != nil {
+			visible = gateway(offered)
+		}
+		all := append(append([]tools.Tool(nil), visible...), orch.CreatePlanTool(origin), orch.ApprovePlanTool())
 		return chat.Planner{Role: role, Tools: all, Instructions: instructions}, nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -529,4 +530,65 @@ func TestKeysCommands(t *testing.T) {
 	code, _, stderr = runCLI(t, vars, "keys", "revoke", "nope")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "not found")
+}
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// make run followed by one request: the demo model plans a two-part
+// request, executors write documents into the workspace, and the answer
+// comes back — with no API key and no network.
+func TestServeDemoRunsAPlanEndToEnd(t *testing.T) {
+	t.Parallel()
+	for _, gateway := range []bool{false, true} {
+		t.Run(fmt.Sprintf("gateway=%v", gateway), func(t *testing.T) {
+			t.Parallel()
+			vars, _ := sqliteEnv(t)
+			cfgFile := shippedConfig
+			if gateway {
+				raw, err := os.ReadFile(shippedConfig)
+				require.NoError(t, err)
+				cfgFile = filepath.Join(t.TempDir(), "planwright.yaml")
+				require.NoError(t, os.WriteFile(cfgFile, []byte(strings.Replace(string(raw), "gateway: false", "gateway: true", 1)), 0o600))
+			}
+			s := startServe(t, vars, "--config", cfgFile)
+			defer func() { require.Equal(t, 0, s.stop(), s.stderr.String()) }()
+
+			status, body := post(t, s.url+"/api/agent/stream", `{"message": "write a blog post and design a banner", "stream": false}`)
+			require.Equal(t, http.StatusOK, status, body)
+			var res struct {
+				AssistantMessage struct{ Content string } `json:"assistant_message"`
+				Plan             struct {
+					Status string
+					Steps  []struct{ Status string }
+				}
+				FinishedReason string `json:"finished_reason"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(body), &res))
+			require.Equal(t, "completed", res.FinishedReason)
+			require.Equal(t, "completed", res.Plan.Status)
+			require.Len(t, res.Plan.Steps, 2)
+			require.Contains(t, res.AssistantMessage.Content, "[demo model]")
+
+			status, body = get(t, s.url+"/api/plans")
+			require.Equal(t, http.StatusOK, status)
+			require.Contains(t, body, "write a blog post")
+			_, metricsText := get(t, s.url+"/metrics")
+			require.True(t, strings.Contains(metricsText, `planwright_model_calls_total{outcome="ok",provider="demo",role="planner"} 2`),
+				"the planner's two model calls are counted")
+			require.True(t, strings.Contains(metricsText, `planwright_plans_total{status="completed"} 1`))
+			require.True(t, strings.Contains(metricsText, `planwright_plan_steps_total{status="completed"} 2`))
+			if !gateway {
+				require.True(t, strings.Contains(metricsText, `planwright_tool_calls_total{outcome="ok",tool="create_document"} 2`),
+					"the executors used the workspace")
+			}
+		})
+	}
 }

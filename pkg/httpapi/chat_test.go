@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
 
@@ -72,6 +73,7 @@ type chatEnv struct {
 	keys  map[string]string // user → secret
 	// routes are the routes the server serves.
 	routes []string
+	logs   *syncBuffer
 }
 
 func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
@@ -119,7 +121,9 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 	}
 	api, err := httpapi.NewAPI(cfg)
 	require.NoError(t, err)
-	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics})
+	env.logs = &syncBuffer{}
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics,
+		Logger: zerolog.New(env.logs)})
 	require.NoError(t, err)
 	env.routes = srv.Routes()
 	ts := httptest.NewServer(srv.Handler())
@@ -285,6 +289,18 @@ func TestStreamFalseReturnsOneDocument(t *testing.T) {
 	resp.Body.Close()
 	require.Contains(t, string(body), `planwright_http_requests_total{method="POST",route="/api/agent/stream",status="200"} 1`)
 	require.Contains(t, string(body), "planwright_active_streams 0")
+
+	// The request's log line names the user, the session and the run.
+	var line map[string]any
+	for _, l := range env.logs.lines(t) {
+		if l["path"] == "/api/agent/stream" {
+			line = l
+		}
+	}
+	require.Equal(t, "alice", line["user"])
+	require.Equal(t, res.Session.ID, line["session_id"])
+	require.Equal(t, res.AssistantMessage.StreamRunID, line["run_id"])
+	require.NotEmpty(t, line["request_id"])
 }
 
 func TestStreamRejectsBadInput(t *testing.T) {

@@ -65,7 +65,12 @@ func (a *API) planFor(c echo.Context, operatorsToo bool) (planning.Plan, error) 
 	if operatorsToo {
 		reader = a.readerOf(p)
 	}
-	return a.cfg.PlanStore.PlanFor(c.Request().Context(), reader, c.Param("id"))
+	c.Set(LogPlanID, c.Param("id"))
+	plan, err := a.cfg.PlanStore.PlanFor(c.Request().Context(), reader, c.Param("id"))
+	if err == nil {
+		c.Set(LogSessionID, plan.SessionID)
+	}
+	return plan, err
 }
 
 // optionalBody decodes a body that may be empty.

@@ -62,6 +62,14 @@ func usableRequestID(id string) bool {
 	return true
 }
 
+// Context keys handlers set so the request's log line names what it acted
+// on.
+const (
+	LogSessionID = "session_id"
+	LogRunID     = "run_id"
+	LogPlanID    = "plan_id"
+)
+
 // logRequests writes one log line per request, after its error (if any) has
 // been rendered, so the line carries the final status.
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
@@ -71,8 +79,17 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		req, res := c.Request(), c.Response()
-		s.log.WithLevel(logLevelFor(res.Status, req.URL.Path)).
-			Str("request_id", RequestID(c)).
+		ev := s.log.WithLevel(logLevelFor(res.Status, req.URL.Path)).
+			Str("request_id", RequestID(c))
+		if p := PrincipalOf(c); p.UserID != "" {
+			ev = ev.Str("user", p.UserID)
+		}
+		for _, key := range []string{LogSessionID, LogRunID, LogPlanID} {
+			if v, ok := c.Get(key).(string); ok && v != "" {
+				ev = ev.Str(key, v)
+			}
+		}
+		ev.
 			Str("method", req.Method).
 			Str("path", req.URL.Path).
 			Int("status", res.Status).

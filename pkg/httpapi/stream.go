@@ -62,6 +62,8 @@ func (a *API) stream(c echo.Context) error {
 		return err
 	}
 	defer turn.Release()
+	c.Set(LogSessionID, turn.Session.ID)
+	c.Set(LogRunID, turn.RunID)
 	if body.Stream != nil && !*body.Stream {
 		return a.turnJSON(c, turn, body.PlanMode)
 	}
