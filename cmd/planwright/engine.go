@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -146,56 +145,8 @@ func newChatService(cfg config.Config, store *persistence.Store, runner *agents.
 	}
 	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
-		Planner: plannerFor(roles.Planner, reg, profiles, orch, gateway)})
-}
-
-// plannerFor builds each turn's planner: the role (overridden by the
-// session's agent definition), the context profile's tools — behind
-// tool_help/tool_exec when gateway is set — and the plan tools.
-func plannerFor(base agents.Role, reg *tools.Registry, profiles contextProfiles, orch *planning.Orchestrator,
-	gateway func([]tools.Tool) []tools.Tool) chat.PlannerFunc {
-	return func(_ context.Context, t chat.TurnInfo) (chat.Planner, error) {
-		role := base
-		sets := profiles.toolSets(t.ContextType)
-		instructions := profiles.prompt(t.ContextType)
-		if d := t.Definition; d != nil && !d.IsDefault { // the default definition is the configuration itself
-			if d.Model != "" {
-				role.Model = d.Model
-			}
-			if d.Temperature != nil {
-				role.Temperature = d.Temperature
-			}
-			if len(d.Tools) > 0 {
-				sets = d.Tools
-			}
-			if d.MaxSteps > 0 {
-				role.Limits.MaxRounds = d.MaxSteps
-			}
-			if d.SystemPrompt != "" {
-				instructions += "\n\n" + d.SystemPrompt
-			}
-		}
-		offered, err := reg.Resolve(sets...)
-		if err != nil {
-			return chat.Planner{}, apperr.Wrap(apperr.Internal, err, "resolve the planner's tools")
-		}
-		allowed := func(name string) (tools.Tool, bool) {
-			for _, tl := range offered {
-				if tl.Spec().Name == name {
-					return tl, true
-				}
-			}
-			return nil, false
-		}
-		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
-			RequestMode: planning.Mode(t.PlanMode), Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID}
-		visible := offered
-		if gateway != nil {
-			visible = gateway(offered)
-		}
-		all := append(append([]tools.Tool(nil), visible...), orch.CreatePlanTool(origin), orch.ApprovePlanTool())
-		return chat.Planner{Role: role, Tools: all, Instructions: instructions}, nil
-	}
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
+			Plans: orch, Gateway: gateway})})
 }
 
 func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
@@ -308,5 +259,3 @@ func newContextProfiles(cfg config.Config, reg *tools.Registry) (contextProfiles
 	return contextProfiles{p}, nil
 }
 
-func (p contextProfiles) toolSets(ct chat.ContextType) []string { return p.For(ct).ToolSets }
-func (p contextProfiles) prompt(ct chat.ContextType) string     { return p.For(ct).Prompt }

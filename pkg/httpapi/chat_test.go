@@ -93,12 +93,12 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 		Observer: meter.ObservedSink(event.Discard),
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
 	require.NoError(t, err)
+	require.NoError(t, registry.Register(tools.New(tools.Spec{Name: "lookup_fact", Description: "look a fact up"},
+		func(context.Context, tools.Call, tools.NoArgs) (tools.Result, error) { return tools.Result{Content: "the sky is blue"}, nil })))
+	require.NoError(t, registry.DefineSet("facts", "lookup_fact"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		Planner: func(_ context.Context, ti chat.TurnInfo) (chat.Planner, error) {
-			origin := planning.Origin{UserID: ti.UserID, SessionID: ti.SessionID, StreamRunID: ti.StreamRunID,
-				RequestMode: planning.Mode(ti.PlanMode), Allowed: registry.Get}
-			return chat.Planner{Role: roles.Planner, Tools: []tools.Tool{orch.CreatePlanTool(origin), orch.ApprovePlanTool()}}, nil
-		}})
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
+			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."}}})})
 	require.NoError(t, err)
 	env := chatEnv{store: store, svc: svc, orch: orch, keys: map[string]string{}}
 	for _, u := range []string{"alice", "bob", "ops"} {

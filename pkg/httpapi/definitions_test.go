@@ -9,6 +9,8 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/llm/scripted"
 )
 
 func TestAgentDefinitions(t *testing.T) {
@@ -70,4 +72,44 @@ func TestAgentDefinitions(t *testing.T) {
 		map[string]any{"message": "hi", "stream": false, "agent_definition_id": persistence.NewID()})
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 	resp.Body.Close()
+}
+
+// A session bound to an agent definition gets its prompt and tools; the
+// scripted model sees them (a tool rule matches only when its tool is
+// offered).
+func TestDefinitionShapesThePlanner(t *testing.T) {
+	t.Parallel()
+	m, err := scripted.Parse([]byte(`
+rules:
+  - when: {role: planner, after_tool: none}
+    reply:
+      tool_calls: [{name: lookup_fact}]
+  - when: {role: planner, after_tool: lookup_fact}
+    reply: {text: "Looked it up."}
+default:
+  reply: {text: "No tools for me."}
+`))
+	require.NoError(t, err)
+	model, err := llm.NewClient(llm.ClientConfig{Model: m, Provider: "scripted", Stream: true})
+	require.NoError(t, err)
+	env := newChatEnv(t, persistence.DriverSQLite, model, nil)
+	ctx := context.Background()
+
+	plain := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi", "stream": false}))
+	require.Equal(t, "No tools for me.", plain.AssistantMessage.Content, "without a definition the planner has no lookup_fact")
+
+	def := decodeBody[httpapi.DefinitionView](t, env.request(t, ctx, "alice", "POST", "/api/agent-definitions",
+		map[string]any{"name": "factual", "system_prompt": "Always cite the fact table.", "tools": []string{"facts"}}))
+	bound := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "hi", "stream": false, "agent_definition_id": def.ID}))
+	require.Equal(t, "Looked it up.", bound.AssistantMessage.Content)
+	calls := m.Calls()
+	require.Contains(t, calls[len(calls)-1].System, "Always cite the fact table.")
+	require.NotContains(t, calls[0].System, "Always cite the fact table.")
+
+	// The session keeps its definition whatever a later request says.
+	again := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "again", "stream": false, "session_id": bound.Session.ID}))
+	require.Equal(t, def.ID, again.Session.AgentDefinitionID)
+	require.Equal(t, "Looked it up.", again.AssistantMessage.Content)
 }

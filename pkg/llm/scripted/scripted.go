@@ -99,6 +99,8 @@ func (e *ProviderError) HTTPStatus() int { return e.Status }
 // Call is one call the model answered, for assertions.
 type Call struct {
 	Role string
+	// System is the system prompt of the call.
+	System string
 	// Last is the text of the last message.
 	Last string
 	// AfterTool is the tool whose result the last message is, if any.
@@ -219,6 +221,15 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		o(&opts)
 	}
 	call := Call{Role: llm.RoleFrom(ctx)}
+	for _, m := range messages {
+		if m.Role == llms.ChatMessageTypeSystem {
+			for _, part := range m.Parts {
+				if p, ok := part.(llms.TextContent); ok {
+					call.System += p.Text
+				}
+			}
+		}
+	}
 	if n := len(messages); n > 0 {
 		for _, part := range messages[n-1].Parts {
 			switch p := part.(type) {
