@@ -258,4 +258,3 @@ func newContextProfiles(cfg config.Config, reg *tools.Registry) (contextProfiles
 	}
 	return contextProfiles{p}, nil
 }
-

@@ -94,7 +94,9 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
 	require.NoError(t, err)
 	require.NoError(t, registry.Register(tools.New(tools.Spec{Name: "lookup_fact", Description: "look a fact up"},
-		func(context.Context, tools.Call, tools.NoArgs) (tools.Result, error) { return tools.Result{Content: "the sky is blue"}, nil })))
+		func(context.Context, tools.Call, tools.NoArgs) (tools.Result, error) {
+			return tools.Result{Content: "the sky is blue"}, nil
+		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
