@@ -76,7 +76,7 @@ type chatEnv struct {
 	logs   *syncBuffer
 }
 
-func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
+func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
 	t.Helper()
 	db := dbtest.Open(t, driver)
 	store, err := persistence.NewStore(db, persistence.StoreConfig{})
@@ -100,7 +100,8 @@ func newChatEnv(t *testing.T, driver string, m agents.Model, mutate func(*httpap
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
-			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."}}})})
+			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
+				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
 	require.NoError(t, err)
 	env := chatEnv{store: store, svc: svc, orch: orch, keys: map[string]string{}}
 	for _, u := range []string{"alice", "bob", "ops"} {

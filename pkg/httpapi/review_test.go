@@ -45,7 +45,7 @@ default:
   reply: {text: "OK."}
 `
 
-func scriptedModel(t *testing.T, script string) *llm.Client {
+func scriptedModel(t testing.TB, script string) *llm.Client {
 	t.Helper()
 	m, err := scripted.Parse([]byte(script))
 	require.NoError(t, err)
