@@ -76,9 +76,8 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 	defer cancel()
 	res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		var werr *jsonrpc.Error
-		switch {
-		case errors.As(err, &werr):
+		switch werr := answered(err); {
+		case werr != nil:
 			// The server answered with a protocol error: the session is fine.
 			return tools.Result{}, apperr.Wrap(apperr.Invalid, err, "MCP server %q rejected the call of %q: %s",
 				s.cfg.Name, name, werr.Message)
@@ -107,6 +106,28 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 		text = "(the tool returned no content)"
 	}
 	return tools.Result{Content: text}, nil
+}
+
+// JSON-RPC error codes the SDK makes up on the client's side: transport
+// failures (a POST that broke off) and closing connections.
+const (
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+	codeRejected      = -32005
+)
+
+// answered returns the server's error response when err is one: the server
+// is alive and said no. Errors the SDK made up locally are not answers.
+func answered(err error) *jsonrpc.Error {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) || errors.Is(err, sdk.ErrConnectionClosed) {
+		return nil
+	}
+	switch werr.Code {
+	case codeClientClosing, codeServerClosing, codeRejected:
+		return nil
+	}
+	return werr
 }
 
 // resultText maps a tool result to what the model sees: text contents as
