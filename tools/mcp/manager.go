@@ -52,8 +52,9 @@ type ServerConfig struct {
 	URL string
 	// Headers are sent with every HTTP request (e.g. Authorization).
 	Headers map[string]string
-	// Timeout bounds connecting and listing tools, and each call (default
-	// 30 s). A call that takes longer fails and drops the session.
+	// Timeout bounds each call (default 30 s). A call that takes longer
+	// fails and drops the session. Connecting and listing tools are bounded
+	// by ManagerConfig.ConnectTimeout.
 	Timeout time.Duration
 }
 
@@ -67,6 +68,9 @@ type ManagerConfig struct {
 	// (defaults "planwright" and "dev").
 	ClientName    string
 	ClientVersion string
+	// ConnectTimeout bounds connecting to a server (starting its process)
+	// and listing its tools (default 30 s).
+	ConnectTimeout time.Duration
 	// HTTPClient is the client HTTP servers are reached with (default: a
 	// new one per server). Its Transport is wrapped to add the headers.
 	HTTPClient *http.Client
@@ -77,6 +81,7 @@ type ManagerConfig struct {
 type Manager struct {
 	client  *sdk.Client
 	log     zerolog.Logger
+	connect time.Duration // ConnectTimeout
 	servers []*server
 
 	closeOnce sync.Once
@@ -146,8 +151,14 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 			fail("Timeout", "must be positive")
 		}
 	}
+	if cfg.ConnectTimeout < 0 {
+		bad = append(bad, apperr.FieldError{Field: "ConnectTimeout", Message: "must be positive"})
+	}
 	if len(bad) > 0 {
 		return nil, apperr.Invalidf(bad, "invalid MCP config")
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultTimeout
 	}
 	if cfg.ClientName == "" {
 		cfg.ClientName = DefaultClientName
@@ -156,8 +167,9 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		cfg.ClientVersion = DefaultClientVersion
 	}
 	m := &Manager{
-		client: sdk.NewClient(&sdk.Implementation{Name: cfg.ClientName, Version: cfg.ClientVersion}, nil),
-		log:    cfg.Logger,
+		client:  sdk.NewClient(&sdk.Implementation{Name: cfg.ClientName, Version: cfg.ClientVersion}, nil),
+		log:     cfg.Logger,
+		connect: cfg.ConnectTimeout,
 	}
 	for _, s := range cfg.Servers {
 		if s.Timeout == 0 {
@@ -184,16 +196,22 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 func (m *Manager) Tools(ctx context.Context) ([]tools.Tool, error) {
 	var out []tools.Tool
 	var errs []error
+	var msgs []string
 	for _, s := range m.servers {
 		ts, err := s.listTools(ctx)
 		if err != nil {
 			errs = append(errs, err)
+			msgs = append(msgs, apperr.MessageOf(err))
 			continue
 		}
 		out = append(out, ts...)
 	}
 	if len(errs) > 0 {
-		return out, apperr.Wrap(apperr.Unavailable, errors.Join(errs...), "MCP servers unavailable: %v", errors.Join(errs...))
+		return out, &apperr.Error{
+			Code:    apperr.Unavailable,
+			Message: "MCP servers unavailable: " + strings.Join(msgs, "; "),
+			Err:     errors.Join(errs...),
+		}
 	}
 	return out, nil
 }
@@ -240,13 +258,13 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	if s.sess != nil {
 		return s.sess, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.m.connect)
 	defer cancel()
 	cs, err := s.m.client.Connect(ctx, s.transport(), nil)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("cannot connect to MCP server")
 		if ctx.Err() != nil {
-			return nil, apperr.Wrap(apperr.Unavailable, err, "MCP server %q did not answer within %s", s.cfg.Name, s.cfg.Timeout)
+			return nil, apperr.Wrap(apperr.Unavailable, err, "MCP server %q did not answer within %s", s.cfg.Name, s.m.connect)
 		}
 		return nil, apperr.Wrap(apperr.Unavailable, err, "cannot connect to MCP server %q: %v", s.cfg.Name, err)
 	}
@@ -329,7 +347,7 @@ func (s *server) listTools(ctx context.Context) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.m.connect)
 	defer cancel()
 	var out []tools.Tool
 	for t, err := range cs.Tools(ctx, nil) {

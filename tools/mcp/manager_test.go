@@ -326,7 +326,7 @@ func TestClose(t *testing.T) {
 
 func TestNewManagerValidatesConfig(t *testing.T) {
 	t.Parallel()
-	_, err := mcp.NewManager(mcp.ManagerConfig{Servers: []mcp.ServerConfig{
+	_, err := mcp.NewManager(mcp.ManagerConfig{ConnectTimeout: -1, Servers: []mcp.ServerConfig{
 		{Name: "", URL: "http://x"},
 		{Name: "a.b", URL: "http://x"},
 		{Name: "dup", URL: "http://x"},
@@ -348,7 +348,7 @@ func TestNewManagerValidatesConfig(t *testing.T) {
 	require.Equal(t, []string{
 		"Servers[0].Name", "Servers[1].Name", "Servers[3].Name", "Servers[4].Command", "Servers[5].URL",
 		"Servers[6].URL", "Servers[7].Command", "Servers[8].Headers", "Servers[9].Env[0]", "Servers[10].Env",
-		"Servers[11].Timeout",
+		"Servers[11].Timeout", "ConnectTimeout",
 	}, fields)
 
 	m, err := mcp.NewManager(mcp.ManagerConfig{})
