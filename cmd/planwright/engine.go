@@ -27,6 +27,8 @@ import (
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 	"github.com/planwright/planwright/tools/builtin"
+	"github.com/planwright/planwright/tools/mcp"
+	"github.com/planwright/planwright/tools/web"
 )
 
 // engineOptions are the parts of `serve` behind the HTTP server: the store,
@@ -224,19 +226,57 @@ func installDefaultDefinition(rc runContext, store *persistence.Store, roles age
 	return nil
 }
 
-// newRegistry registers the tools of the process and their sets.
-func newRegistry(store *persistence.Store) (*tools.Registry, error) {
+// newRegistry registers the tools of the process and their sets: the
+// workspace, the web, and the tools of the configured MCP servers (a server
+// that does not answer at start is logged; its tools are missing until a
+// restart).
+func newRegistry(lc fx.Lifecycle, rc runContext, cfg config.Config, store *persistence.Store, log zerolog.Logger) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	if err := reg.Register(builtin.Tools(store)...); err != nil {
 		return nil, err
 	}
-	for name, members := range builtin.Sets {
-		if err := reg.DefineSet(name, members...); err != nil {
+	webCfg := web.Config{Fetch: web.FetchConfig{AllowHosts: cfg.Tools.Web.AllowHosts}}
+	if cfg.Tools.Web.SearXNGURL != "" {
+		sx, err := web.NewSearXNG(web.SearXNGConfig{BaseURL: cfg.Tools.Web.SearXNGURL})
+		if err != nil {
+			return nil, fmt.Errorf("tools.web.searxng_url: %w", err)
+		}
+		webCfg.Search = sx
+	}
+	webTools, err := web.Tools(webCfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := reg.Register(webTools...); err != nil {
+		return nil, err
+	}
+	if len(cfg.Tools.MCPServers) > 0 {
+		servers := make([]mcp.ServerConfig, len(cfg.Tools.MCPServers))
+		for i, s := range cfg.Tools.MCPServers {
+			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout}
+		}
+		m, err := mcp.NewManager(mcp.ManagerConfig{Servers: servers, ClientVersion: buildVersion(),
+			Logger: log.With().Str("component", "mcp").Logger()})
+		if err != nil {
+			return nil, fmt.Errorf("tools.mcp_servers: %w", err)
+		}
+		lc.Append(fx.StopHook(m.Close))
+		mcpTools, err := m.Tools(rc)
+		if err != nil {
+			log.Warn().Err(err).Msg("some MCP servers did not answer; their tools are not offered")
+		}
+		if err := reg.Register(mcpTools...); err != nil {
 			return nil, err
 		}
 	}
-	if err := reg.DefineSet("web", "web_*"); err != nil {
-		return nil, err
+	sets := map[string][]string{"web": {"web_*"}, "mcp": {"*.*"}}
+	for name, members := range builtin.Sets {
+		sets[name] = members
+	}
+	for name, members := range sets {
+		if err := reg.DefineSet(name, members...); err != nil {
+			return nil, err
+		}
 	}
 	return reg, nil
 }

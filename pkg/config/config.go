@@ -138,8 +138,32 @@ type Tools struct {
 	MaxResultChars int `yaml:"max_result_chars"`
 	// Parallelism is how many tool calls of one round run at once.
 	Parallelism int `yaml:"parallelism"`
-	// Gateway exposes the tools through an MCP gateway.
+	// Gateway offers the planner the tool catalog through tool_help and
+	// tool_exec instead of every tool's schema.
 	Gateway bool `yaml:"gateway"`
+	// Web configures web_fetch and web_search.
+	Web WebTools `yaml:"web"`
+	// MCPServers contribute their tools, named <server>.<tool>.
+	MCPServers []MCPServer `yaml:"mcp_servers"`
+}
+
+// WebTools configures the web tools.
+type WebTools struct {
+	// AllowHosts may be fetched even when they resolve to loopback, private
+	// or link-local addresses (which are refused otherwise).
+	AllowHosts []string `yaml:"allow_hosts"`
+	// SearXNGURL is a SearXNG instance for web_search; empty: no web_search.
+	SearXNGURL string `yaml:"searxng_url"`
+}
+
+// MCPServer is one MCP server: a stdio command or a streamable HTTP URL.
+type MCPServer struct {
+	Name    string            `yaml:"name"`
+	Command []string          `yaml:"command"`
+	Env     []string          `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+	Timeout time.Duration     `yaml:"timeout"`
 }
 
 // Planning configures plans.
@@ -219,6 +243,8 @@ func Default() Config {
 			Timeout:        30 * time.Second,
 			MaxResultChars: 4000,
 			Parallelism:    3,
+			Web:            WebTools{AllowHosts: []string{}},
+			MCPServers:     []MCPServer{},
 		},
 		Planning: Planning{
 			MaxSteps:         20,

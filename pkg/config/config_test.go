@@ -60,8 +60,16 @@ func TestShippedFileMatchesDefaults(t *testing.T) {
 func requireEveryKeySet(t *testing.T, data []byte) {
 	t.Helper()
 	for _, key := range yamlKeys(reflect.TypeFor[config.Config](), "") {
-		section, name, _ := strings.Cut(key, ".")
-		require.Regexp(t, `(?ms)^`+section+`:\n(  .*\n)*?  `+name+`:`, string(data), "configs/planwright.yaml lacks %s", key)
+		parts := strings.Split(key, ".")
+		pattern := `(?ms)^` + parts[0] + `:\n`
+		for depth, name := range parts[1:] {
+			indent := strings.Repeat("  ", depth+1)
+			pattern += `(` + indent + `.*\n)*?` + indent + name + `:`
+			if depth < len(parts)-2 {
+				pattern += `.*\n`
+			}
+		}
+		require.Regexp(t, pattern, string(data), "configs/planwright.yaml lacks %s", key)
 	}
 }
 
@@ -433,4 +441,28 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = cfg.Validate()
 	})
+}
+
+func TestToolsWebAndMCPServers(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`
+tools:
+  web: {allow_hosts: [intranet.local], searxng_url: "http://127.0.0.1:8888"}
+  mcp_servers:
+    - {name: files, command: [mcp-files, /srv], env: ["ROOT=/srv"], timeout: 10s}
+    - {name: crm, url: "https://crm.example/mcp", headers: {Authorization: "Bearer x"}}
+`))
+	require.NoError(t, err)
+	require.Equal(t, []string{"intranet.local"}, cfg.Tools.Web.AllowHosts)
+	require.Len(t, cfg.Tools.MCPServers, 2)
+	require.Equal(t, "Bearer x", cfg.Tools.MCPServers[1].Headers["Authorization"])
+	require.Equal(t, 10*time.Second, cfg.Tools.MCPServers[0].Timeout)
+
+	bad, err := config.Parse([]byte("tools:\n  mcp_servers:\n    - {name: a}\n    - {name: a, url: x, command: [y]}\n"))
+	require.NoError(t, err)
+	err = bad.Validate()
+	require.ErrorContains(t, err, "tools.mcp_servers[0]: needs exactly one of command and url")
+	require.ErrorContains(t, err, `tools.mcp_servers[1].name: "a" is used twice`)
+	_, err = config.Parse([]byte("tools:\n  web: {allow_hosts: nope}\n"))
+	require.ErrorContains(t, err, "tools.web.allow_hosts: want a list")
 }

@@ -176,6 +176,32 @@ func decode(node *yaml.Node, v reflect.Value, path string, probs *[]apperr.Field
 		}
 		return
 	}
+	switch v.Kind() {
+	case reflect.Slice:
+		if node.Kind != yaml.SequenceNode {
+			problem("want a list, got %s", describe(node))
+			return
+		}
+		out := reflect.MakeSlice(v.Type(), len(node.Content), len(node.Content))
+		for i, item := range node.Content {
+			decode(item, out.Index(i), fmt.Sprintf("%s[%d]", path, i), probs)
+		}
+		v.Set(out)
+		return
+	case reflect.Map:
+		if node.Kind != yaml.MappingNode {
+			problem("want a mapping, got %s", describe(node))
+			return
+		}
+		out := reflect.MakeMapWithSize(v.Type(), len(node.Content)/2)
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			val := reflect.New(v.Type().Elem()).Elem()
+			decode(node.Content[i+1], val, join(path, node.Content[i].Value), probs)
+			out.SetMapIndex(reflect.ValueOf(node.Content[i].Value), val)
+		}
+		v.Set(out)
+		return
+	}
 	if node.Kind != yaml.ScalarNode {
 		problem("want a single value, got %s", describe(node))
 		return

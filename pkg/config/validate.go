@@ -77,6 +77,20 @@ func (c Config) Validate() error {
 	v.positiveDuration("tools.timeout", c.Tools.Timeout)
 	v.positive("tools.max_result_chars", int64(c.Tools.MaxResultChars))
 	v.positive("tools.parallelism", int64(c.Tools.Parallelism))
+	names := map[string]bool{}
+	for i, m := range c.Tools.MCPServers {
+		field := fmt.Sprintf("tools.mcp_servers[%d]", i)
+		switch {
+		case strings.TrimSpace(m.Name) == "":
+			v.add(field+".name", "must not be empty")
+		case names[m.Name]:
+			v.add(field+".name", fmt.Sprintf("%q is used twice", m.Name))
+		}
+		names[m.Name] = true
+		if (len(m.Command) == 0) == (m.URL == "") {
+			v.add(field, "needs exactly one of command and url")
+		}
+	}
 
 	v.positive("planning.max_steps", int64(c.Planning.MaxSteps))
 	v.positive("planning.max_parallel_steps", int64(c.Planning.MaxParallelSteps))
