@@ -9,6 +9,7 @@ package dbtest
 
 import (
 	"context"
+	"fmt"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"go.uber.org/goleak"
 
 	"github.com/planwright/planwright/persistence"
 )
@@ -181,4 +183,19 @@ func CloseShared() {
 	if base.db != nil {
 		_ = base.db.Close()
 	}
+}
+
+// Main runs a test binary's tests (call it from TestMain), then closes the
+// shared pool and fails the run when goroutines are left behind — which
+// the shared pool's own would otherwise be.
+func Main(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	CloseShared()
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

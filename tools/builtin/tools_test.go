@@ -3,13 +3,10 @@ package builtin_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
@@ -18,17 +15,7 @@ import (
 	"github.com/planwright/planwright/tools/builtin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dbtest.CloseShared()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 type ws struct {
 	rt    *tools.Runtime
