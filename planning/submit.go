@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
@@ -350,8 +351,13 @@ var createPlanSchema = json.RawMessage(`{
   }
 }`)
 
-// CreatePlanTool is the planner's create_plan tool for one turn.
+// CreatePlanTool is the planner's create_plan tool for one turn. Within
+// the turn, a create_plan call that follows the reviewer's request for
+// changes revises that plan even without plan_id (a model cannot always
+// repeat an id it was told).
 func (o *Orchestrator) CreatePlanTool(origin Origin) tools.Tool {
+	var mu sync.Mutex
+	underReview := ""
 	return tools.New(tools.Spec{
 		Name: "create_plan",
 		Description: "Turn work that needs several steps into a plan of numbered steps joined by dependencies; " +
@@ -375,7 +381,23 @@ func (o *Orchestrator) CreatePlanTool(origin Origin) tools.Tool {
 		if og.PlannerAgentID == "" {
 			og.PlannerAgentID = call.Events.Source().AgentID
 		}
-		return o.Submit(ctx, og, Draft{Goal: a.Goal, Mode: a.Mode, PlanID: a.PlanID, Steps: a.steps()}, call.Events)
+		mu.Lock()
+		if a.PlanID == "" {
+			a.PlanID = underReview
+		}
+		mu.Unlock()
+		res, err := o.Submit(ctx, og, Draft{Goal: a.Goal, Mode: a.Mode, PlanID: a.PlanID, Steps: a.steps()}, call.Events)
+		if err == nil && res.PlanID != "" {
+			if p, gerr := o.cfg.Store.GetPlan(ctx, res.PlanID); gerr == nil {
+				mu.Lock()
+				underReview = ""
+				if p.Status == StatusInReview {
+					underReview = p.ID
+				}
+				mu.Unlock()
+			}
+		}
+		return res, err
 	})
 }
 

@@ -212,3 +212,55 @@ func TestRejectCancelResumeOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, execs, 4, "three first runs, then only step 3 again")
 }
+
+// agent_review: the reviewer asks for changes, the planner revises (the
+// comments in its last message), the reviewer is still not satisfied, so
+// the plan waits for a human — who approves it.
+func TestAgentReviewThenHumanApproval(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, `
+rules:
+  - when: {role: planner, contains: "migrate", after_tool: none}
+    reply:
+      tool_calls:
+        - name: create_plan
+          args: {goal: "Migrate", mode: agent_review, steps: [{number: 1, title: "Migrate", executor_required: true}]}
+  - when: {role: planner, contains: "Take a backup first."}
+    reply:
+      tool_calls:
+        - name: create_plan
+          args: {goal: "Migrate", steps: [{number: 1, title: "Back up", executor_required: true}, {number: 2, title: "Migrate", executor_required: true, depends_on: [1]}]}
+  - when: {role: reviewer}
+    reply:
+      tool_calls: [{name: submit_review, args: {verdict: changes_requested, comments: "Take a backup first."}}]
+  - when: {role: planner, after_tool: create_plan}
+    reply: {text: "The plan waits for your review."}
+  - when: {role: executor}
+    reply: {text: "Done."}
+  - when: {role: synthesizer}
+    reply: {text: "Migrated."}
+default:
+  reply: {text: "OK."}
+`), nil)
+	ctx := context.Background()
+	frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "migrate the database"}))
+	got := types(frames)
+	require.Contains(t, got, "plan_review")
+	require.Contains(t, got, "plan_revised")
+	require.Contains(t, got, "plan_ready_for_review")
+	var planID string
+	for _, f := range frames {
+		if f.Type == "plan_created" {
+			planID = f.Env["plan"].(map[string]any)["id"].(string)
+		}
+	}
+	detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+	require.Equal(t, "pending_review", detail.Plan.Status)
+	require.Equal(t, 2, detail.Plan.Version)
+	require.Len(t, detail.Reviews, 2)
+	require.Empty(t, detail.Executions, "a plan the reviewer did not approve never ran")
+
+	res := decodeBody[httpapi.PlanRunResult](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"stream": false}))
+	require.Equal(t, "completed", res.Plan.Status)
+	require.Equal(t, "Migrated.", res.Answer)
+}
