@@ -9,10 +9,10 @@ package dbtest
 
 import (
 	"context"
-	"fmt"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"hash/fnv"
 	"net/url"
 	"os"
