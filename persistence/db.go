@@ -45,6 +45,17 @@ type Config struct {
 	// MigrationLockID is the advisory lock goose takes on PostgreSQL so that
 	// replicas starting together do not migrate at once. Default: goose's.
 	MigrationLockID int64
+	// MaxOpenConns bounds the connection pool, which keeps as many idle
+	// (default 16).
+	MaxOpenConns int
+}
+
+// maxOpen is the pool size: MaxOpenConns, else 16.
+func (c Config) maxOpen() int {
+	if c.MaxOpenConns > 0 {
+		return c.MaxOpenConns
+	}
+	return 16
 }
 
 func (c Config) validate() error {
@@ -92,6 +103,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if db.sql, err = db.gorm.DB(); err != nil {
 		return nil, fmt.Errorf("persistence: open %s %s: %w", cfg.Driver, db.target, err)
 	}
+	// database/sql keeps only 2 idle connections by default: with steps,
+	// tools and streams writing at once, every extra connection would be
+	// opened and closed per query (a TCP connect and a login on PostgreSQL).
+	db.sql.SetMaxOpenConns(cfg.maxOpen())
+	db.sql.SetMaxIdleConns(cfg.maxOpen())
+	db.sql.SetConnMaxIdleTime(5 * time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	if err := db.Ping(pingCtx); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
@@ -113,6 +115,21 @@ func (s *Store) CreateAgentSession(ctx context.Context, a planning.AgentSession)
 	row := agentSessionRow{ID: a.ID, AgentID: a.AgentID, PlanID: a.PlanID, StepNumber: a.StepNumber, UserID: a.UserID,
 		CreatedAt: Timestamp(a.CreatedAt)}
 	return dbErr("create agent session", s.g.WithContext(ctx).Create(&row).Error)
+}
+
+// StartExecution records an executor's agent, its conversation and its
+// running execution in one transaction.
+func (s *Store) StartExecution(ctx context.Context, a planning.AgentRecord, as planning.AgentSession, e planning.Execution) error {
+	return dbErr("start execution", s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		inTx := &Store{db: s.db, g: tx, now: s.now, newID: s.newID}
+		if err := inTx.CreateAgent(ctx, a); err != nil {
+			return err
+		}
+		if err := inTx.CreateAgentSession(ctx, as); err != nil {
+			return err
+		}
+		return inTx.CreateExecution(ctx, e)
+	}))
 }
 
 // CreateExecution stores an executor run as it starts.

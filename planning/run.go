@@ -3,7 +3,6 @@ package planning
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -46,16 +45,21 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 	running := 0
 	usage := p.Usage
 	done := func(s *Step) bool { return s.Status != StepPending && s.Status != StepRunning }
-	finish := func(s *Step, status StepStatus, why string) {
+	// storeEnd writes a step's final state, then announces it.
+	storeEnd := func(s Step) {
 		wctx, cancel := persist(ctx)
 		defer cancel()
-		now := o.cfg.Now()
-		s.Status, s.Error, s.CompletedAt = status, why, &now
-		if err := o.cfg.Store.UpdateStep(wctx, p.ID, *s); err != nil {
+		if err := o.cfg.Store.UpdateStep(wctx, p.ID, s); err != nil {
 			o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state")
 		}
 		sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number}).
-			Emit(wctx, event.StepComplete{PlanID: p.ID, Step: stepState(*s)})
+			Emit(wctx, event.StepComplete{PlanID: p.ID, Step: stepState(s)})
+	}
+	// finish ends a step that never ran (skipped or cancelled).
+	finish := func(s *Step, status StepStatus, why string) {
+		now := o.cfg.Now()
+		s.Status, s.Error, s.CompletedAt = status, why, &now
+		storeEnd(*s)
 	}
 
 	for {
@@ -87,15 +91,22 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 					running++
 					now := o.cfg.Now()
 					st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
-					if err := o.cfg.Store.UpdateStep(ctx, p.ID, *st); err != nil {
-						o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", st.Number).Msg("store step start")
-					}
-					sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: st.Number}).
-						Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(*st)})
 					snapshot := *st
 					deps := o.dependencies(steps, snapshot)
+					// The step's goroutine writes its own row (start and end)
+					// before announcing it, so steps that start together do
+					// not wait for each other's writes.
 					go func() {
-						results <- o.runStep(ctx, p, origin, snapshot, deps, em)
+						src := event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: snapshot.Number}
+						if err := o.cfg.Store.UpdateStep(ctx, p.ID, snapshot); err != nil {
+							o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start")
+						}
+						sys.With(src).Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(snapshot)})
+						out := o.runStep(ctx, p, origin, snapshot, deps, em)
+						end := o.cfg.Now()
+						out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
+						storeEnd(out.step)
+						results <- out
 					}()
 				}
 			}
@@ -105,11 +116,9 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		}
 		out := <-results
 		running--
-		st := steps[out.number]
-		st.Result = out.step.Result
+		*steps[out.number] = out.step
 		usage.InputTokens += out.usage.InputTokens
 		usage.OutputTokens += out.usage.OutputTokens
-		finish(st, out.step.Status, out.step.Error)
 	}
 	// Whatever never started was cancelled.
 	for _, s := range p.Steps {
@@ -226,15 +235,11 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
 	wctx, cancel := persist(ctx)
 	defer cancel()
-	err := errors.Join(
-		o.cfg.Store.CreateAgent(wctx, AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID,
-			PlanID: p.ID, StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: o.cfg.Executor.Model, CreatedAt: started}),
-		o.cfg.Store.CreateAgentSession(wctx, AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number,
-			UserID: p.UserID, CreatedAt: started}),
-	)
-	if err == nil {
-		err = o.cfg.Store.CreateExecution(wctx, exec)
-	}
+	err := o.cfg.Store.StartExecution(wctx,
+		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
+			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: o.cfg.Executor.Model, CreatedAt: started},
+		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
+		exec)
 	if err != nil {
 		s.Status, s.Error = StepFailed, "could not record the executor: "+err.Error()
 		return s, Usage{}

@@ -25,6 +25,9 @@ type Store interface {
 	CreateAgent(ctx context.Context, a AgentRecord) error
 	CreateAgentSession(ctx context.Context, s AgentSession) error
 	CreateExecution(ctx context.Context, e Execution) error
+	// StartExecution records an executor's agent, its conversation and its
+	// running execution in one transaction.
+	StartExecution(ctx context.Context, a AgentRecord, s AgentSession, e Execution) error
 	FinishExecution(ctx context.Context, e Execution) error
 	AppendAgentMessage(ctx context.Context, m AgentMessage) error
 	// ListPlans lists plans, newest first, one page at a time.
