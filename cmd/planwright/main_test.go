@@ -192,7 +192,7 @@ func TestServeOnSQLite(t *testing.T) {
 
 	// The schema is in place: a second start has nothing to apply.
 	s = startServe(t, vars)
-	require.Equal(t, 0, s.stop())
+	require.Equal(t, 0, s.stop(), s.stderr.String())
 	require.Contains(t, s.stderr.String(), "database schema is up to date")
 	require.NotContains(t, s.stderr.String(), "migration applied")
 }
