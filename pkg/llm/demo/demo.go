@@ -4,6 +4,10 @@
 // where "then" makes a step depend on the one before), plans them with
 // create_plan, lets executors use the workspace tools they are given, and
 // summarises — labelling every answer as the demo model's.
+//
+// The role of a call comes from llm.RoleFrom (the llm.Client sets it); a
+// call without one is classified by its system prompt, the planner being the
+// fallback. Usage is not reported, so the llm adapter estimates it.
 package demo
 
 import (
@@ -105,6 +109,9 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	}
 	last, afterTool, firstUser := lastMessage(messages)
 	role := llm.RoleFrom(ctx)
+	if role == "" {
+		role = roleFromSystem(messages)
+	}
 	var text string
 	var calls []llms.ToolCall
 	call := func(name string, args any) {
@@ -194,6 +201,38 @@ func planArgs(request string, parts []Part, offered map[string]string) map[strin
 		steps[i] = s
 	}
 	return map[string]any{"goal": excerpt(request, 200), "steps": steps}
+}
+
+// roleHints name the role whose system prompt starts with one of the
+// phrases; the planner's is the fallback. They match configs/agents.yaml.
+var roleHints = []struct{ role, phrase string }{
+	{"executor", "you are an executor"},
+	{"reviewer", "plan reviewer"},
+	{"synthesizer", "answer to the user after a plan has run"},
+}
+
+// roleFromSystem guesses the role of a call that carries none from the first
+// line of its system prompt.
+func roleFromSystem(msgs []llms.MessageContent) string {
+	for _, m := range msgs {
+		if m.Role != llms.ChatMessageTypeSystem {
+			continue
+		}
+		for _, p := range m.Parts {
+			t, ok := p.(llms.TextContent)
+			if !ok {
+				continue
+			}
+			first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(t.Text)), "\n")
+			for _, h := range roleHints {
+				if strings.Contains(first, h.phrase) {
+					return h.role
+				}
+			}
+			return "planner"
+		}
+	}
+	return "planner"
 }
 
 // lastMessage returns the last message's text, the tool whose result it is
