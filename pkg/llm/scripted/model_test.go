@@ -68,6 +68,8 @@ rules:
     reply: {text: read}
   - when: {role: planner, after_tool: web__fetch}
     reply: {text: fetched}
+  - when: {role: planner, after_tool: "my-server.look up"}
+    reply: {text: looked up}
   - when: {role: executor, contains: "step 2"}
     reply: {text: second step}
   - when: {contains: "anyone"}
@@ -89,8 +91,9 @@ default:
 		{"dotted rule name, sanitised result name", "planner", []llms.MessageContent{toolResult("files__read", "data")}, "read", 4},
 		{"dotted rule name, dotted result name", "planner", []llms.MessageContent{toolResult("files.read", "data")}, "read", 4},
 		{"sanitised rule name, dotted result name", "planner", []llms.MessageContent{toolResult("web.fetch", "page")}, "fetched", 5},
-		{"role filters", "executor", []llms.MessageContent{human("do step 2")}, "second step", 6},
-		{"role absent matches any role", "reviewer", []llms.MessageContent{human("anyone there")}, "any role", 7},
+		{"other unsafe characters", "planner", []llms.MessageContent{toolResult("my-server__look_up", "r")}, "looked up", 6},
+		{"role filters", "executor", []llms.MessageContent{human("do step 2")}, "second step", 7},
+		{"role absent matches any role", "reviewer", []llms.MessageContent{human("anyone there")}, "any role", 8},
 		{"only the last message counts", "executor", []llms.MessageContent{human("step 2"), human("other")}, "default", scripted.RuleDefault},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
