@@ -137,6 +137,28 @@ func TestPlanner(t *testing.T) {
 	require.Empty(t, args.Steps[0].Tools)
 	require.Equal(t, []int{1}, args.Steps[1].DependsOn)
 
+	// A one-part lookup searches the workspace first when it can.
+	for _, tc := range []struct{ request, query string }{
+		{"Find the launch checklist", "the launch checklist"},
+		{"what about the budget?", "about the budget"},
+		{"Is the venue booked?", "Is the venue booked"},
+		{"please search for invoices.", "invoices"},
+	} {
+		a = generate(t, m, "planner", []llms.MessageContent{human(tc.request)}, "create_plan", "search_workspace")
+		require.Equal(t, []llms.FunctionCall{{Name: "search_workspace", Arguments: `{"query":"` + tc.query + `"}`}}, a.calls, tc.request)
+	}
+	for _, tc := range []struct {
+		request string
+		tools   []string
+	}{
+		{"Find the launch checklist", []string{"create_plan"}},
+		{"hello there", []string{"search_workspace"}},
+		{"find", []string{"search_workspace"}},
+	} {
+		a = generate(t, m, "planner", []llms.MessageContent{human(tc.request)}, tc.tools...)
+		require.Empty(t, a.calls, tc.request)
+	}
+
 	// After a tool other than create_plan: a short answer quoting it.
 	a = generate(t, m, "planner", []llms.MessageContent{human("find x"), toolResult("search_workspace", "3 documents match")}, "create_plan")
 	require.Empty(t, a.calls)
