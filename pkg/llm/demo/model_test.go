@@ -305,3 +305,20 @@ func TestCancelledWhileStreaming(t *testing.T) {
 		}))
 	require.ErrorIs(t, err, context.Canceled)
 }
+
+// Split always yields at least one part, and a part depends only on parts
+// before it, so the plans the demo makes are acyclic.
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{"1. a\n2. b", "- x\n- y", "a and b, then c", "a then b and c then d", "", "then and then"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		parts := demo.Split(s)
+		require.NotEmpty(t, parts)
+		for i, p := range parts {
+			for _, d := range p.After {
+				require.Less(t, d, i)
+			}
+		}
+	})
+}
