@@ -2,8 +2,14 @@
 // llms.Model that needs no key and no network. It splits a request into
 // steps (numbered or bulleted lines, or clauses joined by "and"/"then",
 // where "then" makes a step depend on the one before), plans them with
-// create_plan, lets executors use the workspace tools they are given, and
-// summarises — labelling every answer as the demo model's.
+// create_plan, searches the workspace for a one-part lookup ("find …",
+// a question) when search_workspace is offered, lets executors use the
+// workspace tools they are given, and summarises — labelling every answer as
+// the demo model's.
+//
+// The role of a call comes from llm.RoleFrom (the llm.Client sets it); a
+// call without one is classified by its system prompt, the planner being the
+// fallback. Usage is not reported, so the llm adapter estimates it.
 package demo
 
 import (
@@ -105,6 +111,9 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	}
 	last, afterTool, firstUser := lastMessage(messages)
 	role := llm.RoleFrom(ctx)
+	if role == "" {
+		role = roleFromSystem(messages)
+	}
 	var text string
 	var calls []llms.ToolCall
 	call := func(name string, args any) {
@@ -146,6 +155,11 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 			text = fmt.Sprintf("%s %s", Label, excerpt(last, 600))
 		default:
 			parts := Split(last)
+			if q, ok := lookup(last); ok && len(parts) < 2 && has("search_workspace") {
+				text = fmt.Sprintf("%s Searching the workspace for %q.", Label, q)
+				call("search_workspace", map[string]string{"query": q})
+				break
+			}
 			if len(parts) < 2 || !has("create_plan") {
 				text = fmt.Sprintf("%s You asked: %q. This offline demo model plans multi-part requests; try a few tasks joined by \"and\" or \"then\".", Label, excerpt(last, 200))
 				break
@@ -194,6 +208,55 @@ func planArgs(request string, parts []Part, offered map[string]string) map[strin
 		steps[i] = s
 	}
 	return map[string]any{"goal": excerpt(request, 200), "steps": steps}
+}
+
+var lookupWords = regexp.MustCompile(`(?i)^\s*(?:please\s+)?(?:find|search(?:\s+for)?|look\s+up|look\s+for|show(?:\s+me)?|list|what|which|where)\b\s*`)
+
+// lookup reports whether a one-part request asks to find something in the
+// workspace (it starts with find, search, look up, show, list, what, which
+// or where, or it is a question) and returns the words to search for.
+func lookup(request string) (string, bool) {
+	r := strings.TrimSpace(request)
+	if !lookupWords.MatchString(r) && !strings.HasSuffix(r, "?") {
+		return "", false
+	}
+	q := strings.Trim(lookupWords.ReplaceAllString(r, ""), " ?.!")
+	if q == "" {
+		return "", false
+	}
+	return excerpt(q, 100), true
+}
+
+// roleHints name the role whose system prompt starts with one of the
+// phrases; the planner's is the fallback. They match configs/agents.yaml.
+var roleHints = []struct{ role, phrase string }{
+	{"executor", "you are an executor"},
+	{"reviewer", "plan reviewer"},
+	{"synthesizer", "answer to the user after a plan has run"},
+}
+
+// roleFromSystem guesses the role of a call that carries none from the first
+// line of its system prompt.
+func roleFromSystem(msgs []llms.MessageContent) string {
+	for _, m := range msgs {
+		if m.Role != llms.ChatMessageTypeSystem {
+			continue
+		}
+		for _, p := range m.Parts {
+			t, ok := p.(llms.TextContent)
+			if !ok {
+				continue
+			}
+			first, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(t.Text)), "\n")
+			for _, h := range roleHints {
+				if strings.Contains(first, h.phrase) {
+					return h.role
+				}
+			}
+			return "planner"
+		}
+	}
+	return "planner"
 }
 
 // lastMessage returns the last message's text, the tool whose result it is

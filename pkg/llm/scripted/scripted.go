@@ -2,6 +2,15 @@
 // answers from a YAML script (the format of DESIGN.md, "The scripted
 // model"), with streaming, latency, usage and simulated provider failures.
 // Tests, benchmarks and offline demos drive the whole system with it.
+//
+// The agent role a rule matches is not among langchaingo's call options: the
+// caller puts it in the context with llm.WithRole (the llm.Client does so on
+// every call). Tool names may arrive in the provider-safe form the adapter
+// sends ("a.b" as "a__b"); rules may name either form.
+//
+// A reply without usage reports none, so the llm adapter estimates it and
+// marks the estimate; a reply with usage reports it under the openai keys
+// (PromptTokens, CompletionTokens) and input_tokens/output_tokens.
 package scripted
 
 import (
@@ -10,7 +19,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -75,18 +86,36 @@ type Usage struct {
 
 // Error kinds of Reply.Error.
 const (
+	// ErrorRateLimited fails the call at once with a *ProviderError of
+	// status 429.
 	ErrorRateLimited = "rate_limited"
-	ErrorServer      = "server_error"
-	ErrorTimeout     = "timeout"
+	// ErrorServer fails the call at once with a *ProviderError of status
+	// 500.
+	ErrorServer = "server_error"
+	// ErrorTimeout simulates a provider that never answers: the call blocks
+	// until its context is done and returns the context's cause (the llm
+	// adapter's per-attempt timeout turns that into a retryable timeout).
+	ErrorTimeout = "timeout"
+)
+
+// Rule indexes of a Call that no rule of the script answered.
+const (
+	// RuleDefault is the index of a call the script's default answered.
+	RuleDefault = -1
+	// RuleNone is the index of a call nothing matched (the call failed).
+	RuleNone = -2
 )
 
 var roles = []string{"", "planner", "executor", "reviewer", "synthesizer"}
 
-// ProviderError is a simulated provider failure. It reports its HTTP status
-// the way the llm adapter classifies failures (429 and 5xx are retried).
+// ProviderError is a simulated provider failure (reply error rate_limited
+// or server_error). It reports its HTTP status the way the llm adapter
+// classifies failures (429 and 5xx are retried).
 type ProviderError struct {
+	// Status is 429 for rate_limited and 500 for server_error.
 	Status int
-	Kind   string
+	// Kind is the reply's error kind.
+	Kind string
 }
 
 func (e *ProviderError) Error() string {
@@ -105,9 +134,10 @@ type Call struct {
 	Last string
 	// AfterTool is the tool whose result the last message is, if any.
 	AfterTool string
-	// Tools are the names of the tools offered.
+	// Tools are the names of the tools offered, as the call named them.
 	Tools []string
-	// Rule is the index of the rule that answered; -1 is the default.
+	// Rule is the index of the rule that answered, RuleDefault for the
+	// default, or RuleNone when nothing matched.
 	Rule int
 }
 
@@ -143,6 +173,9 @@ func Parse(data []byte) (*Model, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("scripted: the script is empty")
+		}
 		return nil, fmt.Errorf("scripted: %w", err)
 	}
 	var problems []string
@@ -181,8 +214,14 @@ func (r Rule) check(where string) []string {
 	if rep.Text == "" && len(rep.ToolCalls) == 0 && rep.Error == "" {
 		p = append(p, fmt.Sprintf("%s.reply: needs text, tool_calls or error", where))
 	}
-	if rep.DelayMS < 0 || rep.Chunk < 0 {
-		p = append(p, fmt.Sprintf("%s.reply: delay_ms and chunk must not be negative", where))
+	if rep.DelayMS < 0 {
+		p = append(p, fmt.Sprintf("%s.reply.delay_ms: must not be negative", where))
+	}
+	if rep.Chunk < 0 {
+		p = append(p, fmt.Sprintf("%s.reply.chunk: must not be negative", where))
+	}
+	if u := rep.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0) {
+		p = append(p, fmt.Sprintf("%s.reply.usage: token counts must not be negative", where))
 	}
 	for j, c := range rep.ToolCalls {
 		if c.Name == "" {
@@ -207,10 +246,20 @@ func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOpt
 	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
 }
 
+// unsafeChar is what the llm adapter replaces in tool names providers
+// would refuse.
+var unsafeChar = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+
+// providerName is the provider-safe form the llm adapter gives a tool name:
+// "." becomes "__" and any other character providers refuse "_".
+func providerName(name string) string {
+	return unsafeChar.ReplaceAllString(strings.ReplaceAll(name, ".", "__"), "_")
+}
+
 // sameName compares a tool name with one the adapter may have made
 // provider-safe ("a.b" is sent as "a__b").
 func sameName(a, b string) bool {
-	return a == b || strings.ReplaceAll(a, ".", "__") == strings.ReplaceAll(b, ".", "__")
+	return a == b || providerName(a) == providerName(b)
 }
 
 // GenerateContent implements llms.Model: it picks the first rule matching
@@ -271,13 +320,13 @@ func (m *Model) match(c Call) (Rule, int, error) {
 		return r, i, nil
 	}
 	if m.script.Default != nil {
-		return *m.script.Default, -1, nil
+		return *m.script.Default, RuleDefault, nil
 	}
 	last := c.Last
 	if r := []rune(last); len(r) > 120 {
 		last = string(r[:120]) + "…"
 	}
-	return Rule{}, 0, fmt.Errorf("scripted: no rule matches role %q with last message %q", c.Role, last)
+	return Rule{}, RuleNone, fmt.Errorf("scripted: no rule matches role %q with last message %q", c.Role, last)
 }
 
 func matches(r Rule, c Call) bool {
@@ -361,6 +410,8 @@ func (m *Model) play(ctx context.Context, rep Reply, c Call, opts llms.CallOptio
 	if rep.Usage != nil {
 		choice.GenerationInfo["PromptTokens"] = rep.Usage.InputTokens
 		choice.GenerationInfo["CompletionTokens"] = rep.Usage.OutputTokens
+		choice.GenerationInfo["input_tokens"] = rep.Usage.InputTokens
+		choice.GenerationInfo["output_tokens"] = rep.Usage.OutputTokens
 	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
 }
