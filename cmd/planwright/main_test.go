@@ -203,7 +203,7 @@ func TestServeNoMigrate(t *testing.T) {
 	s := startServe(t, vars, "--no-migrate")
 	status, _ := get(t, s.url+"/healthz")
 	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, 0, s.stop())
+	require.Equal(t, 0, s.stop(), s.stderr.String())
 	require.Contains(t, s.stderr.String(), "migrations skipped (--no-migrate)")
 
 	code, stdout, stderr := runCLI(t, vars, "migrate", "status")
@@ -590,5 +590,27 @@ func TestServeDemoRunsAPlanEndToEnd(t *testing.T) {
 					"the executors used the workspace")
 			}
 		})
+	}
+}
+
+// A stop that arrives while the server is still starting is a clean stop.
+func TestStopDuringStart(t *testing.T) {
+	t.Parallel()
+	for i := range 5 {
+		vars, _ := sqliteEnv(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		var errOut syncBuffer
+		done := make(chan int, 1)
+		go func() {
+			done <- Run(ctx, Env{Args: []string{"serve"}, Stdout: io.Discard, Stderr: &errOut, LookupEnv: lookup(vars)})
+		}()
+		time.Sleep(time.Duration(i*20) * time.Millisecond) // from before the database opens to after it listens
+		cancel()
+		code := <-done
+		if code != 0 {
+			// Cancelled before the database opened, a constructor may fail
+			// with the cancellation; that is an error line, never a hang.
+			require.Contains(t, errOut.String(), "context canceled", errOut.String())
+		}
 	}
 }

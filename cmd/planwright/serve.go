@@ -58,7 +58,15 @@ func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutp
 	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
 	defer cancel()
 	if err := app.Start(startCtx); err != nil {
-		return err
+		if ctx.Err() == nil {
+			return err
+		}
+		// SIGINT/SIGTERM arrived while starting (fx reports the cancelled
+		// start as an error even when every hook had run): stop what
+		// started, and exit cleanly like any other stop.
+		stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), app.StopTimeout())
+		defer cancelStop()
+		return app.Stop(stopCtx)
 	}
 	var exit fx.ShutdownSignal
 	select {
