@@ -437,3 +437,16 @@ func (o *Orchestrator) ApprovePlanTool() tools.Tool {
 		return tools.Result{PlanID: id, Content: Summary(ended, o.cfg.SummaryChars)}, nil
 	})
 }
+
+// Settle is called when the turn that created a plan ends: a plan still in
+// review there waits for a reviser that will not come (the planner answered
+// instead of revising), so it goes to a human.
+func (o *Orchestrator) Settle(ctx context.Context, planID string) error {
+	_, err := o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) {
+		q.Reason = strings.TrimSpace("the planner did not revise the plan after the reviewer's comments; it waits for a human. " + q.Reason)
+	})
+	if apperr.CodeOf(err) == apperr.Conflict {
+		return nil // not in review: nothing to settle
+	}
+	return err
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -147,6 +148,13 @@ func newChatService(cfg config.Config, store *persistence.Store, runner *agents.
 	}
 	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
+		AfterTurn: func(ctx context.Context, planIDs []string) {
+			for _, id := range planIDs {
+				if err := orch.Settle(ctx, id); err != nil {
+					log.Error().Err(err).Str("plan_id", id).Msg("settle a plan after its turn")
+				}
+			}
+		},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
 			Plans: orch, Gateway: gateway})})
 }

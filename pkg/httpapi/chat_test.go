@@ -99,6 +99,11 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
+		AfterTurn: func(ctx context.Context, ids []string) {
+			for _, id := range ids {
+				require.NoError(t, orch.Settle(ctx, id))
+			}
+		},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})

@@ -264,3 +264,35 @@ default:
 	require.Equal(t, "completed", res.Plan.Status)
 	require.Equal(t, "Migrated.", res.Answer)
 }
+
+// The planner answers instead of revising after the reviewer's comments:
+// when the turn ends the plan goes to a human, not into limbo.
+func TestUnrevisedPlanGoesToAHuman(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, `
+rules:
+  - when: {role: planner, after_tool: none}
+    reply:
+      tool_calls:
+        - name: create_plan
+          args: {goal: "Migrate", mode: agent_review, steps: [{number: 1, title: "Migrate", executor_required: true}]}
+  - when: {role: reviewer}
+    reply:
+      tool_calls: [{name: submit_review, args: {verdict: changes_requested, comments: "Back up first."}}]
+default:
+  reply: {text: "I will leave it as it is."}
+`), nil)
+	ctx := context.Background()
+	frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "migrate"}))
+	var planID string
+	for _, f := range frames {
+		if f.Type == "plan_created" {
+			planID = f.Env["plan"].(map[string]any)["id"].(string)
+		}
+	}
+	p, err := e.store.GetPlan(ctx, planID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusPendingReview, p.Status)
+	require.Contains(t, p.Reason, "did not revise")
+	require.Contains(t, p.Reason, "Back up first.")
+}
