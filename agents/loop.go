@@ -62,7 +62,7 @@ func (s *run) run(system string) (Result, error) {
 	s.res.Compressed = hist.Compressed
 	s.task.Events.Emit(s.ctx, event.ContextUsage{EstimatedTokens: s.res.EstimatedTokens, Budget: s.role.Limits.TokenBudget, Compressed: hist.Compressed})
 	if s.res.EstimatedTokens > s.role.Limits.TokenBudget {
-		s.log.Info().Int("estimated_tokens", s.res.EstimatedTokens).Int("budget", s.role.Limits.TokenBudget).Msg("agent context over budget")
+		s.log.Info().Ctx(s.ctx).Int("estimated_tokens", s.res.EstimatedTokens).Int("budget", s.role.Limits.TokenBudget).Msg("agent context over budget")
 	}
 	if err := s.add(input, llm.Usage{}, false); err != nil {
 		return s.fail(err)
@@ -200,7 +200,7 @@ func (s *run) callFailed(ctx context.Context, text string, usage llm.Usage, err 
 	case isTimeLimit(ctx):
 		return s.finalize(LimitTime, s.reason(LimitTime), nil)
 	}
-	s.log.Warn().Err(err).Int("round", s.res.Rounds).Msg("agent model call failed")
+	s.log.Warn().Ctx(s.ctx).Err(err).Int("round", s.res.Rounds).Msg("agent model call failed")
 	return s.fail(fmt.Errorf("agents: %s model call %d: %w", s.role.Name, s.res.Rounds, err))
 }
 
@@ -390,7 +390,7 @@ func (s *run) finalize(l Limit, reason string, dup *llm.ToolCall) (Result, error
 		ev.Tool, ev.Arguments = dup.Name, dup.Arguments
 	}
 	s.task.Events.Emit(s.ctx, ev)
-	s.log.Info().Str("limit", string(l)).Str("reason", reason).Msg("agent tool loop ended by a limit")
+	s.log.Info().Ctx(s.ctx).Str("limit", string(l)).Str("reason", reason).Msg("agent tool loop ended by a limit")
 
 	note := llm.Message{Role: llm.RoleUser, Content: "[planwright] The tool phase of this turn is over: " + reason +
 		". Tools are no longer available. Write your final answer now from what you have learned so far: " +
@@ -418,7 +418,7 @@ func (s *run) finalize(l Limit, reason string, dup *llm.ToolCall) (Result, error
 		return s.done(nil)
 	}
 	if err != nil {
-		s.log.Warn().Err(err).Msg("agent final call failed; building the answer from what is known")
+		s.log.Warn().Ctx(s.ctx).Err(err).Msg("agent final call failed; building the answer from what is known")
 	}
 	if text != "" {
 		if terr := s.add(llm.Message{Role: llm.RoleAssistant, Content: text}, resp.Usage, true); terr != nil {

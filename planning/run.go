@@ -50,7 +50,7 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		wctx, cancel := persist(ctx)
 		defer cancel()
 		if err := o.cfg.Store.UpdateStep(wctx, p.ID, s); err != nil {
-			o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state")
+			o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state")
 		}
 		sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number}).
 			Emit(wctx, event.StepComplete{PlanID: p.ID, Step: stepState(s)})
@@ -99,7 +99,7 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 					go func() {
 						src := event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: snapshot.Number}
 						if err := o.cfg.Store.UpdateStep(ctx, p.ID, snapshot); err != nil {
-							o.cfg.Logger.Error().Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start")
+							o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start")
 						}
 						sys.With(src).Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(snapshot)})
 						out := o.runStep(ctx, p, origin, snapshot, deps, em)
@@ -279,7 +279,7 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		s.Status, s.Result = StepCompleted, res.Text
 	}
 	if err := o.cfg.Store.FinishExecution(wctx, exec); err != nil {
-		o.cfg.Logger.Error().Err(err).Str("execution_id", execID).Msg("store execution outcome")
+		o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("execution_id", execID).Msg("store execution outcome")
 	}
 	eu := event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, TotalTokens: usage.InputTokens + usage.OutputTokens}
 	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),

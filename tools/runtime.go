@@ -219,7 +219,7 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome 
 		text = res.Content
 		o.Content = truncate(text, r.cfg.MaxResultChars)
 	} else {
-		text = truncate(r.errorText(eff, err), r.cfg.MaxResultChars)
+		text = truncate(r.errorText(ctx, eff, err), r.cfg.MaxResultChars)
 		o.Content = "error: " + text
 		o.Result = Result{}
 	}
@@ -304,7 +304,7 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, er
 		if err == nil || attempt >= retries || !retryable(ctx, err) {
 			return res, err
 		}
-		r.log.Warn().Err(err).Str("tool", spec.Name).Str("tool_call_id", call.ID).
+		r.log.Warn().Ctx(ctx).Err(err).Str("tool", spec.Name).Str("tool_call_id", call.ID).
 			Int("attempt", attempt+1).Dur("backoff", backoff).Msg("tool failed; retrying")
 		t := time.NewTimer(backoff)
 		select {
@@ -339,7 +339,7 @@ func (r *Runtime) attempt(ctx context.Context, tool Tool, call Call, timeout tim
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error().Str("tool", call.Name).Str("tool_call_id", call.ID).
+			r.log.Error().Ctx(ctx).Str("tool", call.Name).Str("tool_call_id", call.ID).
 				Str("panic", fmt.Sprint(p)).Bytes("stack", debug.Stack()).Msg("tool panicked")
 			res, err = Result{}, &apperr.Error{
 				Code:    apperr.Internal,
@@ -379,7 +379,7 @@ func retryable(ctx context.Context, err error) bool {
 // *apperr.Error its message and field problems — "internal error" when its
 // code is Internal, the details being logged — and for any other error its
 // text. Invalid arguments are listed one violation per line.
-func (r *Runtime) errorText(call Call, err error) string {
+func (r *Runtime) errorText(ctx context.Context, call Call, err error) string {
 	var argErr *argumentsError
 	if errors.As(err, &argErr) {
 		return violationText(call.Name, argErr)
@@ -387,13 +387,13 @@ func (r *Runtime) errorText(call Call, err error) string {
 	var ae *apperr.Error
 	if !errors.As(err, &ae) {
 		if !errors.Is(err, ErrCancelled) {
-			r.log.Warn().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed")
+			r.log.Warn().Ctx(ctx).Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed")
 		}
 		return err.Error()
 	}
 	if ae.Code == apperr.Internal {
 		if !errors.Is(err, ErrPanic) { // a panic was logged with its stack
-			r.log.Error().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed with an internal error")
+			r.log.Error().Ctx(ctx).Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed with an internal error")
 		}
 		return "internal error"
 	}
@@ -424,7 +424,7 @@ func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outc
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.RecordTimeout)
 	defer cancel()
 	if err := r.cfg.Recorder.RecordToolExecution(rctx, e); err != nil {
-		r.log.Error().Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).
+		r.log.Error().Ctx(ctx).Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).
 			Str("execution_id", e.ID).Msg("recording tool execution failed")
 	}
 }

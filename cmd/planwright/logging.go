@@ -11,6 +11,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/pkg/logctx"
 )
 
 // logOutput is where the service logs (stderr) and whether it is a terminal.
@@ -39,7 +40,7 @@ func newLogger(cfg config.Config, out logOutput) (zerolog.Logger, error) {
 	if cfg.Log.Format == config.FormatConsole || (cfg.Log.Format == config.FormatAuto && out.tty) {
 		w = zerolog.ConsoleWriter{Out: out.w, TimeFormat: time.TimeOnly}
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	return zerolog.New(w).Level(level).Hook(logctx.Hook{}).With().Timestamp().Logger(), nil
 }
 
 // fxLogger sends fx's own events through zerolog: the routine ones at debug

@@ -496,7 +496,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 		}
 	}
 	if _, perr := s.cfg.Store.AppendMessage(pctx, &answer); perr != nil {
-		s.cfg.Logger.Error().Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
+		s.cfg.Logger.Error().Ctx(pctx).Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
 		if out.Err == nil {
 			out.Err, out.Finished = perr, event.FinishedError
 		}
@@ -525,7 +525,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	}
 	t.Session.Metadata = meta.raw()
 	if err := s.cfg.Store.UpdateSession(pctx, t.Session); err != nil {
-		s.cfg.Logger.Error().Err(err).Str("session_id", t.Session.ID).Msg("update session after turn")
+		s.cfg.Logger.Error().Ctx(pctx).Err(err).Str("session_id", t.Session.ID).Msg("update session after turn")
 	}
 	if res.AwaitUser && out.Err == nil && !res.Interrupted {
 		sys.Emit(pctx, event.AgentState{State: event.StateWaitingOnUser})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/logctx"
 )
 
 // Auth modes.
@@ -97,6 +98,6 @@ func authenticator(cfg AuthConfig) (echo.MiddlewareFunc, error) {
 func withPrincipal(c echo.Context, p auth.Principal) echo.Context {
 	c.Set("principal", p)
 	req := c.Request()
-	c.SetRequest(req.WithContext(context.WithValue(req.Context(), principalKey{}, p)))
+	c.SetRequest(req.WithContext(logctx.With(context.WithValue(req.Context(), principalKey{}, p), "user", p.UserID)))
 	return c
 }

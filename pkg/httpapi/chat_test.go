@@ -26,6 +26,7 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
@@ -83,7 +84,9 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 	require.NoError(t, err)
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
 	require.NoError(t, err)
-	runner, err := agents.New(agents.Config{Model: m, Tools: rt})
+	logs := &syncBuffer{}
+	logger := zerolog.New(logs).Hook(logctx.Hook{})
+	runner, err := agents.New(agents.Config{Model: m, Tools: rt, Logger: logger})
 	require.NoError(t, err)
 	roles, err := agents.LoadRoles("../../configs/agents.yaml")
 	require.NoError(t, err)
@@ -129,9 +132,9 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 	}
 	api, err := httpapi.NewAPI(cfg)
 	require.NoError(t, err)
-	env.logs = &syncBuffer{}
+	env.logs = logs
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics,
-		Logger: zerolog.New(env.logs)})
+		Logger: logger})
 	require.NoError(t, err)
 	env.routes = srv.Routes()
 	ts := httptest.NewServer(srv.Handler())
@@ -460,6 +463,20 @@ func TestProviderErrorEndsWithErrorThenDone(t *testing.T) {
 	require.Equal(t, []string{"error", "done"}, got[len(got)-2:])
 	require.Equal(t, "unavailable", frames[len(frames)-2].Env["error"].(map[string]any)["code"])
 	require.Equal(t, "error", frames[len(frames)-1].Env["finished_reason"])
+
+	// A log line written deep in the agent loop names the request, the
+	// user, the session and the run.
+	var line map[string]any
+	for _, l := range env.logs.lines(t) {
+		if l["message"] == "agent model call failed" {
+			line = l
+		}
+	}
+	require.NotNil(t, line)
+	require.NotEmpty(t, line["request_id"])
+	require.Equal(t, "alice", line["user"])
+	require.Equal(t, frames[1].Env["session"].(map[string]any)["id"], line["session_id"])
+	require.NotEmpty(t, line["run_id"])
 }
 
 func TestAuthModes(t *testing.T) {

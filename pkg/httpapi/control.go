@@ -11,6 +11,7 @@ import (
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -69,6 +70,7 @@ func (a *API) planFor(c echo.Context, operatorsToo bool) (planning.Plan, error) 
 	plan, err := a.cfg.PlanStore.PlanFor(c.Request().Context(), reader, c.Param("id"))
 	if err == nil {
 		c.Set(LogSessionID, plan.SessionID)
+		c.SetRequest(c.Request().WithContext(logctx.With(logctx.With(c.Request().Context(), LogPlanID, plan.ID), LogSessionID, plan.SessionID)))
 	}
 	return plan, err
 }
@@ -133,7 +135,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		out.Usage = event.Usage{InputTokens: ended.Usage.InputTokens + usage.InputTokens, OutputTokens: ended.Usage.OutputTokens + usage.OutputTokens}
 		out.Usage.TotalTokens = out.Usage.InputTokens + out.Usage.OutputTokens
 		if err != nil {
-			a.cfg.Logger.Warn().Err(err).Str("plan_id", ended.ID).Msg("synthesis failed; answering with the summary")
+			a.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("plan_id", ended.ID).Msg("synthesis failed; answering with the summary")
 			text = planning.Summary(ended, 2000)
 		}
 		out.Answer = text
@@ -143,7 +145,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
 			defer cancel()
 			if _, err := a.cfg.Sessions.AppendMessage(pctx, &msg); err != nil {
-				a.cfg.Logger.Error().Err(err).Str("plan_id", ended.ID).Msg("store the synthesized answer")
+				a.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", ended.ID).Msg("store the synthesized answer")
 			} else {
 				out.MessageID = msg.ID
 			}

@@ -115,9 +115,9 @@ func classify(err error) (int, ErrorDetail) {
 func (s *Server) handleError(err error, c echo.Context) {
 	status, detail := classify(err)
 	if status >= 500 {
-		ev := s.log.Error()
+		ev := s.log.Error().Ctx(c.Request().Context())
 		if status == http.StatusServiceUnavailable {
-			ev = s.log.Warn()
+			ev = s.log.Warn().Ctx(c.Request().Context())
 		}
 		ev = ev.Err(err).Str("request_id", RequestID(c)).
 			Str("method", c.Request().Method).Str("path", c.Request().URL.Path).Int("status", status)

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/logctx"
 )
 
 type requestIDKey struct{}
@@ -42,7 +43,7 @@ func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 			id = s.cfg.NewID()
 		}
 		c.Set(echoRequestIDKey, id)
-		c.SetRequest(req.WithContext(context.WithValue(req.Context(), requestIDKey{}, id)))
+		c.SetRequest(req.WithContext(logctx.With(context.WithValue(req.Context(), requestIDKey{}, id), "request_id", id)))
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		return next(c)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/logctx"
 )
 
 // StreamRequest is the body of POST /api/agent/stream.
@@ -64,6 +65,7 @@ func (a *API) stream(c echo.Context) error {
 	defer turn.Release()
 	c.Set(LogSessionID, turn.Session.ID)
 	c.Set(LogRunID, turn.RunID)
+	c.SetRequest(c.Request().WithContext(logctx.With(logctx.With(c.Request().Context(), LogSessionID, turn.Session.ID), LogRunID, turn.RunID)))
 	if body.Stream != nil && !*body.Stream {
 		return a.turnJSON(c, turn, body.PlanMode)
 	}

@@ -172,7 +172,7 @@ func (c *Client) generate(ctx context.Context, req Request, onPart func(Part), s
 			return partial, c.failure(err, f, attempt+1)
 		}
 		wait := backoff(c.cfg.Backoff, attempt, f.retryAfter, c.cfg.Rand)
-		c.cfg.Logger.Warn().Err(err).Str("provider", c.cfg.Provider).Str("role", req.Role).Int("status", f.status).
+		c.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("provider", c.cfg.Provider).Str("role", req.Role).Int("status", f.status).
 			Bool("timeout", f.timeout).Int("attempt", attempt+1).Dur("wait", wait).Msg("model call failed; retrying")
 		if err := c.cfg.Sleep(ctx, wait); err != nil {
 			if ctx.Err() != nil {
