@@ -465,9 +465,11 @@ func (s *Store) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 	return plans, next, nil
 }
 
-// InterruptRunning marks the plans a stopped process left executing or in
-// review as interrupted, and their running steps cancelled. It returns how
-// many plans it marked.
+// InterruptRunning repairs what a stopped process left behind: plans
+// executing become interrupted (their running steps and executions
+// cancelled), to be resumed; plans in review go to a human
+// (pending_review), never unreviewed to a run. It returns how many plans it
+// changed.
 func (s *Store) InterruptRunning(ctx context.Context) (int, error) {
 	var n int
 	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -490,9 +492,18 @@ func (s *Store) InterruptRunning(ctx context.Context) (int, error) {
 				"completed_at": now}).Error; err != nil {
 			return err
 		}
-		res := tx.Model(&planRow{}).Where("id IN ? AND status IN ?", ids, live).Updates(map[string]any{
+		res := tx.Model(&planRow{}).Where("id IN ? AND status = ?", ids, string(planning.StatusExecuting)).Updates(map[string]any{
 			"status": string(planning.StatusInterrupted), "reason": "the service stopped while the plan ran", "updated_at": now})
+		if res.Error != nil {
+			return res.Error
+		}
 		n = int(res.RowsAffected)
+		// A plan stopped in review was never approved: a human decides, as
+		// when the review rounds run out. Resuming must not run it unreviewed.
+		res = tx.Model(&planRow{}).Where("id IN ? AND status = ?", ids, string(planning.StatusInReview)).Updates(map[string]any{
+			"status": string(planning.StatusPendingReview), "reason": "the service stopped while a reviewer agent was reviewing the plan",
+			"updated_at": now})
+		n += int(res.RowsAffected)
 		return res.Error
 	})
 	return n, dbErr("interrupt running plans", err)

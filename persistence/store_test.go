@@ -510,10 +510,16 @@ func TestInterruptRunning(t *testing.T) {
 		done := samplePlan("alice", "s1")
 		done.Status = planning.StatusCompleted
 		require.NoError(t, s.CreatePlan(ctx, &done))
+		reviewing := samplePlan("alice", "s1")
+		reviewing.Status = planning.StatusInReview
+		require.NoError(t, s.CreatePlan(ctx, &reviewing))
 
 		n, err := s.InterruptRunning(ctx)
 		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		require.Equal(t, 2, n)
+		inReview, err := s.GetPlan(ctx, reviewing.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusPendingReview, inReview.Status, "an unreviewed plan goes to a human, not to a resumable state")
 		got, err := s.GetPlan(ctx, running.ID)
 		require.NoError(t, err)
 		require.Equal(t, planning.StatusInterrupted, got.Status)
