@@ -438,6 +438,20 @@ func (o *Orchestrator) ApprovePlanTool() tools.Tool {
 	})
 }
 
+// AddUsage adds tokens spent on a plan outside its run — the planner's
+// turn that wrote it — to the plan's usage.
+func (o *Orchestrator) AddUsage(ctx context.Context, planID string, u Usage) error {
+	if u == (Usage{}) {
+		return nil
+	}
+	p, err := o.cfg.Store.GetPlan(ctx, planID)
+	if err != nil {
+		return err
+	}
+	return o.cfg.Store.UpdatePlanUsage(ctx, planID, Usage{InputTokens: p.Usage.InputTokens + u.InputTokens,
+		OutputTokens: p.Usage.OutputTokens + u.OutputTokens})
+}
+
 // Settle is called when the turn that created a plan ends: a plan still in
 // review there waits for a reviser that will not come (the planner answered
 // instead of revising), so it goes to a human.

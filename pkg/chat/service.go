@@ -87,9 +87,10 @@ type Config struct {
 	// MaxMessageBytes bounds a user message (default 32 KiB).
 	MaxMessageBytes int
 	// AfterTurn, when set, is called with the plans a turn created or
-	// touched once the turn ends (the orchestrator settles plans left in
-	// review).
-	AfterTurn func(ctx context.Context, planIDs []string)
+	// touched, and the planner's usage, once the turn ends (the
+	// orchestrator settles plans left in review and counts the planner's
+	// tokens on the plan).
+	AfterTurn func(ctx context.Context, planIDs []string, planner Usage)
 	// PersistTimeout bounds the writes that end a turn, which run even after
 	// the turn was cancelled (default 10 s).
 	PersistTimeout time.Duration
@@ -503,7 +504,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	}
 	out.Assistant = answer
 	if s.cfg.AfterTurn != nil && len(res.PlanIDs) > 0 {
-		s.cfg.AfterTurn(pctx, res.PlanIDs)
+		s.cfg.AfterTurn(pctx, res.PlanIDs, answer.Usage)
 	}
 
 	// Shifts and the turn summary move the session for the next turn.

@@ -102,10 +102,11 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		AfterTurn: func(ctx context.Context, ids []string) {
+		AfterTurn: func(ctx context.Context, ids []string, planner chat.Usage) {
 			for _, id := range ids {
 				require.NoError(t, orch.Settle(ctx, id))
 			}
+			require.NoError(t, orch.AddUsage(ctx, ids[len(ids)-1], planning.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}))
 		},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},

@@ -102,6 +102,18 @@ func TestParallelPlanOverHTTP(t *testing.T) {
 			require.True(t, overlap, "steps 1 and 2 run at the same time")
 			got := types(frames)
 			require.Equal(t, "done", got[len(got)-1])
+
+			// The plan's usage sums the planner's turn and every executor.
+			plans, _, err := e.store.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
+			require.NoError(t, err)
+			execs, err := e.store.ListExecutions(context.Background(), plans[0].ID)
+			require.NoError(t, err)
+			want := int(frames[len(frames)-1].Env["usage"].(map[string]any)["input_tokens"].(float64))
+			for _, x := range execs {
+				want += x.Usage.InputTokens
+			}
+			require.Positive(t, want)
+			require.Equal(t, want, plans[0].Usage.InputTokens)
 		})
 	}
 }
