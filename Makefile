@@ -1,4 +1,4 @@
-# planwright — make run | make test | make build | make lint | make bench
+# planwright — make run | make test | make build | make lint | make bench | make bench-service
 
 SHELL   := bash
 GO      ?= go
@@ -11,7 +11,7 @@ LDFLAGS := -X main.version=$(VERSION)
 # PLANWRIGHT_* variables the shell has; override RUN_ENV to change that.
 RUN_ENV ?= PLANWRIGHT_DB_DRIVER=sqlite PLANWRIGHT_DB_DSN=data/planwright.db PLANWRIGHT_LLM_PROVIDER=demo
 
-.PHONY: run build test vet staticcheck lint fmt-check bench clean
+.PHONY: run build test vet staticcheck lint fmt-check bench bench-service clean
 
 run: build
 	$(RUN_ENV) ./bin/planwright serve
@@ -20,9 +20,11 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/planwright ./cmd/planwright
 
 # The PostgreSQL suites run against TEST_DATABASE_URL, or a throwaway cluster
-# when PostgreSQL is installed (scripts/with-postgres.sh), or are skipped.
+# when PostgreSQL is installed (scripts/with-postgres.sh), or are skipped; the
+# run ends with one line each saying whether the PostgreSQL and browser suites
+# ran or were skipped (scripts/with-suite-report.sh).
 test: vet staticcheck
-	./scripts/with-postgres.sh $(GO) test -race $(TESTFLAGS) $(PKGS)
+	./scripts/with-postgres.sh ./scripts/with-suite-report.sh $(GO) test -race $(TESTFLAGS) $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
@@ -38,6 +40,16 @@ fmt-check:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+# The service benchmark of issue 13 (not part of make test): builds planwright
+# and bench/mcpwork, serves workloads W1–W4 on SQLite and on PostgreSQL
+# (BENCH_DATABASE_URL, else TEST_DATABASE_URL; skipped with a message when
+# neither is reachable) and prints wall, time to first event, server CPU per
+# turn and peak RSS against the issue's targets. BENCH_FLAGS narrows it, e.g.
+# make bench-service BENCH_FLAGS="-drivers sqlite -workloads W1,W2 -quick".
+BENCH_FLAGS ?=
+bench-service:
+	$(GO) run ./bench/service $(BENCH_FLAGS)
 
 clean:
 	rm -rf bin

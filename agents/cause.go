@@ -35,6 +35,9 @@ const (
 	// plan-level budget). A context whose deadline passed reads as
 	// LimitReached.
 	LimitReached CancelCause = "limit"
+	// Shutdown: the process is stopping (SIGTERM). The partial work is kept;
+	// a plan ends interrupted, to be resumed.
+	Shutdown CancelCause = "shutdown"
 )
 
 // Error returns "cancelled: <cause>".
@@ -44,7 +47,7 @@ func (c CancelCause) Error() string { return "cancelled: " + string(c) }
 // an apperr.Invalid error.
 func ParseCancelCause(s string) (CancelCause, error) {
 	switch c := CancelCause(s); c {
-	case UserCancelled, Superseded, Disconnect, LimitReached:
+	case UserCancelled, Superseded, Disconnect, LimitReached, Shutdown:
 		return c, nil
 	}
 	return "", apperr.Invalidf([]apperr.FieldError{{Field: "reason", Message: fmt.Sprintf("unknown cancel cause %q", s)}}, "invalid cancel cause")

@@ -13,6 +13,18 @@ package agents
 
 import "time"
 
+// Visibility says who may see and bind an agent definition.
+type Visibility string
+
+// Definition visibilities.
+const (
+	VisibilityPrivate Visibility = "private"
+	VisibilityShared  Visibility = "shared"
+)
+
+// Valid reports whether v is a known visibility.
+func (v Visibility) Valid() bool { return v == VisibilityPrivate || v == VisibilityShared }
+
 // Definition is a stored agent definition a chat session can be bound to;
 // it overrides the planner's configuration for that session.
 type Definition struct {
@@ -25,6 +37,10 @@ type Definition struct {
 	Tools        []string
 	MaxSteps     int
 	IsDefault    bool
+	// Visibility is VisibilityPrivate (only its creator sees and binds it)
+	// or VisibilityShared (everyone does; only operators share or edit
+	// shared definitions). The default definition is shared.
+	Visibility Visibility
 	// CreatedBy is the user who created the definition.
 	CreatedBy string
 	CreatedAt time.Time

@@ -48,7 +48,15 @@ type roundEnd struct {
 }
 
 func (s *run) run(system string) (Result, error) {
-	hist := Compact(s.task.History, s.role.History)
+	var hist Compacted
+	prepared := s.task.Prepared
+	if prepared != nil {
+		// The caller fitted the history: it is only repaired.
+		hist.Messages, hist.Repaired = repair(s.task.History)
+	} else {
+		hist = Compact(s.task.History, s.role.History)
+		prepared = &Prepared{Compressed: hist.Compressed}
+	}
 	if hist.Summary != "" {
 		system += "\n\nEarlier in this conversation (summarised): " + hist.Summary
 	}
@@ -58,12 +66,8 @@ func (s *run) run(system string) (Result, error) {
 	}
 	s.msgs = append(s.msgs, hist.Messages...)
 	input := llm.Message{Role: llm.RoleUser, Content: s.task.Input}
-	s.res.EstimatedTokens = EstimateTokens(append(s.msgs[:len(s.msgs):len(s.msgs)], input), s.defs)
-	s.res.Compressed = hist.Compressed
-	s.task.Events.Emit(s.ctx, event.ContextUsage{EstimatedTokens: s.res.EstimatedTokens, Budget: s.role.Limits.TokenBudget, Compressed: hist.Compressed})
-	if s.res.EstimatedTokens > s.role.Limits.TokenBudget {
-		s.log.Info().Ctx(s.ctx).Int("estimated_tokens", s.res.EstimatedTokens).Int("budget", s.role.Limits.TokenBudget).Msg("agent context over budget")
-	}
+	s.res.EstimatedTokens = s.usage(append(s.msgs[:len(s.msgs):len(s.msgs)], input), prepared)
+	s.res.Compressed = prepared.Compressed
 	if err := s.add(input, llm.Usage{}, false); err != nil {
 		return s.fail(err)
 	}
@@ -97,6 +101,52 @@ func (s *run) run(system string) (Result, error) {
 			return s.finalize(end.limit, end.reason, end.dup)
 		}
 	}
+}
+
+// usage emits context_usage for a request of msgs with the tools offered
+// now, and returns the estimate.
+func (s *run) usage(msgs []llm.Message, p *Prepared) int {
+	n := EstimateTokens(msgs, s.defs)
+	trimmed := []string{}
+	if p != nil {
+		trimmed = append(trimmed, p.Trimmed...)
+	}
+	ev := event.ContextUsage{EstimatedTokens: n, Budget: s.role.Limits.TokenBudget, Trimmed: trimmed}
+	if p != nil {
+		ev.Compressed, ev.ToolGateway = p.Compressed, p.ToolGateway
+	}
+	s.task.Events.Emit(s.ctx, ev)
+	if n > s.role.Limits.TokenBudget {
+		s.log.Info().Ctx(s.ctx).Int("estimated_tokens", n).Int("budget", s.role.Limits.TokenBudget).Msg("agent context over budget")
+	}
+	return n
+}
+
+// reframe moves the run into the context a tool shifted it to: the caller's
+// OnShift gives the new system prompt, tools and scope, which the next model
+// call already gets.
+func (s *run) reframe(shifts []event.ContextShift) {
+	if s.task.OnShift == nil || len(shifts) == 0 {
+		return
+	}
+	var next *Reframe
+	for _, sh := range shifts {
+		r, err := s.task.OnShift(s.ctx, sh)
+		if err != nil {
+			s.log.Warn().Ctx(s.ctx).Err(err).Str("new_context", sh.NewContext).Str("entity_id", sh.EntityID).
+				Msg("could not build the shifted context; the run goes on with its prompt and tools")
+			continue
+		}
+		next = &r
+	}
+	if next == nil {
+		return
+	}
+	if next.System != "" {
+		s.msgs[0].Content = next.System
+	}
+	s.task.Tools, s.defs, s.task.Scope = next.Tools, toolDefs(next.Tools), next.Scope
+	s.usage(s.msgs, next.Prepared)
 }
 
 // call makes one model call, streaming its text as text events. It returns
@@ -268,6 +318,7 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 	}
 
 	var halts []string
+	shifts := len(s.res.Shifts)
 	for i, rec := range records {
 		msg := llm.Message{Role: llm.RoleTool, ToolCallID: calls[i].ID, Name: calls[i].Name, Content: rec.Outcome.Content}
 		if err := s.add(msg, llm.Usage{}, false); err != nil {
@@ -279,6 +330,11 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 		}
 		if !rec.Outcome.Success {
 			s.failures++
+			// A tool may fail and still leave the turn waiting on the user
+			// (approve_plan refusing a plan the user has not reviewed).
+			if rec.Outcome.Result.AwaitUser {
+				s.res.AwaitUser = true
+			}
 			continue
 		}
 		s.failures = 0
@@ -291,6 +347,8 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 			halts = append(halts, content)
 		}
 	}
+
+	s.reframe(s.res.Shifts[shifts:])
 
 	switch {
 	case len(halts) > 0:
@@ -341,6 +399,10 @@ func (s *run) collect(r tools.Result) {
 		s.res.Shifts = append(s.res.Shifts, *r.Shift)
 		s.task.Scope.ContextType = r.Shift.NewContext
 		s.task.Scope.EntityID = r.Shift.EntityID
+		s.task.Scope.ProjectID = ""
+		if r.Shift.NewContext == "project" {
+			s.task.Scope.ProjectID = r.Shift.EntityID
+		}
 	}
 	if r.PlanID != "" && !slices.Contains(s.res.PlanIDs, r.PlanID) {
 		s.res.PlanIDs = append(s.res.PlanIDs, r.PlanID)

@@ -936,7 +936,7 @@ func TestContextShiftMovesTheScopeOfLaterCalls(t *testing.T) {
 	require.Len(t, res.Shifts, 1)
 	rounds := b.tools.Rounds()
 	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "global"}, rounds[0][0].Scope)
-	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "project", EntityID: "p1"}, rounds[1][0].Scope)
+	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "project", EntityID: "p1", ProjectID: "p1"}, rounds[1][0].Scope)
 }
 
 // A tool that opts out of timeouts (create_plan runs a whole plan) does not

@@ -44,8 +44,9 @@ type Limits struct {
 	// MaxRounds is the most model calls that may call tools (10; the
 	// final call without tools comes on top).
 	MaxRounds int
-	// TokenBudget is the context budget that context_usage reports against
-	// (planner 5,000, executor 1,500).
+	// TokenBudget bounds what one model call of the role is sent (planner
+	// 5,000, executor 1,500, reviewer 2,000); context_usage reports against
+	// it.
 	TokenBudget int
 	// TimeLimit bounds the turn (90 s).
 	TimeLimit time.Duration
@@ -81,14 +82,18 @@ const (
 	DefaultFinalizeGrace          = 15 * time.Second
 	DefaultPlannerBudget          = 5000
 	DefaultExecutorBudget         = 1500
+	DefaultReviewerBudget         = 2000
 )
 
 // DefaultLimits returns the default limits of a role: the executor's token
-// budget is 1,500, every other role's 5,000.
+// budget is 1,500, the reviewer's 2,000, every other role's 5,000.
 func DefaultLimits(role event.Role) Limits {
 	budget := DefaultPlannerBudget
-	if role == event.RoleExecutor {
+	switch role {
+	case event.RoleExecutor:
 		budget = DefaultExecutorBudget
+	case event.RoleReviewer:
+		budget = DefaultReviewerBudget
 	}
 	return Limits{
 		MaxToolCalls:           DefaultMaxToolCalls,
@@ -143,12 +148,14 @@ func orDefault[T int | time.Duration](v, def T, field string, probs *[]apperr.Fi
 	return v
 }
 
-// Roles holds the four roles of configs/agents.yaml.
+// Roles holds the roles of configs/agents.yaml: the four of DESIGN.md,
+// and the merger, which is optional (DefaultMergerPrompt when absent).
 type Roles struct {
 	Planner     Role
 	Executor    Role
 	Reviewer    Role
 	Synthesizer Role
+	Merger      Role
 }
 
 // Get returns the role named name, or an apperr.NotFound error.
@@ -162,6 +169,8 @@ func (rs Roles) Get(name event.Role) (Role, error) {
 		return rs.Reviewer, nil
 	case event.RoleSynthesizer:
 		return rs.Synthesizer, nil
+	case RoleMerger:
+		return rs.Merger, nil
 	}
 	return Role{}, apperr.New(apperr.NotFound, "no agent role %q", name)
 }
@@ -227,8 +236,9 @@ type rolesFile struct {
 //	  executor: ...
 //	  reviewer: ...
 //	  synthesizer: ...
+//	  merger: ...            # optional: DefaultMergerPrompt
 //
-// All four roles are required; unknown keys, unknown roles, a prompt that
+// The four roles of DESIGN.md are required; unknown keys, unknown roles, a prompt that
 // names a field PromptData lacks, and numbers below 1 are errors. The error
 // is an apperr.Invalid that lists every problem by field path
 // (roles.executor.max_tool_calls). Omitted limits take DefaultLimits.
@@ -247,7 +257,7 @@ func ParseRoles(data []byte) (Roles, error) {
 	var rs Roles
 	for name, ptr := range map[event.Role]*Role{
 		event.RolePlanner: &rs.Planner, event.RoleExecutor: &rs.Executor,
-		event.RoleReviewer: &rs.Reviewer, event.RoleSynthesizer: &rs.Synthesizer,
+		event.RoleReviewer: &rs.Reviewer, event.RoleSynthesizer: &rs.Synthesizer, RoleMerger: &rs.Merger,
 	} {
 		known[string(name)] = ptr
 	}
@@ -259,7 +269,7 @@ func ParseRoles(data []byte) (Roles, error) {
 	for _, name := range names {
 		ptr, ok := known[name]
 		if !ok {
-			probs = append(probs, apperr.FieldError{Field: "roles." + name, Message: "unknown role (want planner, executor, reviewer or synthesizer)"})
+			probs = append(probs, apperr.FieldError{Field: "roles." + name, Message: "unknown role (want planner, executor, reviewer, synthesizer or merger)"})
 			continue
 		}
 		r, rp := buildRole(event.Role(name), f.Roles[name])
@@ -270,6 +280,9 @@ func ParseRoles(data []byte) (Roles, error) {
 		if _, ok := f.Roles[name]; !ok {
 			probs = append(probs, apperr.FieldError{Field: "roles." + name, Message: "is required"})
 		}
+	}
+	if _, ok := f.Roles[string(RoleMerger)]; !ok {
+		rs.Merger, _ = buildRole(RoleMerger, roleFile{Prompt: DefaultMergerPrompt})
 	}
 	if len(probs) > 0 {
 		return Roles{}, apperr.Invalidf(probs, "invalid roles file")

@@ -26,6 +26,7 @@ func TestShippedRolesFile(t *testing.T) {
 	require.Equal(t, 2, rs.Planner.Limits.MaxConsecutiveFailures)
 	require.Equal(t, []string{"workspace"}, rs.Planner.ToolSets)
 	require.Equal(t, 1500, rs.Executor.Limits.TokenBudget)
+	require.Equal(t, 2000, rs.Reviewer.Limits.TokenBudget)
 	require.Equal(t, 15, rs.Executor.Limits.MaxToolCalls)
 	require.Equal(t, 90*time.Second, rs.Executor.Limits.TimeLimit)
 	require.Equal(t, agents.DefaultHistoryPolicy(), rs.Executor.History)

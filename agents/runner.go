@@ -128,6 +128,41 @@ type Task struct {
 	Events event.Emitter
 	// Transcript, when set, receives every message as it is added.
 	Transcript Transcript
+	// Prepared, when set, says System and History were assembled by the
+	// caller within the role's budget (the chat's context builder): History
+	// is sent as it is (only repaired, see Compact), and context_usage
+	// reports what Prepared says was trimmed.
+	Prepared *Prepared
+	// OnShift, when set, is called when a tool result shifts the context
+	// (tools.Result.Shift), after that round's results are added and before
+	// the next model call. The Reframe it returns replaces the system
+	// prompt, the tools offered and the scope for the rest of the run, so
+	// the next round already works in the new context; a new context_usage
+	// reports the next request. An error keeps the run in the old prompt
+	// and tools (the scope still moves) and is logged.
+	OnShift func(ctx context.Context, shift event.ContextShift) (Reframe, error)
+}
+
+// Prepared describes a context the caller assembled within the budget.
+type Prepared struct {
+	// Trimmed names what was shortened or left out to fit, in order.
+	Trimmed []string
+	// Compressed says the model sees less than there is.
+	Compressed bool
+	// ToolGateway says the tools are offered through tool_help/tool_exec.
+	ToolGateway bool
+}
+
+// Reframe is what a run goes on with after a context shift.
+type Reframe struct {
+	// System is the new system prompt.
+	System string
+	// Tools are the tools offered from the next round on.
+	Tools []tools.Tool
+	// Scope is whom and what the later tool calls act for.
+	Scope tools.Scope
+	// Prepared describes the new context (for context_usage).
+	Prepared *Prepared
 }
 
 // Finish says how a run ended. The values are those of the done event.

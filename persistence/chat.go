@@ -95,7 +95,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *chat.Session) error {
 	}
 	row := sessionRow(*sess)
 	sess.CreatedAt, sess.UpdatedAt, sess.Metadata = row.CreatedAt, row.UpdatedAt, json.RawMessage(row.Metadata)
-	return dbErr("create chat session", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("create chat session", s.insert(ctx, &row))
 }
 
 // GetSession returns userID's session id (AnyUser: anyone's). Another
@@ -123,13 +123,16 @@ func (s *Store) GetSession(ctx context.Context, userID, id string) (chat.Session
 // never changed.
 func (s *Store) UpdateSession(ctx context.Context, sess chat.Session) error {
 	row := sessionRow(sess)
-	res := s.g.WithContext(ctx).Model(&chatSessionRow{}).Where("id = ? AND user_id = ?", sess.ID, sess.UserID).
-		Updates(map[string]any{"title": row.Title, "context_type": row.ContextType, "entity_id": row.EntityID,
-			"metadata": row.Metadata, "updated_at": s.stamp()})
-	if res.Error != nil {
-		return dbErr("update chat session", res.Error)
+	now := s.stamp()
+	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
+		return g.Model(&chatSessionRow{}).Where("id = ? AND user_id = ?", sess.ID, sess.UserID).
+			Updates(map[string]any{"title": row.Title, "context_type": row.ContextType, "entity_id": row.EntityID,
+				"metadata": row.Metadata, "updated_at": now})
+	})
+	if err != nil {
+		return dbErr("update chat session", err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return notFound("session", sess.ID)
 	}
 	return nil
@@ -162,9 +165,9 @@ func (s *Store) ListSessions(ctx context.Context, userID string, limit int, curs
 	return sessions, next, nil
 }
 
-// AppendMessage stores a chat message. A message whose (session,
-// client_turn_id, role) is already stored is not stored again: m is filled
-// with the stored one and created is false.
+// AppendMessage stores a chat message. A message whose (user,
+// client_turn_id, role) is already stored — in any of the user's sessions —
+// is not stored again: m is filled with the stored one and created is false.
 func (s *Store) AppendMessage(ctx context.Context, m *chat.Message) (created bool, err error) {
 	if m.ID == "" {
 		m.ID = s.newID()
@@ -180,10 +183,10 @@ func (s *Store) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	if m.ClientTurnID != "" {
 		row.ClientTurnID = &m.ClientTurnID
 	}
-	err = s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = s.transact(ctx, func(tx *gorm.DB) error {
 		if m.ClientTurnID != "" {
 			var existing []chatMessageRow
-			if err := tx.Where("session_id = ? AND client_turn_id = ? AND role = ?", m.SessionID, m.ClientTurnID, string(m.Role)).
+			if err := tx.Where("user_id = ? AND client_turn_id = ? AND role = ?", m.UserID, m.ClientTurnID, string(m.Role)).
 				Limit(1).Find(&existing).Error; err != nil {
 				return err
 			}
@@ -200,7 +203,7 @@ func (s *Store) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	})
 	if err != nil && isUniqueViolation(err) && m.ClientTurnID != "" {
 		// A concurrent retry of the same turn won the race: read its row.
-		stored, gerr := s.MessageByTurn(ctx, m.SessionID, m.ClientTurnID, m.Role)
+		stored, gerr := s.TurnMessage(ctx, m.UserID, m.ClientTurnID, m.Role)
 		if gerr != nil {
 			return false, gerr
 		}
@@ -221,6 +224,21 @@ func nonNil[T any](s []T) []T {
 func (s *Store) MessageByTurn(ctx context.Context, sessionID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
 	var row chatMessageRow
 	err := s.g.WithContext(ctx).Where("session_id = ? AND client_turn_id = ? AND role = ?", sessionID, clientTurnID, string(role)).
+		Take(&row).Error
+	if err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return chat.Message{}, notFound(string(role)+" message of turn", clientTurnID)
+		}
+		return chat.Message{}, dbErr("get chat message", err)
+	}
+	return row.message(), nil
+}
+
+// TurnMessage returns userID's message of a turn with the given role,
+// whichever session it is in (client_turn_id is unique per user).
+func (s *Store) TurnMessage(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
+	var row chatMessageRow
+	err := s.g.WithContext(ctx).Where("user_id = ? AND client_turn_id = ? AND role = ?", userID, clientTurnID, string(role)).
 		Take(&row).Error
 	if err != nil {
 		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {

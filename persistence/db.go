@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -77,6 +78,10 @@ type DB struct {
 	driver string
 	target string // the DSN with any password redacted
 	lockID int64
+
+	maxIdle  int
+	idleMu   sync.Mutex
+	lastDrop time.Time
 }
 
 // Open opens the database and checks that it answers within the connect
@@ -106,8 +111,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	// database/sql keeps only 2 idle connections by default: with steps,
 	// tools and streams writing at once, every extra connection would be
 	// opened and closed per query (a TCP connect and a login on PostgreSQL).
+	db.maxIdle = cfg.maxOpen()
 	db.sql.SetMaxOpenConns(cfg.maxOpen())
-	db.sql.SetMaxIdleConns(cfg.maxOpen())
+	db.sql.SetMaxIdleConns(db.maxIdle)
 	db.sql.SetConnMaxIdleTime(5 * time.Minute)
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
@@ -150,7 +156,15 @@ func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return gorm.Open(sqlite.Open(uri), gcfg)
+	// The driver registered under "sqlite", behind nulSafeConnector.
+	probe, err := sql.Open(sqlite.DriverName, "")
+	if err != nil {
+		return nil, err
+	}
+	drv := probe.Driver()
+	_ = probe.Close()
+	sqlDB := sql.OpenDB(nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}})
+	return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg)
 }
 
 func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, error) {
@@ -159,8 +173,26 @@ func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.D
 		return nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
 	}
 	pc.ConnectTimeout = timeout
-	sqlDB := stdlib.OpenDB(*pc)
+	sqlDB := sql.OpenDB(nulSafeConnector{inner: stdlib.GetConnector(*pc)})
 	return gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
+}
+
+// dropIdle closes the pool's idle connections (at most every 100 ms), so
+// that after the server dropped one connection — a restart, a failover, an
+// administrator — retries open fresh ones rather than pick the other dead
+// ones one by one. Connections in use are left alone.
+func (db *DB) dropIdle() {
+	if db.sql == nil {
+		return
+	}
+	db.idleMu.Lock()
+	defer db.idleMu.Unlock()
+	if time.Since(db.lastDrop) < 100*time.Millisecond {
+		return
+	}
+	db.lastDrop = time.Now()
+	db.sql.SetMaxIdleConns(0)
+	db.sql.SetMaxIdleConns(db.maxIdle)
 }
 
 // Gorm returns the gorm handle.

@@ -20,6 +20,7 @@ type definitionRow struct {
 	Tools        jsonCol
 	MaxSteps     int
 	IsDefault    bool
+	Visibility   string
 	CreatedBy    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
@@ -28,7 +29,11 @@ type definitionRow struct {
 func (definitionRow) TableName() string { return "agent_definitions" }
 
 func definitionToRow(d agents.Definition) definitionRow {
-	return definitionRow{ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
+	if d.IsDefault || d.Visibility == "" {
+		// The default definition is everyone's; anything else starts private.
+		d.Visibility = map[bool]agents.Visibility{true: agents.VisibilityShared, false: agents.VisibilityPrivate}[d.IsDefault]
+	}
+	return definitionRow{Visibility: string(d.Visibility), ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
 		Temperature: d.Temperature, Tools: mustJSON(nonNil(d.Tools)), MaxSteps: d.MaxSteps, IsDefault: d.IsDefault,
 		CreatedBy: d.CreatedBy, CreatedAt: Timestamp(d.CreatedAt), UpdatedAt: Timestamp(d.UpdatedAt)}
 }
@@ -36,11 +41,12 @@ func definitionToRow(d agents.Definition) definitionRow {
 func (r definitionRow) definition() agents.Definition {
 	return agents.Definition{ID: r.ID, Name: r.Name, Description: r.Description, SystemPrompt: r.SystemPrompt, Model: r.Model,
 		Temperature: r.Temperature, Tools: fromJSON[[]string](r.Tools), MaxSteps: r.MaxSteps, IsDefault: r.IsDefault,
-		CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		Visibility: agents.Visibility(r.Visibility), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
-// CreateDefinition stores a new agent definition. Names are unique
-// (Conflict); a new default replaces the previous default.
+// CreateDefinition stores a new agent definition. Names are unique per
+// creator (Conflict); a new default replaces the previous default. A
+// definition without a visibility is private; the default is shared.
 func (s *Store) CreateDefinition(ctx context.Context, d *agents.Definition) error {
 	if d.ID == "" {
 		d.ID = s.newID()
@@ -48,7 +54,8 @@ func (s *Store) CreateDefinition(ctx context.Context, d *agents.Definition) erro
 	now := s.stamp()
 	d.CreatedAt, d.UpdatedAt = now, now
 	row := definitionToRow(*d)
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	d.Visibility = agents.Visibility(row.Visibility)
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		if d.IsDefault {
 			if err := tx.Model(&definitionRow{}).Where("is_default = ?", true).Update("is_default", false).Error; err != nil {
 				return err
@@ -62,13 +69,37 @@ func (s *Store) CreateDefinition(ctx context.Context, d *agents.Definition) erro
 	return dbErr("create agent definition", err)
 }
 
-// GetDefinition returns one agent definition.
+// GetDefinition returns one agent definition, whoever may see it.
 func (s *Store) GetDefinition(ctx context.Context, id string) (agents.Definition, error) {
+	return s.DefinitionFor(ctx, AnyUser, id)
+}
+
+// visibleTo filters q to the definitions userID may see: their own and the
+// shared ones (AnyUser: all).
+func visibleTo(q *gorm.DB, userID string) (*gorm.DB, error) {
+	switch userID {
+	case AnyUser:
+		return q, nil
+	case "":
+		return nil, apperr.New(apperr.Internal, "persistence: query without a user")
+	}
+	return q.Where("(created_by = ? OR visibility = ?)", userID, string(agents.VisibilityShared)), nil
+}
+
+// DefinitionFor returns definition id if userID may see it (their own or a
+// shared one; AnyUser: any). Another user's private definition is NotFound.
+func (s *Store) DefinitionFor(ctx context.Context, userID, id string) (agents.Definition, error) {
 	if !validID(id) {
 		return agents.Definition{}, notFound("agent definition", id)
 	}
 	var row definitionRow
-	if err := s.g.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		q, err := visibleTo(g, userID)
+		if err != nil {
+			return err
+		}
+		return q.Where("id = ?", id).Take(&row).Error
+	}); err != nil {
 		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
 			return agents.Definition{}, notFound("agent definition", id)
 		}
@@ -81,7 +112,7 @@ func (s *Store) GetDefinition(ctx context.Context, id string) (agents.Definition
 // none is).
 func (s *Store) DefaultDefinition(ctx context.Context) (agents.Definition, error) {
 	var rows []definitionRow
-	if err := s.g.WithContext(ctx).Where("is_default = ?", true).Limit(1).Find(&rows).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error { return g.Where("is_default = ?", true).Limit(1).Find(&rows).Error }); err != nil {
 		return agents.Definition{}, dbErr("get default agent definition", err)
 	}
 	if len(rows) == 0 {
@@ -90,10 +121,17 @@ func (s *Store) DefaultDefinition(ctx context.Context) (agents.Definition, error
 	return rows[0].definition(), nil
 }
 
-// ListDefinitions lists every agent definition by name.
-func (s *Store) ListDefinitions(ctx context.Context) ([]agents.Definition, error) {
+// ListDefinitions lists the agent definitions userID may see (their own
+// and the shared ones; AnyUser: all) by name.
+func (s *Store) ListDefinitions(ctx context.Context, userID string) ([]agents.Definition, error) {
 	var rows []definitionRow
-	if err := s.g.WithContext(ctx).Order("name, id").Find(&rows).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		q, err := visibleTo(g, userID)
+		if err != nil {
+			return err
+		}
+		return q.Order("name, id").Find(&rows).Error
+	}); err != nil {
 		return nil, dbErr("list agent definitions", err)
 	}
 	out := make([]agents.Definition, len(rows))
@@ -110,7 +148,7 @@ func (s *Store) UpdateDefinition(ctx context.Context, id string, edit func(*agen
 		return agents.Definition{}, notFound("agent definition", id)
 	}
 	var out agents.Definition
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		var row definitionRow
 		if err := tx.Where("id = ?", id).Take(&row).Error; err != nil {
 			if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
@@ -132,6 +170,7 @@ func (s *Store) UpdateDefinition(ctx context.Context, id string, edit func(*agen
 		if err := tx.Select("*").Save(&nr).Error; err != nil {
 			return err
 		}
+		d.Visibility = agents.Visibility(nr.Visibility)
 		out = d
 		return nil
 	})

@@ -88,7 +88,7 @@ func (s *Store) CreateAgent(ctx context.Context, a planning.AgentRecord) error {
 	}
 	row := agentRow{ID: a.ID, Role: string(a.Role), UserID: a.UserID, SessionID: a.SessionID, PlanID: a.PlanID,
 		StepNumber: a.StepNumber, ParentID: a.ParentID, Model: a.Model, CreatedAt: Timestamp(a.CreatedAt)}
-	return dbErr("create agent", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("create agent", s.insert(ctx, &row))
 }
 
 // GetAgent returns one agent instance.
@@ -97,7 +97,7 @@ func (s *Store) GetAgent(ctx context.Context, id string) (planning.AgentRecord, 
 	if !validID(id) {
 		return planning.AgentRecord{}, notFound("agent", id)
 	}
-	if err := s.g.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error { return g.Where("id = ?", id).Take(&row).Error }); err != nil {
 		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
 			return planning.AgentRecord{}, notFound("agent", id)
 		}
@@ -114,14 +114,14 @@ func (s *Store) CreateAgentSession(ctx context.Context, a planning.AgentSession)
 	}
 	row := agentSessionRow{ID: a.ID, AgentID: a.AgentID, PlanID: a.PlanID, StepNumber: a.StepNumber, UserID: a.UserID,
 		CreatedAt: Timestamp(a.CreatedAt)}
-	return dbErr("create agent session", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("create agent session", s.insert(ctx, &row))
 }
 
 // StartExecution records an executor's agent, its conversation and its
 // running execution in one transaction.
 func (s *Store) StartExecution(ctx context.Context, a planning.AgentRecord, as planning.AgentSession, e planning.Execution) error {
-	return dbErr("start execution", s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		inTx := &Store{db: s.db, g: tx, now: s.now, newID: s.newID}
+	return dbErr("start execution", s.transact(ctx, func(tx *gorm.DB) error {
+		inTx := s.inTransaction(tx)
 		if err := inTx.CreateAgent(ctx, a); err != nil {
 			return err
 		}
@@ -144,7 +144,7 @@ func (s *Store) CreateExecution(ctx context.Context, e planning.Execution) error
 		UserID: e.UserID, Status: string(e.Status), Task: e.Task, Result: e.Result, Error: e.Error,
 		InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, ToolCalls: e.ToolCalls,
 		StartedAt: Timestamp(e.StartedAt), CompletedAt: stampPtr(e.CompletedAt), DurationMS: e.DurationMS}
-	return dbErr("create execution", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("create execution", s.insert(ctx, &row))
 }
 
 // FinishExecution closes an executor run with its outcome.
@@ -154,14 +154,16 @@ func (s *Store) FinishExecution(ctx context.Context, e planning.Execution) error
 		now := s.now()
 		completed = &now
 	}
-	res := s.g.WithContext(ctx).Model(&executionRow{}).Where("id = ?", e.ID).Updates(map[string]any{
-		"status": string(e.Status), "result": e.Result, "error": e.Error, "input_tokens": e.Usage.InputTokens,
-		"output_tokens": e.Usage.OutputTokens, "tool_calls": e.ToolCalls, "completed_at": stampPtr(completed),
-		"duration_ms": e.DurationMS})
-	if res.Error != nil {
-		return dbErr("finish execution", res.Error)
+	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
+		return g.Model(&executionRow{}).Where("id = ?", e.ID).Updates(map[string]any{
+			"status": string(e.Status), "result": e.Result, "error": e.Error, "input_tokens": e.Usage.InputTokens,
+			"output_tokens": e.Usage.OutputTokens, "tool_calls": e.ToolCalls, "completed_at": stampPtr(completed),
+			"duration_ms": e.DurationMS})
+	})
+	if err != nil {
+		return dbErr("finish execution", err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return notFound("execution", e.ID)
 	}
 	return nil
@@ -189,7 +191,9 @@ func (s *Store) ExecutionFor(ctx context.Context, userID, id string) (planning.E
 // ListExecutions lists a plan's executions by step, then start.
 func (s *Store) ListExecutions(ctx context.Context, planID string) ([]planning.Execution, error) {
 	var rows []executionRow
-	if err := s.g.WithContext(ctx).Where("plan_id = ?", planID).Order("step_number, started_at, id").Find(&rows).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		return g.Where("plan_id = ?", planID).Order("step_number, started_at, id").Find(&rows).Error
+	}); err != nil {
 		return nil, dbErr("list executions", err)
 	}
 	out := make([]planning.Execution, len(rows))
@@ -210,13 +214,15 @@ func (s *Store) AppendAgentMessage(ctx context.Context, m planning.AgentMessage)
 	row := agentMessageRow{ID: m.ID, AgentSessionID: m.AgentSessionID, ExecutionID: m.ExecutionID, Seq: m.Seq, Role: m.Role,
 		Content: m.Content, ToolCalls: mustJSON(nonNil(m.ToolCalls)), ToolCallID: m.ToolCallID, Name: m.Name,
 		InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens, CreatedAt: Timestamp(m.CreatedAt)}
-	return dbErr("append agent message", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("append agent message", s.insert(ctx, &row))
 }
 
 // ListAgentMessages returns an agent conversation's messages in order.
 func (s *Store) ListAgentMessages(ctx context.Context, agentSessionID string) ([]planning.AgentMessage, error) {
 	var rows []agentMessageRow
-	if err := s.g.WithContext(ctx).Where("agent_session_id = ?", agentSessionID).Order("seq").Find(&rows).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		return g.Where("agent_session_id = ?", agentSessionID).Order("seq").Find(&rows).Error
+	}); err != nil {
 		return nil, dbErr("list agent messages", err)
 	}
 	out := make([]planning.AgentMessage, len(rows))

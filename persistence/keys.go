@@ -44,13 +44,13 @@ func (s *Store) CreateKey(ctx context.Context, k auth.Key) error {
 	if row.CreatedAt.IsZero() {
 		row.CreatedAt = s.stamp()
 	}
-	return dbErr("create api key", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("create api key", s.insert(ctx, &row))
 }
 
 // KeyByHash returns the live (not revoked) key with the given secret hash.
 func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Key, error) {
 	var row apiKeyRow
-	err := s.g.WithContext(ctx).Where("hash = ? AND revoked_at IS NULL", hash).Take(&row).Error
+	err := s.do(ctx, func(g *gorm.DB) error { return g.Where("hash = ? AND revoked_at IS NULL", hash).Take(&row).Error })
 	if err != nil {
 		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
 			return auth.Key{}, apperr.New(apperr.Unauthorized, "unknown or revoked API key")
@@ -62,8 +62,10 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Key, error) {
 
 // TouchKey records that a key was used at t.
 func (s *Store) TouchKey(ctx context.Context, id string, t time.Time) error {
-	return dbErr("touch api key", s.g.WithContext(ctx).Model(&apiKeyRow{}).Where("id = ?", id).
-		Update("last_used_at", Timestamp(t)).Error)
+	_, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
+		return g.Model(&apiKeyRow{}).Where("id = ?", id).Update("last_used_at", Timestamp(t))
+	})
+	return dbErr("touch api key", err)
 }
 
 // ListKeys lists the keys of userID (AnyUser: every key), newest first.
@@ -87,7 +89,7 @@ func (s *Store) ListKeys(ctx context.Context, userID string) ([]auth.Key, error)
 // key is NotFound.
 func (s *Store) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Key, error) {
 	var row apiKeyRow
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		q := tx.Where("revoked_at IS NULL")
 		if validID(idOrPrefix) {
 			q = q.Where("id = ?", idOrPrefix)

@@ -3,6 +3,7 @@ package persistence
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -29,6 +30,13 @@ type planRow struct {
 	UpdatedAt    time.Time
 	StartedAt    *time.Time
 	CompletedAt  *time.Time
+	// Who let the plan run (empty by: never approved) and who cancelled it.
+	ApprovalBy        string
+	ApprovalUserID    string
+	ApprovedAt        *time.Time
+	ApprovalNote      string
+	CancelledBy       string
+	CancelledByUserID string
 }
 
 func (planRow) TableName() string { return "agent_plans" }
@@ -81,10 +89,24 @@ type reviewRow struct {
 func (reviewRow) TableName() string { return "agent_plan_reviews" }
 
 func planToRow(p planning.Plan) planRow {
-	return planRow{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
+	r := planRow{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
 		Version: p.Version, ReviewRound: p.ReviewRound, Reason: p.Reason, StreamRunID: p.StreamRunID,
 		InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CreatedAt: Timestamp(p.CreatedAt),
 		UpdatedAt: Timestamp(p.UpdatedAt), StartedAt: stampPtr(p.StartedAt), CompletedAt: stampPtr(p.CompletedAt)}
+	if a := p.Approval; a != nil {
+		at := Timestamp(a.At)
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote = string(a.By), a.UserID, &at, a.Note
+	}
+	if c := p.CancelledBy; c != nil {
+		r.CancelledBy, r.CancelledByUserID = string(c.By), c.UserID
+	}
+	return r
+}
+
+// provenance is the columns that record who approved and who cancelled.
+func (r planRow) provenance() map[string]any {
+	return map[string]any{"approval_by": r.ApprovalBy, "approval_user_id": r.ApprovalUserID, "approved_at": r.ApprovedAt,
+		"approval_note": r.ApprovalNote, "cancelled_by": r.CancelledBy, "cancelled_by_user_id": r.CancelledByUserID}
 }
 
 func (r planRow) plan(steps []stepRow) planning.Plan {
@@ -92,6 +114,20 @@ func (r planRow) plan(steps []stepRow) planning.Plan {
 		Status: planning.Status(r.Status), Version: r.Version, ReviewRound: r.ReviewRound, Reason: r.Reason,
 		StreamRunID: r.StreamRunID, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}
+	if r.ApprovalBy != "" {
+		a := &planning.Approval{By: planning.ActorRole(r.ApprovalBy), UserID: r.ApprovalUserID, Note: r.ApprovalNote}
+		if r.ApprovedAt != nil {
+			a.At = r.ApprovedAt.UTC()
+		}
+		p.Approval = a
+	}
+	if r.CancelledBy != "" {
+		c := &planning.Cancellation{By: planning.ActorRole(r.CancelledBy), UserID: r.CancelledByUserID}
+		if r.CompletedAt != nil {
+			c.At = r.CompletedAt.UTC()
+		}
+		p.CancelledBy = c
+	}
 	for _, s := range steps {
 		p.Steps = append(p.Steps, s.step())
 	}
@@ -174,7 +210,7 @@ func (s *Store) CreatePlan(ctx context.Context, p *planning.Plan) error {
 			p.Steps[i].Status = planning.StepPending
 		}
 	}
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		row := planToRow(*p)
 		if err := tx.Create(&row).Error; err != nil {
 			return err
@@ -236,46 +272,131 @@ func getPlan(ctx context.Context, g *gorm.DB, userID, id string) (planning.Plan,
 // TransitionPlan moves a plan to status to if its current status is one of
 // from (compare-and-set in one transaction); otherwise it is a Conflict that
 // names the current status. mutate, if not nil, edits the plan's other
-// fields, saved with the new status.
+// fields, saved with the new status; what it adds to Usage is saved as an
+// increment, so usage added concurrently (AddPlanUsage) is never lost.
 func (s *Store) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
 	var out planning.Plan
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		p, err := getPlan(ctx, tx, AnyUser, id)
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		p, err := s.transition(ctx, tx, id, from, to, mutate)
+		out = p
+		return err
+	})
+	if err != nil {
+		return planning.Plan{}, dbErr("transition plan", err)
+	}
+	return out, nil
+}
+
+// transition is TransitionPlan inside the caller's transaction.
+func (s *Store) transition(ctx context.Context, tx *gorm.DB, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+	p, err := getPlan(ctx, tx, AnyUser, id)
+	if err != nil {
+		return planning.Plan{}, err
+	}
+	if !slices.Contains(from, p.Status) {
+		return planning.Plan{}, apperr.New(apperr.Conflict, "plan %s is %s", id, p.Status)
+	}
+	before := p.Usage
+	p.Status = to
+	if mutate != nil {
+		mutate(&p)
+		p.Status = to
+	}
+	p.UpdatedAt = s.stamp()
+	row := planToRow(p)
+	cols := map[string]any{
+		"status": row.Status, "goal": row.Goal, "mode": row.Mode, "version": row.Version, "review_round": row.ReviewRound,
+		"reason": row.Reason, "updated_at": row.UpdatedAt, "started_at": row.StartedAt, "completed_at": row.CompletedAt,
+		"input_tokens":  gorm.Expr("input_tokens + ?", p.Usage.InputTokens-before.InputTokens),
+		"output_tokens": gorm.Expr("output_tokens + ?", p.Usage.OutputTokens-before.OutputTokens)}
+	maps.Copy(cols, row.provenance())
+	// The status condition claims the row: concurrent transitions on
+	// PostgreSQL (read committed) wait for each other and re-check it, so
+	// exactly one of them succeeds.
+	upd := tx.Model(&planRow{}).Where("id = ? AND status IN ?", id, statusStrings(from)).Updates(cols)
+	if upd.Error != nil {
+		return planning.Plan{}, upd.Error
+	}
+	if upd.RowsAffected == 0 {
+		cur, err := getPlan(ctx, tx, AnyUser, id)
+		if err != nil {
+			return planning.Plan{}, err
+		}
+		return planning.Plan{}, apperr.New(apperr.Conflict, "plan %s is %s", id, cur.Status)
+	}
+	// Read back what the increments made of the usage.
+	var usage planRow
+	if err := tx.Model(&planRow{}).Select("input_tokens, output_tokens").Where("id = ?", id).Take(&usage).Error; err != nil {
+		return planning.Plan{}, err
+	}
+	p.Usage = planning.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
+	return p, nil
+}
+
+// ApprovePlan moves a plan pending review to executing with its approval
+// and, when edits is not nil, stores them as its new version — one
+// transaction, so a failure of either half changes nothing.
+func (s *Store) ApprovePlan(ctx context.Context, id string, a planning.Approval, edits *planning.Revision) (planning.Plan, error) {
+	var out planning.Plan
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		at := a.At
+		p, err := s.transition(ctx, tx, id, []planning.Status{planning.StatusPendingReview}, planning.StatusExecuting, func(q *planning.Plan) {
+			q.StartedAt, q.CompletedAt, q.Reason, q.Approval = &at, nil, "", &a
+		})
 		if err != nil {
 			return err
 		}
-		if !slices.Contains(from, p.Status) {
-			return apperr.New(apperr.Conflict, "plan %s is %s", id, p.Status)
-		}
-		p.Status = to
-		if mutate != nil {
-			mutate(&p)
-			p.Status = to
-		}
-		p.UpdatedAt = s.stamp()
-		row := planToRow(p)
-		// The status condition claims the row: concurrent transitions on
-		// PostgreSQL (read committed) wait for each other and re-check it,
-		// so exactly one of them succeeds.
-		upd := tx.Model(&planRow{}).Where("id = ? AND status IN ?", id, statusStrings(from)).Updates(map[string]any{
-			"status": row.Status, "goal": row.Goal, "mode": row.Mode, "version": row.Version, "review_round": row.ReviewRound,
-			"reason": row.Reason, "input_tokens": row.InputTokens, "output_tokens": row.OutputTokens,
-			"updated_at": row.UpdatedAt, "started_at": row.StartedAt, "completed_at": row.CompletedAt})
-		if upd.Error != nil {
-			return upd.Error
-		}
-		if upd.RowsAffected == 0 {
-			cur, err := getPlan(ctx, tx, AnyUser, id)
-			if err != nil {
+		if edits != nil {
+			if p, err = s.revise(ctx, tx, id, *edits); err != nil {
 				return err
 			}
-			return apperr.New(apperr.Conflict, "plan %s is %s", id, cur.Status)
 		}
 		out = p
 		return nil
 	})
 	if err != nil {
-		return planning.Plan{}, dbErr("transition plan", err)
+		return planning.Plan{}, dbErr("approve plan", err)
+	}
+	return out, nil
+}
+
+// ResumePlan moves a failed, cancelled or interrupted plan that had an
+// approval back to executing and resets the steps that did not complete,
+// in one transaction. A plan that never had an approval stays as it is: a
+// Conflict saying it was never approved.
+func (s *Store) ResumePlan(ctx context.Context, id string, at time.Time) (planning.Plan, error) {
+	var out planning.Plan
+	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted}
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		cur, err := getPlan(ctx, tx, AnyUser, id)
+		if err != nil {
+			return err
+		}
+		if slices.Contains(resumable, cur.Status) && cur.Approval == nil {
+			return apperr.New(apperr.Conflict, "plan %s was never approved (it is %s and never ran); it cannot be resumed", id, cur.Status)
+		}
+		at = Timestamp(at)
+		p, err := s.transition(ctx, tx, id, resumable, planning.StatusExecuting, func(q *planning.Plan) {
+			q.Reason, q.CompletedAt, q.StartedAt, q.CancelledBy = "", nil, &at, nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range p.Steps {
+			st := &p.Steps[i]
+			if st.Status == planning.StepCompleted {
+				continue
+			}
+			st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
+			if res := updateStep(tx, id, *st); res.Error != nil {
+				return res.Error
+			}
+		}
+		out = p
+		return nil
+	})
+	if err != nil {
+		return planning.Plan{}, dbErr("resume plan", err)
 	}
 	return out, nil
 }
@@ -293,47 +414,10 @@ func statusStrings(ss []planning.Status) []string {
 // revision — all in one transaction.
 func (s *Store) RevisePlan(ctx context.Context, id string, rev planning.Revision) (planning.Plan, error) {
 	var out planning.Plan
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		p, err := getPlan(ctx, tx, AnyUser, id)
-		if err != nil {
-			return err
-		}
-		if rev.Version <= p.Version {
-			rev.Version = p.Version + 1
-		}
-		if rev.ID == "" {
-			rev.ID = s.newID()
-		}
-		now := s.stamp()
-		if rev.CreatedAt.IsZero() {
-			rev.CreatedAt = now
-		}
-		if rev.Goal == "" {
-			rev.Goal = p.Goal
-		}
-		steps := make([]planning.Step, len(rev.Steps))
-		for i, st := range rev.Steps {
-			st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
-			steps[i] = st
-		}
-		if err := tx.Where("plan_id = ?", id).Delete(&stepRow{}).Error; err != nil {
-			return err
-		}
-		if err := insertSteps(tx, id, steps); err != nil {
-			return err
-		}
-		row := revisionRow{ID: rev.ID, PlanID: id, Version: rev.Version, Goal: rev.Goal, Steps: mustJSON(revisionSteps(steps)),
-			Author: rev.Author, Reason: rev.Reason, CreatedAt: Timestamp(rev.CreatedAt)}
-		if err := tx.Create(&row).Error; err != nil {
-			return err
-		}
-		if err := tx.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
-			"goal": rev.Goal, "version": rev.Version, "updated_at": now}).Error; err != nil {
-			return err
-		}
-		p.Goal, p.Version, p.Steps, p.UpdatedAt = rev.Goal, rev.Version, steps, now
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		p, err := s.revise(ctx, tx, id, rev)
 		out = p
-		return nil
+		return err
 	})
 	if err != nil {
 		return planning.Plan{}, dbErr("revise plan", err)
@@ -341,28 +425,83 @@ func (s *Store) RevisePlan(ctx context.Context, id string, rev planning.Revision
 	return out, nil
 }
 
+// revise is RevisePlan inside the caller's transaction.
+func (s *Store) revise(ctx context.Context, tx *gorm.DB, id string, rev planning.Revision) (planning.Plan, error) {
+	p, err := getPlan(ctx, tx, AnyUser, id)
+	if err != nil {
+		return planning.Plan{}, err
+	}
+	if rev.Version <= p.Version {
+		rev.Version = p.Version + 1
+	}
+	if rev.ID == "" {
+		rev.ID = s.newID()
+	}
+	now := s.stamp()
+	if rev.CreatedAt.IsZero() {
+		rev.CreatedAt = now
+	}
+	if rev.Goal == "" {
+		rev.Goal = p.Goal
+	}
+	steps := make([]planning.Step, len(rev.Steps))
+	for i, st := range rev.Steps {
+		st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
+		steps[i] = st
+	}
+	if err := tx.Where("plan_id = ?", id).Delete(&stepRow{}).Error; err != nil {
+		return planning.Plan{}, err
+	}
+	if err := insertSteps(tx, id, steps); err != nil {
+		return planning.Plan{}, err
+	}
+	row := revisionRow{ID: rev.ID, PlanID: id, Version: rev.Version, Goal: rev.Goal, Steps: mustJSON(revisionSteps(steps)),
+		Author: rev.Author, Reason: rev.Reason, CreatedAt: Timestamp(rev.CreatedAt)}
+	if err := tx.Create(&row).Error; err != nil {
+		return planning.Plan{}, err
+	}
+	if err := tx.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
+		"goal": rev.Goal, "version": rev.Version, "updated_at": now}).Error; err != nil {
+		return planning.Plan{}, err
+	}
+	p.Goal, p.Version, p.Steps, p.UpdatedAt = rev.Goal, rev.Version, steps, now
+	return p, nil
+}
+
 // UpdateStep saves a step's run state: status, result, error and times.
 func (s *Store) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
-	res := s.g.WithContext(ctx).Model(&stepRow{}).Where("plan_id = ? AND number = ?", planID, st.Number).Updates(map[string]any{
-		"status": string(st.Status), "result": st.Result, "error": st.Error,
-		"started_at": stampPtr(st.StartedAt), "completed_at": stampPtr(st.CompletedAt)})
-	if res.Error != nil {
-		return dbErr("update plan step", res.Error)
+	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB { return updateStep(g, planID, st) })
+	if err != nil {
+		return dbErr("update plan step", err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID)
 	}
 	return nil
 }
 
-// UpdatePlanUsage saves a plan's token usage.
-func (s *Store) UpdatePlanUsage(ctx context.Context, id string, u planning.Usage) error {
-	res := s.g.WithContext(ctx).Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
-		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "updated_at": s.stamp()})
-	if res.Error != nil {
-		return dbErr("update plan usage", res.Error)
+// updateStep is the UPDATE that saves a step's run state.
+func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
+	return g.Model(&stepRow{}).Where("plan_id = ? AND number = ?", planID, st.Number).Updates(map[string]any{
+		"status": string(st.Status), "result": st.Result, "error": st.Error,
+		"started_at": stampPtr(st.StartedAt), "completed_at": stampPtr(st.CompletedAt)})
+}
+
+// AddPlanUsage adds u to a plan's token usage with one UPDATE that
+// increments the columns, so concurrent additions all count. (Retried after
+// a transient error like every statement; an increment whose commit went
+// through but whose answer was lost would count twice — tokens are a
+// measure, and losing them on every dropped connection would be worse.)
+func (s *Store) AddPlanUsage(ctx context.Context, id string, u planning.Usage) error {
+	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
+		return g.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
+			"input_tokens":  gorm.Expr("input_tokens + ?", u.InputTokens),
+			"output_tokens": gorm.Expr("output_tokens + ?", u.OutputTokens), "updated_at": s.stamp()})
+	})
+	if err != nil {
+		return dbErr("add plan usage", err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return notFound("plan", id)
 	}
 	return nil
@@ -378,13 +517,13 @@ func (s *Store) AddReview(ctx context.Context, r planning.Review) error {
 	}
 	row := reviewRow{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: string(r.Verdict), Comments: r.Comments,
 		AgentID: r.AgentID, InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CreatedAt: Timestamp(r.CreatedAt)}
-	return dbErr("add plan review", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("add plan review", s.insert(ctx, &row))
 }
 
 // ListRevisions lists a plan's revisions, oldest first.
 func (s *Store) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {
 	var rows []revisionRow
-	if err := s.g.WithContext(ctx).Where("plan_id = ?", planID).Order("version").Find(&rows).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error { return g.Where("plan_id = ?", planID).Order("version").Find(&rows).Error }); err != nil {
 		return nil, dbErr("list plan revisions", err)
 	}
 	out := make([]planning.Revision, len(rows))
@@ -397,7 +536,9 @@ func (s *Store) ListRevisions(ctx context.Context, planID string) ([]planning.Re
 // ListReviews lists a plan's reviews, oldest first.
 func (s *Store) ListReviews(ctx context.Context, planID string) ([]planning.Review, error) {
 	var rows []reviewRow
-	if err := s.g.WithContext(ctx).Where("plan_id = ?", planID).Order("round, created_at").Find(&rows).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		return g.Where("plan_id = ?", planID).Order("round, created_at").Find(&rows).Error
+	}); err != nil {
 		return nil, dbErr("list plan reviews", err)
 	}
 	out := make([]planning.Review, len(rows))
@@ -452,7 +593,9 @@ func (s *Store) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 		ids[i] = r.ID
 	}
 	var steps []stepRow
-	if err := s.g.WithContext(ctx).Where("plan_id IN ?", ids).Order("plan_id, number").Find(&steps).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		return g.Where("plan_id IN ?", ids).Order("plan_id, number").Find(&steps).Error
+	}); err != nil {
 		return nil, "", dbErr("list plan steps", err)
 	}
 	byPlan := map[string][]stepRow{}
@@ -472,7 +615,7 @@ func (s *Store) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 // changed.
 func (s *Store) InterruptRunning(ctx context.Context) (int, error) {
 	var n int
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		var ids []string
 		live := []string{string(planning.StatusExecuting), string(planning.StatusInReview)}
 		if err := tx.Model(&planRow{}).Where("status IN ?", live).Pluck("id", &ids).Error; err != nil {

@@ -28,6 +28,8 @@ type StoreConfig struct {
 	Now func() time.Time
 	// NewID makes row ids; defaults to UUIDv7.
 	NewID func() string
+	// Retry says how transient database errors are retried (see do).
+	Retry RetryPolicy
 }
 
 // Store is the gorm implementation of the store interfaces the other
@@ -40,6 +42,8 @@ type Store struct {
 	g     *gorm.DB
 	now   func() time.Time
 	newID func() string
+	retry RetryPolicy
+	inTx  bool // a Store over one transaction: its statements are not retried alone
 }
 
 // NewStore returns a Store over an open, migrated database.
@@ -53,7 +57,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = NewID
 	}
-	return &Store{db: db, g: db.Gorm(), now: cfg.Now, newID: cfg.NewID}, nil
+	return &Store{db: db, g: db.Gorm(), now: cfg.Now, newID: cfg.NewID, retry: cfg.Retry.withDefaults()}, nil
 }
 
 // NewID returns a new UUIDv7 string: time-ordered, so rows inserted together
@@ -99,8 +103,9 @@ func notFound(what, id string) error {
 }
 
 // dbErr maps a database error into the apperr vocabulary: a missing row is
-// NotFound, a unique violation Conflict, a cancelled context itself, and
-// anything else Internal wrapping the cause.
+// NotFound, a unique violation Conflict, a cancelled context itself, a
+// transient failure that outlived its retries Unavailable, and anything
+// else Internal wrapping the cause.
 func dbErr(op string, err error) error {
 	switch {
 	case err == nil:
@@ -114,7 +119,13 @@ func dbErr(op string, err error) error {
 	}
 	var ae *apperr.Error
 	if errors.As(err, &ae) {
+		if ae.Code == apperr.Internal && transient(err) {
+			return apperr.Wrap(apperr.Unavailable, err, "persistence: %s: the database is unavailable", op)
+		}
 		return err
+	}
+	if transient(err) {
+		return apperr.Wrap(apperr.Unavailable, err, "persistence: %s: the database is unavailable", op)
 	}
 	return apperr.Wrap(apperr.Internal, err, "persistence: %s", op)
 }

@@ -278,16 +278,20 @@ func TestDefinitions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, first.ID, def.ID)
 
-		_, err = s.UpdateDefinition(ctx, first.ID, func(d *agents.Definition) error { d.Name = "researcher"; return nil })
-		requireCode(t, err, apperr.Conflict)
+		third := agents.Definition{Name: "writer"}
+		require.NoError(t, s.CreateDefinition(ctx, &third))
+		_, err = s.UpdateDefinition(ctx, third.ID, func(d *agents.Definition) error { d.Name = "researcher"; return nil })
+		requireCode(t, err, apperr.Conflict) // names are unique per creator
+		mine := agents.Definition{Name: "researcher", CreatedBy: "alice"}
+		require.NoError(t, s.CreateDefinition(ctx, &mine), "another creator's name says nothing")
 		_, err = s.UpdateDefinition(ctx, first.ID, func(*agents.Definition) error { return apperr.New(apperr.Invalid, "no") })
 		requireCode(t, err, apperr.Invalid)
 		_, err = s.GetDefinition(ctx, "nope")
 		requireCode(t, err, apperr.NotFound)
 
-		list, err := s.ListDefinitions(ctx)
+		list, err := s.ListDefinitions(ctx, persistence.AnyUser)
 		require.NoError(t, err)
-		require.Len(t, list, 2)
+		require.Len(t, list, 4)
 	})
 }
 
@@ -349,7 +353,7 @@ func TestPlans(t *testing.T) {
 		require.NoError(t, s.UpdateStep(ctx, p.ID, step))
 		step.Number = 9
 		requireCode(t, s.UpdateStep(ctx, p.ID, step), apperr.NotFound)
-		require.NoError(t, s.UpdatePlanUsage(ctx, p.ID, planning.Usage{InputTokens: 7, OutputTokens: 3}))
+		require.NoError(t, s.AddPlanUsage(ctx, p.ID, planning.Usage{InputTokens: 7, OutputTokens: 3}))
 
 		require.NoError(t, s.AddReview(ctx, planning.Review{PlanID: p.ID, Round: 1, Version: 1, Verdict: planning.VerdictChangesRequested, Comments: "split step 2"}))
 		reviews, err := s.ListReviews(ctx, p.ID)

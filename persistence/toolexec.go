@@ -54,7 +54,7 @@ func (s *Store) RecordToolExecution(ctx context.Context, e tools.Execution) erro
 		Arguments: args, Result: e.Result, Error: e.Error, Success: e.Success, DurationMS: e.DurationMS,
 		SourceRole: string(e.Source.Role), AgentID: e.Source.AgentID, PlanID: e.Source.PlanID, StepNumber: e.Source.StepNumber,
 		ExecutionID: e.Source.ExecutionID, CreatedAt: Timestamp(e.CreatedAt)}
-	return dbErr("record tool execution", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("record tool execution", s.insert(ctx, &row))
 }
 
 // ToolExecutionFilter selects tool executions; empty fields match all.

@@ -89,7 +89,7 @@ func (s *Store) CreateEntity(ctx context.Context, userID string, e *builtin.Enti
 		return dbErr("create entity", err)
 	}
 	row := s.entityRow(userID, e)
-	return dbErr("create entity", s.g.WithContext(ctx).Create(&row).Error)
+	return dbErr("create entity", s.insert(ctx, &row))
 }
 
 // GetEntity returns userID's entity.
@@ -98,7 +98,7 @@ func (s *Store) GetEntity(ctx context.Context, userID, id string) (builtin.Entit
 		return builtin.Entity{}, notFound("entity", id)
 	}
 	var row entityRow
-	if err := s.g.WithContext(ctx).Where("id = ? AND user_id = ?", id, userID).Take(&row).Error; err != nil {
+	if err := s.do(ctx, func(g *gorm.DB) error { return g.Where("id = ? AND user_id = ?", id, userID).Take(&row).Error }); err != nil {
 		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
 			return builtin.Entity{}, notFound("entity", id)
 		}
@@ -119,13 +119,16 @@ func (s *Store) UpdateEntity(ctx context.Context, userID string, e builtin.Entit
 	if e.ProjectID != "" {
 		project = &e.ProjectID
 	}
-	res := s.g.WithContext(ctx).Model(&entityRow{}).Where("id = ? AND user_id = ?", e.ID, userID).Updates(map[string]any{
-		"title": e.Title, "description": e.Description, "status": e.Status, "priority": e.Priority, "due_date": e.DueDate,
-		"project_id": project, "updated_at": s.stamp()})
-	if res.Error != nil {
-		return dbErr("update entity", res.Error)
+	now := s.stamp()
+	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
+		return g.Model(&entityRow{}).Where("id = ? AND user_id = ?", e.ID, userID).Updates(map[string]any{
+			"title": e.Title, "description": e.Description, "status": e.Status, "priority": e.Priority, "due_date": e.DueDate,
+			"project_id": project, "updated_at": now})
+	})
+	if err != nil {
+		return dbErr("update entity", err)
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return notFound("entity", e.ID)
 	}
 	return nil
@@ -199,7 +202,7 @@ func (s *Store) FindEntities(ctx context.Context, userID string, q builtin.Query
 // CreateTree creates a project with its contents and their "part_of"
 // edges in one transaction: all of it, or none.
 func (s *Store) CreateTree(ctx context.Context, userID string, t *builtin.Tree) error {
-	err := s.g.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := s.transact(ctx, func(tx *gorm.DB) error {
 		t.Project.Type, t.Project.ProjectID = builtin.Project, ""
 		row := s.entityRow(userID, &t.Project)
 		if err := tx.Create(&row).Error; err != nil {
@@ -233,7 +236,7 @@ func (s *Store) Link(ctx context.Context, userID string, e *builtin.Edge) error 
 		e.ID = s.newID()
 	}
 	row := edgeRow{ID: e.ID, UserID: userID, FromID: e.FromID, ToID: e.ToID, Relation: e.Relation, CreatedAt: s.stamp()}
-	err := s.g.WithContext(ctx).Create(&row).Error
+	err := s.insert(ctx, &row)
 	if isUniqueViolation(err) {
 		return apperr.New(apperr.Conflict, "%s is already linked to %s as %s", e.FromID, e.ToID, e.Relation)
 	}

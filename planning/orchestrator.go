@@ -55,9 +55,14 @@ type Config struct {
 	Hub *Hub
 	// Observer, when set, sees every plan event once (metrics).
 	Observer event.Sink
-	Now      func() time.Time
-	NewID    func() string
-	Logger   zerolog.Logger
+	// PersistTimeout bounds each group of writes that must happen even
+	// when the run was cancelled (a step's end, an execution's outcome, a
+	// verdict, the plan's end); each window opens when the work it records
+	// is done (default 15 s).
+	PersistTimeout time.Duration
+	Now            func() time.Time
+	NewID          func() string
+	Logger         zerolog.Logger
 }
 
 // Orchestrator takes plans through their mode (auto execution, human
@@ -73,6 +78,9 @@ type Orchestrator struct {
 type activeRun struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
+	// cancelledBy is who cancelled the run through Cancel (guarded by
+	// Orchestrator.mu).
+	cancelledBy *Actor
 }
 
 // NewOrchestrator validates cfg and returns an Orchestrator.
@@ -89,6 +97,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.MaxSteps <= 0 {
 		cfg.MaxSteps = 20
+	}
+	if cfg.PersistTimeout <= 0 {
+		cfg.PersistTimeout = 15 * time.Second
 	}
 	if cfg.MaxParallelSteps <= 0 {
 		cfg.MaxParallelSteps = 4
@@ -166,11 +177,16 @@ type Origin struct {
 	PlannerAgentID string
 	// RequestMode is the request's plan_mode, if any.
 	RequestMode Mode
+	// Operator says the turn's user acts as an operator (their approvals in
+	// chat are recorded as the operator's).
+	Operator bool
 	// Allowed finds the tools the planner may put in steps.
 	Allowed func(name string) (tools.Tool, bool)
-	// ContextType and EntityID scope the steps' tool calls.
+	// ContextType, EntityID and ProjectID (the focused project) scope the
+	// steps' tool calls.
 	ContextType string
 	EntityID    string
+	ProjectID   string
 }
 
 // eventPlan is a plan as events carry it.
@@ -210,21 +226,23 @@ func (o *Orchestrator) planEmitter(em event.Emitter, planID string, role event.R
 
 // persist is the context of writes that must happen even when the run's
 // context was cancelled (a cancelled plan still records its step states).
-func persist(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+// Its window (PersistTimeout) starts now: open it after the work whose
+// outcome it records, never before.
+func (o *Orchestrator) persist(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), o.cfg.PersistTimeout)
 }
 
 // register marks planID as running; a plan runs at most once at a time.
-func (o *Orchestrator) register(ctx context.Context, planID string) (context.Context, func(), error) {
+func (o *Orchestrator) register(ctx context.Context, planID string) (context.Context, *activeRun, func(), error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if _, busy := o.running[planID]; busy {
-		return nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
+		return nil, nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
 	run := &activeRun{cancel: cancel, done: make(chan struct{})}
 	o.running[planID] = run
-	return rctx, func() {
+	return rctx, run, func() {
 		o.mu.Lock()
 		delete(o.running, planID)
 		o.mu.Unlock()
@@ -232,6 +250,13 @@ func (o *Orchestrator) register(ctx context.Context, planID string) (context.Con
 		close(run.done)
 		o.cfg.Hub.end(planID)
 	}, nil
+}
+
+// cancelledBy is who cancelled run through Cancel, if anyone did.
+func (o *Orchestrator) cancelledBy(run *activeRun) *Actor {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return run.cancelledBy
 }
 
 // Running reports whether planID is running in this process.

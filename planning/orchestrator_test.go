@@ -126,7 +126,11 @@ func TestAutoExecuteRunsTheGraph(t *testing.T) {
 			exe := answers(10 * time.Millisecond)
 			e := newEnv(t, driver, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
 				mu.Lock()
-				inputs[task.Data.StepNumber] = task.Input
+				in := task.Input
+				for _, d := range task.Data.Dependencies {
+					in += "\n" + d.Result
+				}
+				inputs[task.Data.StepNumber] = in
 				mu.Unlock()
 				return exe(ctx, task)
 			}}, nil)
@@ -321,7 +325,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
 
 			// Invalid edits change nothing.
-			_, err = e.orch.Approve(ctx, res.PlanID, []planning.Step{exec(1, 1)}, "", e.em)
+			_, err = e.orch.Approve(ctx, res.PlanID, alice, []planning.Step{exec(1, 1)}, "", e.em)
 			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
 			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
 
@@ -330,7 +334,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
-					_, errs[i] = e.orch.Approve(ctx, res.PlanID, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
+					_, errs[i] = e.orch.Approve(ctx, res.PlanID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
 				})
 			}
 			wg.Wait()
@@ -346,7 +350,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "user", revs[1].Author)
 
-			_, err = e.orch.Approve(ctx, res.PlanID, nil, "", e.em)
+			_, err = e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 			require.Contains(t, apperr.MessageOf(err), "failed")
 
@@ -365,7 +369,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			rejected, err := e.orch.Reject(ctx, res2.PlanID, "not now")
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusRejected, rejected.Status)
-			_, err = e.orch.Cancel(ctx, res2.PlanID)
+			_, err = e.orch.Cancel(ctx, res2.PlanID, alice)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 		})
 	}
@@ -384,12 +388,12 @@ func TestCancelARunningPlan(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.orch.Approve(ctx, res.PlanID, nil, "", e.em)
+		_, err := e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
 		done <- err
 	}()
 	<-started
 	require.True(t, e.orch.Running(res.PlanID))
-	p, err := e.orch.Cancel(ctx, res.PlanID)
+	p, err := e.orch.Cancel(ctx, res.PlanID, alice)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, p.Status)
 	require.NoError(t, <-done)
@@ -483,7 +487,7 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.orch.Approve(ctx, res.PlanID, nil, "", e.em)
+		_, _ = e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
 	}()
 	require.Eventually(t, func() bool { return e.orch.Running(res.PlanID) }, 5*time.Second, time.Millisecond)
 	w := e.orch.Hub().Subscribe(res.PlanID)
@@ -509,7 +513,7 @@ func TestRestartMidRun(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
-			p, err := e.orch.ClaimApproval(ctx, res.PlanID, nil, "", e.em)
+			p, err := e.orch.ClaimApproval(ctx, res.PlanID, alice, nil, "", e.em)
 			require.NoError(t, err)
 			// What the dead process wrote before it died: step 1 done, step 2 running.
 			now := time.Now()
@@ -555,3 +559,6 @@ func newEnvOn(t *testing.T, store *persistence.Store, r *runner) env {
 	rec := &event.Recorder{}
 	return env{store: store, orch: orch, rec: rec, sink: rec, em: event.NewEmitter(rec, event.Source{Role: event.RolePlanner}, time.Now)}
 }
+
+// alice is the owner of the plans of these tests, acting on them.
+var alice = planning.Actor{UserID: "alice"}

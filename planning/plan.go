@@ -73,11 +73,63 @@ type Plan struct {
 	Reason string
 	// StreamRunID is the chat run that created the plan, if any.
 	StreamRunID string
+	// Approval records who let the plan run; nil while it never had one (a
+	// plan without an approval never runs, not even through resume).
+	Approval *Approval
+	// CancelledBy records who cancelled the plan through its cancel route.
+	CancelledBy *Cancellation
 	Usage       Usage
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
 	CompletedAt *time.Time
+}
+
+// ActorRole says who acted on a plan.
+type ActorRole string
+
+// Who approves or cancels plans.
+const (
+	// ByUser: the plan's owner, through the approve route or approve_plan in
+	// a later turn (or a cancel).
+	ByUser ActorRole = "user"
+	// ByOperator: a person with an operator key.
+	ByOperator ActorRole = "operator"
+	// ByAuto: the plan's mode was auto_execute.
+	ByAuto ActorRole = "auto"
+	// ByReviewer: the reviewer agent approved it (agent_review).
+	ByReviewer ActorRole = "reviewer"
+)
+
+// Approval records who let a plan run.
+type Approval struct {
+	By ActorRole
+	// UserID is the person's user (empty for auto and reviewer).
+	UserID string
+	At     time.Time
+	Note   string
+}
+
+// Cancellation records who cancelled a plan through its cancel route.
+type Cancellation struct {
+	By     ActorRole // ByUser or ByOperator
+	UserID string
+	At     time.Time
+}
+
+// Actor is a person acting on a plan (the HTTP API's principal, or the
+// user of a chat turn).
+type Actor struct {
+	UserID   string
+	Operator bool
+}
+
+// Role is how the actor's decisions are recorded: ByOperator or ByUser.
+func (a Actor) Role() ActorRole {
+	if a.Operator {
+		return ByOperator
+	}
+	return ByUser
 }
 
 // Step is one unit of a plan. It runs either a focused executor agent

@@ -20,7 +20,7 @@ type SubmitReviewArgs struct {
 // review runs one reviewer round on p and records it.
 func (o *Orchestrator) review(ctx context.Context, p Plan, round int, em event.Emitter) (Review, error) {
 	agentID := o.cfg.NewID()
-	wctx, cancel := persist(ctx)
+	wctx, cancel := o.persist(ctx)
 	defer cancel()
 	if err := o.cfg.Store.CreateAgent(wctx, AgentRecord{ID: agentID, Role: event.RoleReviewer, UserID: p.UserID, SessionID: p.SessionID,
 		PlanID: p.ID, Model: o.cfg.Reviewer.Model, CreatedAt: o.cfg.Now()}); err != nil {
@@ -63,6 +63,9 @@ func (o *Orchestrator) review(ctx context.Context, p Plan, round int, em event.E
 		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer gave no verdict: "+cut(res.Text, 500)
 	}
 	mu.Unlock()
+	// The verdict's window opens now, however long the reviewer took.
+	wctx, cancelWrite := o.persist(ctx)
+	defer cancelWrite()
 	if err := o.cfg.Store.AddReview(wctx, r); err != nil {
 		return Review{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planwright/planwright/agents"
@@ -26,9 +27,10 @@ type stepOutcome struct {
 // at once; a failed step skips its dependents while independent branches go
 // on; cancellation cancels what runs and what waits. Every step write
 // happens before the event that announces it. It returns the plan as it
-// ended (completed, failed or cancelled).
+// ended (completed, failed or cancelled; interrupted when ctx was cancelled
+// with agents.Shutdown).
 func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em event.Emitter) (Plan, error) {
-	ctx, release, err := o.register(ctx, p.ID)
+	ctx, run, release, err := o.register(ctx, p.ID)
 	if err != nil {
 		return p, err
 	}
@@ -43,14 +45,23 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 	}
 	results := make(chan stepOutcome)
 	running := 0
-	usage := p.Usage
+	var usage Usage // what this run's steps spent; added to the plan's, never overwriting it
 	done := func(s *Step) bool { return s.Status != StepPending && s.Status != StepRunning }
-	// storeEnd writes a step's final state, then announces it.
+	// storeEnd writes a step's final state, then announces it — only once
+	// it is stored: an event never says what the database does not (the
+	// store has retried transient errors already). A step whose end could
+	// not be stored is tried once more before the plan ends.
+	var unsavedMu sync.Mutex
+	unsaved := map[int]Step{}
 	storeEnd := func(s Step) {
-		wctx, cancel := persist(ctx)
+		wctx, cancel := o.persist(ctx)
 		defer cancel()
 		if err := o.cfg.Store.UpdateStep(wctx, p.ID, s); err != nil {
-			o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state")
+			o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state; not announced")
+			unsavedMu.Lock()
+			unsaved[s.Number] = s
+			unsavedMu.Unlock()
+			return
 		}
 		sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number}).
 			Emit(wctx, event.StepComplete{PlanID: p.ID, Step: stepState(s)})
@@ -99,7 +110,19 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 					go func() {
 						src := event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: snapshot.Number}
 						if err := o.cfg.Store.UpdateStep(ctx, p.ID, snapshot); err != nil {
-							o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start")
+							// A start that is not stored is not announced,
+							// and the step does not run.
+							o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
+							notRun := snapshot
+							notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+err.Error()
+							if ctx.Err() != nil {
+								notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
+							}
+							end := o.cfg.Now()
+							notRun.CompletedAt = &end
+							storeEnd(notRun)
+							results <- stepOutcome{number: notRun.Number, step: notRun}
+							return
 						}
 						sys.With(src).Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(snapshot)})
 						out := o.runStep(ctx, p, origin, snapshot, deps, em)
@@ -121,10 +144,27 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		usage.OutputTokens += out.usage.OutputTokens
 	}
 	// Whatever never started was cancelled.
+	shutdown := false
+	if c, ok := agents.CauseOf(ctx); ok && c == agents.Shutdown {
+		shutdown = true
+	}
 	for _, s := range p.Steps {
 		if st := steps[s.Number]; !done(st) {
-			finish(st, StepCancelled, "cancelled: the plan was cancelled before this step ran")
+			why := "cancelled: the plan was cancelled before this step ran"
+			if shutdown {
+				why = "cancelled: the service shut down before this step ran"
+			}
+			finish(st, StepCancelled, why)
 		}
+	}
+
+	// Step ends the database did not take get one more window now.
+	unsavedMu.Lock()
+	retry := unsaved
+	unsaved = map[int]Step{}
+	unsavedMu.Unlock()
+	for _, s := range retry {
+		storeEnd(s)
 	}
 
 	final := StatusCompleted
@@ -133,25 +173,37 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		counts[s.Status]++
 	}
 	switch {
+	case shutdown && counts[StepCompleted] < len(p.Steps):
+		// The process is stopping: the plan is interrupted, to be resumed
+		// (its completed steps are kept).
+		final = StatusInterrupted
 	case ctx.Err() != nil && counts[StepCompleted] < len(p.Steps):
 		final = StatusCancelled
 	case counts[StepCompleted] < len(p.Steps):
 		final = StatusFailed
 	}
-	wctx, cancel := persist(ctx)
+	wctx, cancel := o.persist(ctx)
 	defer cancel()
 	end := o.cfg.Now()
 	reason := ""
+	var cancelled *Cancellation
 	switch final {
 	case StatusCancelled:
-		if c, ok := agents.CauseOf(ctx); ok {
+		if by := o.cancelledBy(run); by != nil {
+			reason = fmt.Sprintf("cancelled by %s %s", by.Role(), by.UserID)
+			cancelled = &Cancellation{By: by.Role(), UserID: by.UserID, At: end}
+		} else if c, ok := agents.CauseOf(ctx); ok {
 			reason = "cancelled: " + string(c)
 		}
 	case StatusFailed:
 		reason = fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped])
+	case StatusInterrupted:
+		reason = "the service shut down while the plan ran; resume it to run the steps that did not complete"
 	}
 	ended, err := o.cfg.Store.TransitionPlan(wctx, p.ID, []Status{StatusExecuting}, final, func(q *Plan) {
-		q.CompletedAt, q.Usage, q.Reason = &end, usage, reason
+		q.CompletedAt, q.Reason, q.CancelledBy = &end, reason, cancelled
+		q.Usage.InputTokens += usage.InputTokens
+		q.Usage.OutputTokens += usage.OutputTokens
 	})
 	if err != nil {
 		return p, err
@@ -221,7 +273,8 @@ func substitute(args json.RawMessage, results map[int]string) json.RawMessage {
 }
 
 func scopeOf(p Plan, origin Origin) tools.Scope {
-	return tools.Scope{UserID: p.UserID, SessionID: p.SessionID, ContextType: origin.ContextType, EntityID: origin.EntityID}
+	return tools.Scope{UserID: p.UserID, SessionID: p.SessionID, ContextType: origin.ContextType, EntityID: origin.EntityID,
+		ProjectID: origin.ProjectID}
 }
 
 // runExecutor is the executor coordinator for one step: it records the
@@ -230,12 +283,18 @@ func scopeOf(p Plan, origin Origin) tools.Scope {
 func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) (Step, Usage) {
 	agentID, sessionID, execID := o.cfg.NewID(), o.cfg.NewID(), o.cfg.NewID()
 	started := o.cfg.Now()
-	task := executorTask(p, s, deps, o.cfg.Executor.Limits.TokenBudget)
+	var stepTools []tools.Tool
+	for _, name := range s.Tools {
+		if t, ok := o.cfg.Lookup(name); ok {
+			stepTools = append(stepTools, t)
+		}
+	}
+	data, task := executorRequest(o.cfg.Executor, p, s, deps, stepTools)
 	exec := Execution{ID: execID, PlanID: p.ID, StepNumber: s.Number, AgentID: agentID, AgentSessionID: sessionID,
 		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
-	wctx, cancel := persist(ctx)
+	sctx, cancel := o.persist(ctx)
 	defer cancel()
-	err := o.cfg.Store.StartExecution(wctx,
+	err := o.cfg.Store.StartExecution(sctx,
 		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
 			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: o.cfg.Executor.Model, CreatedAt: started},
 		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
@@ -248,15 +307,9 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 	xem := o.planEmitter(em, p.ID, event.RoleExecutor).With(src)
 	xem.Emit(ctx, event.ExecutorSpawned{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID})
 
-	var stepTools []tools.Tool
-	for _, name := range s.Tools {
-		if t, ok := o.cfg.Lookup(name); ok {
-			stepTools = append(stepTools, t)
-		}
-	}
 	res, runErr := o.cfg.Runner.Run(ctx, agents.Task{
 		Role:  o.cfg.Executor,
-		Data:  agents.PromptData{Goal: p.Goal, Task: s.Description, StepNumber: s.Number, StepTitle: s.Title, Dependencies: deps},
+		Data:  data,
 		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
 		Transcript: &transcript{store: o.cfg.Store, sessionID: sessionID, executionID: execID, now: o.cfg.Now},
 	})
@@ -278,60 +331,18 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		exec.Status = ExecutionCompleted
 		s.Status, s.Result = StepCompleted, res.Text
 	}
+	// The outcome's window opens now, however long the executor ran.
+	wctx, cancelWrite := o.persist(ctx)
+	defer cancelWrite()
 	if err := o.cfg.Store.FinishExecution(wctx, exec); err != nil {
-		o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("execution_id", execID).Msg("store execution outcome")
+		// Not stored, not announced.
+		o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
+		return s, usage
 	}
 	eu := event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, TotalTokens: usage.InputTokens + usage.OutputTokens}
 	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),
 		Summary: cut(res.Text, 500), Error: exec.Error, Usage: &eu})
 	return s, usage
-}
-
-// executorTask is the executor's input: its step, the plan's goal and the
-// results of the steps it depends on, fitted into the executor's token
-// budget (about four characters a token) by trimming the longest results.
-func executorTask(p Plan, s Step, deps []agents.Dependency, budget int) string {
-	var head strings.Builder
-	fmt.Fprintf(&head, "Plan goal: %s\n\nYour step (%d): %s\n", p.Goal, s.Number, s.Title)
-	if s.Description != "" && s.Description != s.Title {
-		fmt.Fprintf(&head, "Task: %s\n", s.Description)
-	}
-	if len(deps) == 0 {
-		return head.String()
-	}
-	if budget <= 0 {
-		budget = 1500
-	}
-	room := budget*4 - head.Len() - 200
-	results := make([]string, len(deps))
-	for i, d := range deps {
-		results[i] = d.Result
-	}
-	for total(results) > room && room > 0 {
-		longest := 0
-		for i := range results {
-			if len(results[i]) > len(results[longest]) {
-				longest = i
-			}
-		}
-		if len(results[longest]) <= 80 {
-			break
-		}
-		results[longest] = cut(results[longest], len([]rune(results[longest]))*3/4)
-	}
-	head.WriteString("\nResults of the steps this one depends on:\n")
-	for i, d := range deps {
-		fmt.Fprintf(&head, "- Step %d (%s): %s\n", d.Number, d.Title, results[i])
-	}
-	return head.String()
-}
-
-func total(ss []string) int {
-	n := 0
-	for _, s := range ss {
-		n += len(s)
-	}
-	return n
 }
 
 // transcript writes every message of an executor's run to

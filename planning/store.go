@@ -1,6 +1,9 @@
 package planning
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Store persists plans and everything their runs produce (persistence
 // implements it). Missing rows are apperr NotFound; a transition from a
@@ -13,14 +16,28 @@ type Store interface {
 	GetPlan(ctx context.Context, id string) (Plan, error)
 	// TransitionPlan changes the status only if the current one is in from
 	// (compare-and-set); mutate (may be nil) edits other fields saved in
-	// the same transaction.
+	// the same transaction. A change of Usage is saved as an increment (what
+	// mutate added), never as an overwrite, so concurrent AddPlanUsage calls
+	// are kept.
 	TransitionPlan(ctx context.Context, id string, from []Status, to Status, mutate func(*Plan)) (Plan, error)
+	// ApprovePlan moves a plan pending review to executing with approval a
+	// (started at a.At), and, when edits is not nil, stores it as the plan's
+	// new version — all in one transaction: when any part fails nothing
+	// changes.
+	ApprovePlan(ctx context.Context, id string, a Approval, edits *Revision) (Plan, error)
+	// ResumePlan moves a failed, cancelled or interrupted plan that had an
+	// approval back to executing (started at) and resets the steps that did
+	// not complete, in one transaction. A plan that never had an approval is
+	// a Conflict saying so.
+	ResumePlan(ctx context.Context, id string, at time.Time) (Plan, error)
 	// RevisePlan stores a new version (goal, steps reset to pending) and
 	// the revision row, in one transaction.
 	RevisePlan(ctx context.Context, id string, rev Revision) (Plan, error)
 	// UpdateStep saves a step's status, result, error and times.
 	UpdateStep(ctx context.Context, planID string, s Step) error
-	UpdatePlanUsage(ctx context.Context, id string, u Usage) error
+	// AddPlanUsage adds u to the plan's usage atomically (an increment in
+	// the database, safe against concurrent callers).
+	AddPlanUsage(ctx context.Context, id string, u Usage) error
 	AddReview(ctx context.Context, r Review) error
 	CreateAgent(ctx context.Context, a AgentRecord) error
 	CreateAgentSession(ctx context.Context, s AgentSession) error

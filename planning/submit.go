@@ -49,6 +49,7 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	}
 	if mode == ModeAutoExecute {
 		p.StartedAt = &now
+		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute"}
 	}
 	if err := o.cfg.Store.CreatePlan(ctx, &p); err != nil {
 		return tools.Result{}, err
@@ -102,6 +103,7 @@ func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em
 		now := o.cfg.Now()
 		p, err = o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusExecuting, func(q *Plan) {
 			q.ReviewRound, q.StartedAt, q.Reason = round, &now, ""
+			q.Approval = &Approval{By: ByReviewer, At: now, Note: cut(fmt.Sprintf("review round %d: %s", round, r.Comments), 500)}
 			q.Usage.InputTokens += r.Usage.InputTokens
 			q.Usage.OutputTokens += r.Usage.OutputTokens
 		})
@@ -158,8 +160,8 @@ func (o *Orchestrator) runToSummary(ctx context.Context, p Plan, origin Origin, 
 
 // Approve runs a plan waiting for a human: ClaimApproval, then Run. It
 // returns the plan as its run ended.
-func (o *Orchestrator) Approve(ctx context.Context, planID string, edits []Step, note string, em event.Emitter) (Plan, error) {
-	p, err := o.ClaimApproval(ctx, planID, edits, note, em)
+func (o *Orchestrator) Approve(ctx context.Context, planID string, by Actor, edits []Step, note string, em event.Emitter) (Plan, error) {
+	p, err := o.ClaimApproval(ctx, planID, by, edits, note, em)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -172,12 +174,13 @@ func (o *Orchestrator) Run(ctx context.Context, p Plan, em event.Emitter) (Plan,
 	return o.execute(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
 }
 
-// ClaimApproval moves a plan waiting for a human to executing. Edits, when
-// given, replace its steps after the same validation as the planner's
-// (nothing changes when they are invalid) and are kept as a revision by
-// "user". Of several concurrent claims exactly one succeeds; the others are
-// a Conflict naming the status.
-func (o *Orchestrator) ClaimApproval(ctx context.Context, planID string, edits []Step, note string, em event.Emitter) (Plan, error) {
+// ClaimApproval moves a plan waiting for a human to executing, recording
+// by as its approval (with note). Edits, when given, replace its steps
+// after the same validation as the planner's (nothing changes when they are
+// invalid) and are kept as a revision by "user"; the approval and the
+// revision are one transaction. Of several concurrent claims exactly one
+// succeeds; the others are a Conflict naming the status.
+func (o *Orchestrator) ClaimApproval(ctx context.Context, planID string, by Actor, edits []Step, note string, em event.Emitter) (Plan, error) {
 	p, err := o.cfg.Store.GetPlan(ctx, planID)
 	if err != nil {
 		return Plan{}, err
@@ -185,23 +188,19 @@ func (o *Orchestrator) ClaimApproval(ctx context.Context, planID string, edits [
 	if p.Status != StatusPendingReview {
 		return Plan{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan pending review can be approved", p.ID, p.Status)
 	}
+	now := o.cfg.Now()
+	var rev *Revision
 	if edits != nil {
 		if err := Validate(Plan{Goal: p.Goal, Steps: edits}, ValidateConfig{MaxSteps: o.cfg.MaxSteps, Tool: o.cfg.Lookup}); err != nil {
 			return Plan{}, err
 		}
+		rev = &Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: edits, Author: "user", Reason: note, CreatedAt: now}
 	}
-	now := o.cfg.Now()
-	p, err = o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview}, StatusExecuting, func(q *Plan) {
-		q.StartedAt, q.Reason = &now, ""
-	})
+	p, err = o.cfg.Store.ApprovePlan(ctx, planID, Approval{By: by.Role(), UserID: by.UserID, At: now, Note: note}, rev)
 	if err != nil {
 		return Plan{}, err
 	}
-	if edits != nil {
-		if p, err = o.cfg.Store.RevisePlan(ctx, planID, Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: edits,
-			Author: "user", Reason: note, CreatedAt: now}); err != nil {
-			return Plan{}, err
-		}
+	if rev != nil {
 		o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanRevised{Plan: eventPlan(p)})
 	}
 	return p, nil
@@ -216,10 +215,16 @@ func (o *Orchestrator) Reject(ctx context.Context, planID, reason string) (Plan,
 }
 
 // Cancel stops a running plan (its running steps end cancelled, the rest
-// never start) or closes one that waits. A finished plan is a Conflict.
-func (o *Orchestrator) Cancel(ctx context.Context, planID string) (Plan, error) {
+// never start) or closes one that waits, recording by as who cancelled it.
+// A plan that waited (pending_review, in_review) never had an approval, so
+// its cancel is terminal: it can never be resumed. A finished plan is a
+// Conflict.
+func (o *Orchestrator) Cancel(ctx context.Context, planID string, by Actor) (Plan, error) {
 	o.mu.Lock()
 	run, ok := o.running[planID]
+	if ok && run.cancelledBy == nil {
+		run.cancelledBy = &by
+	}
 	o.mu.Unlock()
 	if ok {
 		run.cancel(agents.UserCancelled)
@@ -232,7 +237,8 @@ func (o *Orchestrator) Cancel(ctx context.Context, planID string) (Plan, error) 
 	}
 	now := o.cfg.Now()
 	return o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusCancelled, func(q *Plan) {
-		q.Reason, q.CompletedAt = "cancelled before it ran", &now
+		q.Reason = fmt.Sprintf("cancelled by %s %s before it was approved; it never ran and cannot be resumed", by.Role(), by.UserID)
+		q.CompletedAt, q.CancelledBy = &now, &Cancellation{By: by.Role(), UserID: by.UserID, At: now}
 	})
 }
 
@@ -247,25 +253,11 @@ func (o *Orchestrator) Resume(ctx context.Context, planID string, em event.Emitt
 }
 
 // ClaimResume moves a failed, cancelled or interrupted plan back to
-// executing and resets the steps that did not complete.
+// executing and resets the steps that did not complete, in one
+// transaction. Only a plan that had an approval resumes: one that never had
+// (cancelled while it waited for review) is a Conflict saying so.
 func (o *Orchestrator) ClaimResume(ctx context.Context, planID string) (Plan, error) {
-	now := o.cfg.Now()
-	p, err := o.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusFailed, StatusCancelled, StatusInterrupted}, StatusExecuting,
-		func(q *Plan) { q.Reason, q.CompletedAt, q.StartedAt = "", nil, &now })
-	if err != nil {
-		return Plan{}, err
-	}
-	for i := range p.Steps {
-		s := &p.Steps[i]
-		if s.Status == StepCompleted {
-			continue
-		}
-		s.Status, s.Result, s.Error, s.StartedAt, s.CompletedAt = StepPending, "", "", nil, nil
-		if err := o.cfg.Store.UpdateStep(ctx, p.ID, *s); err != nil {
-			return Plan{}, err
-		}
-	}
-	return p, nil
+	return o.cfg.Store.ResumePlan(ctx, planID, o.cfg.Now())
 }
 
 // Synthesize has the synthesizer agent write the answer to a plan run that
@@ -406,18 +398,24 @@ type ApprovePlanArgs struct {
 	PlanID string `json:"plan_id,omitempty" jsonschema:"the plan to approve; default: this session's most recent plan waiting for review"`
 }
 
-// ApprovePlanTool lets the planner approve the session's plan waiting for
-// review when the user says so in chat ("yes, go ahead").
-func (o *Orchestrator) ApprovePlanTool() tools.Tool {
+// ApprovePlanTool lets the planner run the session's plan waiting for
+// review when the user says so in chat ("yes, go ahead") — in a later turn
+// than the one that created the plan: only a human approves a plan that
+// waits for review, and the user has not seen a plan created in this very
+// turn. Within that turn the call fails with a tool error that says why and
+// leaves the turn waiting on the user. The approval is recorded as the
+// turn's user's.
+func (o *Orchestrator) ApprovePlanTool(origin Origin) tools.Tool {
 	return tools.New(tools.Spec{
-		Name:        "approve_plan",
-		Description: "Run a plan of this session that waits for the user's review, when the user has clearly approved it.",
-		Timeout:     tools.NoTimeout,
+		Name: "approve_plan",
+		Description: "Run a plan of this session that waits for the user's review, when the user has clearly approved it in their message. " +
+			"A plan created in this same turn cannot be approved: the user must review it first.",
+		Timeout: tools.NoTimeout,
 	}, func(ctx context.Context, call tools.Call, a ApprovePlanArgs) (tools.Result, error) {
 		id := a.PlanID
 		if id == "" {
 			plans, _, err := o.cfg.Store.ListPlans(ctx, ListQuery{UserID: call.Scope.UserID, SessionID: call.Scope.SessionID,
-				Status: []Status{StatusPendingReview}, Limit: 1})
+				Status: []Status{StatusPendingReview, StatusInReview}, Limit: 1})
 			if err != nil {
 				return tools.Result{}, err
 			}
@@ -430,7 +428,15 @@ func (o *Orchestrator) ApprovePlanTool() tools.Tool {
 		if err != nil || p.UserID != call.Scope.UserID || p.SessionID != call.Scope.SessionID {
 			return tools.Result{}, apperr.New(apperr.NotFound, "plan %s is not a plan of this session", id)
 		}
-		ended, err := o.Approve(ctx, id, nil, "approved in chat", call.Events)
+		if origin.StreamRunID != "" && p.StreamRunID == origin.StreamRunID {
+			// The planner must never approve its own plan: the user has not
+			// seen it yet. The turn ends waiting on them.
+			return tools.Result{PlanID: p.ID, AwaitUser: true}, apperr.New(apperr.Conflict,
+				"plan %s was created in this turn and waits for the user's review: only the user can approve it, "+
+					"with the approve button or by asking for it in their next message. Do not try again; tell the user the plan waits for their approval.", p.ID)
+		}
+		by := Actor{UserID: call.Scope.UserID, Operator: origin.Operator}
+		ended, err := o.Approve(ctx, id, by, nil, "approved in chat", call.Events)
 		if err != nil {
 			return tools.Result{PlanID: id}, err
 		}
@@ -439,17 +445,12 @@ func (o *Orchestrator) ApprovePlanTool() tools.Tool {
 }
 
 // AddUsage adds tokens spent on a plan outside its run — the planner's
-// turn that wrote it — to the plan's usage.
+// turn that wrote it — to the plan's usage, as an atomic increment.
 func (o *Orchestrator) AddUsage(ctx context.Context, planID string, u Usage) error {
 	if u == (Usage{}) {
 		return nil
 	}
-	p, err := o.cfg.Store.GetPlan(ctx, planID)
-	if err != nil {
-		return err
-	}
-	return o.cfg.Store.UpdatePlanUsage(ctx, planID, Usage{InputTokens: p.Usage.InputTokens + u.InputTokens,
-		OutputTokens: p.Usage.OutputTokens + u.OutputTokens})
+	return o.cfg.Store.AddPlanUsage(ctx, planID, u)
 }
 
 // Settle is called when the turn that created a plan ends: a plan still in

@@ -58,8 +58,9 @@ type RuntimeConfig struct {
 	// Logger receives failures, panics (with stacks), retries and recorder
 	// errors. The zero Logger discards.
 	Logger zerolog.Logger
-	// Timeout bounds one attempt of a tool unless its Spec says otherwise
-	// (default 30 s; NoTimeout: bounded only by the round's context).
+	// Timeout bounds one attempt of every tool; a Spec.Timeout may only
+	// shorten it, or lift it with NoTimeout (default 30 s; NoTimeout here:
+	// bounded by the tools' own timeouts and the round's context).
 	Timeout time.Duration
 	// MaxResultChars is how many characters of a result the model sees; the
 	// rest is cut and a marker says how much (default 4000).
@@ -221,7 +222,7 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome 
 	} else {
 		text = truncate(r.errorText(ctx, eff, err), r.cfg.MaxResultChars)
 		o.Content = "error: " + text
-		o.Result = Result{}
+		o.Result = Result{AwaitUser: res.AwaitUser}
 	}
 	r.record(ctx, eff, start, o, text)
 	ev := event.ToolResult{ToolCallID: eff.ID, Name: eff.Name, Success: o.Success, DurationMS: o.Duration.Milliseconds()}
@@ -290,10 +291,7 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, er
 	if err := schema.validate(call.Args); err != nil {
 		return Result{}, err
 	}
-	timeout := r.cfg.Timeout
-	if spec.Timeout != 0 {
-		timeout = spec.Timeout
-	}
+	timeout := effectiveTimeout(r.cfg.Timeout, spec.Timeout)
 	retries := 0
 	if spec.Idempotent {
 		retries = r.cfg.Retries
@@ -315,6 +313,21 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, er
 		}
 		backoff *= 2
 	}
+}
+
+// effectiveTimeout is the bound of one attempt: the runtime's timeout,
+// unless the tool's own is shorter; NoTimeout on the tool lifts it (0: no
+// bound but the context).
+func effectiveTimeout(runtime, tool time.Duration) time.Duration {
+	switch {
+	case tool == NoTimeout:
+		return 0
+	case runtime == NoTimeout:
+		return max(tool, 0)
+	case tool > 0 && tool < runtime:
+		return tool
+	}
+	return runtime
 }
 
 // schema returns the compiled schema of a tool: its own if it carries one,
@@ -358,7 +371,8 @@ func (r *Runtime) attempt(ctx context.Context, tool Tool, call Call, timeout tim
 	case errors.Is(context.Cause(runCtx), errTimedOut):
 		return Result{}, fmt.Errorf("tool %q %w after %s", call.Name, ErrTimeout, timeout)
 	}
-	return Result{}, err
+	// A tool's own error may still leave the turn waiting on the user.
+	return Result{AwaitUser: res.AwaitUser}, err
 }
 
 // retryable reports whether a failed attempt may be tried again: not once

@@ -32,7 +32,9 @@ type Spec struct {
 	Schema json.RawMessage
 	// Idempotent tools may be retried after a failure.
 	Idempotent bool
-	// Timeout overrides the runtime's per-tool timeout; NoTimeout disables it.
+	// Timeout shortens the runtime's per-tool timeout (RuntimeConfig.Timeout,
+	// tools.timeout), which bounds every tool: a longer Timeout is capped by
+	// it. NoTimeout disables both (create_plan, which runs a whole plan).
 	Timeout time.Duration
 }
 
@@ -50,6 +52,10 @@ type Scope struct {
 	SessionID   string
 	ContextType string
 	EntityID    string
+	// ProjectID is the session's focused project (its entity in a project
+	// context, else its project focus): workspace tools default to it, and
+	// reach another project only when a call names it.
+	ProjectID string
 }
 
 // Call is one invocation of a tool.
@@ -117,7 +123,9 @@ type Outcome struct {
 	// Content is what goes back to the model: the result, or "error: " and
 	// the error text, truncated to the runtime's limit with a visible marker.
 	Content string
-	// Result is the tool's full result when Success is true.
+	// Result is the tool's full result when Success is true. When the tool
+	// failed it carries only AwaitUser, if the tool returned it with its
+	// error (the turn then still ends waiting on the user).
 	Result Result
 	// Err is why the call failed (nil on success). It matches, with
 	// errors.Is, apperr.ErrInvalid for invalid arguments, ErrUnknownTool,

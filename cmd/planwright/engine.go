@@ -44,6 +44,7 @@ func engineOptions() fx.Option {
 			newRoles,
 			newRegistry,
 			newContextProfiles,
+			newContextCache,
 			newToolRuntime,
 			newAgentRunner,
 			newOrchestrator,
@@ -140,13 +141,21 @@ func newOrchestrator(cfg config.Config, store *persistence.Store, runner *agents
 		Logger: log.With().Str("component", "planning").Logger()})
 }
 
-func newChatService(cfg config.Config, store *persistence.Store, runner *agents.Runner, orch *planning.Orchestrator,
-	reg *tools.Registry, rt *tools.Runtime, profiles contextProfiles, roles agents.Roles, log zerolog.Logger) (*chat.Service, error) {
-	var gateway func([]tools.Tool) []tools.Tool
-	if cfg.Tools.Gateway {
-		gateway = rt.Gateway
+// newContextCache is the planner's context cache (nil when
+// context.cache_ttl is 0).
+func newContextCache(cfg config.Config) *chat.ContextCache {
+	if cfg.Context.CacheTTL <= 0 {
+		return nil
 	}
-	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
+	return chat.NewContextCache(chat.ContextCacheConfig{TTL: cfg.Context.CacheTTL})
+}
+
+func newChatService(cfg config.Config, store *persistence.Store, runner *agents.Runner, orch *planning.Orchestrator,
+	reg *tools.Registry, rt *tools.Runtime, profiles contextProfiles, roles agents.Roles, cache *chat.ContextCache,
+	log zerolog.Logger) (*chat.Service, error) {
+	builder := chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache,
+		Logger: log.With().Str("component", "context").Logger()})
+	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
 		AfterTurn: func(ctx context.Context, planIDs []string, planner chat.Usage) {
 			for _, id := range planIDs {
@@ -162,7 +171,7 @@ func newChatService(cfg config.Config, store *persistence.Store, runner *agents.
 			}
 		},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
-			Plans: orch, Gateway: gateway})})
+			Plans: orch, Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }
 
 func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
@@ -178,6 +187,7 @@ func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service
 		PlanStore:   store,
 		Plans:       orch,
 		Definitions: store,
+		Projects:    store,
 		KnownTool: func(name string) bool {
 			_, err := reg.Resolve(name)
 			return err == nil
@@ -232,7 +242,8 @@ func installDefaultDefinition(rc runContext, store *persistence.Store, roles age
 		prompt = roles.Planner.Prompt.Text()
 	}
 	d := agents.Definition{Name: "default", Description: "The planner of configs/agents.yaml", SystemPrompt: prompt,
-		Model: roles.Planner.Model, Temperature: roles.Planner.Temperature, Tools: roles.Planner.ToolSets, IsDefault: true, CreatedBy: "system"}
+		Model: roles.Planner.Model, Temperature: roles.Planner.Temperature, Tools: roles.Planner.ToolSets, IsDefault: true,
+		Visibility: agents.VisibilityShared, CreatedBy: "system"}
 	if err := store.CreateDefinition(rc, &d); err != nil && apperr.CodeOf(err) != apperr.Conflict {
 		return err
 	}
@@ -244,9 +255,21 @@ func installDefaultDefinition(rc runContext, store *persistence.Store, roles age
 // workspace, the web, and the tools of the configured MCP servers (a server
 // that does not answer at start is logged; its tools are missing until a
 // restart).
-func newRegistry(lc fx.Lifecycle, rc runContext, cfg config.Config, store *persistence.Store, log zerolog.Logger) (*tools.Registry, error) {
+func newRegistry(lc fx.Lifecycle, rc runContext, res *opened, cfg config.Config, store *persistence.Store, cache *chat.ContextCache,
+	runner *agents.Runner, roles agents.Roles, log zerolog.Logger) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
-	if err := reg.Register(builtin.Tools(store)...); err != nil {
+	// The workspace tools write through the context cache, so every write
+	// drops the snapshots it touches; merge_llm merges through the merger
+	// role.
+	var ws builtin.Store = store
+	if cache != nil {
+		ws = cache.Watch(store)
+	}
+	merger := agents.NewMerger(runner, roles.Merger)
+	merge := builtin.WithMerger(func(ctx context.Context, r builtin.MergeRequest) (string, error) {
+		return merger.Merge(ctx, fmt.Sprintf("%s of the %s %q", r.Field, r.EntityType, r.Title), r.Current, r.Addition)
+	})
+	if err := reg.Register(builtin.Tools(ws, merge)...); err != nil {
 		return nil, err
 	}
 	webCfg := web.Config{Fetch: web.FetchConfig{AllowHosts: cfg.Tools.Web.AllowHosts}}
@@ -274,6 +297,7 @@ func newRegistry(lc fx.Lifecycle, rc runContext, cfg config.Config, store *persi
 		if err != nil {
 			return nil, fmt.Errorf("tools.mcp_servers: %w", err)
 		}
+		res.add(m.Close)
 		lc.Append(fx.StopHook(m.Close))
 		mcpTools, err := m.Tools(rc)
 		if err != nil {

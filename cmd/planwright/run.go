@@ -17,9 +17,14 @@ import (
 // run the CLI in-process.
 type Env struct {
 	Args      []string
+	Stdin     io.Reader
 	Stdout    io.Writer
 	Stderr    io.Writer
 	LookupEnv func(key string) (string, bool)
+	// Interrupts, when set, takes Ctrl-C (SIGINT) over for the command that
+	// calls it: from then on each one arrives on the channel instead of
+	// ending the run. Nil: no Ctrl-C arrives that way.
+	Interrupts func() <-chan os.Signal
 }
 
 // Run executes the command line in env and returns the process exit code:
@@ -35,6 +40,9 @@ func Run(ctx context.Context, env Env) int {
 	}
 	if env.LookupEnv == nil {
 		env.LookupEnv = os.LookupEnv
+	}
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
 	}
 	root := newRootCommand(env)
 	root.SetArgs(env.Args)
@@ -81,6 +89,9 @@ func newRootCommand(env Env) *cobra.Command {
 		newMigrateCommand(env, &flags),
 		newKeysCommand(env, &flags),
 		newVersionCommand(env),
+		newChatCommand(env, &flags),
+		newPlansCommand(env, &flags),
+		newSessionsCommand(env, &flags),
 	)
 	return root
 }

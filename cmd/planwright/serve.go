@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -29,8 +30,9 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 		Short: "Run the HTTP service until SIGINT or SIGTERM",
 		Long: "serve opens the database, applies pending migrations (unless --no-migrate), and serves\n" +
 			"HTTP on server.addr. SIGINT or SIGTERM stop it gracefully: it stops accepting\n" +
-			"connections, lets in-flight requests finish within server.drain_timeout, closes the\n" +
-			"database and exits 0.",
+			"connections, stops running turns and plans (streams end with error \"shutdown\" and\n" +
+			"done; partial answers are stored, plans end interrupted), lets in-flight requests\n" +
+			"finish within server.drain_timeout, closes the database and exits 0.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(config.LoadOptions{Path: global.config, LookupEnv: env.LookupEnv})
@@ -51,8 +53,12 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 
 // serve runs the fx app until ctx is cancelled or the app asks to stop.
 func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) error {
-	app := fx.New(appOptions(ctx, cfg, flags, out))
+	res := &opened{}
+	app := fx.New(appOptions(ctx, cfg, flags, out, res))
 	if err := app.Err(); err != nil {
+		// A constructor failed after others opened things; the app never
+		// starts, so no OnStop hook closes them.
+		res.closeAll()
 		return err
 	}
 	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
@@ -82,15 +88,40 @@ func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutp
 	return stopErr
 }
 
+// opened holds the close functions of what constructors opened (the
+// database, MCP sessions). When a later constructor fails, fx.New returns
+// an error and never runs an OnStop hook: serve closes them then, last
+// opened first. Each function must be idempotent (the OnStop hooks call the
+// same ones).
+type opened struct {
+	mu      sync.Mutex
+	closers []func() error
+}
+
+func (o *opened) add(f func() error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closers = append(o.closers, f)
+}
+
+func (o *opened) closeAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for i := len(o.closers) - 1; i >= 0; i-- {
+		_ = o.closers[i]()
+	}
+	o.closers = nil
+}
+
 // runContext is the context of the command that runs the app: constructors
 // that do I/O (opening the database, migrating) stop when it is cancelled.
 type runContext struct{ context.Context }
 
 // appOptions is the whole fx graph of `serve`:
 // config → logger → database → migrations (schema) → HTTP server.
-func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) fx.Option {
+func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, res *opened) fx.Option {
 	return fx.Options(
-		fx.Supply(cfg, flags, out, runContext{ctx}),
+		fx.Supply(cfg, flags, out, runContext{ctx}, res),
 		fx.WithLogger(newFxLogger),
 		fx.Provide(
 			newLogger,
@@ -109,19 +140,21 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 
 // openDatabase opens the database (bounded by database.connect_timeout) and
 // closes it when the app stops, after the HTTP server has drained.
-func openDatabase(lc fx.Lifecycle, rc runContext, cfg config.Config, log zerolog.Logger) (*persistence.DB, error) {
+func openDatabase(lc fx.Lifecycle, rc runContext, res *opened, cfg config.Config, log zerolog.Logger) (*persistence.DB, error) {
 	db, err := persistence.Open(rc, databaseConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
 	log.Info().Str("driver", db.Driver()).Str("target", db.Target()).Msg("database open")
-	lc.Append(fx.StopHook(func() error {
+	closeDB := sync.OnceValue(func() error {
 		if err := db.Close(); err != nil {
 			return fmt.Errorf("close database: %w", err)
 		}
 		log.Info().Msg("database closed")
 		return nil
-	}))
+	})
+	res.add(closeDB)
+	lc.Append(fx.StopHook(closeDB))
 	return db, nil
 }
 
@@ -130,8 +163,7 @@ func openDatabase(lc fx.Lifecycle, rc runContext, cfg config.Config, log zerolog
 type schema struct{}
 
 // migrate applies pending migrations unless --no-migrate. When they fail the
-// app never starts, so no OnStop hook would close the database: migrate
-// closes it itself.
+// app never starts; serve closes the database (see opened).
 func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Logger) (schema, error) {
 	if flags.noMigrate {
 		log.Info().Msg("migrations skipped (--no-migrate)")
@@ -139,7 +171,6 @@ func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Lo
 	}
 	applied, err := db.Migrate(rc)
 	if err != nil {
-		_ = db.Close()
 		return schema{}, err
 	}
 	for _, m := range applied {

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/suites"
 )
 
 // Drivers lists the drivers shared suites run on.
@@ -139,27 +140,57 @@ func basePostgres(t testing.TB) pgBase {
 		base.db = db
 	})
 	if base.err != "" {
+		suites.Skipped(t, suites.Postgres, base.err)
 		if os.Getenv("REQUIRE_POSTGRES") == "1" {
 			t.Fatalf("dbtest: REQUIRE_POSTGRES=1 but %s", base.err)
 		}
 		t.Skipf("dbtest: PostgreSQL suite skipped: %s", base.err)
 	}
+	suites.Ran(t, suites.Postgres, "against "+persistence.Redact(base.url))
 	return base
 }
 
 func withSearchPath(t testing.TB, dsn, schema string) string {
 	t.Helper()
+	// application_name names the schema too, so a test can find the
+	// backends of its own connections (TerminateBackends).
 	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
 		q := u.Query()
 		q.Set("search_path", schema)
+		q.Set("application_name", schema)
 		u.RawQuery = q.Encode()
 		return u.String()
 	}
 	if strings.Contains(dsn, "=") {
-		return dsn + " search_path=" + schema
+		return dsn + " search_path=" + schema + " application_name=" + schema
 	}
 	t.Fatalf("dbtest: cannot add search_path to TEST_DATABASE_URL %s", persistence.Redact(dsn))
 	return ""
+}
+
+// TerminateBackends ends (pg_terminate_backend) every server process of the
+// connections opened with dsn, a DSN PostgresDSN returned — as a database
+// restart or a network fault would — and returns how many it ended.
+func TerminateBackends(t testing.TB, dsn string) int {
+	t.Helper()
+	var app string
+	if u, err := url.Parse(dsn); err == nil && u.Scheme != "" {
+		app = u.Query().Get("application_name")
+	} else if _, after, ok := strings.Cut(dsn, "application_name="); ok {
+		app, _, _ = strings.Cut(after, " ")
+	}
+	if app == "" {
+		t.Fatalf("dbtest: %s is not a DSN of PostgresDSN", persistence.Redact(dsn))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var n int
+	err := basePostgres(t).db.QueryRowContext(ctx,
+		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()`, app).Scan(&n)
+	if err != nil {
+		t.Errorf("dbtest: terminate backends: %v", err)
+	}
+	return n
 }
 
 // lockID gives each schema its own migration lock, so parallel tests do not

@@ -12,7 +12,7 @@ import (
 // PlanTools makes a turn's plan tools (the planning orchestrator).
 type PlanTools interface {
 	CreatePlanTool(origin planning.Origin) tools.Tool
-	ApprovePlanTool() tools.Tool
+	ApprovePlanTool(origin planning.Origin) tools.Tool
 }
 
 // PlannerConfig configures NewPlanner.
@@ -25,9 +25,18 @@ type PlannerConfig struct {
 	Profiles Profiles
 	// Plans makes create_plan and approve_plan.
 	Plans PlanTools
-	// Gateway, when set, puts the resolved tools behind tool_help and
-	// tool_exec (tools.Runtime.Gateway).
+	// Gateway, when set, puts tools behind tool_help and tool_exec
+	// (tools.Runtime.Gateway): every context tool with AlwaysGateway, else
+	// the tools whose schemas do not fit in GatewayShare of the planner's
+	// token budget (see fitTools).
 	Gateway func([]tools.Tool) []tools.Tool
+	// AlwaysGateway offers every turn's tools through the gateway
+	// (tools.gateway).
+	AlwaysGateway bool
+	// GatewayShare is the share of the planner's token budget (0 to 1) the
+	// tool schemas may take before the turn puts tools behind the gateway
+	// (tools.gateway_share); 0 never does.
+	GatewayShare float64
 }
 
 // NewPlanner returns the PlannerFunc of a turn: the planner role —
@@ -39,7 +48,7 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 	return func(_ context.Context, t TurnInfo) (Planner, error) {
 		role := cfg.Role
 		profile := cfg.Profiles.For(t.ContextType)
-		sets, instructions := profile.ToolSets, profile.Prompt
+		sets, instructions := profile.ToolSets, ""
 		if d := t.Definition; d != nil && !d.IsDefault {
 			if d.Model != "" {
 				role.Model = d.Model
@@ -54,7 +63,7 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 				role.Limits.MaxRounds = d.MaxSteps
 			}
 			if d.SystemPrompt != "" {
-				instructions += "\n\n" + d.SystemPrompt
+				instructions = d.SystemPrompt
 			}
 		}
 		var offered []tools.Tool
@@ -73,12 +82,51 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 			return nil, false
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
-			RequestMode: planning.Mode(t.PlanMode), Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID}
-		visible := offered
-		if cfg.Gateway != nil {
-			visible = cfg.Gateway(offered)
-		}
-		all := append(append([]tools.Tool(nil), visible...), cfg.Plans.CreatePlanTool(origin), cfg.Plans.ApprovePlanTool())
-		return Planner{Role: role, Tools: all, Instructions: instructions}, nil
+			RequestMode: planning.Mode(t.PlanMode), Operator: t.Operator, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
+			ProjectID: t.ProjectID}
+		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.ApprovePlanTool(origin)}
+		visible, gateway := cfg.fitTools(role, offered, plans)
+		all := append(visible, plans...)
+		return Planner{Role: role, Tools: all, ContextPrompt: profile.Prompt, Instructions: instructions, ToolGateway: gateway}, nil
 	}
+}
+
+// fitTools keeps the tool schemas a turn sends within GatewayShare of the
+// planner's token budget. When every tool fits, all are offered directly.
+// Otherwise the context's tools are taken in their profile's order and
+// offered directly while they fit (after the plan tools, which are never
+// behind the gateway, and the gateway's own two tools); the rest are
+// reachable through tool_help and tool_exec. With AlwaysGateway every
+// context tool is behind the gateway. It reports whether any tool is.
+func (cfg PlannerConfig) fitTools(role agents.Role, offered, plans []tools.Tool) ([]tools.Tool, bool) {
+	direct := append([]tools.Tool(nil), offered...)
+	if cfg.Gateway == nil || len(offered) == 0 {
+		return direct, false
+	}
+	if cfg.AlwaysGateway {
+		return cfg.Gateway(offered), true
+	}
+	if cfg.GatewayShare <= 0 {
+		return direct, false
+	}
+	budget := role.Limits.TokenBudget
+	if budget <= 0 {
+		budget = agents.DefaultPlannerBudget
+	}
+	limit := int(cfg.GatewayShare * float64(budget))
+	size := func(ts ...tools.Tool) int { return agents.EstimateTokens(nil, toolDefs(ts)) }
+	if size(append(direct, plans...)...) <= limit {
+		return direct, false
+	}
+	used := size(plans...) + size(cfg.Gateway(nil)...)
+	direct = direct[:0]
+	var behind []tools.Tool
+	for _, t := range offered {
+		if n := size(t); used+n <= limit {
+			direct, used = append(direct, t), used+n
+		} else {
+			behind = append(behind, t)
+		}
+	}
+	return append(direct, cfg.Gateway(behind)...), true
 }

@@ -26,11 +26,13 @@ type Store interface {
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, userID, id string) (Session, error)
 	UpdateSession(ctx context.Context, s Session) error
-	// AppendMessage stores m unless its (session, client turn, role) is
-	// stored already; then it fills m with the stored message and returns
-	// false.
+	// AppendMessage stores m unless its (user, client turn, role) is stored
+	// already, in any of the user's sessions; then it fills m with the
+	// stored message and returns false.
 	AppendMessage(ctx context.Context, m *Message) (created bool, err error)
-	MessageByTurn(ctx context.Context, sessionID, clientTurnID string, role MessageRole) (Message, error)
+	// TurnMessage returns userID's message of a client turn with the given
+	// role, whichever session holds it (NotFound when none does).
+	TurnMessage(ctx context.Context, userID, clientTurnID string, role MessageRole) (Message, error)
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]Message, error)
 }
 
@@ -50,15 +52,26 @@ type TurnInfo struct {
 	PlanMode string
 	// Definition is the agent definition the session is bound to, if any.
 	Definition *agents.Definition
+	// Operator says the user acts as an operator (what they approve in
+	// chat is recorded as an operator's approval).
+	Operator bool
+	// Focus is the session's project focus, if any; ProjectID the project
+	// the turn focuses (ProjectOf).
+	Focus     *event.Focus
+	ProjectID string
 }
 
 // Planner is what a turn's planner runs with.
 type Planner struct {
 	Role  agents.Role
 	Tools []tools.Tool
+	// ContextPrompt is the context type's instructions (contexts.yaml).
+	ContextPrompt string
 	// Instructions are added to the planner's prompt (an agent definition's
 	// system prompt).
 	Instructions string
+	// ToolGateway says the context's tools are behind tool_help/tool_exec.
+	ToolGateway bool
 }
 
 // PlannerFunc builds the planner of a turn: its role (possibly overridden by
@@ -68,7 +81,12 @@ type PlannerFunc func(ctx context.Context, t TurnInfo) (Planner, error)
 
 // Definitions finds agent definitions (persistence implements it).
 type Definitions interface {
+	// GetDefinition returns a definition whoever may see it (a session's
+	// own, bound when it was created).
 	GetDefinition(ctx context.Context, id string) (agents.Definition, error)
+	// DefinitionFor returns a definition userID may bind: their own or a
+	// shared one; another user's private definition is NotFound.
+	DefinitionFor(ctx context.Context, userID, id string) (agents.Definition, error)
 }
 
 // Config configures a Service.
@@ -78,6 +96,9 @@ type Config struct {
 	Planner PlannerFunc
 	// Definitions, when set, lets sessions be bound to agent definitions.
 	Definitions Definitions
+	// Context assembles the planner's context; without one, contexts have
+	// no workspace snapshot and no plan statuses.
+	Context *ContextBuilder
 	// MaxStreamsPerUser is how many turns one user may run at once
 	// (default 4); the next is refused with TooMany.
 	MaxStreamsPerUser int
@@ -140,12 +161,17 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
+	if cfg.Context == nil {
+		cfg.Context = NewContextBuilder(ContextBuilderConfig{Now: cfg.Now, Logger: cfg.Logger})
+	}
 	return &Service{cfg: cfg, runs: map[string]*Turn{}, byTurn: map[string]*Turn{}, perUse: map[string]int{}}, nil
 }
 
 // Request is one chat turn as a client asks for it.
 type Request struct {
-	UserID       string
+	UserID string
+	// Operator says the user acts with an operator's key.
+	Operator     bool
 	Message      string
 	SessionID    string
 	ContextType  string
@@ -165,6 +191,8 @@ type Metadata struct {
 	// ClarificationRounds counts ask_clarifying_questions rounds.
 	ClarificationRounds int                    `json:"clarification_rounds,omitempty"`
 	LastTurn            *event.LastTurnContext `json:"last_turn,omitempty"`
+	// Facts are what earlier turns did, with ids (see Fact).
+	Facts []Fact `json:"facts,omitempty"`
 }
 
 // SessionMetadata decodes a session's metadata; bad or empty metadata reads
@@ -244,11 +272,18 @@ type Turn struct {
 	// the session's focus.
 	FocusEvent event.Event
 
-	svc     *Service
-	userKey string
-	cancel  context.CancelCauseFunc
-	mu      sync.Mutex
-	done    bool
+	svc      *Service
+	operator bool
+	shifted  int    // context shifts already applied and announced
+	userID   string // set before the turn is registered; never changes
+	userKey  string
+	// stop and cancel are the turn's own cancellation, created with the
+	// turn: a Cancel that arrives before Run is kept, and Run's context
+	// ends with its cause.
+	stop   context.Context
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	done   bool
 }
 
 // Begin validates req, resolves or creates its session, stores the user's
@@ -263,7 +298,8 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
 	if req.UserID == "" {
 		return nil, apperr.New(apperr.Unauthorized, "no user")
 	}
-	t := &Turn{svc: s, RunID: req.StreamRunID}
+	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator}
+	t.stop, t.cancel = context.WithCancelCause(context.Background())
 	if t.RunID == "" {
 		t.RunID = s.cfg.NewID()
 	}
@@ -280,6 +316,20 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
 		}
 	}()
 
+	if req.ClientTurnID != "" {
+		// client_turn_id is unique per user: a retry finds its turn's
+		// session even without session_id (a JSON client whose answer was
+		// lost), so it never creates a second session or runs twice.
+		prior, err := s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleUser)
+		switch {
+		case err == nil && req.SessionID != "" && req.SessionID != prior.SessionID:
+			return nil, apperr.New(apperr.Conflict, "client_turn_id %q was already used in another session (%s)", req.ClientTurnID, prior.SessionID)
+		case err == nil:
+			req.SessionID = prior.SessionID
+		case apperr.CodeOf(err) != apperr.NotFound:
+			return nil, err
+		}
+	}
 	sess, focusEv, err := s.resolveSession(ctx, req)
 	if err != nil {
 		return nil, err
@@ -292,7 +342,15 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
 		return nil, err
 	}
 	if !created {
-		answer, err := s.cfg.Store.MessageByTurn(ctx, sess.ID, req.ClientTurnID, RoleAssistant)
+		if t.User.SessionID != sess.ID {
+			// Another replica stored this turn first, in a session of its
+			// own: the turn is that session's.
+			if t.Session, err = s.cfg.Store.GetSession(ctx, req.UserID, t.User.SessionID); err != nil {
+				return nil, err
+			}
+			t.FocusEvent = nil
+		}
+		answer, err := s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleAssistant)
 		switch {
 		case err == nil:
 			t.Replay = &answer
@@ -324,7 +382,6 @@ func (s *Service) register(user string, t *Turn) error {
 		s.byTurn[t.userKey] = t
 	}
 	s.perUse[user]++
-	t.User.UserID = user
 	return nil
 }
 
@@ -337,6 +394,7 @@ func (t *Turn) Release() {
 	}
 	t.done = true
 	t.mu.Unlock()
+	t.cancel(context.Canceled) // the turn is over; frees its context
 	s := t.svc
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -344,26 +402,22 @@ func (t *Turn) Release() {
 	if t.userKey != "" {
 		delete(s.byTurn, t.userKey)
 	}
-	if s.perUse[t.User.UserID]--; s.perUse[t.User.UserID] <= 0 {
-		delete(s.perUse, t.User.UserID)
+	if s.perUse[t.userID]--; s.perUse[t.userID] <= 0 {
+		delete(s.perUse, t.userID)
 	}
 }
 
 // Cancel stops userID's running turn runID with cause. Another user's run,
-// or one that is not running, is NotFound.
+// or one that is not running, is NotFound. A cancel that arrives before the
+// turn's Run is kept: Run then starts cancelled.
 func (s *Service) Cancel(userID, runID string, cause agents.CancelCause) error {
 	s.mu.Lock()
 	t, ok := s.runs[runID]
 	s.mu.Unlock()
-	if !ok || t.User.UserID != userID {
+	if !ok || t.userID != userID {
 		return apperr.New(apperr.NotFound, "stream run %s is not running", runID)
 	}
-	t.mu.Lock()
-	cancel := t.cancel
-	t.mu.Unlock()
-	if cancel != nil {
-		cancel(cause)
-	}
+	t.cancel(cause)
 	return nil
 }
 
@@ -391,7 +445,7 @@ func (s *Service) resolveSession(ctx context.Context, req Request) (Session, eve
 			if s.cfg.Definitions == nil {
 				return Session{}, nil, apperr.Invalidf([]apperr.FieldError{{Field: "agent_definition_id", Message: "agent definitions are not enabled"}}, "invalid agent_definition_id")
 			}
-			if _, err := s.cfg.Definitions.GetDefinition(ctx, req.AgentDefinitionID); err != nil {
+			if _, err := s.cfg.Definitions.DefinitionFor(ctx, req.UserID, req.AgentDefinitionID); err != nil {
 				return Session{}, nil, err
 			}
 			sess.AgentDefinitionID = req.AgentDefinitionID
@@ -456,11 +510,15 @@ type Outcome struct {
 // stored even after ctx ends.
 func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outcome {
 	s := t.svc
+	// The turn's own cancellation (Cancel, possibly before Run) ends ctx
+	// with its cause.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	t.mu.Lock()
-	t.cancel = cancel
-	t.mu.Unlock()
+	if t.stop.Err() != nil {
+		cancel(context.Cause(t.stop)) // cancelled before Run: at once
+	}
+	stopAfter := context.AfterFunc(t.stop, func() { cancel(context.Cause(t.stop)) })
+	defer stopAfter()
 
 	sys := em.With(event.Source{Role: event.RoleSystem})
 	sys.Emit(ctx, event.AgentState{State: event.StateThinking})
@@ -471,7 +529,13 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	}
 
 	out := Outcome{Finished: event.FinishedCompleted}
-	res, err := t.runPlanner(ctx, em, planMode)
+	facts := &factCollector{}
+	res, err := t.runPlanner(ctx, em.WithSink(facts.tee(em.Sink())), planMode, facts)
+	if cause, ok := agents.CauseOf(ctx); ok && err != nil && !res.Interrupted {
+		// Cancelled before the planner ran (while loading what it needs):
+		// a cancellation like any other, not a failure.
+		res.Finished, res.Interrupted, res.Cause, err = agents.FinishCancelled, true, cause, nil
+	}
 	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
 		TotalTokens: res.Usage.InputTokens + res.Usage.OutputTokens}
 	if res.Finished != "" {
@@ -489,8 +553,15 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	if n := len(res.PlanIDs); n > 0 {
 		answer.PlanID = res.PlanIDs[n-1]
 	}
-	if res.Interrupted {
-		answer.Interrupted, answer.InterruptedReason = true, string(res.Cause)
+	interrupted, why := res.Interrupted, string(res.Cause)
+	if out.Err != nil {
+		// A failed turn's answer is cut short too: its partial text is kept
+		// as interrupted, with why (provider_error, provider_timeout, or
+		// error for anything else).
+		interrupted, why = true, failureCause(out.Err)
+	}
+	if interrupted {
+		answer.Interrupted, answer.InterruptedReason = true, why
 		answer.PartialTokens = res.Usage.OutputTokens
 		if answer.PartialTokens == 0 {
 			answer.PartialTokens = agents.EstimateTokens([]llm.Message{{Role: llm.RoleAssistant, Content: res.Text}}, nil)
@@ -507,17 +578,19 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 		s.cfg.AfterTurn(pctx, res.PlanIDs, answer.Usage)
 	}
 
-	// Shifts and the turn summary move the session for the next turn.
+	// Shifts (announced when they happened; any left are announced now), the
+	// turn's facts and its summary move the session for the next turn.
 	meta := SessionMetadata(t.Session)
-	for _, sh := range res.Shifts {
-		sys.Emit(pctx, sh)
-		if ct, err := ParseContextType(sh.NewContext); err == nil && ct != "" {
-			t.Session.ContextType = ct
-		}
-		t.Session.EntityID = sh.EntityID
+	for _, sh := range res.Shifts[min(t.shifted, len(res.Shifts)):] {
+		t.applyShift(pctx, sys, sh)
 	}
+	turnFacts := facts.all()
+	meta.Facts = MergeFacts(meta.Facts, turnFacts)
 	last := event.LastTurnContext{Summary: summaryOf(res.Text), ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, ToolsUsed: toolsUsed(res.ToolCalls), PlanID: answer.PlanID}
+	if last.PlanID != "" {
+		last.PlanStatus = s.planStatus(pctx, t.User.UserID, last.PlanID, turnFacts)
+	}
 	meta.LastTurn = &last
 	if asked(last.ToolsUsed) && res.Halted {
 		meta.ClarificationRounds++
@@ -539,67 +612,131 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	return out
 }
 
-func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode string) (agents.Result, error) {
-	s := t.svc
-	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
-		EntityID: t.Session.EntityID, PlanMode: planMode}
-	if t.Session.AgentDefinitionID != "" && s.cfg.Definitions != nil {
-		def, err := s.cfg.Definitions.GetDefinition(ctx, t.Session.AgentDefinitionID)
-		if err != nil {
-			return agents.Result{}, err
-		}
-		info.Definition = &def
+// applyShift moves the session to a shifted context and announces it.
+func (t *Turn) applyShift(ctx context.Context, sys event.Emitter, sh event.ContextShift) {
+	t.shifted++
+	sys.Emit(ctx, sh)
+	if ct, err := ParseContextType(sh.NewContext); err == nil && ct != "" {
+		t.Session.ContextType = ct
 	}
+	t.Session.EntityID = sh.EntityID
+}
+
+// planStatus is a plan's status now, or as the turn's events last said.
+func (s *Service) planStatus(ctx context.Context, userID, planID string, facts []Fact) string {
+	if p, ok := s.cfg.Context.plan(ctx, userID, planID); ok {
+		return string(p.Status)
+	}
+	for _, f := range facts {
+		if f.ID == planID {
+			return f.Status
+		}
+	}
+	return ""
+}
+
+// frame is what the planner runs with in one context: its role, the tools
+// offered, the scope of their calls and the assembled context.
+type frame struct {
+	role  agents.Role
+	tools []tools.Tool
+	scope tools.Scope
+	built BuiltContext
+}
+
+// frame builds the planner's frame for the session's current context. facts
+// are the turn's own so far (after a shift, the entities just created).
+func (t *Turn) frame(ctx context.Context, planMode string, def *agents.Definition, history []Message, facts []Fact) (frame, error) {
+	s := t.svc
+	meta := SessionMetadata(t.Session)
+	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
+		EntityID: t.Session.EntityID, PlanMode: planMode, Definition: def, Focus: meta.Focus, Operator: t.operator}
+	info.ProjectID = ProjectOf(info.ContextType, info.EntityID, meta.Focus)
 	planner, err := s.cfg.Planner(ctx, info)
 	if err != nil {
-		return agents.Result{}, err
-	}
-	history, err := s.history(ctx, t)
-	if err != nil {
-		return agents.Result{}, err
+		return frame{}, err
 	}
 	// Questions: in project_create at most MaxClarificationRounds rounds,
 	// after which the planner proceeds with its best inference.
 	offered := planner.Tools
 	instructions := planner.Instructions
-	if t.Session.ContextType == ContextProjectCreate && SessionMetadata(t.Session).ClarificationRounds >= MaxClarificationRounds {
-		instructions += fmt.Sprintf("\n\nYou have asked the user %d rounds of questions already: do not ask more; proceed with your best inference.",
-			MaxClarificationRounds)
+	if t.Session.ContextType == ContextProjectCreate && meta.ClarificationRounds >= MaxClarificationRounds {
+		instructions = strings.TrimSpace(instructions + fmt.Sprintf("\n\nYou have asked the user %d rounds of questions already: do not ask more; proceed with your best inference.",
+			MaxClarificationRounds))
 	} else {
 		offered = append(append([]tools.Tool(nil), offered...), clarifyTool())
 	}
-	agentID := s.cfg.NewID()
+	built, err := s.cfg.Context.Build(ctx, ContextRequest{Role: planner.Role, UserID: t.User.UserID, ContextType: t.Session.ContextType,
+		EntityID: t.Session.EntityID, Focus: meta.Focus, ContextPrompt: planner.ContextPrompt, Instructions: instructions,
+		Tools: offered, ToolGateway: planner.ToolGateway, History: history, LastTurn: meta.LastTurn,
+		Facts: MergeFacts(meta.Facts, facts), Input: t.User.Content})
+	if err != nil {
+		return frame{}, err
+	}
+	scope := tools.Scope{UserID: t.User.UserID, SessionID: t.Session.ID, ContextType: string(t.Session.ContextType),
+		EntityID: t.Session.EntityID, ProjectID: built.ProjectID}
+	return frame{role: planner.Role, tools: offered, scope: scope, built: built}, nil
+}
+
+// runPlanner runs the planner in the session's context. When a tool shifts
+// the context, the shift is announced and applied at once, and the next
+// round runs with the new context's prompt and tools.
+func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode string, facts *factCollector) (agents.Result, error) {
+	s := t.svc
+	var def *agents.Definition
+	if t.Session.AgentDefinitionID != "" && s.cfg.Definitions != nil {
+		d, err := s.cfg.Definitions.GetDefinition(ctx, t.Session.AgentDefinitionID)
+		if err != nil {
+			return agents.Result{}, err
+		}
+		def = &d
+	}
+	history, err := s.history(ctx, t)
+	if err != nil {
+		return agents.Result{}, err
+	}
+	f, err := t.frame(ctx, planMode, def, history, nil)
+	if err != nil {
+		return agents.Result{}, err
+	}
+	sys := em.With(event.Source{Role: event.RoleSystem})
+	prepared := f.built.Prepared
 	return s.cfg.Runner.Run(ctx, agents.Task{
-		Role:    planner.Role,
-		Data:    agents.PromptData{ContextType: string(t.Session.ContextType), EntityID: t.Session.EntityID, Instructions: instructions},
-		History: history,
-		Input:   t.User.Content,
-		Tools:   offered,
-		Scope: tools.Scope{UserID: t.User.UserID, SessionID: t.Session.ID, ContextType: string(t.Session.ContextType),
-			EntityID: t.Session.EntityID},
-		Events: em.With(event.Source{Role: event.RolePlanner, AgentID: agentID}),
+		Role:     f.role,
+		System:   f.built.System,
+		History:  f.built.History,
+		Prepared: &prepared,
+		Input:    t.User.Content,
+		Tools:    f.tools,
+		Scope:    f.scope,
+		Events:   em.With(event.Source{Role: event.RolePlanner, AgentID: s.cfg.NewID()}),
+		OnShift: func(ctx context.Context, sh event.ContextShift) (agents.Reframe, error) {
+			t.applyShift(ctx, sys, sh)
+			next, err := t.frame(ctx, planMode, def, history, facts.all())
+			if err != nil {
+				return agents.Reframe{}, err
+			}
+			prepared := next.built.Prepared
+			return agents.Reframe{System: next.built.System, Tools: next.tools, Scope: next.scope, Prepared: &prepared}, nil
+		},
 	})
 }
 
 // history loads the messages before this turn's user message, oldest first.
-func (s *Service) history(ctx context.Context, t *Turn) ([]llm.Message, error) {
+func (s *Service) history(ctx context.Context, t *Turn) ([]Message, error) {
 	msgs, err := s.cfg.Store.ListMessages(ctx, t.Session.ID, s.cfg.HistoryMessages+1)
 	if err != nil {
 		return nil, err
 	}
-	var out []llm.Message
+	out := make([]Message, 0, len(msgs))
 	for _, m := range msgs {
 		if m.ID == t.User.ID || (m.ClientTurnID != "" && m.ClientTurnID == t.User.ClientTurnID) {
 			continue
 		}
-		role := llm.RoleUser
-		if m.Role == RoleAssistant {
-			role = llm.RoleAssistant
-			if m.Content == "" {
-				continue
-			}
+		if m.Role == RoleAssistant && m.Content == "" && len(m.ToolCalls) == 0 {
+			continue
 		}
-		out = append(out, llm.Message{Role: role, Content: m.Content})
+		out = append(out, m)
 	}
 	return out, nil
 }
@@ -638,6 +775,16 @@ func cut(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// failureCause is why a failed turn ended, as stored with its interrupted
+// answer: the model provider's cause (provider_error, provider_timeout), or
+// "error".
+func failureCause(err error) string {
+	if c := llm.FailureCause(err); c != "" {
+		return c
+	}
+	return "error"
 }
 
 // errorInfo is the caller-safe form of err: coded errors keep their message,

@@ -32,6 +32,7 @@ type Config struct {
 	Agents   Agents   `yaml:"agents"`
 	Tools    Tools    `yaml:"tools"`
 	Planning Planning `yaml:"planning"`
+	Context  Context  `yaml:"context"`
 	Limits   Limits   `yaml:"limits"`
 	Log      Log      `yaml:"log"`
 	Client   Client   `yaml:"client"`
@@ -130,6 +131,14 @@ type Agents struct {
 	File string `yaml:"file"`
 }
 
+// Context configures how the planner's context is assembled.
+type Context struct {
+	// CacheTTL is how long a workspace snapshot (a user's focused project,
+	// or their project list) is cached between turns; workspace writes drop
+	// it sooner. 0 turns the cache off.
+	CacheTTL time.Duration `yaml:"cache_ttl"`
+}
+
 // Tools configures the tool runtime.
 type Tools struct {
 	// Timeout bounds one tool call.
@@ -141,6 +150,10 @@ type Tools struct {
 	// Gateway offers the planner the tool catalog through tool_help and
 	// tool_exec instead of every tool's schema.
 	Gateway bool `yaml:"gateway"`
+	// GatewayShare is the share of the planner's token budget (0 to 1) the
+	// tool schemas of a turn may take; the tools that do not fit are
+	// offered through tool_help and tool_exec. 0: never.
+	GatewayShare float64 `yaml:"gateway_share"`
 	// Web configures web_fetch and web_search.
 	Web WebTools `yaml:"web"`
 	// MCPServers contribute their tools, named <server>.<tool>.
@@ -243,6 +256,7 @@ func Default() Config {
 			Timeout:        30 * time.Second,
 			MaxResultChars: 4000,
 			Parallelism:    3,
+			GatewayShare:   0.6,
 			Web:            WebTools{AllowHosts: []string{}},
 			MCPServers:     []MCPServer{},
 		},
@@ -252,6 +266,7 @@ func Default() Config {
 			DefaultMode:      planning.ModeAutoExecute,
 			ReviewRounds:     2,
 		},
+		Context: Context{CacheTTL: 5 * time.Minute},
 		Limits: Limits{
 			MaxToolCalls:           15,
 			TurnTimeout:            90 * time.Second,

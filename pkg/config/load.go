@@ -238,6 +238,12 @@ func setScalar(v reflect.Value, s string) error {
 			return fmt.Errorf("invalid integer %q", s)
 		}
 		v.SetInt(n)
+	case v.Kind() == reflect.Float64:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("invalid number %q", s)
+		}
+		v.SetFloat(f)
 	default:
 		// A programming error: a Config field of a type this decoder lacks.
 		panic(fmt.Sprintf("config: unsupported field type %s", v.Type()))

@@ -77,6 +77,12 @@ func (c Config) Validate() error {
 	v.positiveDuration("tools.timeout", c.Tools.Timeout)
 	v.positive("tools.max_result_chars", int64(c.Tools.MaxResultChars))
 	v.positive("tools.parallelism", int64(c.Tools.Parallelism))
+	if c.Tools.GatewayShare < 0 || c.Tools.GatewayShare > 1 {
+		v.add("tools.gateway_share", fmt.Sprintf("must be between 0 and 1, got %g", c.Tools.GatewayShare))
+	}
+	if c.Context.CacheTTL < 0 {
+		v.add("context.cache_ttl", fmt.Sprintf("must not be negative, got %s", c.Context.CacheTTL))
+	}
 	names := map[string]bool{}
 	for i, m := range c.Tools.MCPServers {
 		field := fmt.Sprintf("tools.mcp_servers[%d]", i)

@@ -112,6 +112,13 @@ func (e Emitter) Source() Source { return e.src }
 // Sink returns the emitter's sink (nil for the zero Emitter).
 func (e Emitter) Sink() Sink { return e.sink }
 
+// WithSink returns an Emitter with the same source and clock and another
+// sink (a tee that observes what passes, say).
+func (e Emitter) WithSink(s Sink) Emitter {
+	e.sink = s
+	return e
+}
+
 // With returns an Emitter with the same sink and clock and a new source.
 func (e Emitter) With(src Source) Emitter {
 	e.src = src

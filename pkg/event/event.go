@@ -112,9 +112,22 @@ type AgentState struct {
 
 // ContextUsage estimates the prompt size against the role's budget.
 type ContextUsage struct {
-	EstimatedTokens int  `json:"estimated_tokens"`
-	Budget          int  `json:"budget"`
-	Compressed      bool `json:"compressed"`
+	// EstimatedTokens estimates the request the model is sent next: its
+	// messages and tool schemas.
+	EstimatedTokens int `json:"estimated_tokens"`
+	// Budget is the role's token budget.
+	Budget int `json:"budget"`
+	// Compressed says the model sees less than there is: older history was
+	// summarised (beyond the role's window), or something was trimmed.
+	Compressed bool `json:"compressed"`
+	// Trimmed names what was shortened or left out to fit the budget, in
+	// the order it was trimmed (history_messages, history, summary,
+	// snapshot, last_turn, facts); empty when everything fit.
+	Trimmed []string `json:"trimmed"`
+	// ToolGateway says the tools are offered through tool_help and
+	// tool_exec, because their schemas alone would take too much of the
+	// budget (or the configuration asks for it).
+	ToolGateway bool `json:"tool_gateway"`
 }
 
 // Text is a delta of assistant text.

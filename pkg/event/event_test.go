@@ -95,7 +95,7 @@ func TestWriteFrame(t *testing.T) {
 
 	buf.Reset()
 	require.NoError(t, event.WriteComment(&buf, "keep-alive"))
-	require.Equal(t, ": keep-alive\n\n", buf.String())
+	require.Equal(t, ": keep-alive\n", buf.String(), "a comment line without a blank line (see keepalive_test.go)")
 	require.Error(t, event.WriteComment(&buf, "two\nlines"))
 }
 

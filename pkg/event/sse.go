@@ -28,11 +28,19 @@ func WriteFrame(w io.Writer, e Envelope) error {
 	return err
 }
 
-// WriteComment writes an SSE comment line (used for keep-alives).
+// WriteComment writes one SSE comment line, `: <text>` and a newline,
+// between two frames (used for keep-alives). It deliberately writes no
+// blank line after it: a blank line ends an event, and two widely used
+// clients dispatch an empty message for a block that holds only a comment
+// (@microsoft/fetch-event-source calls onmessage on every blank line;
+// httpx-sse dispatches once a stream has had an id, because it counts the
+// sticky last event id as content). A comment line alone changes no parser
+// state, so every parser — those two, and spec-conforming ones — skips it,
+// and the next frame parses as if it were not there.
 func WriteComment(w io.Writer, text string) error {
 	if strings.ContainsAny(text, "\r\n") {
 		return fmt.Errorf("event: comment %q spans lines", text)
 	}
-	_, err := io.WriteString(w, ": "+text+"\n\n")
+	_, err := io.WriteString(w, ": "+text+"\n")
 	return err
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -52,6 +50,8 @@ type APIConfig struct {
 	// Plans, when set with PlanStore, serves the plan control routes
 	// (approve, reject, cancel, resume, events).
 	Plans PlanControl
+	// Projects, when set, serves GET /api/projects (the chat's focus picker).
+	Projects ProjectLister
 	// Definitions, when set, serves /api/agent-definitions.
 	Definitions DefinitionStore
 	// KnownTool, when set, checks the tool and tool set names of agent
@@ -59,7 +59,8 @@ type APIConfig struct {
 	KnownTool func(name string) bool
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
-	// Metrics, when set, counts open streams.
+	// Metrics, when set, counts open streams and is served at GET /metrics
+	// to operators (apikey mode: an operator's key; none: the local user).
 	Metrics *metrics.Metrics
 	// Stream configures each SSE stream's buffer and keep-alives.
 	Stream event.StreamConfig
@@ -96,10 +97,12 @@ func NewAPI(cfg APIConfig) (*API, error) {
 
 // Routes registers the API's routes.
 func (a *API) Routes(e *echo.Echo) {
-	g := e.Group("/api", a.auth)
+	g := e.Group("/api", a.auth, rejectNULParams)
+	g.GET("/me", a.me)
 	g.POST("/agent/stream", a.stream)
 	g.GET("/agent/stream", a.listSessions) // older clients list sessions here
 	g.POST("/agent/stream/cancel", a.cancel)
+	g.POST("/agent/prewarm", a.prewarm)
 	g.GET("/sessions", a.listSessions)
 	g.GET("/sessions/:id", a.getSession)
 	if a.cfg.PlanStore != nil {
@@ -114,43 +117,22 @@ func (a *API) Routes(e *echo.Echo) {
 			g.GET("/plans/:id/events", a.watchPlan)
 		}
 	}
+	if a.cfg.Projects != nil {
+		g.GET("/projects", a.listProjects)
+	}
+	if a.cfg.Metrics != nil {
+		// Metrics name users, tools and plan outcomes: operators only.
+		e.GET("/metrics", echo.WrapHandler(a.cfg.Metrics.Handler()), a.auth, operatorsOnly)
+	}
 	if a.cfg.Definitions != nil {
 		g.GET("/agent-definitions", a.listDefinitions)
 		g.POST("/agent-definitions", a.createDefinition)
 		g.GET("/agent-definitions/:id", a.getDefinition)
 		g.PATCH("/agent-definitions/:id", a.patchDefinition)
 	}
-}
-
-// decode reads a JSON body into v; malformed JSON is a 400 naming where it
-// broke, an oversized body a 413.
-func decode(c echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
-	if err := dec.Decode(v); err != nil {
-		var tooLarge *http.MaxBytesError
-		var syntax *json.SyntaxError
-		var typeErr *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &tooLarge):
-			return err
-		case errors.Is(err, io.EOF):
-			return apperr.New(apperr.Invalid, "request body is empty; expected a JSON object")
-		case errors.As(err, &syntax):
-			return apperr.New(apperr.Invalid, "malformed JSON at byte %d: %v", syntax.Offset, err)
-		case errors.As(err, &typeErr):
-			return apperr.Invalidf([]apperr.FieldError{{Field: typeErr.Field, Message: fmt.Sprintf("must be %s", typeErr.Type)}},
-				"invalid JSON field %s", typeErr.Field)
-		}
-		return apperr.New(apperr.Invalid, "malformed JSON: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return err
-		}
-		return apperr.New(apperr.Invalid, "request body must hold one JSON object")
-	}
-	return nil
+	// A wrong method on a route of the group is a 405 with Allow, not the
+	// group catch-all's 404.
+	g.RouteNotFound("/*", routeMissing)
 }
 
 func pageOf(c echo.Context) (Page, error) {

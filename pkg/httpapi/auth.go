@@ -95,6 +95,17 @@ func authenticator(cfg AuthConfig) (echo.MiddlewareFunc, error) {
 	}, nil
 }
 
+// operatorsOnly lets only operators through; anyone else is told the route
+// is not found (the vocabulary has no 403: what is not yours is a 404).
+func operatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if PrincipalOf(c).Role != auth.RoleOperator {
+			return apperr.New(apperr.NotFound, "%s is for operators only", c.Path())
+		}
+		return next(c)
+	}
+}
+
 func withPrincipal(c echo.Context, p auth.Principal) echo.Context {
 	c.Set("principal", p)
 	req := c.Request()

@@ -66,6 +66,10 @@ func stalls(started chan<- struct{}) *model {
 	}}
 }
 
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
 type chatEnv struct {
 	url   string
 	store *persistence.Store
@@ -75,6 +79,7 @@ type chatEnv struct {
 	// routes are the routes the server serves.
 	routes []string
 	logs   *syncBuffer
+	srv    *httpapi.Server
 }
 
 func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
@@ -100,7 +105,13 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		func(context.Context, tools.Call, tools.NoArgs) (tools.Result, error) {
 			return tools.Result{Content: "the sky is blue"}, nil
 		})))
-	require.NoError(t, registry.DefineSet("facts", "lookup_fact"))
+	// echo answers with its text: a tool whose result is whatever the
+	// model sent (NUL characters included).
+	require.NoError(t, registry.Register(tools.New(tools.Spec{Name: "echo", Description: "repeat a text"},
+		func(_ context.Context, _ tools.Call, a echoArgs) (tools.Result, error) {
+			return tools.Result{Content: "echo: " + a.Text}, nil
+		})))
+	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		AfterTurn: func(ctx context.Context, ids []string, planner chat.Usage) {
 			for _, id := range ids {
@@ -124,7 +135,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		env.keys[u] = secret
 	}
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		PlanStore: store, Plans: orch, Definitions: store, AnyUser: persistence.AnyUser}
+		PlanStore: store, Plans: orch, Definitions: store, Projects: store, AnyUser: persistence.AnyUser}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -138,6 +149,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		Logger: logger})
 	require.NoError(t, err)
 	env.routes = srv.Routes()
+	env.srv = srv
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	env.url = ts.URL
@@ -295,7 +307,7 @@ func TestStreamFalseReturnsOneDocument(t *testing.T) {
 	require.NotEmpty(t, res.Session.ID)
 	require.Empty(t, res.ToolCalls)
 
-	resp := env.request(t, context.Background(), "", "GET", "/metrics", nil)
+	resp := env.request(t, context.Background(), "ops", "GET", "/metrics", nil)
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	resp.Body.Close()
@@ -442,7 +454,8 @@ func TestTooManyStreams(t *testing.T) {
 	}
 	resp := env.request(t, context.Background(), "alice", "POST", "/api/agent/stream", map[string]any{"message": "one more"})
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
-	resp.Body.Close()
+	require.Equal(t, "5", resp.Header.Get("Retry-After"), "a 429 says when to retry")
+	require.Equal(t, "too_many_requests", decodeBody[httpapi.ErrorResponse](t, resp).Error.Code)
 	// Another user is not limited by alice's streams.
 	resp = env.request(t, ctx, "bob", "POST", "/api/agent/stream", map[string]any{"message": "mine"})
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -18,11 +18,11 @@ import (
 // PlanControl approves, rejects, cancels, resumes and watches plans (the
 // planning orchestrator implements it).
 type PlanControl interface {
-	ClaimApproval(ctx context.Context, planID string, edits []planning.Step, note string, em event.Emitter) (planning.Plan, error)
+	ClaimApproval(ctx context.Context, planID string, by planning.Actor, edits []planning.Step, note string, em event.Emitter) (planning.Plan, error)
 	ClaimResume(ctx context.Context, planID string) (planning.Plan, error)
 	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
 	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
-	Cancel(ctx context.Context, planID string) (planning.Plan, error)
+	Cancel(ctx context.Context, planID string, by planning.Actor) (planning.Plan, error)
 	Synthesize(ctx context.Context, p planning.Plan, em event.Emitter) (string, planning.Usage, error)
 	Running(planID string) bool
 	Hub() *planning.Hub
@@ -75,6 +75,13 @@ func (a *API) planFor(c echo.Context, operatorsToo bool) (planning.Plan, error) 
 	return plan, err
 }
 
+// actorOf is the caller as the person who acts on a plan: what they
+// approve or cancel is recorded as theirs (an operator's as the operator's).
+func actorOf(c echo.Context) planning.Actor {
+	p := PrincipalOf(c)
+	return planning.Actor{UserID: p.UserID, Operator: p.Role == auth.RoleOperator}
+}
+
 // optionalBody decodes a body that may be empty.
 func optionalBody(c echo.Context, v any) error {
 	if c.Request().ContentLength == 0 {
@@ -98,7 +105,7 @@ func (a *API) approvePlan(c echo.Context) error {
 	}
 	// Claim before any response: a losing concurrent approval is a 409,
 	// an invalid edit a 400, and nothing changes for either.
-	claimed, err := a.cfg.Plans.ClaimApproval(c.Request().Context(), plan.ID, edits, body.Note, event.Emitter{})
+	claimed, err := a.cfg.Plans.ClaimApproval(c.Request().Context(), plan.ID, actorOf(c), edits, body.Note, event.Emitter{})
 	if err != nil {
 		return err
 	}
@@ -153,7 +160,9 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		return out, nil
 	}
 	if stream != nil && !*stream {
-		out, err := run(c.Request().Context(), event.Emitter{})
+		ctx, stop := workContext(c)
+		defer stop()
+		out, err := run(ctx, event.Emitter{})
 		if err != nil {
 			return err
 		}
@@ -167,7 +176,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		case err != nil:
 			sys.Emit(ctx, event.Error{Error: errorInfoOf(err)})
 			finished = event.FinishedError
-		case out.Plan.Status == string(planning.StatusCancelled):
+		case out.Plan.Status == string(planning.StatusCancelled), out.Plan.Status == string(planning.StatusInterrupted):
 			finished = event.FinishedCancelled
 		}
 		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: out.Usage, SessionID: p.SessionID, MessageID: out.MessageID})
@@ -196,6 +205,9 @@ func (a *API) rejectPlan(c echo.Context) error {
 }
 
 func (a *API) cancelPlan(c echo.Context) error {
+	if err := optionalBody(c, &struct{}{}); err != nil { // takes no fields
+		return err
+	}
 	plan, err := a.planFor(c, true)
 	if err != nil {
 		return err
@@ -203,7 +215,7 @@ func (a *API) cancelPlan(c echo.Context) error {
 	if PrincipalOf(c).Role != auth.RoleOperator && plan.UserID != PrincipalOf(c).UserID {
 		return apperr.New(apperr.NotFound, "plan %s not found", plan.ID)
 	}
-	p, err := a.cfg.Plans.Cancel(c.Request().Context(), plan.ID)
+	p, err := a.cfg.Plans.Cancel(c.Request().Context(), plan.ID, actorOf(c))
 	if err != nil {
 		return err
 	}

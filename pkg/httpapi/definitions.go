@@ -15,27 +15,32 @@ import (
 )
 
 // DefinitionStore keeps agent definitions (persistence implements it).
+// The user-scoped reads return a user's own definitions and the shared
+// ones (APIConfig.AnyUser: all); another user's private definition is
+// NotFound.
 type DefinitionStore interface {
 	CreateDefinition(ctx context.Context, d *agents.Definition) error
-	GetDefinition(ctx context.Context, id string) (agents.Definition, error)
-	ListDefinitions(ctx context.Context) ([]agents.Definition, error)
+	DefinitionFor(ctx context.Context, userID, id string) (agents.Definition, error)
+	ListDefinitions(ctx context.Context, userID string) ([]agents.Definition, error)
 	UpdateDefinition(ctx context.Context, id string, edit func(*agents.Definition) error) (agents.Definition, error)
 }
 
 // DefinitionView is an agent definition as the API returns it.
 type DefinitionView struct {
-	ID           string    `json:"id"`
-	Name         string    `json:"name"`
-	Description  string    `json:"description"`
-	SystemPrompt string    `json:"system_prompt"`
-	Model        string    `json:"model,omitempty"`
-	Temperature  *float64  `json:"temperature,omitempty"`
-	Tools        []string  `json:"tools"`
-	MaxSteps     int       `json:"max_steps,omitempty"`
-	IsDefault    bool      `json:"is_default"`
-	CreatedBy    string    `json:"created_by,omitempty"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Description  string   `json:"description"`
+	SystemPrompt string   `json:"system_prompt"`
+	Model        string   `json:"model,omitempty"`
+	Temperature  *float64 `json:"temperature,omitempty"`
+	Tools        []string `json:"tools"`
+	MaxSteps     int      `json:"max_steps,omitempty"`
+	IsDefault    bool     `json:"is_default"`
+	// Visibility is private (only its creator sees and binds it) or shared.
+	Visibility string    `json:"visibility" jsonschema:"private or shared"`
+	CreatedBy  string    `json:"created_by,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
 }
 
 func definitionView(d agents.Definition) DefinitionView {
@@ -44,11 +49,11 @@ func definitionView(d agents.Definition) DefinitionView {
 		tools = []string{}
 	}
 	return DefinitionView{ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
-		Temperature: d.Temperature, Tools: tools, MaxSteps: d.MaxSteps, IsDefault: d.IsDefault, CreatedBy: d.CreatedBy,
+		Temperature: d.Temperature, Tools: tools, MaxSteps: d.MaxSteps, IsDefault: d.IsDefault, Visibility: string(d.Visibility), CreatedBy: d.CreatedBy,
 		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
 }
 
-// DefinitionList is every agent definition.
+// DefinitionList is the agent definitions the caller may see.
 type DefinitionList struct {
 	Definitions []DefinitionView `json:"definitions"`
 }
@@ -64,6 +69,8 @@ type DefinitionInput struct {
 	Tools        *[]string `json:"tools"`
 	MaxSteps     *int      `json:"max_steps"`
 	IsDefault    *bool     `json:"is_default"`
+	// Visibility is private (default) or shared; only operators share.
+	Visibility *string `json:"visibility"`
 }
 
 // apply sets the input's fields on d and lists every problem.
@@ -94,6 +101,18 @@ func (in DefinitionInput) apply(d *agents.Definition, known func(string) bool) e
 	if in.IsDefault != nil {
 		d.IsDefault = *in.IsDefault
 	}
+	if in.Visibility != nil {
+		d.Visibility = agents.Visibility(*in.Visibility)
+		if !d.Visibility.Valid() {
+			bad("visibility", fmt.Sprintf("unknown visibility %q (want private or shared)", *in.Visibility))
+		}
+	}
+	if d.IsDefault {
+		if in.Visibility != nil && d.Visibility == agents.VisibilityPrivate {
+			bad("visibility", "the default definition is shared")
+		}
+		d.Visibility = agents.VisibilityShared
+	}
 	switch {
 	case d.Name == "":
 		bad("name", "is required")
@@ -121,7 +140,7 @@ func (in DefinitionInput) apply(d *agents.Definition, known func(string) bool) e
 }
 
 func (a *API) listDefinitions(c echo.Context) error {
-	defs, err := a.cfg.Definitions.ListDefinitions(c.Request().Context())
+	defs, err := a.cfg.Definitions.ListDefinitions(c.Request().Context(), a.readerOf(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
@@ -133,7 +152,7 @@ func (a *API) listDefinitions(c echo.Context) error {
 }
 
 func (a *API) getDefinition(c echo.Context) error {
-	d, err := a.cfg.Definitions.GetDefinition(c.Request().Context(), c.Param("id"))
+	d, err := a.cfg.Definitions.DefinitionFor(c.Request().Context(), a.readerOf(PrincipalOf(c)), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -150,8 +169,8 @@ func (a *API) createDefinition(c echo.Context) error {
 	if err := in.apply(&d, a.cfg.KnownTool); err != nil {
 		return err
 	}
-	if d.IsDefault && p.Role != auth.RoleOperator {
-		return apperr.Invalidf([]apperr.FieldError{{Field: "is_default", Message: "only operators set the default definition"}}, "invalid agent definition")
+	if err := operatorFields(in, agents.Definition{}, p); err != nil {
+		return err
 	}
 	if err := a.cfg.Definitions.CreateDefinition(c.Request().Context(), &d); err != nil {
 		return err
@@ -159,7 +178,29 @@ func (a *API) createDefinition(c echo.Context) error {
 	return c.JSON(http.StatusCreated, definitionView(d))
 }
 
-// patchDefinition edits a definition: its creator or an operator may.
+// operatorFields refuses what only operators may do to a definition:
+// choose the default, share it.
+func operatorFields(in DefinitionInput, was agents.Definition, p auth.Principal) error {
+	if p.Role == auth.RoleOperator {
+		return nil
+	}
+	var problems []apperr.FieldError
+	if in.IsDefault != nil && *in.IsDefault != was.IsDefault {
+		problems = append(problems, apperr.FieldError{Field: "is_default", Message: "only operators set the default definition"})
+	}
+	if in.Visibility != nil && agents.Visibility(*in.Visibility) == agents.VisibilityShared && was.Visibility != agents.VisibilityShared {
+		problems = append(problems, apperr.FieldError{Field: "visibility", Message: "only operators share a definition"})
+	}
+	if len(problems) > 0 {
+		return apperr.Invalidf(problems, "invalid agent definition")
+	}
+	return nil
+}
+
+// patchDefinition edits a definition: its creator while it is private, or
+// an operator. Another user's private definition does not exist for the
+// caller (404), and neither, for editing, does a shared one they are not
+// an operator for.
 func (a *API) patchDefinition(c echo.Context) error {
 	var in DefinitionInput
 	if err := decode(c, &in); err != nil {
@@ -167,11 +208,16 @@ func (a *API) patchDefinition(c echo.Context) error {
 	}
 	p := PrincipalOf(c)
 	d, err := a.cfg.Definitions.UpdateDefinition(c.Request().Context(), c.Param("id"), func(d *agents.Definition) error {
-		if p.Role != auth.RoleOperator && d.CreatedBy != p.UserID {
-			return apperr.New(apperr.NotFound, "agent definition %s not found", d.ID)
+		if p.Role != auth.RoleOperator {
+			switch {
+			case d.CreatedBy != p.UserID && d.Visibility != agents.VisibilityShared:
+				return apperr.New(apperr.NotFound, "agent definition %s not found", d.ID)
+			case d.Visibility == agents.VisibilityShared:
+				return apperr.New(apperr.NotFound, "agent definition %s is shared: only operators edit shared definitions", d.ID)
+			}
 		}
-		if in.IsDefault != nil && *in.IsDefault != d.IsDefault && p.Role != auth.RoleOperator {
-			return apperr.Invalidf([]apperr.FieldError{{Field: "is_default", Message: "only operators set the default definition"}}, "invalid agent definition")
+		if err := operatorFields(in, *d, p); err != nil {
+			return err
 		}
 		return in.apply(d, a.cfg.KnownTool)
 	})

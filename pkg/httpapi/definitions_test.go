@@ -60,9 +60,11 @@ func TestAgentDefinitions(t *testing.T) {
 	list := decodeBody[struct {
 		Definitions []httpapi.DefinitionView `json:"definitions"`
 	}](t, env.request(t, ctx, "bob", "GET", "/api/agent-definitions", nil))
-	require.Len(t, list.Definitions, 2)
-	got := decodeBody[httpapi.DefinitionView](t, env.request(t, ctx, "bob", "GET", "/api/agent-definitions/"+created.ID, nil))
+	require.Len(t, list.Definitions, 1, "bob sees the shared default, not alice's private definition")
+	require.Equal(t, "shared", list.Definitions[0].Visibility)
+	got := decodeBody[httpapi.DefinitionView](t, env.request(t, ctx, "alice", "GET", "/api/agent-definitions/"+created.ID, nil))
 	require.Equal(t, "digs", got.Description)
+	require.Equal(t, "private", got.Visibility)
 
 	// A new session may be bound to a definition; unknown ids are 404.
 	turn := decodeBody[httpapi.TurnResult](t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
@@ -29,6 +30,11 @@ type ErrorDetail struct {
 // CodeMethodNotAllowed is the error code of a 405: the route exists but not
 // for this method. It has no apperr code because only routing produces it.
 const CodeMethodNotAllowed = "method_not_allowed"
+
+// RetryAfterSeconds is the Retry-After of every 429: a user's streams end
+// within seconds to minutes, and a client that retries sooner is refused
+// again.
+const RetryAfterSeconds = 5
 
 // statusOf is the one map from apperr codes to HTTP statuses.
 func statusOf(code apperr.Code) int {
@@ -133,6 +139,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	if status == http.StatusUnauthorized {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
+	}
+	if status == http.StatusTooManyRequests {
+		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(RetryAfterSeconds))
 	}
 	var werr error
 	if c.Request().Method == http.MethodHead {

@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
 )
 
 // operation describes one route for the OpenAPI document.
@@ -33,14 +34,20 @@ type operation struct {
 var operations = []operation{
 	{method: "GET", path: "/healthz", summary: "Liveness: the process is up", response: Status{}, public: true},
 	{method: "GET", path: "/readyz", summary: "Readiness: the database answers a ping within 1 s (503 otherwise)", response: Status{}, public: true},
-	{method: "GET", path: "/metrics", summary: "Prometheus metrics", public: true},
+	{method: "GET", path: "/metrics", summary: "Prometheus metrics, for operators: an operator's API key in apikey mode (401 without a key, 404 with a user's key); open in auth mode none (loopback only)"},
 	{method: "GET", path: "/openapi.yaml", summary: "This document", public: true},
-	{method: "GET", path: "/", summary: "The operator console (HTML)", public: true},
+	{method: "GET", path: "/", summary: "The web app (HTML): chat, review and operations", public: true},
+	{method: "GET", path: "/app/{path}", summary: "The web app's modules and styles", public: true},
+	{method: "GET", path: "/api/me", summary: "Who the caller is: user, role and the server's auth mode", response: Me{}},
+	{method: "GET", path: "/api/projects", summary: "The caller's workspace projects, most recently updated first (for a chat's focus)",
+		response: ProjectList{}, query: []string{"limit"}},
 	{method: "POST", path: "/api/agent/stream", summary: "Run a chat turn; streams its events (stream=false: one JSON document)",
 		request: StreamRequest{}, response: TurnResult{}, stream: true},
 	{method: "GET", path: "/api/agent/stream", summary: "The caller's sessions (alias of GET /api/sessions for older clients)",
 		response: SessionList{}, query: []string{"limit", "cursor"}},
 	{method: "POST", path: "/api/agent/stream/cancel", summary: "Cancel one of the caller's running turns", request: CancelRequest{}},
+	{method: "POST", path: "/api/agent/prewarm", summary: "Build and cache the workspace snapshot of the planner's context ahead of a turn (when a chat opens or its focus changes)",
+		request: PrewarmRequest{}, response: PrewarmResult{}},
 	{method: "GET", path: "/api/sessions", summary: "The caller's sessions, most recent first", response: SessionList{}, query: []string{"limit", "cursor"}},
 	{method: "GET", path: "/api/sessions/{id}", summary: "A session with its messages", response: SessionDetail{}},
 	{method: "GET", path: "/api/plans", summary: "Plans, newest first (operators: every user's)", response: PlanList{},
@@ -54,10 +61,10 @@ var operations = []operation{
 		request: ResumeRequest{}, response: PlanRunResult{}, stream: true},
 	{method: "GET", path: "/api/plans/{id}/events", summary: "Watch a plan's events live (a plan not running: its history), then done", stream: true},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
-	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions", response: DefinitionList{}},
+	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
 	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}},
 	{method: "GET", path: "/api/agent-definitions/{id}", summary: "One agent definition", response: DefinitionView{}},
-	{method: "PATCH", path: "/api/agent-definitions/{id}", summary: "Edit an agent definition (its creator or an operator)",
+	{method: "PATCH", path: "/api/agent-definitions/{id}", summary: "Edit an agent definition (its creator while private; operators any, and only they share)",
 		request: DefinitionInput{}, response: DefinitionView{}},
 }
 
@@ -114,12 +121,13 @@ func OpenAPI(version string) ([]byte, error) {
 			}
 			content["application/json"] = map[string]any{"schema": ref}
 		}
-		if op.stream {
-			content["text/event-stream"] = map[string]any{
-				"description": "SSE frames `id: <seq>`, `event: <type>`, `data: <json>`; see components.schemas.Event",
-				"schema":      map[string]any{"$ref": "#/components/schemas/Event"}}
-		}
 		ok := map[string]any{"description": "OK"}
+		if op.stream {
+			// A Media Type Object has no description in OpenAPI 3.1: the framing is
+			// described on the response.
+			content["text/event-stream"] = map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Event"}}
+			ok["description"] = "OK; text/event-stream: SSE frames `id: <seq>`, `event: <type>`, `data: <json>` (see components.schemas.Event)"
+		}
 		if len(content) > 0 {
 			ok["content"] = content
 		}
@@ -183,6 +191,8 @@ var forOptions = &jsonschema.ForOptions{
 	TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
 		reflect.TypeFor[json.RawMessage](): {},
+		reflect.TypeFor[planning.ActorRole](): {Type: "string", Enum: []any{string(planning.ByUser), string(planning.ByOperator),
+			string(planning.ByAuto), string(planning.ByReviewer)}},
 	},
 }
 

@@ -47,15 +47,3 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	}
 	require.Contains(t, doc.Components.Schemas, "StreamRequest")
 }
-
-func TestConsoleIsServed(t *testing.T) {
-	t.Parallel()
-	env := newChatEnv(t, persistence.DriverSQLite, says("x"), nil)
-	resp := env.request(t, context.Background(), "", "GET", "/", nil)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	resp.Body.Close()
-	require.Contains(t, string(body), "operator console")
-	require.Contains(t, string(body), "/api/plans")
-}

@@ -163,7 +163,7 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 			require.Contains(t, errBody.Error.Message, "completed")
 
 			metricsText := func() string {
-				r := e.request(t, ctx, "", "GET", "/metrics", nil)
+				r := e.request(t, ctx, "ops", "GET", "/metrics", nil)
 				b, _ := io.ReadAll(r.Body)
 				r.Body.Close()
 				return string(b)

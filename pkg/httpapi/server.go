@@ -80,8 +80,13 @@ type Config struct {
 	Routes []Routes
 	// Version is the service version the OpenAPI document names.
 	Version string
-	// Metrics, when set, counts every request and serves GET /metrics.
+	// Metrics, when set, counts every request. GET /metrics is the API's
+	// (APIConfig.Metrics): it needs the API's authentication.
 	Metrics *metrics.Metrics
+	// HandlerGrace is how long Shutdown still waits for handlers after the
+	// drain window elapsed and it closed their connections (they may be
+	// storing what they did); default 5 s.
+	HandlerGrace time.Duration
 }
 
 func (c *Config) validate() error {
@@ -116,6 +121,9 @@ func (c *Config) validate() error {
 	if c.ReadyTimeout == 0 {
 		c.ReadyTimeout = DefaultReadyTimeout
 	}
+	if c.HandlerGrace <= 0 {
+		c.HandlerGrace = DefaultHandlerGrace
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -140,6 +148,7 @@ type Server struct {
 	drainOne sync.Once
 	stopped  chan struct{}
 	serveErr error
+	inflight inflight
 }
 
 // New builds the server and registers the base routes, then cfg.Routes. It
@@ -160,17 +169,16 @@ func New(cfg Config) (*Server, error) {
 	// can forge.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
-	e.Use(s.requestID, s.logRequests, recoverPanics, s.limitBody)
+	e.Use(s.track, s.requestID, s.logRequests, recoverPanics, s.limitBody)
 	if cfg.Metrics != nil {
 		e.Use(cfg.Metrics.Middleware)
-		e.GET("/metrics", echo.WrapHandler(cfg.Metrics.Handler()))
 	}
 	openapi, err := serveOpenAPI(cfg.Version)
 	if err != nil {
 		return nil, err
 	}
 	e.GET("/openapi.yaml", openapi)
-	e.GET("/", serveConsole)
+	webRoutes(e)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	for _, r := range cfg.Routes {
@@ -227,9 +235,10 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Draining is closed when Shutdown begins. Long-lived handlers (event
-// streams) select on it to finish their response early, so that draining
-// does not wait for them until the deadline.
+// Draining is closed when Shutdown begins. The work handlers start (turns,
+// plan runs) is cancelled then with cause agents.Shutdown (see
+// workContext), so streams end early, each with error{code: "shutdown"}
+// and done, instead of being cut at the deadline.
 func (s *Server) Draining() <-chan struct{} { return s.draining }
 
 // Stopped is closed when the server has stopped serving, after Shutdown or
@@ -244,10 +253,14 @@ func (s *Server) Err() error {
 	return s.serveErr
 }
 
-// Shutdown stops accepting connections, closes Draining, and waits for
+// Shutdown closes Draining (which cancels running turns and plan runs
+// with cause agents.Shutdown), stops accepting connections, and waits for
 // in-flight requests to finish until ctx is done; then it closes the
 // connections still open and returns an error saying so. It returns once
-// the serving goroutine has ended. Calling it before Start is a no-op.
+// the serving goroutine and every handler have ended (handlers get
+// HandlerGrace more after their connections were closed), so what runs
+// after it (closing the database) does not pull the ground from under
+// them. Calling it before Start is a no-op.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.drainOne.Do(func() { close(s.draining) })
 	s.mu.Lock()
@@ -262,6 +275,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = fmt.Errorf("httpapi: drain window elapsed, open connections closed: %w", err)
 	}
 	<-s.stopped
+	grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.HandlerGrace)
+	defer cancel()
+	if !s.inflight.wait(grace) {
+		s.log.Warn().Stringer("grace", s.cfg.HandlerGrace).Msg("handlers still running after the drain window and its grace")
+	}
 	if serveErr := s.Err(); serveErr != nil {
 		return errors.Join(err, fmt.Errorf("httpapi: serve: %w", serveErr))
 	}
@@ -296,8 +314,11 @@ func (s *Server) Routes() []string {
 		}
 		segs := strings.Split(r.Path, "/")
 		for i, seg := range segs {
-			if strings.HasPrefix(seg, ":") {
+			switch {
+			case strings.HasPrefix(seg, ":"):
 				segs[i] = "{" + seg[1:] + "}"
+			case seg == "*":
+				segs[i] = "{path}"
 			}
 		}
 		out = append(out, r.Method+" "+strings.Join(segs, "/"))

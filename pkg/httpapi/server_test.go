@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -233,6 +234,11 @@ func TestErrorMapping(t *testing.T) {
 			require.Equal(t, tc.want, decodeError(t, rec))
 			if tc.status == http.StatusUnauthorized {
 				require.Equal(t, "Bearer", rec.Header().Get("WWW-Authenticate"))
+			}
+			if tc.status == http.StatusTooManyRequests {
+				require.Equal(t, strconv.Itoa(httpapi.RetryAfterSeconds), rec.Header().Get("Retry-After"))
+			} else {
+				require.Empty(t, rec.Header().Get("Retry-After"))
 			}
 			if tc.status >= 500 {
 				logs := b.log.String()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
@@ -57,7 +58,7 @@ func (a *API) stream(c echo.Context) error {
 	turn, err := a.cfg.Chat.Begin(c.Request().Context(), chat.Request{
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
-		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID,
+		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
 	})
 	if err != nil {
 		return err
@@ -95,7 +96,9 @@ func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 
 // serveStream opens an SSE response and runs produce with an emitter onto
 // it. The stream's buffer is bounded; when the client goes away the request
-// context ends, which cancels produce's work with cause "disconnect".
+// context ends, which cancels produce's work with cause "disconnect". When
+// the server begins draining, produce's work is cancelled with cause
+// "shutdown" and the stream ends with error{code: "shutdown"} and done.
 func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em event.Emitter)) error {
 	w := c.Response()
 	h := w.Header()
@@ -116,14 +119,19 @@ func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em e
 		m.StreamOpened()
 		defer m.StreamClosed()
 	}
-	produce(ctx, event.NewEmitter(stream, event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	work, stop := workContext(c)
+	defer stop()
+	sink := &shutdownSink{next: stream, work: work, req: ctx, now: a.cfg.Now}
+	produce(work, event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	sink.finish()
 	stream.Close()
 	wg.Wait()
 	return nil
 }
 
 func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
-	ctx := c.Request().Context()
+	ctx, stop := workContext(c)
+	defer stop()
 	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User)}
 	var answer chat.Message
 	if turn.Replay != nil {
@@ -132,9 +140,13 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
 	} else {
 		res := turn.Run(ctx, event.Emitter{}, planMode)
 		answer, out.FinishedReason = res.Assistant, res.Finished
-		if res.Err != nil {
+		switch {
+		case res.Err != nil:
 			_, d := classify(res.Err)
 			out.Error = &d
+		case shuttingDown(ctx):
+			e := shutdownError().Error
+			out.Error = &ErrorDetail{Code: e.Code, Message: e.Message}
 		}
 	}
 	out.Session = sessionView(turn.Session)

@@ -47,6 +47,9 @@ rules:
     reply: {text: "Plan finished."}
   - when: {role: executor, contains: "Schedule"}
     reply: {delay_ms: 400, text: "Scheduled."}
+  # Long enough that step 2 starts before step 1 ends on a loaded machine.
+  - when: {role: executor, contains: "Draft"}
+    reply: {delay_ms: 300, text: "Done."}
   - when: {role: executor}
     reply: {delay_ms: 20, text: "Done."}
 default:

@@ -27,22 +27,44 @@ type StepView struct {
 
 // PlanView is a plan as the API returns it.
 type PlanView struct {
-	ID          string         `json:"id"`
-	SessionID   string         `json:"session_id,omitempty"`
-	UserID      string         `json:"user_id"`
-	Goal        string         `json:"goal"`
-	Mode        string         `json:"mode"`
-	Status      string         `json:"status"`
-	Version     int            `json:"version"`
-	ReviewRound int            `json:"review_round,omitempty"`
-	Reason      string         `json:"reason,omitempty"`
-	Steps       []StepView     `json:"steps"`
-	Usage       planning.Usage `json:"usage"`
-	CreatedAt   time.Time      `json:"created_at"`
-	UpdatedAt   time.Time      `json:"updated_at"`
-	StartedAt   *time.Time     `json:"started_at,omitempty"`
-	CompletedAt *time.Time     `json:"completed_at,omitempty"`
-	DurationMS  int64          `json:"duration_ms,omitempty"`
+	ID          string `json:"id"`
+	SessionID   string `json:"session_id,omitempty"`
+	UserID      string `json:"user_id"`
+	Goal        string `json:"goal"`
+	Mode        string `json:"mode"`
+	Status      string `json:"status"`
+	Version     int    `json:"version"`
+	ReviewRound int    `json:"review_round,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	// Approval is who let the plan run (absent: it never had an approval,
+	// and can never run through resume).
+	Approval *ApprovalView `json:"approval,omitempty"`
+	// CancelledBy is who cancelled the plan through its cancel route.
+	CancelledBy *CancellationView `json:"cancelled_by,omitempty"`
+	Steps       []StepView        `json:"steps"`
+	Usage       planning.Usage    `json:"usage"`
+	CreatedAt   time.Time         `json:"created_at"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	StartedAt   *time.Time        `json:"started_at,omitempty"`
+	CompletedAt *time.Time        `json:"completed_at,omitempty"`
+	DurationMS  int64             `json:"duration_ms,omitempty"`
+}
+
+// ApprovalView records who let a plan run: by is user or operator (a
+// person, through the approve route or approve_plan in a later turn), auto
+// (auto_execute) or reviewer (the reviewer agent approved it).
+type ApprovalView struct {
+	By     planning.ActorRole `json:"by"`
+	UserID string             `json:"user_id,omitempty"`
+	At     time.Time          `json:"at"`
+	Note   string             `json:"note,omitempty"`
+}
+
+// CancellationView records who cancelled a plan: by is user or operator.
+type CancellationView struct {
+	By     planning.ActorRole `json:"by" jsonschema:"user or operator"`
+	UserID string             `json:"user_id"`
+	At     time.Time          `json:"at"`
 }
 
 func stepView(s planning.Step) StepView {
@@ -61,6 +83,12 @@ func planView(p planning.Plan) PlanView {
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, StartedAt: p.StartedAt, CompletedAt: p.CompletedAt}
 	for _, s := range p.Steps {
 		v.Steps = append(v.Steps, stepView(s))
+	}
+	if a := p.Approval; a != nil {
+		v.Approval = &ApprovalView{By: a.By, UserID: a.UserID, At: a.At, Note: a.Note}
+	}
+	if c := p.CancelledBy; c != nil {
+		v.CancelledBy = &CancellationView{By: c.By, UserID: c.UserID, At: c.At}
 	}
 	if p.StartedAt != nil && p.CompletedAt != nil {
 		v.DurationMS = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strings"
 	"time"
 
@@ -135,7 +136,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // text of that attempt already reached onPart. A provider failure is an
 // apperr.Unavailable error naming the provider and status, returned with
 // the text streamed so far; when ctx ends, Generate returns ctx's cause
-// unchanged.
+// unchanged. A stream that ends before the provider said the answer was
+// complete, or carries a chunk that is not JSON, is such a failure (retried
+// like a 5xx while no text reached onPart); its tool calls are dropped. The
+// failure wraps a *ProviderError, whose Cause says provider_error or
+// provider_timeout.
 func (c *Client) Generate(ctx context.Context, req Request, onPart func(Part)) (Response, error) {
 	if onPart == nil {
 		onPart = func(Part) {}
@@ -237,18 +242,31 @@ func (c *Client) attempt(ctx context.Context, msgs []llms.MessageContent, opts [
 }
 
 func (c *Client) failure(err error, f failure, attempts int) error {
-	what := "failed"
+	what, where := "failed", ""
 	switch {
 	case f.timeout:
 		what = fmt.Sprintf("timed out after %s", c.cfg.CallTimeout)
+	case f.stream != nil:
+		what = "broke off its stream (" + f.stream.Reason + ")"
 	case f.status != 0:
 		what = fmt.Sprintf("answered HTTP %d", f.status)
+		if f.url != "" {
+			where = " calling " + f.url
+		}
+		if f.status == http.StatusNotFound && c.cfg.Provider == ProviderOpenAI {
+			where += "; an OpenAI-compatible base URL ends in /v1 (http://localhost:11434/v1 for Ollama), and the model must exist there"
+		}
 	}
 	s := "s"
 	if attempts == 1 {
 		s = ""
 	}
-	return apperr.Wrap(apperr.Unavailable, err, "model provider %s %s (%d attempt%s)", c.cfg.Provider, what, attempts, s)
+	pe := &ProviderError{Provider: c.cfg.Provider, Status: f.status, URL: f.url, Timeout: f.timeout, Stream: f.stream,
+		Attempts: attempts, Err: err}
+	if f.stream != nil && !errors.Is(err, f.stream) {
+		pe.Err = fmt.Errorf("%w (%w)", f.stream, err)
+	}
+	return apperr.Wrap(apperr.Unavailable, pe, "model provider %s %s (%d attempt%s)%s", c.cfg.Provider, what, attempts, s, where)
 }
 
 // finish turns a successful attempt into parts and a Response. Text and

@@ -165,7 +165,7 @@ func TestGoogleKeyTravelsInTheTransport(t *testing.T) {
 	var got string
 	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Get("x-goog-api-key") }))
 	defer srv.Close()
-	hc := wrapClient(srv.Client(), func(next http.RoundTripper) http.RoundTripper { return apiKeyTransport{key: "secret", next: next} })
+	hc := wrapClient(srv.Client(), dialectNone, func(next http.RoundTripper) http.RoundTripper { return apiKeyTransport{key: "secret", next: next} })
 	resp, err := hc.Get(srv.URL)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())

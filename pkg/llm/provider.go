@@ -65,7 +65,7 @@ func NewProvider(ctx context.Context, cfg ProviderConfig) (llms.Model, error) {
 			}
 			key = "unused" // OpenAI-compatible local servers take any key
 		}
-		opts := []openai.Option{openai.WithHTTPClient(wrapClient(cfg.HTTPClient, nil)), openai.WithToken(key)}
+		opts := []openai.Option{openai.WithHTTPClient(wrapClient(cfg.HTTPClient, dialectOpenAI, nil)), openai.WithToken(key)}
 		if cfg.Model != "" {
 			opts = append(opts, openai.WithModel(cfg.Model))
 		}
@@ -82,7 +82,7 @@ func NewProvider(ctx context.Context, cfg ProviderConfig) (llms.Model, error) {
 			return nil, invalid("AnthropicAPIKey", "is required for the anthropic provider (ANTHROPIC_API_KEY)")
 		}
 		merge := func(next http.RoundTripper) http.RoundTripper { return anthropicTurns{next: next} }
-		opts := []anthropic.Option{anthropic.WithHTTPClient(wrapClient(cfg.HTTPClient, merge)), anthropic.WithToken(cfg.AnthropicAPIKey)}
+		opts := []anthropic.Option{anthropic.WithHTTPClient(wrapClient(cfg.HTTPClient, dialectAnthropic, merge)), anthropic.WithToken(cfg.AnthropicAPIKey)}
 		if cfg.Model != "" {
 			opts = append(opts, anthropic.WithModel(cfg.Model))
 		}
@@ -104,7 +104,7 @@ func NewProvider(ctx context.Context, cfg ProviderConfig) (llms.Model, error) {
 		// The key goes in both: genai refuses a client without an auth
 		// option, and google.golang.org/api drops it once an HTTP client
 		// is given, so the transport sends it.
-		opts := []googleai.Option{googleai.WithAPIKey(cfg.GoogleAPIKey), googleai.WithHTTPClient(wrapClient(cfg.HTTPClient, key))}
+		opts := []googleai.Option{googleai.WithAPIKey(cfg.GoogleAPIKey), googleai.WithHTTPClient(wrapClient(cfg.HTTPClient, dialectNone, key))}
 		if cfg.Model != "" {
 			opts = append(opts, googleai.WithDefaultModel(cfg.Model))
 		}
@@ -121,8 +121,8 @@ func quote(s string) string { return `"` + s + `"` }
 
 // wrapClient returns a copy of hc (a new client when nil) whose transport
 // records statuses for the Client, under the provider-specific transport
-// extra makes (when not nil).
-func wrapClient(hc *http.Client, extra func(http.RoundTripper) http.RoundTripper) *http.Client {
+// extra makes (when not nil), guarding streams of dialect d.
+func wrapClient(hc *http.Client, d dialect, extra func(http.RoundTripper) http.RoundTripper) *http.Client {
 	out := &http.Client{}
 	if hc != nil {
 		*out = *hc //nolint:govet // copying the config of a client, not one in use
@@ -134,7 +134,7 @@ func wrapClient(hc *http.Client, extra func(http.RoundTripper) http.RoundTripper
 	if extra != nil {
 		next = extra(next)
 	}
-	out.Transport = statusTransport{next: next}
+	out.Transport = statusTransport{next: next, dialect: d}
 	return out
 }
 

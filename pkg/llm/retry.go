@@ -21,13 +21,17 @@ type failure struct {
 	status     int
 	retryAfter time.Duration
 	timeout    bool
+	// url is the address called; stream is set when the stream broke.
+	url    string
+	stream *StreamError
 }
 
 // retryable reports whether another attempt may succeed: rate limits,
-// server errors and one attempt's timeout are; anything else (bad request,
-// authentication, a broken answer) is not.
+// server errors, one attempt's timeout and a broken stream are; anything
+// else (bad request, authentication, an answer langchaingo cannot read) is
+// not.
 func (f failure) retryable() bool {
-	return f.timeout || f.status == http.StatusTooManyRequests || f.status >= 500
+	return f.timeout || f.stream != nil || f.status == http.StatusTooManyRequests || f.status >= 500
 }
 
 // classify gathers what is known about err: the status and Retry-After the
@@ -40,6 +44,7 @@ func classify(ctx, actx context.Context, err error, rec *attemptRecord, now time
 		var ra string
 		f.status, ra = rec.result()
 		f.retryAfter = parseRetryAfter(ra, now)
+		f.url, f.stream = rec.called()
 	}
 	var se interface{ HTTPStatus() int }
 	if errors.As(err, &se) {
@@ -52,6 +57,7 @@ func classify(ctx, actx context.Context, err error, rec *attemptRecord, now time
 	var ne net.Error
 	if ctx.Err() == nil && (errors.Is(context.Cause(actx), errAttemptTimeout) || (errors.As(err, &ne) && ne.Timeout())) {
 		f.timeout = true
+		f.stream = nil // a stream cut by the timeout is the timeout
 	}
 	return f
 }

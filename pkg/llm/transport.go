@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 )
 
@@ -12,8 +13,14 @@ import (
 // record the Client placed in the request's context; a request without one
 // passes through untouched. The record is per attempt, so concurrent calls
 // sharing one provider never see each other's answers.
+//
+// The transport also records the address called (for errors that must name
+// it), and puts a streamGuard of the provider's dialect over a streamed
+// answer, so a stream cut short or carrying a malformed chunk fails the
+// attempt instead of passing for a complete answer.
 type statusTransport struct {
-	next http.RoundTripper
+	next    http.RoundTripper
+	dialect dialect
 }
 
 type attemptKey struct{}
@@ -23,12 +30,28 @@ type attemptRecord struct {
 	mu         sync.Mutex
 	status     int
 	retryAfter string
+	url        string
+	fault      *StreamError
 }
 
 func (a *attemptRecord) result() (status int, retryAfter string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.status, a.retryAfter
+}
+
+func (a *attemptRecord) setFault(err *StreamError) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.fault = err
+}
+
+// called returns the address the attempt called and how its stream broke,
+// if it did.
+func (a *attemptRecord) called() (url string, fault *StreamError) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.url, a.fault
 }
 
 // withAttemptRecord returns ctx carrying a fresh record for one attempt.
@@ -39,15 +62,23 @@ func withAttemptRecord(ctx context.Context) (context.Context, *attemptRecord) {
 
 // RoundTrip implements http.RoundTripper.
 func (t statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	rec, ok := req.Context().Value(attemptKey{}).(*attemptRecord)
+	if ok {
+		rec.mu.Lock()
+		rec.url = req.Method + " " + safeURL(req.URL)
+		rec.mu.Unlock()
+	}
 	resp, err := t.next.RoundTrip(req)
-	if err != nil {
+	if err != nil || !ok {
 		return resp, err
 	}
-	if rec, ok := req.Context().Value(attemptKey{}).(*attemptRecord); ok {
-		rec.mu.Lock()
-		rec.status = resp.StatusCode
-		rec.retryAfter = resp.Header.Get("Retry-After")
-		rec.mu.Unlock()
+	rec.mu.Lock()
+	rec.status = resp.StatusCode
+	rec.retryAfter = resp.Header.Get("Retry-After")
+	rec.mu.Unlock()
+	if t.dialect != dialectNone && resp.StatusCode == http.StatusOK &&
+		strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &streamGuard{body: resp.Body, dialect: t.dialect, rec: rec}
 	}
 	return resp, nil
 }

@@ -13,7 +13,7 @@ import (
 
 // ListArgs are the arguments of list_<type>s.
 type ListArgs struct {
-	ProjectID string `json:"project_id,omitempty" jsonschema:"only entities of this project (default: the focused project in a project context)"`
+	ProjectID string `json:"project_id,omitempty" jsonschema:"only entities of this project (default: the focused project, if any)"`
 	Limit     int    `json:"limit,omitempty" jsonschema:"at most this many (default 25)"`
 }
 
@@ -59,8 +59,38 @@ type UpdateArgs struct {
 	Status      *string `json:"status,omitempty"`
 	Priority    *string `json:"priority,omitempty"`
 	DueDate     *string `json:"due_date,omitempty"`
-	// Strategy applies to the text fields: replace (default) or append.
-	Strategy string `json:"strategy,omitempty" jsonschema:"replace (default) or append, for description and content"`
+	// Strategy applies to the text fields: replace (default), append, or
+	// merge_llm (a model merges the new text into the existing one).
+	Strategy string `json:"strategy,omitempty" jsonschema:"for description and content: replace (default), append (added after the existing text), or merge_llm (the new text is merged into the existing text: duplicates dropped, contradictions resolved in favour of the new text)"`
+}
+
+// Update strategies of update_<type>.
+const (
+	StrategyReplace  = "replace"
+	StrategyAppend   = "append"
+	StrategyMergeLLM = "merge_llm"
+)
+
+// MergeRequest is one merge of the merge_llm strategy.
+type MergeRequest struct {
+	// EntityType and Title say what the text belongs to.
+	EntityType, Title string
+	// Field is description or content.
+	Field string
+	// Current is the stored text; Addition the text to merge into it.
+	Current, Addition string
+}
+
+// MergeFunc merges an addition into an entity's text with a model call
+// (agents.Merger); it returns the merged text.
+type MergeFunc func(ctx context.Context, r MergeRequest) (string, error)
+
+// Option configures the workspace tools.
+type Option func(*workspace)
+
+// WithMerger enables the merge_llm strategy of update_<type>.
+func WithMerger(m MergeFunc) Option {
+	return func(w *workspace) { w.merge = m }
 }
 
 // LinkArgs join two entities.
@@ -71,8 +101,11 @@ type LinkArgs struct {
 }
 
 // Tools returns every workspace tool over store.
-func Tools(store Store) []tools.Tool {
+func Tools(store Store, opts ...Option) []tools.Tool {
 	w := workspace{store: store}
+	for _, o := range opts {
+		o(&w)
+	}
 	var out []tools.Tool
 	for _, typ := range Types {
 		out = append(out, w.list(typ), w.search(typ), w.details(typ), w.update(typ), w.remove(typ))
@@ -94,17 +127,23 @@ var Sets = map[string][]string{
 	"workspace":        {"workspace_read", "workspace_create", "workspace_write"},
 }
 
-type workspace struct{ store Store }
+type workspace struct {
+	store Store
+	merge MergeFunc
+}
 
 func plural(typ string) string { return typ + "s" }
 
 // projectOf is the project a call works in: the one it names, else the
-// session's focused project.
+// session's focused project (the scope's project, or the entity of a
+// project context).
 func projectOf(c tools.Call, named string) string {
-	if named != "" {
+	switch {
+	case named != "":
 		return named
-	}
-	if c.Scope.ContextType == "project" {
+	case c.Scope.ProjectID != "":
+		return c.Scope.ProjectID
+	case c.Scope.ContextType == "project":
 		return c.Scope.EntityID
 	}
 	return ""
@@ -260,23 +299,40 @@ func (w workspace) createProject() tools.Tool {
 
 func (w workspace) update(typ string) tools.Tool {
 	return tools.New(tools.Spec{Name: "update_" + typ,
-		Description: fmt.Sprintf("Change a %s. Text fields are replaced, or appended to with strategy append.", typ)},
+		Description: fmt.Sprintf("Change a %s. Text fields are replaced, appended to with strategy append, or merged into the existing text with strategy merge_llm.", typ)},
 		func(ctx context.Context, c tools.Call, a UpdateArgs) (tools.Result, error) {
-			if a.Strategy != "" && a.Strategy != "replace" && a.Strategy != "append" {
-				return tools.Result{}, apperr.New(apperr.Invalid, "strategy must be replace or append, not %q", a.Strategy)
+			switch a.Strategy {
+			case "", StrategyReplace, StrategyAppend:
+			case StrategyMergeLLM:
+				if w.merge == nil {
+					return tools.Result{}, apperr.New(apperr.Invalid, "strategy merge_llm is not available here; use replace or append")
+				}
+			default:
+				return tools.Result{}, apperr.New(apperr.Invalid, "strategy must be replace, append or merge_llm, not %q", a.Strategy)
 			}
 			e, err := w.get(ctx, c, typ, a.ID)
 			if err != nil {
 				return tools.Result{}, err
 			}
-			text := func(cur string, v *string) string {
+			text := func(field, cur string, v *string) (string, error) {
 				switch {
 				case v == nil:
-					return cur
-				case a.Strategy == "append" && cur != "":
-					return cur + "\n" + *v
+					return cur, nil
+				case cur == "":
+					return *v, nil
+				case a.Strategy == StrategyAppend:
+					return cur + "\n" + *v, nil
+				case a.Strategy == StrategyMergeLLM:
+					merged, err := w.merge(ctx, MergeRequest{EntityType: typ, Title: e.Title, Field: field, Current: cur, Addition: *v})
+					if err != nil {
+						return "", fmt.Errorf("merge the %s of %s %q: %w", field, typ, e.Title, err)
+					}
+					if strings.TrimSpace(merged) == "" {
+						return "", apperr.New(apperr.Unavailable, "merging the %s of %s %q gave no text; nothing was changed", field, typ, e.Title)
+					}
+					return merged, nil
 				}
-				return *v
+				return *v, nil
 			}
 			set := func(dst *string, v *string) {
 				if v != nil {
@@ -284,9 +340,13 @@ func (w workspace) update(typ string) tools.Tool {
 				}
 			}
 			set(&e.Title, a.Title)
-			e.Description = text(e.Description, a.Description)
+			if e.Description, err = text("description", e.Description, a.Description); err != nil {
+				return tools.Result{}, err
+			}
 			if typ == Document {
-				e.Description = text(e.Description, a.Content)
+				if e.Description, err = text("content", e.Description, a.Content); err != nil {
+					return tools.Result{}, err
+				}
 			}
 			set(&e.Status, a.Status)
 			set(&e.Priority, a.Priority)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"testing"
 
@@ -16,6 +17,12 @@ import (
 const serverEnv = "PLANWRIGHT_MCP_TEST_SERVER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) == "silent" {
+		// A server that never answers initialize: it reads until its stdin
+		// closes.
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
 	if os.Getenv(serverEnv) == "stdio" {
 		err := newTestServer(func() { os.Exit(3) }, nil).Run(context.Background(), &sdk.StdioTransport{})
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -95,6 +102,23 @@ func newTestServer(crash func(), release <-chan struct{}) *sdk.Server {
 				StructuredContent: map[string]any{"ok": true},
 			}, nil
 		})
+	// Structured content the way other servers send it (FastMCP wraps a
+	// value that is not an object as {"result": …}, one text per list
+	// item; others pretty-print the JSON text).
+	structured := func(name string, texts []string, sc any) {
+		s.AddTool(&sdk.Tool{Name: name, Description: "Returns structured content.", InputSchema: map[string]any{"type": "object"}},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				res := &sdk.CallToolResult{StructuredContent: sc}
+				for _, t := range texts {
+					res.Content = append(res.Content, &sdk.TextContent{Text: t})
+				}
+				return res, nil
+			})
+	}
+	structured("count", []string{"42"}, map[string]any{"result": 42})
+	structured("items", []string{`{"id": 1}`, `{"id": 2}`}, map[string]any{"result": []any{map[string]any{"id": 1}, map[string]any{"id": 2}}})
+	structured("pretty", []string{"{\n  \"sum\": 42,\n  \"ok\": true\n}\n"}, map[string]any{"ok": true, "sum": 42})
+	structured("word", []string{"hello"}, map[string]any{"result": "hello"})
 	s.AddTool(&sdk.Tool{Name: "bad name!", Description: "Has a name planwright cannot use.",
 		InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

@@ -53,8 +53,10 @@ type ServerConfig struct {
 	// Headers are sent with every HTTP request (e.g. Authorization).
 	Headers map[string]string
 	// Timeout bounds each call (default 30 s). A call that takes longer
-	// fails and drops the session. Connecting and listing tools are bounded
-	// by ManagerConfig.ConnectTimeout.
+	// fails and drops the session. It also bounds connecting (the
+	// initialize handshake) and listing tools when it is shorter than
+	// ManagerConfig.ConnectTimeout. The runtime's tools.timeout bounds a
+	// call too, when it is shorter.
 	Timeout time.Duration
 }
 
@@ -68,8 +70,9 @@ type ManagerConfig struct {
 	// (defaults "planwright" and "dev").
 	ClientName    string
 	ClientVersion string
-	// ConnectTimeout bounds connecting to a server (starting its process)
-	// and listing its tools (default 30 s).
+	// ConnectTimeout bounds connecting to a server (starting its process,
+	// the initialize handshake) and listing its tools (default 30 s), or
+	// the server's Timeout when that is shorter.
 	ConnectTimeout time.Duration
 	// HTTPClient is the client HTTP servers are reached with (default: a
 	// new one per server). Its Transport is wrapped to add the headers.
@@ -194,17 +197,25 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 // naming those that did not. Tools may be called again (a changed tool list
 // is picked up); each call lists anew.
 func (m *Manager) Tools(ctx context.Context) ([]tools.Tool, error) {
+	// Servers are asked at once, so a silent one delays the others by its
+	// own timeout at most.
+	lists := make([][]tools.Tool, len(m.servers))
+	fails := make([]error, len(m.servers))
+	var wg sync.WaitGroup
+	for i, s := range m.servers {
+		wg.Go(func() { lists[i], fails[i] = s.listTools(ctx) })
+	}
+	wg.Wait()
 	var out []tools.Tool
 	var errs []error
 	var msgs []string
-	for _, s := range m.servers {
-		ts, err := s.listTools(ctx)
+	for i, err := range fails {
 		if err != nil {
 			errs = append(errs, err)
 			msgs = append(msgs, apperr.MessageOf(err))
 			continue
 		}
-		out = append(out, ts...)
+		out = append(out, lists[i]...)
 	}
 	if len(errs) > 0 {
 		return out, &apperr.Error{
@@ -258,19 +269,52 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	if s.sess != nil {
 		return s.sess, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.m.connect)
+	ctx, cancel := context.WithTimeout(ctx, s.connectTimeout())
 	defer cancel()
-	cs, err := s.m.client.Connect(ctx, s.transport(), nil)
+	cs, err := s.connect(ctx)
 	if err != nil {
 		s.log.Warn().Err(err).Msg("cannot connect to MCP server")
 		if ctx.Err() != nil {
-			return nil, apperr.Wrap(apperr.Unavailable, err, "MCP server %q did not answer within %s", s.cfg.Name, s.m.connect)
+			return nil, apperr.Wrap(apperr.Unavailable, err, "MCP server %q did not answer within %s", s.cfg.Name, s.connectTimeout())
 		}
 		return nil, apperr.Wrap(apperr.Unavailable, err, "cannot connect to MCP server %q: %v", s.cfg.Name, err)
 	}
 	s.log.Debug().Msg("connected to MCP server")
 	s.sess = cs
 	return cs, nil
+}
+
+// connect connects within ctx. The SDK may take seconds more to give up a
+// silent server (it notifies the cancellation, closes the session and its
+// process), so connect returns when ctx ends and lets that finish in the
+// background, which Close waits for.
+func (s *server) connect(ctx context.Context) (*sdk.ClientSession, error) {
+	type result struct {
+		cs  *sdk.ClientSession
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cs, err := s.m.client.Connect(ctx, s.transport(), nil)
+		done <- result{cs, err}
+	}()
+	select {
+	case r := <-done:
+		return r.cs, r.err
+	case <-ctx.Done():
+		s.m.background(func() {
+			if r := <-done; r.cs != nil {
+				_ = r.cs.Close()
+			}
+		})
+		return nil, ctx.Err()
+	}
+}
+
+// connectTimeout bounds connecting and listing: ConnectTimeout, or the
+// server's own Timeout when shorter.
+func (s *server) connectTimeout() time.Duration {
+	return min(s.m.connect, s.cfg.Timeout)
 }
 
 // drop forgets a broken session, so that the next call reconnects, and
@@ -347,7 +391,7 @@ func (s *server) listTools(ctx context.Context) ([]tools.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.m.connect)
+	ctx, cancel := context.WithTimeout(ctx, s.connectTimeout())
 	defer cancel()
 	var out []tools.Tool
 	for t, err := range cs.Tools(ctx, nil) {

@@ -120,7 +120,7 @@ func TestListAndCall(t *testing.T) {
 				names = append(names, tl.Spec().Name)
 			}
 			require.ElementsMatch(t, []string{"local.echo", "local.add", "local.fail", "local.whoami", "local.hang",
-				"local.crash", "local.panic", "local.rich"}, names, "the tool with an unusable name is left out")
+				"local.crash", "local.panic", "local.rich", "local.count", "local.items", "local.pretty", "local.word"}, names, "the tool with an unusable name is left out")
 			require.NoError(t, tools.NewRegistry().Register(ts...))
 
 			tl := byName(t, ts)
@@ -145,6 +145,14 @@ func TestListAndCall(t *testing.T) {
 			res, err = run(t, tl["local.add"], `{"a": 2, "b": 40}`)
 			require.NoError(t, err)
 			require.JSONEq(t, `{"sum": 42}`, res.Content, "structured content, said once")
+
+			// Structured content the texts already carry is said once.
+			for name, want := range map[string]string{"local.count": "42", "local.items": "{\"id\": 1}\n{\"id\": 2}",
+				"local.pretty": "{\n  \"sum\": 42,\n  \"ok\": true\n}\n", "local.word": "hello"} {
+				res, err = run(t, tl[name], `{}`)
+				require.NoError(t, err)
+				require.Equal(t, want, res.Content, name)
+			}
 
 			res, err = run(t, tl["local.rich"], `{}`)
 			require.NoError(t, err)
@@ -314,7 +322,7 @@ func TestClose(t *testing.T) {
 	require.NoError(t, err)
 	ts, err := m.Tools(context.Background())
 	require.NoError(t, err)
-	require.Len(t, ts, 16)
+	require.Len(t, ts, 24)
 	require.NoError(t, m.Close())
 	require.NoError(t, m.Close())
 	_, err = run(t, byName(t, ts)["a.echo"], `{"text": "x"}`)

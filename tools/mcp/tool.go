@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,13 +133,16 @@ func answered(err error) *jsonrpc.Error {
 
 // resultText maps a tool result to what the model sees: text contents as
 // they are, other contents described in a line, and the structured content
-// as JSON unless a text content already says the same.
+// as JSON only when the texts do not already carry it — servers are asked
+// to send structured content also as JSON text, and saying it twice
+// doubles the tokens and eats tools.max_result_chars.
 func resultText(res *sdk.CallToolResult) string {
-	var parts []string
+	var parts, texts []string
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
 			parts = append(parts, c.Text)
+			texts = append(texts, c.Text)
 		case *sdk.ImageContent:
 			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))
 		case *sdk.AudioContent:
@@ -160,19 +164,58 @@ func resultText(res *sdk.CallToolResult) string {
 		}
 	}
 	if res.StructuredContent != nil {
-		if raw, err := json.Marshal(res.StructuredContent); err == nil && !saysSame(parts, raw) {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil && !carries(texts, raw) {
 			parts = append(parts, string(raw))
 		}
 	}
 	return strings.Join(parts, "\n")
 }
 
-// saysSame reports whether one of the texts is the JSON value raw.
-func saysSame(texts []string, raw []byte) bool {
+// carries reports whether the texts already say the structured content
+// raw: one text is the same JSON value (however formatted); or raw is
+// {"result": v} — how FastMCP wraps a value that is not an object — and a
+// text is v, v is a string equal to a text, or v is an array whose
+// elements are the texts in order (one text per item).
+func carries(texts []string, raw []byte) bool {
 	var want any
 	if json.Unmarshal(raw, &want) != nil {
 		return false
 	}
+	if saysValue(texts, want) {
+		return true
+	}
+	obj, ok := want.(map[string]any)
+	if !ok || len(obj) != 1 {
+		return false
+	}
+	v, ok := obj["result"]
+	if !ok {
+		return false
+	}
+	if saysValue(texts, v) {
+		return true
+	}
+	switch v := v.(type) {
+	case string:
+		return slices.Contains(texts, v)
+	case []any:
+		if len(v) != len(texts) || len(v) == 0 {
+			return false
+		}
+		for i, item := range v {
+			if !saysValue(texts[i:i+1], item) {
+				if s, ok := item.(string); !ok || s != texts[i] {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// saysValue reports whether one of the texts is JSON equal to want.
+func saysValue(texts []string, want any) bool {
 	for _, t := range texts {
 		var got any
 		if json.Unmarshal([]byte(t), &got) == nil && reflect.DeepEqual(got, want) {

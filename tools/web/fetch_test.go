@@ -461,3 +461,28 @@ func TestFetchThroughRuntime(t *testing.T) {
 		"web_fetch does not reach loopback, private, link-local or metadata addresses", out[3].Content)
 	require.True(t, errors.Is(out[3].Err, apperr.ErrInvalid))
 }
+
+// tools.timeout bounds web_fetch too: the fetch's own, longer timeout does
+// not lift it.
+func TestRuntimeTimeoutBoundsFetch(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	fx := setup(t, web.FetchConfig{}, nil, map[string]http.HandlerFunc{
+		"/slow": func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		},
+	})
+	t.Cleanup(func() { close(release) })
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Timeout: 200 * time.Millisecond, Retries: tools.NoRetries,
+		Recorder: tools.RecorderFunc(func(context.Context, tools.Execution) error { return nil })})
+	require.NoError(t, err)
+	start := time.Now()
+	out := rt.RunRound(context.Background(), []tools.Tool{fx.fetch}, []tools.Call{fetchCall(fx.url("127.0.0.1", "/slow"))})
+	require.False(t, out[0].Success)
+	require.ErrorIs(t, out[0].Err, tools.ErrTimeout)
+	require.Contains(t, out[0].Content, "timed out after 200ms")
+	require.Less(t, time.Since(start), 10*time.Second, "not the fetch's own 15 s")
+}

@@ -5,7 +5,8 @@
 // create_plan, searches the workspace for a one-part lookup ("find …",
 // a question) when search_workspace is offered, lets executors use the
 // workspace tools they are given, and summarises — labelling every answer as
-// the demo model's.
+// the demo model's. As the merger (merge_llm) it keeps the current text and
+// adds the new content's lines it lacks.
 //
 // The role of a call comes from llm.RoleFrom (the llm.Client sets it); a
 // call without one is classified by its system prompt, the planner being the
@@ -124,6 +125,8 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	has := func(name string) bool { _, ok := offered[name]; return ok }
 
 	switch role {
+	case "merger":
+		text = demoMerge(last)
 	case "executor":
 		title := stepTitle(last, firstUser)
 		switch {
@@ -227,12 +230,30 @@ func lookup(request string) (string, bool) {
 	return excerpt(q, 100), true
 }
 
+// demoMerge merges like agents.Merger asks, without a model: the current
+// text, then each line of the new content it does not already have.
+func demoMerge(input string) string {
+	_, rest, ok := strings.Cut(input, "CURRENT TEXT:\n")
+	if !ok {
+		return input
+	}
+	current, addition, _ := strings.Cut(rest, "\n\nNEW CONTENT:\n")
+	out := strings.TrimRight(current, "\n")
+	for _, line := range strings.Split(addition, "\n") {
+		if strings.TrimSpace(line) != "" && !strings.Contains(out, strings.TrimSpace(line)) {
+			out += "\n" + line
+		}
+	}
+	return out
+}
+
 // roleHints name the role whose system prompt starts with one of the
 // phrases; the planner's is the fallback. They match configs/agents.yaml.
 var roleHints = []struct{ role, phrase string }{
 	{"executor", "you are an executor"},
 	{"reviewer", "plan reviewer"},
 	{"synthesizer", "answer to the user after a plan has run"},
+	{"merger", "you merge text"},
 }
 
 // roleFromSystem guesses the role of a call that carries none from the first

@@ -322,3 +322,13 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// As the merger the demo keeps the current text and adds the new lines it
+// lacks; the merged text is stored, so it carries no label.
+func TestMerger(t *testing.T) {
+	t.Parallel()
+	resp, err := demo.New().GenerateContent(llm.WithRole(context.Background(), "merger"),
+		[]llms.MessageContent{human("The text is the content of the document \"Plan\".\n\nCURRENT TEXT:\nLaunch on May 1.\nInvite the press.\n\nNEW CONTENT:\nInvite the press.\nBook a venue.")})
+	require.NoError(t, err)
+	require.Equal(t, "Launch on May 1.\nInvite the press.\nBook a venue.", resp.Choices[0].Content)
+}

@@ -40,7 +40,27 @@ type Reply struct {
 	// Stall sends headers (and Chunks) and then hangs until the client goes
 	// (or 30 s pass).
 	Stall bool
+	// Fault (streaming only) breaks the answer after Chunks the way broken
+	// providers and proxies do.
+	Fault Fault
 }
+
+// Fault is a way a provider's stream breaks.
+type Fault string
+
+// The faults a peer can script.
+const (
+	// CutMidText ends the response cleanly in the middle of a text delta's
+	// line, before finish_reason / [DONE] (OpenAI) or message_stop
+	// (Anthropic).
+	CutMidText Fault = "cut_mid_text"
+	// CutMidToolCall starts the first of Calls, sends half its arguments
+	// and ends the response cleanly.
+	CutMidToolCall Fault = "cut_mid_tool_call"
+	// MalformedChunk sends a data line that is not JSON after Chunks, then
+	// the rest of the answer as usual.
+	MalformedChunk Fault = "malformed_chunk"
+)
 
 // Peer is a scripted provider on httptest.
 type Peer struct {
@@ -125,6 +145,14 @@ func sse(w http.ResponseWriter, event string, v any) {
 	}
 }
 
+// raw writes s as it is and flushes.
+func raw(w http.ResponseWriter, s string) {
+	fmt.Fprint(w, s)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
 func stall(r *http.Request) {
 	select {
 	case <-r.Context().Done():
@@ -178,12 +206,22 @@ func OpenAI(t testing.TB, replies ...Reply) *Peer {
 			stall(r)
 			return
 		}
+		switch rep.Fault {
+		case CutMidText:
+			raw(w, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"wor`)
+			return
+		case MalformedChunk:
+			raw(w, "data: {\"id\":\"chatcmpl-1\",\"choices\":[{\"delta\":{\"content\":\"lost\"}\n\n")
+		}
 		for i, c := range rep.Calls {
 			sse(w, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
 				"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
 			half := len(c.Args) / 2
 			for _, part := range []string{c.Args[:half], c.Args[half:]} {
 				sse(w, "", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": part}}}}, nil))
+				if rep.Fault == CutMidToolCall {
+					return
+				}
 			}
 		}
 		sse(w, "", chunk(map[string]any{}, finish))
@@ -242,6 +280,13 @@ func Anthropic(t testing.TB, replies ...Reply) *Peer {
 				sse(w, "error", map[string]any{"type": "error", "error": map[string]any{"type": rep.ErrorEvent, "message": "scripted"}})
 				return
 			}
+			switch rep.Fault {
+			case CutMidText:
+				raw(w, "event: content_block_delta\n"+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"wor`)
+				return
+			case MalformedChunk:
+				raw(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\n\n")
+			}
 			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 			idx++
 		} else if rep.Stall {
@@ -254,6 +299,11 @@ func Anthropic(t testing.TB, replies ...Reply) *Peer {
 		for _, c := range rep.Calls {
 			sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": idx,
 				"content_block": map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": map[string]any{}}})
+			if rep.Fault == CutMidToolCall {
+				sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx,
+					"delta": map[string]any{"type": "input_json_delta", "partial_json": c.Args[:len(c.Args)/2]}})
+				return
+			}
 			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": map[string]any{"type": "input_json_delta", "partial_json": c.Args}})
 			sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
 			idx++

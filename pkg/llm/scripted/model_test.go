@@ -334,7 +334,10 @@ func TestCallsRecordTheCall(t *testing.T) {
 		toolResult("web__fetch", "the page"),
 	}, offer("web__fetch", "create_task"))
 	require.Equal(t, []scripted.Call{{Role: "synthesizer", System: "You write the answer.", Last: "the page",
-		AfterTool: "web.fetch", Tools: []string{"web__fetch", "create_task"}, Rule: 0}}, m.Calls())
+		AfterTool: "web.fetch", Tools: []string{"web__fetch", "create_task"}, Rule: 0,
+		Messages: []scripted.Message{{Role: "system", Text: "You write the answer."}, {Role: "human", Text: "task"},
+			{Role: "tool", Text: "the page", ToolName: "web.fetch"}},
+		ToolDefs: []scripted.ToolDef{{Name: "web__fetch"}, {Name: "create_task"}}}}, m.Calls())
 }
 
 func TestCallMethod(t *testing.T) {

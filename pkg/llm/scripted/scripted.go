@@ -49,7 +49,7 @@ type Rule struct {
 
 // When says which calls a rule matches; empty fields match all.
 type When struct {
-	// Role is planner, executor, reviewer or synthesizer.
+	// Role is planner, executor, reviewer, synthesizer or merger.
 	Role string `yaml:"role"`
 	// Contains is a substring of the last message.
 	Contains string `yaml:"contains"`
@@ -106,7 +106,7 @@ const (
 	RuleNone = -2
 )
 
-var roles = []string{"", "planner", "executor", "reviewer", "synthesizer"}
+var roles = []string{"", "planner", "executor", "reviewer", "synthesizer", "merger"}
 
 // ProviderError is a simulated provider failure (reply error rate_limited
 // or server_error). It reports its HTTP status the way the llm adapter
@@ -136,9 +136,40 @@ type Call struct {
 	AfterTool string
 	// Tools are the names of the tools offered, as the call named them.
 	Tools []string
+	// Messages are the request's messages, in order, as the model received
+	// them (system prompt first), so tests can assert on what a model is
+	// sent.
+	Messages []Message
+	// ToolDefs are the tools offered, with their descriptions and schemas.
+	ToolDefs []ToolDef
 	// Rule is the index of the rule that answered, RuleDefault for the
 	// default, or RuleNone when nothing matched.
 	Rule int
+}
+
+// Message is one message of a request as the scripted model received it.
+type Message struct {
+	// Role is system, human, ai or tool (langchaingo's message types).
+	Role string
+	// Text joins the message's text parts and, for a tool message, its
+	// results.
+	Text string
+	// ToolCalls are the tool calls of an assistant message.
+	ToolCalls []MessageToolCall
+	// ToolName names the tool whose result a tool message carries.
+	ToolName string
+}
+
+// MessageToolCall is a tool call inside a request's assistant message.
+type MessageToolCall struct {
+	ID, Name, Arguments string
+}
+
+// ToolDef is a tool offered to the model.
+type ToolDef struct {
+	Name, Description string
+	// Schema is the JSON of the tool's parameters.
+	Schema string
 }
 
 // Model is the scripted model. It is safe for concurrent use.
@@ -271,13 +302,24 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	}
 	call := Call{Role: llm.RoleFrom(ctx)}
 	for _, m := range messages {
-		if m.Role == llms.ChatMessageTypeSystem {
-			for _, part := range m.Parts {
-				if p, ok := part.(llms.TextContent); ok {
+		msg := Message{Role: string(m.Role)}
+		for _, part := range m.Parts {
+			switch p := part.(type) {
+			case llms.TextContent:
+				msg.Text += p.Text
+				if m.Role == llms.ChatMessageTypeSystem {
 					call.System += p.Text
 				}
+			case llms.ToolCall:
+				if p.FunctionCall != nil {
+					msg.ToolCalls = append(msg.ToolCalls, MessageToolCall{ID: p.ID, Name: p.FunctionCall.Name, Arguments: p.FunctionCall.Arguments})
+				}
+			case llms.ToolCallResponse:
+				msg.Text += p.Content
+				msg.ToolName = strings.ReplaceAll(p.Name, "__", ".")
 			}
 		}
+		call.Messages = append(call.Messages, msg)
 	}
 	if n := len(messages); n > 0 {
 		for _, part := range messages[n-1].Parts {
@@ -293,6 +335,12 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	for _, t := range opts.Tools {
 		if t.Function != nil {
 			call.Tools = append(call.Tools, t.Function.Name)
+			def := ToolDef{Name: t.Function.Name, Description: t.Function.Description}
+			if t.Function.Parameters != nil {
+				schema, _ := json.Marshal(t.Function.Parameters)
+				def.Schema = string(schema)
+			}
+			call.ToolDefs = append(call.ToolDefs, def)
 		}
 	}
 	rule, idx, err := m.match(call)

@@ -198,3 +198,37 @@ func TestShippedScriptsParse(t *testing.T) {
 	}
 	require.NotEmpty(t, files, "configs/scripts holds example scripts")
 }
+
+// Each call keeps the request as the model received it: every message with
+// its role, text, tool calls and tool results, and every tool offered.
+func TestScriptedExposesRequests(t *testing.T) {
+	t.Parallel()
+	m, err := scripted.Parse([]byte(script))
+	require.NoError(t, err)
+	c := client(t, m)
+	req := ask("planner", "launch it", "create_plan", "files.read")
+	req.Tools[0].Description = "make a plan"
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "files.read", Arguments: json.RawMessage(`{"path":"a"}`)}}},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Name: "files.read", Content: "contents of a"},
+		llm.Message{Role: llm.RoleUser, Content: "now launch"})
+	_, err = c.Generate(context.Background(), req, nil)
+	require.NoError(t, err)
+
+	calls := m.Calls()
+	require.Len(t, calls, 1)
+	got := calls[0]
+	require.Equal(t, "planner", got.Role)
+	require.Len(t, got.Messages, 5)
+	require.Equal(t, "system", got.Messages[0].Role)
+	require.Equal(t, "sys", got.Messages[0].Text)
+	require.Equal(t, "launch it", got.Messages[1].Text)
+	require.Len(t, got.Messages[2].ToolCalls, 1)
+	require.Equal(t, "c1", got.Messages[2].ToolCalls[0].ID)
+	require.JSONEq(t, `{"path":"a"}`, got.Messages[2].ToolCalls[0].Arguments)
+	require.Equal(t, "files.read", got.Messages[3].ToolName)
+	require.Equal(t, "contents of a", got.Messages[3].Text)
+	require.Len(t, got.ToolDefs, 2)
+	require.Equal(t, "make a plan", got.ToolDefs[0].Description)
+	require.JSONEq(t, `{"type":"object"}`, got.ToolDefs[0].Schema)
+}

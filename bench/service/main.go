@@ -1,0 +1,271 @@
+// Command service is the load driver of `make bench-service`: it measures
+// the whole planwright service — HTTP, SSE, the agents, the scheduler, MCP
+// tool calls and every database write — from the outside, as issue 13
+// defines it.
+//
+// It builds bin-like copies of planwright and of the work MCP server
+// (bench/mcpwork) into a temporary directory, then for each driver
+// (SQLite: a fresh file; PostgreSQL: a fresh schema on BENCH_DATABASE_URL,
+// else TEST_DATABASE_URL) and each workload starts its own `planwright
+// serve` with a generated configuration (auth none, the scripted model,
+// the work tool as MCP server "bench"), runs the workload's chat turns over
+// SSE, checks every turn over the stream and the API, stops the server
+// with SIGTERM and prints the figures:
+//
+//	W1  one run: a plan of 3 layers × 4 steps; L = 50 ms per model call,
+//	    T = 20 ms per work call; each executor calls work once, then
+//	    answers. Critical path 460 ms. Median of 5.
+//	W2  the same with L = T = 0: median of 50 after 5 warm-ups; per step =
+//	    wall / 12.
+//	W3  100 concurrent W1 turns, one shot.
+//	W4  500 concurrent turns whose one planner call waits 200 ms (no plan);
+//	    by default on PostgreSQL only.
+//
+// For each it prints wall, time to first event (p50, p99), server CPU per
+// turn (/proc/<pid>/stat utime + stime over the measured turns) and peak RSS
+// (VmHWM), then the issue's targets with measured / limit. A turn that does
+// not end completed (a plan workload: plan completed, 12 of 12 steps, each
+// execution with its one tool call) makes the run fail with exit status 1;
+// a missed target does not.
+//
+// Usage (from the repository root):
+//
+//	go run ./bench/service [-drivers sqlite,postgres] [-workloads W1,W2,W3,W4] [-quick] [-keep] [-perf DIR]
+//
+// The flags default to BENCH_DRIVERS, BENCH_WORKLOADS and BENCH_QUICK=1.
+// -quick runs 1, 3 (after 1 warm-up), 4 and 10 turns instead of 5, 50, 100
+// and 500, with the same delays. PostgreSQL that was not asked for by name
+// and is not configured or reachable is skipped with a message saying so;
+// asked for by name (or with REQUIRE_POSTGRES=1), it is an error. -perf DIR
+// records each server with `perf record -g` while its turns are measured
+// (the recording costs the server some CPU; compare figures without it).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts, err := parseOptions(os.Args[1:], os.Getenv, os.Stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench-service:", err)
+		}
+		os.Exit(2)
+	}
+	if err := run(ctx, opts, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-service:", err)
+		os.Exit(1)
+	}
+}
+
+// options select what runs.
+type options struct {
+	Drivers []string
+	// DriversNamed: the drivers were chosen by the user, so an unavailable
+	// PostgreSQL is an error rather than a skip.
+	DriversNamed bool
+	// Workloads, when set, run on every selected driver; otherwise all
+	// workloads run, W4 on PostgreSQL only.
+	Workloads []string
+	Quick     bool
+	Keep      bool
+	// PerfDir, when set, receives a perf recording of each server.
+	PerfDir         string
+	RequirePostgres bool
+}
+
+var allDrivers = []string{"sqlite", "postgres"}
+
+func parseOptions(args []string, getenv func(string) string, usage io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench-service", flag.ContinueOnError)
+	fs.SetOutput(usage)
+	drivers := fs.String("drivers", getenv("BENCH_DRIVERS"), "comma-separated drivers: sqlite, postgres (default both; $BENCH_DRIVERS)")
+	wls := fs.String("workloads", getenv("BENCH_WORKLOADS"), "comma-separated workloads W1–W4 (default all, W4 on PostgreSQL only; $BENCH_WORKLOADS)")
+	quick := fs.Bool("quick", getenv("BENCH_QUICK") == "1", "few turns per workload, to iterate ($BENCH_QUICK=1)")
+	perfDir := fs.String("perf", "", "record each server with `perf record -g` during the measured turns into DIR/<driver>-<workload>.perf.data")
+	keep := fs.Bool("keep", false, "keep the temporary directory (configs, scripts, server logs); it is kept anyway after a failure")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o := options{Quick: *quick, Keep: *keep, PerfDir: *perfDir, RequirePostgres: getenv("REQUIRE_POSTGRES") == "1"}
+	o.Drivers = allDrivers
+	if *drivers != "" {
+		o.Drivers, o.DriversNamed = splitList(*drivers, strings.ToLower), true
+		for _, d := range o.Drivers {
+			if !slices.Contains(allDrivers, d) {
+				return o, fmt.Errorf("-drivers: unknown driver %q (want sqlite or postgres)", d)
+			}
+		}
+	}
+	if *wls != "" {
+		o.Workloads = splitList(*wls, strings.ToUpper)
+		for _, name := range o.Workloads {
+			if !slices.ContainsFunc(workloads(false), func(w workload) bool { return w.Name == name }) {
+				return o, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3 or W4)", name)
+			}
+		}
+	}
+	return o, nil
+}
+
+func splitList(s string, norm func(string) string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = norm(strings.TrimSpace(part)); part != "" && !slices.Contains(out, part) {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+// selected are the workloads to run on a driver.
+func (o options) selected(driver string) []workload {
+	var out []workload
+	for _, w := range workloads(o.Quick) {
+		if o.Workloads != nil {
+			if slices.Contains(o.Workloads, w.Name) {
+				out = append(out, w)
+			}
+		} else if !w.PostgresOnly || driver == "postgres" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// environment is what every workload of a run shares.
+type environment struct {
+	dir     string
+	bin     binaries
+	pg      *pgBase
+	tick    time.Duration
+	keep    bool
+	perfDir string
+	out     io.Writer
+}
+
+func (e *environment) note(format string, args ...any) {
+	fmt.Fprintf(e.out, "note: "+format+"\n", args...)
+}
+
+// run builds the binaries, runs the selected workloads on the selected
+// drivers and prints the report. The error says which turns failed.
+func run(ctx context.Context, o options, out io.Writer) (err error) {
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "bench-service-")
+	if err != nil {
+		return err
+	}
+	env := &environment{dir: dir, tick: clockTick(), keep: o.Keep, perfDir: o.PerfDir, out: out}
+	if o.PerfDir != "" {
+		if _, err := exec.LookPath("perf"); err != nil {
+			return fmt.Errorf("-perf: %w", err)
+		}
+		if env.perfDir, err = filepath.Abs(o.PerfDir); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		if env.keep {
+			fmt.Fprintf(out, "kept %s (configs, scripts, server logs)\n", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
+
+	drivers := slices.Clone(o.Drivers)
+	if slices.Contains(drivers, "postgres") {
+		pg, why := connectPostgres(ctx)
+		if pg == nil {
+			if o.DriversNamed || o.RequirePostgres {
+				return fmt.Errorf("PostgreSQL is unavailable: %s", why)
+			}
+			fmt.Fprintf(out, "PostgreSQL: SKIPPED — %s\n", why)
+			drivers = slices.DeleteFunc(drivers, func(d string) bool { return d == "postgres" })
+		} else {
+			env.pg = pg
+			defer pg.close()
+		}
+	}
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		env.note("no /proc: server CPU and peak RSS are not measured")
+	}
+
+	fmt.Fprintf(out, "building planwright and mcpwork…\n")
+	if env.bin, err = build(ctx, root, dir); err != nil {
+		return err
+	}
+	var results []result
+	for _, driver := range drivers {
+		for _, w := range o.selected(driver) {
+			fmt.Fprintf(out, "%s %s: %s… ", driver, w.Name, w.Title)
+			res, err := runWorkload(ctx, env, driver, w)
+			if err != nil {
+				fmt.Fprintln(out)
+				env.keep = true
+				return fmt.Errorf("%s %s: %w", driver, w.Name, err)
+			}
+			if len(res.Failures) > 0 {
+				fmt.Fprintf(out, "FAILED (%d)\n", len(res.Failures))
+			} else {
+				fmt.Fprintf(out, "%s\n", fmtDuration(res.Wall))
+			}
+			results = append(results, res)
+		}
+	}
+	report(out, results, o.Quick)
+	return failures(results)
+}
+
+// connectPostgres returns the database to benchmark PostgreSQL on, or why
+// there is none.
+func connectPostgres(ctx context.Context) (*pgBase, string) {
+	rawURL, name := postgresURL()
+	if rawURL == "" {
+		return nil, "neither BENCH_DATABASE_URL nor TEST_DATABASE_URL is set"
+	}
+	pg, err := openPostgres(ctx, rawURL)
+	if err != nil {
+		return nil, name + ": " + err.Error()
+	}
+	return pg, ""
+}
+
+// failures is an error listing the failed turns of every result (at most
+// ten per workload), or nil.
+func failures(results []result) error {
+	var errs []error
+	for _, r := range results {
+		if len(r.Failures) == 0 {
+			continue
+		}
+		shown := r.Failures[:min(len(r.Failures), 10)]
+		more := ""
+		if len(r.Failures) > len(shown) {
+			more = fmt.Sprintf("\n  … and %d more", len(r.Failures)-len(shown))
+		}
+		errs = append(errs, fmt.Errorf("%s %s failed:\n  %s%s", r.Driver, r.Workload.Name, strings.Join(shown, "\n  "), more))
+	}
+	return errors.Join(errs...)
+}

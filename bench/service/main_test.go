@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"gopkg.in/yaml.v3"
+
+	"github.com/planwright/planwright/pkg/llm/scripted"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func named(t *testing.T, name string) workload {
+	t.Helper()
+	for _, w := range workloads(false) {
+		if w.Name == name {
+			return w
+		}
+	}
+	t.Fatalf("no workload %s", name)
+	return workload{}
+}
+
+func TestWorkloadsAreTheIssues(t *testing.T) {
+	t.Parallel()
+	w1, w2, w3, w4 := named(t, "W1"), named(t, "W2"), named(t, "W3"), named(t, "W4")
+	require.Equal(t, 460*time.Millisecond, w1.criticalPath())
+	require.Equal(t, 5, w1.Turns)
+	require.Equal(t, []int{5, 50}, []int{w2.Warmups, w2.Turns})
+	require.Zero(t, w2.criticalPath())
+	require.True(t, w3.Concurrent)
+	require.Equal(t, 100, w3.Turns)
+	require.Equal(t, w1.criticalPath(), w3.criticalPath())
+	require.Equal(t, []any{500, true, false, 200 * time.Millisecond}, []any{w4.Turns, w4.Concurrent, w4.Plan, w4.ModelDelay})
+}
+
+// The generated script is one the scripted model accepts, and its plan is
+// 3 layers of 4 steps, each layer depending on all of the one before, every
+// step allowed the work tool.
+func TestPlanScript(t *testing.T) {
+	t.Parallel()
+	data, err := named(t, "W1").script()
+	require.NoError(t, err)
+	var s scripted.Script
+	require.NoError(t, yaml.Unmarshal(data, &s))
+	require.Nil(t, s.Default, "no default: an unforeseen call fails its turn")
+	require.Len(t, s.Rules, 4)
+	for _, r := range s.Rules {
+		require.Equal(t, 50, r.Reply.DelayMS)
+	}
+	raw, err := json.Marshal(s.Rules[0].Reply.ToolCalls[0].Args)
+	require.NoError(t, err)
+	var args struct {
+		Steps []struct {
+			Number    int
+			Tools     []string
+			DependsOn []int `json:"depends_on"`
+		}
+	}
+	require.NoError(t, json.Unmarshal(raw, &args))
+	require.Len(t, args.Steps, 12)
+	for i, st := range args.Steps {
+		require.Equal(t, i+1, st.Number)
+		require.Equal(t, []string{"bench.work"}, st.Tools)
+		switch layer := i / 4; layer {
+		case 0:
+			require.Empty(t, st.DependsOn)
+		default:
+			require.Equal(t, []int{layer*4 - 3, layer*4 - 2, layer*4 - 1, layer * 4}, st.DependsOn, "step %d", st.Number)
+		}
+	}
+
+	data, err = named(t, "W4").script()
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &s))
+	require.Len(t, s.Rules, 1)
+	require.Equal(t, 200, s.Rules[0].Reply.DelayMS)
+	require.Empty(t, s.Rules[0].Reply.ToolCalls)
+}
+
+func TestParseOptions(t *testing.T) {
+	t.Parallel()
+	env := func(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+	var usage bytes.Buffer
+
+	o, err := parseOptions(nil, env(nil), &usage)
+	require.NoError(t, err)
+	require.Equal(t, []string{"sqlite", "postgres"}, o.Drivers)
+	require.False(t, o.DriversNamed)
+	names := func(ws []workload) (out []string) {
+		for _, w := range ws {
+			out = append(out, w.Name)
+		}
+		return out
+	}
+	require.Equal(t, []string{"W1", "W2", "W3"}, names(o.selected("sqlite")), "W4 is PostgreSQL's by default")
+	require.Equal(t, []string{"W1", "W2", "W3", "W4"}, names(o.selected("postgres")))
+
+	o, err = parseOptions([]string{"-drivers", " SQLite ", "-workloads", "w4,W1,w4"}, env(nil), &usage)
+	require.NoError(t, err)
+	require.Equal(t, []string{"sqlite"}, o.Drivers)
+	require.True(t, o.DriversNamed)
+	require.Equal(t, []string{"W1", "W4"}, names(o.selected("sqlite")), "named workloads run on every driver, in order")
+
+	o, err = parseOptions(nil, env(map[string]string{"BENCH_DRIVERS": "postgres", "BENCH_WORKLOADS": "W2", "BENCH_QUICK": "1", "REQUIRE_POSTGRES": "1"}), &usage)
+	require.NoError(t, err)
+	require.Equal(t, []string{"postgres"}, o.Drivers)
+	require.True(t, o.Quick)
+	require.True(t, o.RequirePostgres)
+	require.Equal(t, []string{"W2"}, names(o.selected("postgres")))
+	require.Equal(t, 3, o.selected("postgres")[0].Turns, "quick mode has fewer turns")
+
+	o, err = parseOptions([]string{"-drivers", "sqlite"}, env(map[string]string{"BENCH_DRIVERS": "postgres"}), &usage)
+	require.NoError(t, err)
+	require.Equal(t, []string{"sqlite"}, o.Drivers, "a flag wins over the environment")
+
+	_, err = parseOptions([]string{"-drivers", "mysql"}, env(nil), &usage)
+	require.ErrorContains(t, err, `unknown driver "mysql"`)
+	_, err = parseOptions([]string{"-workloads", "W5"}, env(nil), &usage)
+	require.ErrorContains(t, err, `unknown workload "W5"`)
+	_, err = parseOptions([]string{"extra"}, env(nil), &usage)
+	require.ErrorContains(t, err, "unexpected arguments")
+}
+
+// stream writes SSE frames the way the server does.
+func stream(frames ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i, f := range frames {
+			var head struct{ Type string }
+			_ = json.Unmarshal([]byte(f), &head)
+			fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", i+1, head.Type, f)
+		}
+	}
+}
+
+// planStream is a good plan turn's stream with the given plan_complete and
+// done payloads.
+func planStream(planComplete, done string) []string {
+	fs := []string{`{"type":"agent_state","state":"thinking"}`, `{"type":"session","session":{"id":"s1"}}`}
+	for n := 1; n <= 12; n++ {
+		fs = append(fs, fmt.Sprintf(`{"type":"step_complete","plan_id":"p1","step":{"number":%d,"status":"completed"}}`, n))
+	}
+	fs = append(fs, `{"type":"tool_result","error":"a string here is fine"}`)
+	if planComplete != "" {
+		fs = append(fs, planComplete)
+	}
+	if done != "" {
+		fs = append(fs, done)
+	}
+	return fs
+}
+
+const (
+	goodPlanComplete = `{"type":"plan_complete","plan_id":"p1","status":"completed","completed":12}`
+	goodDone         = `{"type":"done","finished_reason":"completed","session_id":"s1"}`
+)
+
+// The driver fails loudly: a turn whose stream is not a complete success
+// is an error that says what is wrong.
+func TestTurnChecksTheStream(t *testing.T) {
+	t.Parallel()
+	w1, w4 := named(t, "W1"), named(t, "W4")
+	for _, tc := range []struct {
+		name    string
+		w       workload
+		handler http.HandlerFunc
+		wantErr string
+	}{
+		{"a good plan turn", w1, stream(planStream(goodPlanComplete, goodDone)...), ""},
+		{"a good one-call turn", w4, stream(`{"type":"agent_state"}`, `{"type":"text","content":"hi"}`, goodDone), ""},
+		{"the turn ended in error", w1, stream(planStream(goodPlanComplete, `{"type":"done","finished_reason":"error"}`)...), `ended "error"`},
+		{"an error event", w4, stream(`{"type":"error","error":{"code":"internal","message":"boom"}}`, goodDone), `error event: {"code":"internal"`},
+		{"no done", w1, stream(planStream(goodPlanComplete, "")...), "without done"},
+		{"an event after done", w4, stream(goodDone, `{"type":"text"}`), `event "text" after done`},
+		{"11 of 12 steps", w1, stream(planStream(`{"type":"plan_complete","plan_id":"p1","status":"failed","completed":11,"failed":1}`, goodDone)...), "11 of 12 steps completed"},
+		{"no plan_complete", w1, stream(planStream("", goodDone)...), "no plan_complete"},
+		{"a step missing", w1, stream(append(planStream("", "")[:13], goodPlanComplete, goodDone)...), "11 step_complete events"},
+		{"a plan where none belongs", w4, stream(goodPlanComplete, goodDone), "should answer at once"},
+		{"not JSON", w4, stream(`{"type":"text"`, goodDone), "not JSON"},
+		{"turned away", w4, func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":{"code":"too_many_requests"}}`, http.StatusTooManyRequests)
+		}, "HTTP 429"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			c := newClient(srv.URL)
+			defer c.close()
+			r := c.turn(context.Background(), tc.w)
+			if tc.wantErr == "" {
+				require.NoError(t, r.Err)
+				require.Equal(t, "s1", r.SessionID)
+				require.Positive(t, r.FirstEvent)
+				require.GreaterOrEqual(t, r.Wall, r.FirstEvent)
+				if tc.w.Plan {
+					require.Equal(t, "p1", r.PlanID)
+				}
+				return
+			}
+			require.ErrorContains(t, r.Err, tc.wantErr)
+		})
+	}
+}
+
+// What a turn left in the database is checked over the API too.
+func TestVerifyChecksTheRows(t *testing.T) {
+	t.Parallel()
+	goodSession := `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"Planning the work.\n\nAll 12 steps are done.","finished_reason":"completed"}]}`
+	plan := func(status string, completed, execs, toolCalls int) string {
+		var steps, ex []string
+		for n := 1; n <= 12; n++ {
+			st := "completed"
+			if n > completed {
+				st = "failed"
+			}
+			steps = append(steps, fmt.Sprintf(`{"number":%d,"status":%q}`, n, st))
+		}
+		for n := 1; n <= execs; n++ {
+			ex = append(ex, fmt.Sprintf(`{"step_number":%d,"status":"completed","tool_calls":%d}`, n, toolCalls))
+		}
+		return fmt.Sprintf(`{"plan":{"status":%q,"steps":[%s]},"executions":[%s]}`, status, strings.Join(steps, ","), strings.Join(ex, ","))
+	}
+	for _, tc := range []struct {
+		name, session, plan, wantErr string
+	}{
+		{"all there", goodSession, plan("completed", 12, 12, 1), ""},
+		{"the answer is missing", `{"messages":[{"role":"user","content":"go"}]}`, plan("completed", 12, 12, 1), "ends with user"},
+		{"stored as interrupted", strings.Replace(goodSession, `"finished_reason":"completed"`, `"finished_reason":"cancelled"`, 1), plan("completed", 12, 12, 1), `stored as "cancelled"`},
+		{"a step not completed", goodSession, plan("completed", 11, 12, 1), "11 of 12 steps completed"},
+		{"the plan not completed", goodSession, plan("running", 12, 12, 1), "status running"},
+		{"an execution missing", goodSession, plan("completed", 12, 11, 1), "11 executions"},
+		{"the tool not called", goodSession, plan("completed", 12, 12, 0), "0 of them completed with one tool call"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /api/sessions/s1", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, tc.session) })
+			mux.HandleFunc("GET /api/plans/p1", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, tc.plan) })
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			c := newClient(srv.URL)
+			defer c.close()
+			err := c.verify(context.Background(), named(t, "W1"), turnResult{SessionID: "s1", PlanID: "p1"})
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+		})
+	}
+}
+
+// The driver itself, end to end on SQLite in quick mode: it builds
+// planwright and mcpwork, serves every workload (W4 included, named), and
+// every turn checks out.
+func TestQuickRunOnSQLite(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	err := run(context.Background(), options{Drivers: []string{"sqlite"}, DriversNamed: true, Workloads: []string{"W1", "W2", "W3", "W4"}, Quick: true}, &out)
+	require.NoError(t, err, out.String())
+	report := out.String()
+	for _, w := range []string{"W1", "W2", "W3", "W4"} {
+		require.Regexp(t, `\| sqlite \| `+w+` \| \d+ \| \d`, report, "a row of figures for %s", w)
+	}
+	require.NotContains(t, report, "FAILED")
+	require.Regexp(t, `\| W1 \| 1 \| \d+ ms \(\d+\.\d\d× 460 ms\)`, report, "W1's ratio to its critical path")
+	if runtime.GOOS == "linux" {
+		require.NotContains(t, report, "n/a", "server CPU and peak RSS are measured")
+	}
+	require.NotContains(t, report, "kept ", "the temporary directory is removed")
+}

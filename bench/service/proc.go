@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// procCPU is the CPU time (user + system) process pid has used so far, from
+// /proc/<pid>/stat, in units of tick.
+func procCPU(pid int, tick time.Duration) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	ticks, err := parseStatCPU(data)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+	}
+	return time.Duration(ticks) * tick, nil
+}
+
+// parseStatCPU returns utime + stime (fields 14 and 15 of proc(5)'s
+// /proc/<pid>/stat), in clock ticks. The command name (field 2) is in
+// parentheses and may itself hold spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseStatCPU(data []byte) (int64, error) {
+	end := bytes.LastIndexByte(data, ')')
+	if end < 0 {
+		return 0, errors.New("no command name in parentheses")
+	}
+	fields := strings.Fields(string(data[end+1:]))
+	// fields[0] is field 3 (state): utime is field 14, stime field 15.
+	const utime, stime = 14 - 3, 15 - 3
+	if len(fields) <= stime {
+		return 0, fmt.Errorf("%d fields after the command name, want at least %d", len(fields), stime+1)
+	}
+	var sum int64
+	for _, i := range []int{utime, stime} {
+		v, err := strconv.ParseInt(fields[i], 10, 64)
+		if err != nil || v < 0 {
+			return 0, fmt.Errorf("field %d is %q, not a tick count", i+3, fields[i])
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// procPeakRSS is the peak resident set size of process pid in bytes
+// (VmHWM of /proc/<pid>/status).
+func procPeakRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	v, err := parseStatusKB(data, "VmHWM")
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
+	}
+	return v, nil
+}
+
+// parseStatusKB returns the value of a "Key:  N kB" line of
+// /proc/<pid>/status in bytes.
+func parseStatusKB(data []byte, key string) (int64, error) {
+	for line := range strings.Lines(string(data)) {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || name != key {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, fmt.Errorf("%s is %q, want \"N kB\"", key, strings.TrimSpace(rest))
+		}
+		kb, err := strconv.ParseInt(f[0], 10, 64)
+		if err != nil || kb < 0 {
+			return 0, fmt.Errorf("%s is %q, want \"N kB\"", key, strings.TrimSpace(rest))
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("no %s line", key)
+}
+
+// clockTick is the length of the clock tick /proc counts CPU time in
+// (getconf CLK_TCK; 100 Hz on every common Linux platform when getconf is
+// missing).
+func clockTick() time.Duration {
+	out, err := exec.Command("getconf", "CLK_TCK").Output()
+	if err == nil {
+		if hz, err := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && hz > 0 {
+			return time.Second / time.Duration(hz)
+		}
+	}
+	return 10 * time.Millisecond
+}

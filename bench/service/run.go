@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// result is what one workload measured on one driver.
+type result struct {
+	Driver   string
+	Workload workload
+	// Wall is the median turn of a sequential workload, the whole shot of a
+	// concurrent one.
+	Wall time.Duration
+	// FirstEventP50/P99 are over every measured turn.
+	FirstEventP50, FirstEventP99 time.Duration
+	// CPUPerTurn is the server's CPU time (user + system) during the
+	// measured turns, divided by their number; 0 when /proc is unreadable.
+	CPUPerTurn time.Duration
+	// PeakRSS is the server's VmHWM after the workload, in bytes.
+	PeakRSS int64
+	// Failures are the turns that did not end as they must, and anything
+	// else that went wrong; a result with failures has no valid figures.
+	Failures []string
+}
+
+// runWorkload starts a server for w on the driver, runs the turns, checks
+// each one over the API, stops the server and returns the figures.
+func runWorkload(ctx context.Context, env *environment, driver string, w workload) (res result, err error) {
+	res = result{Driver: driver, Workload: w}
+	dir, err := os.MkdirTemp(env.dir, driver+"-"+w.Name+"-")
+	if err != nil {
+		return res, err
+	}
+	setup := serverSetup{Bin: env.bin, Dir: dir, Driver: driver, Workload: w, DSN: filepath.Join(dir, "planwright.db")}
+	if driver == "postgres" {
+		dsn, drop, err := env.pg.freshSchema(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer func() {
+			if derr := drop(); derr != nil {
+				err = errors.Join(err, derr)
+			}
+		}()
+		setup.DSN = dsn
+	}
+	srv, err := startServer(ctx, setup)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if serr := srv.stop(); serr != nil {
+			res.Failures = append(res.Failures, serr.Error())
+		}
+		if len(res.Failures) > 0 {
+			res.Failures = append(res.Failures, "server log: "+srv.Log)
+			env.keep = true
+		}
+	}()
+	c := newClient(srv.URL)
+	defer c.close()
+
+	for range w.Warmups {
+		if r := c.turn(ctx, w); r.Err != nil {
+			res.Failures = append(res.Failures, "warm-up turn: "+r.Err.Error())
+			return res, nil
+		}
+	}
+	var rec *recorder
+	if env.perfDir != "" {
+		if rec, err = startPerf(env.perfDir, driver+"-"+w.Name, srv.PID); err != nil {
+			return res, err
+		}
+	}
+	cpu0, cpuErr := procCPU(srv.PID, env.tick)
+	start := time.Now()
+	turns := make([]turnResult, w.Turns)
+	if w.Concurrent {
+		var wg sync.WaitGroup
+		gate := make(chan struct{})
+		for i := range turns {
+			wg.Go(func() {
+				<-gate
+				turns[i] = c.turn(ctx, w)
+			})
+		}
+		start = time.Now()
+		close(gate)
+		wg.Wait()
+	} else {
+		for i := range turns {
+			turns[i] = c.turn(ctx, w)
+		}
+	}
+	shot := time.Since(start)
+	cpu1, cpuErr1 := procCPU(srv.PID, env.tick)
+	rss, rssErr := procPeakRSS(srv.PID)
+	if rec != nil {
+		if err := rec.stop(); err != nil {
+			res.Failures = append(res.Failures, err.Error())
+		}
+	}
+
+	var walls, firsts []time.Duration
+	for i, t := range turns {
+		if t.Err == nil {
+			t.Err = c.verify(ctx, w, t)
+		}
+		if t.Err != nil {
+			res.Failures = append(res.Failures, fmt.Sprintf("turn %d: %v", i+1, t.Err))
+			continue
+		}
+		walls = append(walls, t.Wall)
+		firsts = append(firsts, t.FirstEvent)
+	}
+	if w.Concurrent {
+		res.Wall = shot
+	} else {
+		res.Wall = median(walls)
+	}
+	res.FirstEventP50, res.FirstEventP99 = percentile(firsts, 50), percentile(firsts, 99)
+	if err := errors.Join(cpuErr, cpuErr1); err == nil {
+		res.CPUPerTurn = (cpu1 - cpu0) / time.Duration(len(turns))
+	} else {
+		env.note("server CPU not measured: %v", err)
+	}
+	if rssErr == nil {
+		res.PeakRSS = rss
+	} else {
+		env.note("server peak RSS not measured: %v", rssErr)
+	}
+	return res, nil
+}

@@ -1,0 +1,502 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/suites"
+)
+
+// chromium finds a headless browser, or skips (fails under REQUIRE_BROWSER=1,
+// as in CI, which installs one).
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if path, err := exec.LookPath(name); err == nil {
+			suites.Ran(t, suites.Browser, "with "+path)
+			return path
+		}
+	}
+	suites.Skipped(t, suites.Browser, "no chromium installed")
+	if os.Getenv("REQUIRE_BROWSER") == "1" {
+		t.Fatal("REQUIRE_BROWSER=1 but no chromium is installed")
+	}
+	t.Skip("no chromium installed: the web app's browser test is skipped")
+	return ""
+}
+
+// people is a served planwright on the scripted model of
+// testdata/people.yaml, with API keys for alice (a user) and ops (an
+// operator).
+type people struct {
+	*served
+	vars  map[string]string
+	alice string
+	ops   string
+}
+
+func startPeople(t *testing.T, vars map[string]string) people {
+	t.Helper()
+	if vars == nil {
+		vars, _ = sqliteEnv(t)
+	}
+	vars["PLANWRIGHT_LLM_PROVIDER"] = "scripted"
+	vars["PLANWRIGHT_LLM_SCRIPT"] = filepath.Join("testdata", "people.yaml")
+	vars["PLANWRIGHT_AUTH_MODE"] = "apikey"
+	key := func(user, role string) string {
+		code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", user, "--role", role, "--config", shippedConfig)
+		require.Equal(t, 0, code, stderr)
+		return strings.TrimSpace(stdout)
+	}
+	p := people{vars: vars, alice: key("alice", "user"), ops: key("ops", "operator")}
+	p.served = startServe(t, vars, "--config", shippedConfig)
+	return p
+}
+
+// call sends one request as the holder of key and decodes a JSON answer
+// into out (when not nil).
+func (p people) call(t *testing.T, key, method, path, body string, out any) int {
+	t.Helper()
+	req, err := http.NewRequest(method, p.url+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode < 300 {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+	}
+	return resp.StatusCode
+}
+
+// draft has alice's planner write a plan that waits for review; it returns
+// the plan's id.
+func (p people) draft(t *testing.T) string {
+	t.Helper()
+	var turn struct {
+		Plan struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"plan"`
+	}
+	code := p.call(t, p.alice, "POST", "/api/agent/stream", `{"message": "draft the newsletter", "plan_mode": "draft_only", "stream": false}`, &turn)
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "pending_review", turn.Plan.Status)
+	return turn.Plan.ID
+}
+
+// browser is one headless Chromium tab, with every uncaught exception and
+// console error of the page collected.
+type browser struct {
+	ctx     context.Context
+	shots   string
+	mu      sync.Mutex
+	errors  []string
+	t       *testing.T
+	baseURL string
+}
+
+func newBrowser(t *testing.T, baseURL string) *browser {
+	t.Helper()
+	exe := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancelTab(); cancelAlloc() })
+	b := &browser{ctx: ctx, t: t, baseURL: baseURL, shots: t.TempDir()}
+	if dir := os.Getenv("PLANWRIGHT_SCREENSHOTS"); dir != "" {
+		b.shots = dir
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+	}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventExceptionThrown:
+			b.errors = append(b.errors, "exception: "+e.ExceptionDetails.Error())
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.APITypeError {
+				var parts []string
+				for _, a := range e.Args {
+					parts = append(parts, string(a.Value)+a.Description)
+				}
+				b.errors = append(b.errors, "console.error: "+strings.Join(parts, " "))
+			}
+		}
+	})
+	require.NoError(t, chromedp.Run(ctx))
+	return b
+}
+
+// run runs actions, each call bounded to 30 s so one wait that never ends
+// fails its step instead of the whole test's time.
+func (b *browser) run(actions ...chromedp.Action) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Run(ctx, actions...); err != nil {
+		var page string
+		_ = chromedp.Run(b.ctx, chromedp.Evaluate(`location.hash + "\n" + document.querySelector("main").innerText`, &page))
+		b.t.Fatalf("%v\npage errors: %v\npage:\n%s", err, b.pageErrors(), page)
+	}
+}
+
+func (b *browser) pageErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.errors...)
+}
+
+// until waits for a JavaScript expression to be true.
+func (b *browser) until(expr string) {
+	b.t.Helper()
+	err := chromedp.Run(b.ctx, chromedp.Poll(expr, nil, chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(50*time.Millisecond)))
+	if err != nil {
+		var page string
+		_ = chromedp.Run(b.ctx, chromedp.Evaluate(`location.hash + "\n" + performance.getEntriesByType("resource").map((e) => e.name + " " + Math.round(e.duration)).join("\n") + "\n" + document.querySelector("main").innerText`, &page))
+		b.t.Fatalf("waiting for %s: %v\npage errors: %v\npage:\n%s", expr, err, b.pageErrors(), page)
+	}
+}
+
+func (b *browser) eval(expr string, out any) {
+	b.t.Helper()
+	b.run(chromedp.Evaluate(expr, out))
+}
+
+// open goes to a page of the app (a hash route: no page load, which
+// chromedp.Navigate would wait for in vain).
+func (b *browser) open(hash string) chromedp.Action {
+	return chromedp.Evaluate(fmt.Sprintf(`(() => {
+		if (location.hash === %[1]q) window.dispatchEvent(new HashChangeEvent("hashchange"));
+		else location.hash = %[1]q;
+		return true;
+	})()`, hash), nil)
+}
+
+// set sets a form control's value, as typing would.
+func (b *browser) set(sel, value string) chromedp.Action {
+	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, sel, value)
+	return chromedp.Evaluate(js, nil)
+}
+
+func (b *browser) text(sel string) string {
+	b.t.Helper()
+	var s string
+	b.run(chromedp.Text(sel, &s, chromedp.ByQuery))
+	return s
+}
+
+// shot saves a screenshot of the page as name.png.
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	var png []byte
+	b.run(chromedp.FullScreenshot(&png, 100))
+	path := filepath.Join(b.shots, name+".png")
+	require.NoError(b.t, os.WriteFile(path, png, 0o644))
+	b.t.Logf("screenshot %s", path)
+}
+
+// fits checks that the page needs no horizontal scrollbar.
+func (b *browser) fits(what string) {
+	b.t.Helper()
+	var over int
+	b.eval(`document.documentElement.scrollWidth - document.documentElement.clientWidth`, &over)
+	if over > 0 {
+		var wide []string
+		b.eval(`[...document.querySelectorAll("body *")].filter((el) => el.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+			.slice(0, 8).map((el) => el.tagName + "." + el.className + " " + Math.round(el.getBoundingClientRect().right))`, &wide)
+		b.t.Fatalf("%s is %d px wider than the window: %v", what, over, wide)
+	}
+}
+
+// labelled checks that every visible form control has a label.
+func (b *browser) labelled(what string) {
+	b.t.Helper()
+	var unlabelled []string
+	b.eval(`[...document.querySelectorAll("input, select, textarea")].filter((el) => el.offsetParent !== null && el.type !== "hidden")
+		.filter((el) => !(el.labels && el.labels.length) && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby"))
+		.map((el) => el.outerHTML)`, &unlabelled)
+	require.Empty(b.t, unlabelled, "%s: form controls without a label", what)
+}
+
+func (b *browser) signIn(key string) {
+	b.t.Helper()
+	b.run(chromedp.Navigate(b.baseURL+"/#/chat"), chromedp.WaitVisible("#api-key", chromedp.ByQuery))
+	b.labelled("sign-in")
+	b.shot("signin")
+	b.run(chromedp.SendKeys("#api-key", "pwk_wrong\n", chromedp.ByQuery))
+	b.until(`document.querySelector("#signin-error").textContent.includes("unknown or revoked API key")`)
+	b.run(b.set("#api-key", ""), chromedp.SendKeys("#api-key", key+"\n", chromedp.ByQuery),
+		chromedp.WaitVisible("#message", chromedp.ByQuery))
+}
+
+func TestWebApp(t *testing.T) {
+	t.Parallel()
+	p := startPeople(t, nil)
+	defer func() { require.Equal(t, 0, p.stop(), p.stderr.String()) }()
+	b := newBrowser(t, p.url)
+	defer func() { require.Empty(t, b.pageErrors(), "the page threw or logged errors") }()
+
+	// Sign in: a wrong key is refused with the server's words; the key is
+	// kept for the tab only, and the app says who is signed in.
+	b.signIn(p.alice)
+	require.Contains(t, b.text("#who"), "alice")
+	var stored string
+	b.eval(`sessionStorage.getItem("planwright.key") + "|" + (localStorage.getItem("planwright.key") || "")`, &stored)
+	require.Equal(t, p.alice+"|", stored)
+
+	t.Run("chat runs a three-step plan to its answer", func(t *testing.T) {
+		b.t = t
+		b.labelled("chat")
+		b.run(chromedp.SendKeys("#message", "prepare the launch\n", chromedp.ByQuery))
+		// Live: a step is seen running with its elapsed time before the plan ends.
+		b.until(`!!document.querySelector('.turn .plan-card .step.st-running .elapsed')?.textContent.match(/\d/)`)
+		b.until(`document.querySelector('.turn .plan-card')?.dataset.status === "completed"`)
+		b.until(`document.querySelector('.turn')?.dataset.finished === "completed"`)
+		var got struct {
+			Answer    string
+			Steps     []string
+			Nodes     int
+			Edges     int
+			Planner   []string
+			Executor  []string
+			SessionID string
+		}
+		b.eval(`({
+			Answer: document.querySelector(".turn .msg.assistant").textContent,
+			Steps: [...document.querySelectorAll(".turn .step-list .step")].map((li) => li.dataset.step + ":" + li.className),
+			Nodes: document.querySelectorAll(".turn svg.plan-graph .node").length,
+			Edges: document.querySelectorAll(".turn svg.plan-graph .edge").length,
+			Planner: [...document.querySelectorAll('.activity li.tool[data-source-role="planner"]')].map((li) => li.dataset.tool),
+			Executor: [...document.querySelectorAll('.activity li.tool[data-source-role="executor"]')].map((li) => li.dataset.tool + "@" + li.dataset.step),
+			SessionID: location.hash,
+		})`, &got)
+		require.Contains(t, got.Answer, "I'll plan the launch in three steps.")
+		require.Contains(t, got.Answer, "That is where the plan stands.")
+		require.Len(t, got.Steps, 3)
+		for _, s := range got.Steps {
+			require.Contains(t, s, "st-completed")
+		}
+		require.Equal(t, 3, got.Nodes)
+		require.Equal(t, 2, got.Edges, "step 3 depends on steps 1 and 2")
+		require.Equal(t, []string{"create_plan"}, got.Planner, "the planner's tool call, told apart by its source")
+		require.Equal(t, []string{"create_document@1"}, got.Executor, "step 1's executor's tool call")
+		require.Regexp(t, `^#/chat/[0-9a-f-]{36}$`, got.SessionID)
+		b.fits("chat at 1280 px")
+		b.shot("chat")
+
+		// The session's history, reloaded, shows the same turn and plan.
+		b.run(chromedp.Reload(), chromedp.WaitVisible(".turn .plan-card", chromedp.ByQuery))
+		b.until(`document.querySelector(".turn .plan-card").dataset.status === "completed" && document.querySelectorAll(".sessions a").length === 1`)
+		require.Contains(t, b.text(".turn .msg.assistant"), "That is where the plan stands.")
+	})
+
+	t.Run("clarifying questions are answered inline", func(t *testing.T) {
+		b.t = t
+		b.run(b.open("#/chat"), chromedp.WaitVisible("#message", chromedp.ByQuery))
+		b.until(`document.querySelector(".chat-title").textContent === "New chat"`)
+		b.run(chromedp.SendKeys("#message", "start a project\n", chromedp.ByQuery))
+		b.until(`document.querySelectorAll("form.clarify input").length === 2`)
+		b.labelled("clarifying questions")
+		b.run(chromedp.SendKeys("form.clarify input[name=answer-0]", "Apollo", chromedp.ByQuery),
+			chromedp.SendKeys("form.clarify input[name=answer-1]", "June\n", chromedp.ByQuery))
+		b.until(`document.querySelectorAll(".turn").length === 2 && document.querySelectorAll(".turn")[1].dataset.finished`)
+		require.Contains(t, b.text(".turn:nth-of-type(2) .msg.user"), "What is the project called?\nApollo")
+	})
+
+	t.Run("review approves a draft with an edited step, after an invalid edit", func(t *testing.T) {
+		b.t = t
+		id := p.draft(t)
+		b.run(b.open("#/review"), chromedp.WaitVisible(`a[href="#/review/`+id+`"]`, chromedp.ByQuery))
+		b.until(`document.querySelector("#review-count").textContent === "1"`)
+		b.run(chromedp.Click(`a[href="#/review/`+id+`"]`, chromedp.ByQuery), chromedp.WaitVisible(`#edit-2-title`, chromedp.ByQuery))
+		b.labelled("review")
+		// An invalid edit: the server's error shows at the step it names.
+		b.run(b.set("#edit-2-tools", "no_such_tool"), chromedp.Click(`[data-action="approve-edits"]`, chromedp.ByQuery))
+		b.until(`document.querySelector('fieldset[data-step="2"] .step-errors')?.textContent.includes('uses tool "no_such_tool", which does not exist')`)
+		var stepOneErr string
+		b.eval(`document.querySelector('fieldset[data-step="1"] .step-errors').textContent`, &stepOneErr)
+		require.Empty(t, stepOneErr, "the error is at step 2 only")
+		b.shot("review-invalid-edit")
+		// Fixed, and with a new title: the plan runs as edited.
+		b.run(b.set("#edit-2-tools", ""), b.set("#edit-2-title", "Send it to subscribers"),
+			chromedp.SendKeys("#approve-note", "looks right", chromedp.ByQuery),
+			chromedp.Click(`[data-action="approve-edits"]`, chromedp.ByQuery))
+		b.until(`document.querySelector(".run-result .plan-card")?.dataset.status === "completed"`)
+		b.until(`document.querySelector(".run-result .msg.assistant")?.textContent.includes("The approved plan ran to the end.")`)
+		var plan struct {
+			Plan struct {
+				Status string `json:"status"`
+				Steps  []struct {
+					Title string `json:"title"`
+				} `json:"steps"`
+			} `json:"plan"`
+			Revisions []struct {
+				Author string `json:"author"`
+			} `json:"revisions"`
+		}
+		require.Equal(t, http.StatusOK, p.call(t, p.alice, "GET", "/api/plans/"+id, "", &plan))
+		require.Equal(t, "completed", plan.Plan.Status)
+		require.Equal(t, "Send it to subscribers", plan.Plan.Steps[1].Title)
+		// The review page now shows the revision the edit made.
+		b.run(b.open("#/review/"+id), chromedp.WaitVisible(".revisions", chromedp.ByQuery))
+		require.Contains(t, b.text(".revisions"), "Send it to subscribers")
+		require.Regexp(t, `^Approved by its owner \(you\) at .+ — “?looks right”?$`, b.text(".approval"), "who approved shows on the plan")
+		b.shot("review-approved")
+	})
+
+	t.Run("review rejects a draft with a reason", func(t *testing.T) {
+		b.t = t
+		id := p.draft(t)
+		b.run(b.open("#/review/"+id), chromedp.WaitVisible("#reject-reason", chromedp.ByQuery))
+		b.shot("review")
+		b.run(chromedp.SendKeys("#reject-reason", "not this month", chromedp.ByQuery), chromedp.Click(`[data-action="reject"]`, chromedp.ByQuery))
+		b.until(`document.querySelector(".plan-meta .badge")?.textContent === "rejected"`)
+		require.Contains(t, b.text(".reason"), "not this month")
+		b.run(b.open("#/review"))
+		b.until(`!!document.querySelector("#view-review .empty")`)
+	})
+
+	t.Run("operations cancels a running plan and resumes it", func(t *testing.T) {
+		b.t = t
+		// alice's turn runs the slow plan while the page watches it.
+		turnDone := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest("POST", p.url+"/api/agent/stream", strings.NewReader(`{"message": "run the slow job", "stream": false}`))
+			req.Header.Set("Authorization", "Bearer "+p.alice)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				turnDone <- 0
+				return
+			}
+			resp.Body.Close()
+			turnDone <- resp.StatusCode
+		}()
+		b.run(b.open("#/ops"))
+		b.until(`[...document.querySelectorAll("table.plans tr")].some((tr) => tr.textContent.includes("Run the slow job") && tr.textContent.includes("executing"))`)
+		b.fits("operations at 1280 px")
+		b.labelled("operations")
+		b.run(chromedp.Click(`//a[text()="Run the slow job"]`, chromedp.BySearch))
+		b.until(`document.querySelector('.plan-card .step[data-step="2"]')?.classList.contains("st-running")`)
+		b.until(`document.querySelector(".action-status").textContent.includes("Watching live")`)
+		b.shot("operations-running")
+		b.run(chromedp.Click(`[data-action="cancel"]`, chromedp.ByQuery))
+		b.until(`document.querySelector(".facts .badge")?.textContent === "cancelled" && !!document.querySelector('[data-action="resume"]')`)
+		require.Contains(t, b.text(".cancelled-by"), "Cancelled by its owner (you)")
+		require.Equal(t, http.StatusOK, <-turnDone)
+		b.run(chromedp.Click(`[data-action="resume"]`, chromedp.ByQuery))
+		b.until(`document.querySelector(".facts .badge")?.textContent === "completed"`)
+		var bars int
+		b.eval(`document.querySelectorAll("svg.timeline .tl-bar").length`, &bars)
+		require.Equal(t, 2, bars, "both steps on the timeline")
+		b.shot("operations-plan")
+	})
+
+	t.Run("an execution's transcript", func(t *testing.T) {
+		b.t = t
+		b.run(b.open("#/ops"))
+		b.until(`[...document.querySelectorAll("table.plans a")].some((a) => a.textContent === "Prepare the product launch")`)
+		b.run(chromedp.Click(`//a[text()="Prepare the product launch"]`, chromedp.BySearch))
+		b.run(chromedp.WaitVisible(`a[aria-label="transcript of step 1"]`, chromedp.ByQuery), chromedp.Click(`a[aria-label="transcript of step 1"]`, chromedp.ByQuery))
+		b.until(`!!document.querySelector(".transcript-list") && document.querySelector("table.tool-calls")?.textContent.includes("create_document")`)
+		require.Contains(t, b.text(".transcript-list"), "Write the announcement copy")
+		require.Contains(t, b.text("table.tool-calls"), "Launch announcement")
+		b.shot("execution")
+	})
+
+	t.Run("a reload while a turn runs shows what became of it", func(t *testing.T) {
+		b.t = t
+		b.run(b.open("#/chat"))
+		b.until(`document.querySelector(".chat-title").textContent === "New chat"`)
+		b.run(chromedp.SendKeys("#message", "run the slow job again\n", chromedp.ByQuery))
+		b.until(`document.querySelector('.turn .plan-card .step[data-step="2"]')?.classList.contains("st-running")`)
+		var remembered string
+		b.eval(`sessionStorage.getItem("planwright.run")`, &remembered)
+		require.Contains(t, remembered, `"kind":"turn"`)
+		// Today the server cancels a turn whose client went away (the run
+		// log will let it go on); the reloaded page finds the session, its
+		// stored messages and the plan as it ended, and says so.
+		b.run(chromedp.Reload())
+		// (When the page asks before the server has stopped the plan, it
+		// follows the plan until it stops, then shows the session again.)
+		b.until(`document.querySelector(".composer-status")?.textContent.includes("Nothing of that turn runs any more") ||
+			document.querySelector(".turn-label")?.textContent === "Rejoined after a reload"`)
+		b.until(`document.querySelector(".turn .plan-card")?.dataset.status === "cancelled" && !sessionStorage.getItem("planwright.run")`)
+		b.until(`document.querySelector(".turn .turn-state")?.textContent.includes("Interrupted")`)
+	})
+
+	t.Run("readable on a phone", func(t *testing.T) {
+		b.t = t
+		b.run(chromedp.EmulateViewport(390, 844))
+		for _, page := range []string{"#/chat", "#/review", "#/ops"} {
+			b.run(b.open(page))
+			b.until(`!document.querySelector("#loading") || document.querySelector("#loading").hidden`)
+			b.run(chromedp.Sleep(300 * time.Millisecond))
+			b.fits("phone " + page)
+		}
+		b.run(chromedp.Click(`//a[text()="Prepare the product launch"]`, chromedp.BySearch), chromedp.WaitVisible("svg.timeline", chromedp.ByQuery))
+		b.fits("phone plan")
+		b.shot("phone-plan")
+		b.run(b.open("#/chat"), chromedp.WaitVisible(".sessions a", chromedp.ByQuery),
+			chromedp.Click(".sessions li:last-child a", chromedp.ByQuery), chromedp.WaitVisible(".turn .plan-card", chromedp.ByQuery))
+		b.fits("phone chat")
+		b.shot("phone-chat")
+		b.run(chromedp.EmulateViewport(1280, 900))
+	})
+
+	t.Run("an operator sees every user's plans and whose they are", func(t *testing.T) {
+		b.t = t
+		b.run(b.open("#/ops"))
+		b.until(`!!document.querySelector("#who button")`)
+		b.run(chromedp.Click("#who button", chromedp.ByQuery))
+		b.run(chromedp.WaitVisible("#api-key", chromedp.ByQuery), chromedp.SendKeys("#api-key", p.ops+"\n", chromedp.ByQuery),
+			chromedp.WaitVisible("#message", chromedp.ByQuery))
+		b.run(b.open("#/ops"))
+		b.until(`document.querySelectorAll("table.plans td.owner").length > 0`)
+		require.Contains(t, b.text("#who"), "operator")
+		var owners []string
+		b.eval(`[...new Set([...document.querySelectorAll("table.plans td.owner")].map((td) => td.textContent))]`, &owners)
+		require.Equal(t, []string{"alice"}, owners)
+		b.shot("operations")
+	})
+	fmt.Fprintln(os.Stderr, "screenshots in", b.shots)
+}
+
+// With auth.mode none there is no sign-in: the app opens as the local
+// user, an operator, with nothing to sign out of.
+func TestWebAppWithoutSignIn(t *testing.T) {
+	t.Parallel()
+	vars, _ := sqliteEnv(t)
+	s := startServe(t, vars, "--config", shippedConfig)
+	defer func() { require.Equal(t, 0, s.stop(), s.stderr.String()) }()
+	b := newBrowser(t, s.url)
+	defer func() { require.Empty(t, b.pageErrors(), "the page threw or logged errors") }()
+	b.run(chromedp.Navigate(s.url+"/"), chromedp.WaitVisible("#message", chromedp.ByQuery))
+	var state struct {
+		SignIn bool
+		Who    string
+		Button bool
+	}
+	b.eval(`({SignIn: !document.querySelector("#signin").hidden, Who: document.querySelector("#who").textContent,
+		Button: !!document.querySelector("#who button")})`, &state)
+	require.False(t, state.SignIn)
+	require.Contains(t, state.Who, "local · operator")
+	require.False(t, state.Button, "nothing to sign out of")
+}

@@ -1,0 +1,285 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/planwright/planwright/pkg/apperr"
+)
+
+// decode reads a request body strictly into v, a pointer to a struct: the
+// body is one JSON object, every field name equals a json tag of v's type
+// exactly (case included, recursively through nested objects and arrays of
+// objects), no field appears twice, and no string holds a NUL character.
+// encoding/json alone would ignore unknown fields and match names
+// case-insensitively, so {"plan_mod": "draft_only"} or {"Plan_Mode": ...}
+// would pass unnoticed. Every problem is a 400 invalid_input that names its
+// field; an oversized body is a 413.
+func decode(c echo.Context, v any) error {
+	dec := json.NewDecoder(c.Request().Body)
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		var tooLarge *http.MaxBytesError
+		var syntax *json.SyntaxError
+		switch {
+		case errors.As(err, &tooLarge):
+			return err
+		case errors.Is(err, io.EOF):
+			return apperr.New(apperr.Invalid, "request body is empty; expected a JSON object")
+		case errors.As(err, &syntax):
+			return apperr.New(apperr.Invalid, "malformed JSON at byte %d: %v", syntax.Offset, err)
+		}
+		return apperr.New(apperr.Invalid, "malformed JSON: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return apperr.New(apperr.Invalid, "request body must hold one JSON object and nothing after it")
+	}
+	return decodeStrict(raw, v)
+}
+
+// decodeStrict checks raw against v's type (see decode), then decodes it.
+func decodeStrict(raw []byte, v any) error {
+	t := reflect.TypeOf(v)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Struct && !isJSONObject(raw) && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return apperr.New(apperr.Invalid, "request body must be a JSON object")
+	}
+	var problems []apperr.FieldError
+	checkJSON(raw, t, "", &problems)
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Field + ": " + p.Message
+		}
+		return apperr.Invalidf(problems, "invalid request body: %s", strings.Join(msgs, "; "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return apperr.Invalidf([]apperr.FieldError{{Field: typeErr.Field, Message: fmt.Sprintf("must be %s", typeErr.Type)}},
+				"invalid JSON field %s: must be %s", typeErr.Field, typeErr.Type)
+		}
+		return apperr.New(apperr.Invalid, "invalid request body: %v", err)
+	}
+	return nil
+}
+
+func isJSONObject(raw []byte) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+var (
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+)
+
+// checkJSON walks one JSON value with t, the Go type it will decode into
+// (nil: free-form JSON, where only strings are checked), and appends every
+// problem: unknown or mis-cased object keys, duplicate keys, and strings
+// holding NUL. Values of the wrong JSON type are left to the decoder, which
+// names them.
+func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.FieldError) {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (t == rawMessageType || t.Kind() == reflect.Interface || reflect.PointerTo(t).Implements(unmarshalerType)) {
+		t = nil // free-form, or decoded by its own rules
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil && strings.ContainsRune(s, 0) {
+			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: `must not contain NUL characters (\u0000)`})
+		}
+	case '[':
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return
+		}
+		for i, item := range items {
+			checkJSON(item, elem, path+"["+strconv.Itoa(i)+"]", problems)
+		}
+	case '{':
+		checkObject(raw, t, path, problems)
+	}
+}
+
+func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.FieldError) {
+	var fields map[string]reflect.Type // nil: any key is allowed
+	var elem reflect.Type
+	if t != nil {
+		switch t.Kind() {
+		case reflect.Struct:
+			fields = jsonFields(t)
+		case reflect.Map:
+			elem = t.Elem()
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return
+		}
+		key, _ := tok.(string)
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return
+		}
+		at := key
+		if path != "" {
+			at = path + "." + key
+		}
+		bad := func(msg string) { *problems = append(*problems, apperr.FieldError{Field: fieldName(at), Message: msg}) }
+		if strings.ContainsRune(key, 0) {
+			bad(`field name must not contain NUL characters (\u0000)`)
+			continue
+		}
+		if seen[key] {
+			bad("appears more than once")
+			continue
+		}
+		seen[key] = true
+		valueType := elem
+		if fields != nil {
+			ft, ok := fields[key]
+			if !ok {
+				bad(unknownField(key, fields))
+				continue
+			}
+			valueType = ft
+		}
+		checkJSON(value, valueType, at, problems)
+	}
+}
+
+// unknownField says that key is not a field, and which field it was
+// probably meant to be when only its case differs.
+func unknownField(key string, fields map[string]reflect.Type) string {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return fmt.Sprintf("unknown field; did you mean %q? (field names are case-sensitive)", name)
+		}
+	}
+	return "unknown field"
+}
+
+// fieldName is the name of the field at path; the body itself is "body".
+func fieldName(path string) string {
+	if path == "" {
+		return "body"
+	}
+	return path
+}
+
+var fieldCache sync.Map // reflect.Type → map[string]reflect.Type
+
+// jsonFields maps the JSON names of t's fields, as encoding/json sees them
+// (tags, untagged names, promoted fields of embedded structs), to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	addJSONFields(t, m)
+	fieldCache.Store(t, m)
+	return m
+}
+
+// addJSONFields adds t's own fields first, then those of its embedded
+// structs, so that a shallower field wins as it does in encoding/json.
+func addJSONFields(t reflect.Type, m map[string]reflect.Type) {
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				embedded = append(embedded, ft)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		m[name] = f.Type
+	}
+	for _, ft := range embedded {
+		inner := map[string]reflect.Type{}
+		addJSONFields(ft, inner)
+		for name, typ := range inner {
+			if _, shadowed := m[name]; !shadowed {
+				m[name] = typ
+			}
+		}
+	}
+}
+
+// rejectNULParams refuses a request whose path parameters or query
+// parameters (names or values) hold a NUL character: text from users never
+// carries one (docs/ARCHITECTURE.md, "NUL characters"), and PostgreSQL
+// cannot store it. Bodies are checked by decode.
+func rejectNULParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var problems []apperr.FieldError
+		bad := func(field string) {
+			problems = append(problems, apperr.FieldError{Field: field, Message: `must not contain NUL characters (\u0000)`})
+		}
+		for i, name := range c.ParamNames() {
+			if i < len(c.ParamValues()) && strings.ContainsRune(c.ParamValues()[i], 0) {
+				bad(name)
+			}
+		}
+		for name, values := range c.QueryParams() {
+			if strings.ContainsRune(name, 0) || strings.ContainsRune(strings.Join(values, ""), 0) {
+				bad(strings.ReplaceAll(name, "\x00", `\u0000`))
+			}
+		}
+		if len(problems) > 0 {
+			return apperr.Invalidf(problems, "invalid request: %s must not contain NUL characters", problems[0].Field)
+		}
+		return next(c)
+	}
+}
