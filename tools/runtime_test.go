@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/pkg/apperr"
@@ -347,19 +348,27 @@ func TestRunRoundRetries(t *testing.T) {
 
 	t.Run("cancellation during the backoff", func(t *testing.T) {
 		t.Parallel()
-		f := setup(t, func(c *tools.RuntimeConfig) { c.RetryBackoff = time.Hour })
 		ctx, cancel := context.WithCancel(context.Background())
-		failed := make(chan struct{})
+		defer cancel()
+		// Cancel once the runtime has logged the retry: it has decided to
+		// wait, so the cancellation lands in the backoff and nowhere else.
+		f := setup(t, func(c *tools.RuntimeConfig) {
+			c.RetryBackoff = time.Hour
+			c.Logger = zerolog.New(writerFunc(func(p []byte) (int, error) {
+				if strings.Contains(string(p), "retrying") {
+					cancel()
+				}
+				return len(p), nil
+			}))
+		})
 		var runs atomic.Int64
 		tool := &toolstest.Tool{
 			ToolSpec: tools.Spec{Name: "fetch", Description: "d", Idempotent: true},
 			RunFunc: func(context.Context, tools.Call) (tools.Result, error) {
 				runs.Add(1)
-				close(failed)
 				return tools.Result{}, transient
 			},
 		}
-		go func() { <-failed; cancel() }()
 		out := f.rt.RunRound(ctx, []tools.Tool{tool}, []tools.Call{f.call("c1", "fetch", `{}`)})
 		require.Equal(t, int64(1), runs.Load())
 		require.ErrorIs(t, out[0].Err, tools.ErrCancelled)
@@ -689,3 +698,8 @@ func TestRunRoundPassesResultFields(t *testing.T) {
 	require.Nil(t, out[0].Err)
 	require.Empty(t, f.rt.RunRound(context.Background(), nil, nil))
 }
+
+// writerFunc adapts a function to io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
