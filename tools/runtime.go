@@ -213,6 +213,10 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome 
 	default:
 		res, err = r.execute(ctx, tool, eff)
 	}
+	// A tool's text reaches the model, the client and the database, and
+	// none of them takes invalid UTF-8 (PostgreSQL refuses it): bytes that
+	// are not UTF-8 (a Latin-1 page, binary output) become U+FFFD.
+	res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
 
 	o := Outcome{Call: call, Success: err == nil, Result: res, Err: err, Duration: r.cfg.Now().Sub(start)}
 	var text string
@@ -220,7 +224,7 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome 
 		text = res.Content
 		o.Content = truncate(text, r.cfg.MaxResultChars)
 	} else {
-		text = truncate(r.errorText(ctx, eff, err), r.cfg.MaxResultChars)
+		text = truncate(strings.ToValidUTF8(r.errorText(ctx, eff, err), "\uFFFD"), r.cfg.MaxResultChars)
 		o.Content = "error: " + text
 		o.Result = Result{AwaitUser: res.AwaitUser}
 	}

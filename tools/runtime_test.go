@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
@@ -400,6 +401,34 @@ func TestRunRoundTruncates(t *testing.T) {
 	require.Equal(t, "error: "+strings.Repeat("x", 100)+"\n[… truncated: 200 of 300 characters cut]", out[1].Content)
 
 	require.Equal(t, strings.Repeat("é", 100), out[2].Content, "exactly the limit is not cut")
+}
+
+// A tool whose output is not UTF-8 (a Latin-1 page) reaches the model, the
+// client and the record as valid UTF-8: PostgreSQL refuses anything else,
+// and the record would be lost.
+func TestRunRoundMakesToolTextValidUTF8(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	latin1 := "caf\xe9 cr\xe8me" // "café crème" in Latin-1
+	out := f.rt.RunRound(context.Background(), []tools.Tool{
+		toolstest.Func("fetch_page", ok(latin1)),
+		toolstest.Func("fail_binary", func(context.Context, tools.Call) (tools.Result, error) {
+			return tools.Result{}, errors.New("bad \xff\xfe bytes")
+		}),
+	}, []tools.Call{f.call("c1", "fetch_page", `{}`), f.call("c2", "fail_binary", `{}`)})
+
+	require.True(t, out[0].Success)
+	require.Equal(t, "caf\uFFFD cr\uFFFDme", out[0].Content)
+	require.Equal(t, out[0].Content, out[0].Result.Content)
+	require.Equal(t, out[0].Content, f.eventsOf("c1")[1].(event.ToolResult).Result)
+	require.False(t, out[1].Success)
+	require.True(t, utf8.ValidString(out[1].Content), out[1].Content)
+	require.True(t, utf8.ValidString(f.eventsOf("c2")[1].(event.ToolResult).Error))
+	for _, e := range f.rec.Executions() {
+		for _, s := range []string{e.Result, e.Error} {
+			require.True(t, utf8.ValidString(s), "recorded %q", s)
+		}
+	}
 }
 
 func TestRunRoundKeepsCallOrder(t *testing.T) {
