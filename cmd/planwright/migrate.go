@@ -96,5 +96,6 @@ func databaseConfig(cfg config.Config) persistence.Config {
 		Driver:         cfg.Database.Driver,
 		DSN:            cfg.Database.DSN,
 		ConnectTimeout: cfg.Database.ConnectTimeout,
+		MaxOpenConns:   cfg.Database.MaxOpenConns,
 	}
 }

@@ -272,11 +272,13 @@ type Turn struct {
 	// the session's focus.
 	FocusEvent event.Event
 
-	svc      *Service
-	operator bool
-	shifted  int    // context shifts already applied and announced
-	userID   string // set before the turn is registered; never changes
-	userKey  string
+	svc       *Service
+	req       Request // as reserved; Open resolves it
+	announced bool    // agent_state thinking was emitted (AnnounceThinking)
+	operator  bool
+	shifted   int    // context shifts already applied and announced
+	userID    string // set before the turn is registered; never changes
+	userKey   string
 	// stop and cancel are the turn's own cancellation, created with the
 	// turn: a Cancel that arrives before Run is kept, and Run's context
 	// ends with its cause.
@@ -287,18 +289,36 @@ type Turn struct {
 }
 
 // Begin validates req, resolves or creates its session, stores the user's
-// message (idempotently on ClientTurnID) and registers the turn. The errors
-// are Invalid, NotFound (an unknown or another user's session), Conflict (the
-// same turn or run id is running) and TooMany (the user runs too many turns).
-// The caller must call Release when the turn is over.
+// message (idempotently on ClientTurnID) and registers the turn: Reserve
+// then Open. The errors are Invalid, NotFound (an unknown or another user's
+// session), Conflict (the same turn or run id is running) and TooMany (the
+// user runs too many turns). The caller must call Release when the turn is
+// over.
 func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
+	t, err := s.Reserve(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.Open(ctx); err != nil {
+		t.Release()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Reserve validates req and registers its turn without touching the
+// database, so a stream can send its first event before it waits for a
+// connection. The errors are Invalid, Unauthorized, Conflict (the same turn
+// or run id is running) and TooMany. Open must follow before Run; the
+// caller must call Release when the turn is over (also when Open fails).
+func (s *Service) Reserve(req Request) (*Turn, error) {
 	if err := s.Validate(req); err != nil {
 		return nil, err
 	}
 	if req.UserID == "" {
 		return nil, apperr.New(apperr.Unauthorized, "no user")
 	}
-	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator}
+	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator, req: req}
 	t.stop, t.cancel = context.WithCancelCause(context.Background())
 	if t.RunID == "" {
 		t.RunID = s.cfg.NewID()
@@ -309,13 +329,16 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
 	if err := s.register(req.UserID, t); err != nil {
 		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			t.Release()
-		}
-	}()
+	return t, nil
+}
 
+// Open resolves or creates the reserved turn's session and stores the
+// user's message (idempotently on ClientTurnID); a turn that already
+// finished gets Replay. The errors are NotFound (an unknown or another
+// user's session), Conflict (the client turn id belongs to another session)
+// and the store's.
+func (t *Turn) Open(ctx context.Context) error {
+	s, req := t.svc, t.req
 	if req.ClientTurnID != "" {
 		// client_turn_id is unique per user: a retry finds its turn's
 		// session even without session_id (a JSON client whose answer was
@@ -323,30 +346,30 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
 		prior, err := s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleUser)
 		switch {
 		case err == nil && req.SessionID != "" && req.SessionID != prior.SessionID:
-			return nil, apperr.New(apperr.Conflict, "client_turn_id %q was already used in another session (%s)", req.ClientTurnID, prior.SessionID)
+			return apperr.New(apperr.Conflict, "client_turn_id %q was already used in another session (%s)", req.ClientTurnID, prior.SessionID)
 		case err == nil:
 			req.SessionID = prior.SessionID
 		case apperr.CodeOf(err) != apperr.NotFound:
-			return nil, err
+			return err
 		}
 	}
 	sess, focusEv, err := s.resolveSession(ctx, req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	t.Session, t.FocusEvent = sess, focusEv
 	t.User = Message{SessionID: sess.ID, UserID: req.UserID, Role: RoleUser, Content: req.Message,
 		ClientTurnID: req.ClientTurnID, StreamRunID: t.RunID}
 	created, err := s.cfg.Store.AppendMessage(ctx, &t.User)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !created {
 		if t.User.SessionID != sess.ID {
 			// Another replica stored this turn first, in a session of its
 			// own: the turn is that session's.
 			if t.Session, err = s.cfg.Store.GetSession(ctx, req.UserID, t.User.SessionID); err != nil {
-				return nil, err
+				return err
 			}
 			t.FocusEvent = nil
 		}
@@ -355,12 +378,19 @@ func (s *Service) Begin(ctx context.Context, req Request) (*Turn, error) {
 		case err == nil:
 			t.Replay = &answer
 		case apperr.CodeOf(err) != apperr.NotFound:
-			return nil, err
+			return err
 		}
 		// No answer and not running: the earlier attempt died; run it again.
 	}
-	ok = true
-	return t, nil
+	return nil
+}
+
+// AnnounceThinking emits agent_state thinking, the first event of every
+// turn; Run then does not emit it again. A stream calls it before Open, so
+// the client hears from it before any database work.
+func (t *Turn) AnnounceThinking(ctx context.Context, em event.Emitter) {
+	t.announced = true
+	em.With(event.Source{Role: event.RoleSystem}).Emit(ctx, event.AgentState{State: event.StateThinking})
 }
 
 func (s *Service) register(user string, t *Turn) error {
@@ -521,7 +551,9 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	defer stopAfter()
 
 	sys := em.With(event.Source{Role: event.RoleSystem})
-	sys.Emit(ctx, event.AgentState{State: event.StateThinking})
+	if !t.announced {
+		t.AnnounceThinking(ctx, em)
+	}
 	sys.Emit(ctx, event.Session{Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, Title: t.Session.Title}})
 	if t.FocusEvent != nil {

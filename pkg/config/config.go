@@ -77,6 +77,9 @@ type Database struct {
 	DSN string `yaml:"dsn"`
 	// ConnectTimeout bounds the first connection at startup.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
+	// MaxOpenConns bounds the connection pool (idle connections are kept up
+	// to the same number).
+	MaxOpenConns int `yaml:"max_open_conns"`
 }
 
 // Auth modes.
@@ -243,6 +246,7 @@ func Default() Config {
 			Driver:         DriverSQLite,
 			DSN:            "data/planwright.db",
 			ConnectTimeout: 5 * time.Second,
+			MaxOpenConns:   16,
 		},
 		Auth: Auth{Mode: AuthNone},
 		LLM: LLM{

@@ -168,6 +168,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"unknown driver", func(c *config.Config) { c.Database.Driver = "mysql" }, `database.driver: unknown driver "mysql" (want sqlite or postgres)`},
 		{"empty dsn", func(c *config.Config) { c.Database.DSN = " " }, "database.dsn: must not be empty"},
 		{"connect timeout", func(c *config.Config) { c.Database.ConnectTimeout = 0 }, `database.connect_timeout: must be a positive duration, got "0s"`},
+		{"max open conns", func(c *config.Config) { c.Database.MaxOpenConns = 0 }, "database.max_open_conns: must be positive, got 0"},
 		{"address without port", func(c *config.Config) { c.Server.Addr = "localhost" }, `server.addr: invalid address "localhost"`},
 		{"address with bad port", func(c *config.Config) { c.Server.Addr = "127.0.0.1:http2" }, `server.addr: invalid port "http2" in address "127.0.0.1:http2"`},
 		{"address with port out of range", func(c *config.Config) { c.Server.Addr = "127.0.0.1:70000" }, `server.addr: invalid port "70000"`},
@@ -274,21 +275,22 @@ llm:
   stream: true
 `},
 		env: map[string]string{
-			"PLANWRIGHT_ADDR":         "127.0.0.1:9100",
-			"PLANWRIGHT_DB_DRIVER":    "postgres",
-			"PLANWRIGHT_DB_DSN":       "postgres://u:pw@h/db",
-			"PLANWRIGHT_LLM_PROVIDER": "scripted",
-			"PLANWRIGHT_LLM_SCRIPT":   "script.yaml",
-			"PLANWRIGHT_LLM_MODEL":    "m1",
-			"PLANWRIGHT_LLM_BASE_URL": "http://127.0.0.1:11434/v1",
-			"PLANWRIGHT_LLM_STREAM":   "false",
-			"PLANWRIGHT_AUTH_MODE":    "apikey",
-			"PLANWRIGHT_LOG_LEVEL":    "debug",
-			"PLANWRIGHT_SERVER":       "http://10.0.0.1:8080",
-			"PLANWRIGHT_API_KEY":      "pw_key",
-			"OPENAI_API_KEY":          "sk-o",
-			"ANTHROPIC_API_KEY":       "sk-a",
-			"GOOGLE_API_KEY":          "g-k",
+			"PLANWRIGHT_ADDR":              "127.0.0.1:9100",
+			"PLANWRIGHT_DB_DRIVER":         "postgres",
+			"PLANWRIGHT_DB_DSN":            "postgres://u:pw@h/db",
+			"PLANWRIGHT_DB_MAX_OPEN_CONNS": "64",
+			"PLANWRIGHT_LLM_PROVIDER":      "scripted",
+			"PLANWRIGHT_LLM_SCRIPT":        "script.yaml",
+			"PLANWRIGHT_LLM_MODEL":         "m1",
+			"PLANWRIGHT_LLM_BASE_URL":      "http://127.0.0.1:11434/v1",
+			"PLANWRIGHT_LLM_STREAM":        "false",
+			"PLANWRIGHT_AUTH_MODE":         "apikey",
+			"PLANWRIGHT_LOG_LEVEL":         "debug",
+			"PLANWRIGHT_SERVER":            "http://10.0.0.1:8080",
+			"PLANWRIGHT_API_KEY":           "pw_key",
+			"OPENAI_API_KEY":               "sk-o",
+			"ANTHROPIC_API_KEY":            "sk-a",
+			"GOOGLE_API_KEY":               "g-k",
 		},
 	}
 	cfg, err := config.Load(src.options(""))
@@ -298,7 +300,7 @@ llm:
 	want.Source = config.DefaultFile
 	want.Server.Addr = "127.0.0.1:9100"
 	want.Server.DrainTimeout = 3 * time.Second // from the file, not overridden
-	want.Database = config.Database{Driver: "postgres", DSN: "postgres://u:pw@h/db", ConnectTimeout: 5 * time.Second}
+	want.Database = config.Database{Driver: "postgres", DSN: "postgres://u:pw@h/db", ConnectTimeout: 5 * time.Second, MaxOpenConns: 64}
 	want.LLM.Provider, want.LLM.Script, want.LLM.Model = "scripted", "script.yaml", "m1"
 	want.LLM.BaseURL, want.LLM.Stream = "http://127.0.0.1:11434/v1", false
 	want.LLM.OpenAIAPIKey, want.LLM.AnthropicAPIKey, want.LLM.GoogleAPIKey = "sk-o", "sk-a", "g-k"

@@ -296,6 +296,7 @@ var envVars = []envVar{
 	{"PLANWRIGHT_ADDR", "server.addr", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Server.Addr) }},
 	{"PLANWRIGHT_DB_DRIVER", "database.driver", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Database.Driver) }},
 	{"PLANWRIGHT_DB_DSN", "database.dsn", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Database.DSN) }},
+	{"PLANWRIGHT_DB_MAX_OPEN_CONNS", "database.max_open_conns", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Database.MaxOpenConns) }},
 	{"PLANWRIGHT_LLM_PROVIDER", "llm.provider", func(c *Config) reflect.Value { return reflect.ValueOf(&c.LLM.Provider) }},
 	{"PLANWRIGHT_LLM_MODEL", "llm.model", func(c *Config) reflect.Value { return reflect.ValueOf(&c.LLM.Model) }},
 	{"PLANWRIGHT_LLM_BASE_URL", "llm.base_url", func(c *Config) reflect.Value { return reflect.ValueOf(&c.LLM.BaseURL) }},

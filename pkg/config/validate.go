@@ -40,6 +40,7 @@ func (c Config) Validate() error {
 		v.add("database.dsn", "must not be empty")
 	}
 	v.positiveDuration("database.connect_timeout", c.Database.ConnectTimeout)
+	v.positive("database.max_open_conns", int64(c.Database.MaxOpenConns))
 
 	v.oneOf("auth.mode", "mode", c.Auth.Mode, authModes)
 

@@ -350,6 +350,8 @@ func TestStreamRejectsBadInput(t *testing.T) {
 		{"message too long", "alice", map[string]any{"message": strings.Repeat("x", 33<<10)}, 400, []string{"message"}},
 		{"body too large", "alice", map[string]any{"message": strings.Repeat("x", 2<<20)}, 413, nil},
 		{"wrong type", "alice", `{"message": 5}`, 400, []string{"message"}},
+		// The session is looked up after the first event went out: its
+		// errors end the stream (error, then done).
 		{"unknown session", "alice", map[string]any{"message": "hi", "session_id": persistence.NewID()}, 404, nil},
 		{"malformed session id", "alice", map[string]any{"message": "hi", "session_id": "../etc"}, 404, nil},
 		{"another user's session", "alice", map[string]any{"message": "hi", "session_id": other.Session.ID}, 404, nil},
@@ -357,6 +359,16 @@ func TestStreamRejectsBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			resp := env.request(t, ctx, tc.user, "POST", "/api/agent/stream", tc.body)
+			if tc.status == http.StatusNotFound {
+				frames := readStream(t, resp)
+				require.Equal(t, []string{"agent_state", "error", "done"}, types(frames))
+				require.Equal(t, "not_found", frames[1].Env["error"].(map[string]any)["code"])
+				require.Equal(t, "error", frames[2].Env["finished_reason"])
+				// Without streaming, the same request is a 404.
+				b := tc.body.(map[string]any)
+				b["stream"] = false
+				resp = env.request(t, ctx, tc.user, "POST", "/api/agent/stream", b)
+			}
 			require.Equal(t, tc.status, resp.StatusCode)
 			body := decodeBody[httpapi.ErrorResponse](t, resp)
 			require.NotEmpty(t, body.Error.Message)

@@ -55,7 +55,9 @@ func (a *API) stream(c echo.Context) error {
 		return err
 	}
 	p := PrincipalOf(c)
-	turn, err := a.cfg.Chat.Begin(c.Request().Context(), chat.Request{
+	// Reserve touches no database: validation, the per-user limit and a
+	// running duplicate are answered with a status before the stream opens.
+	turn, err := a.cfg.Chat.Reserve(chat.Request{
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
 		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
@@ -64,13 +66,30 @@ func (a *API) stream(c echo.Context) error {
 		return err
 	}
 	defer turn.Release()
-	c.Set(LogSessionID, turn.Session.ID)
 	c.Set(LogRunID, turn.RunID)
-	c.SetRequest(c.Request().WithContext(logctx.With(logctx.With(c.Request().Context(), LogSessionID, turn.Session.ID), LogRunID, turn.RunID)))
+	c.SetRequest(c.Request().WithContext(logctx.With(c.Request().Context(), LogRunID, turn.RunID)))
+	opened := func(ctx context.Context) context.Context {
+		c.Set(LogSessionID, turn.Session.ID)
+		return logctx.With(ctx, LogSessionID, turn.Session.ID)
+	}
 	if body.Stream != nil && !*body.Stream {
+		if err := turn.Open(c.Request().Context()); err != nil {
+			return err
+		}
+		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
 		return a.turnJSON(c, turn, body.PlanMode)
 	}
 	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
+		// The first event goes out before any database work, so time to
+		// first event never queues behind the connection pool.
+		turn.AnnounceThinking(ctx, em)
+		if err := turn.Open(ctx); err != nil {
+			sys := em.With(event.Source{Role: event.RoleSystem})
+			sys.Emit(ctx, event.Error{Error: errorInfoOf(err)})
+			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
+			return
+		}
+		ctx = opened(ctx)
 		if turn.Replay != nil {
 			replay(ctx, em, turn)
 			return
@@ -80,10 +99,10 @@ func (a *API) stream(c echo.Context) error {
 }
 
 // replay answers a repeat of a finished turn with a short stream: the
-// session, the stored answer, and done marked as a replay.
+// session, the stored answer, and done marked as a replay (after the
+// agent_state thinking the handler sent).
 func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 	sys := em.With(event.Source{Role: event.RoleSystem})
-	sys.Emit(ctx, event.AgentState{State: event.StateThinking})
 	sys.Emit(ctx, event.Session{Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, Title: t.Session.Title}})
 	if t.Replay.Content != "" {

@@ -1,0 +1,133 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/tools"
+)
+
+// gatedStore is a chat.Store whose every call waits until open is closed,
+// as a database whose connection pool is exhausted would.
+type gatedStore struct {
+	chat.Store
+	open    chan struct{}
+	reached chan struct{} // closed by the first call
+	first   atomic.Bool
+	done    atomic.Int32 // calls that returned
+}
+
+func (g *gatedStore) wait(ctx context.Context) error {
+	if g.first.CompareAndSwap(false, true) {
+		close(g.reached)
+	}
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g *gatedStore) CreateSession(ctx context.Context, s *chat.Session) error {
+	if err := g.wait(ctx); err != nil {
+		return err
+	}
+	defer g.done.Add(1)
+	return g.Store.CreateSession(ctx, s)
+}
+
+func (g *gatedStore) GetSession(ctx context.Context, userID, id string) (chat.Session, error) {
+	if err := g.wait(ctx); err != nil {
+		return chat.Session{}, err
+	}
+	defer g.done.Add(1)
+	return g.Store.GetSession(ctx, userID, id)
+}
+
+func (g *gatedStore) AppendMessage(ctx context.Context, m *chat.Message) (bool, error) {
+	if err := g.wait(ctx); err != nil {
+		return false, err
+	}
+	defer g.done.Add(1)
+	return g.Store.AppendMessage(ctx, m)
+}
+
+func (g *gatedStore) TurnMessage(ctx context.Context, userID, turnID string, role chat.MessageRole) (chat.Message, error) {
+	if err := g.wait(ctx); err != nil {
+		return chat.Message{}, err
+	}
+	defer g.done.Add(1)
+	return g.Store.TurnMessage(ctx, userID, turnID, role)
+}
+
+// TestFirstEventPrecedesDatabaseWork: agent_state thinking reaches the
+// client while the session and the user's message wait for the database.
+func TestFirstEventPrecedesDatabaseWork(t *testing.T) {
+	t.Parallel()
+	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{})}
+	env := newChatEnv(t, persistence.DriverSQLite, says("Hello."), func(cfg *httpapi.APIConfig) {
+		gate.Store = cfg.Sessions.(*persistence.Store)
+		roles, err := agents.LoadRoles("../../configs/agents.yaml")
+		require.NoError(t, err)
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: gate.Store.(*persistence.Store)})
+		require.NoError(t, err)
+		runner, err := agents.New(agents.Config{Model: says("Hello."), Tools: rt})
+		require.NoError(t, err)
+		svc, err := chat.NewService(chat.Config{Store: gate, Runner: runner,
+			Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
+				return chat.Planner{Role: roles.Planner}, nil
+			}})
+		require.NoError(t, err)
+		cfg.Chat = svc
+	})
+	// Bounds a broken implementation (the first event waiting for the
+	// store) so that it fails instead of hanging.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi", "client_turn_id": "fb-1"})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	next, stop := iter.Pull2(sse.Read(resp.Body, nil))
+	defer stop()
+
+	ev, err, ok := next()
+	require.True(t, ok)
+	require.NoError(t, err)
+	require.Equal(t, "agent_state", ev.Type)
+	var first map[string]any
+	require.NoError(t, json.Unmarshal([]byte(ev.Data), &first))
+	require.Equal(t, "thinking", first["state"])
+	require.Zero(t, gate.done.Load(), "no session or message was written before the first event")
+	select {
+	case <-gate.reached: // the turn's database work waits behind the gate
+	case <-ctx.Done():
+		t.Fatal("the turn never reached the store")
+	}
+	close(gate.open)
+
+	var got []string
+	for {
+		ev, err, ok := next()
+		if !ok {
+			break
+		}
+		require.NoError(t, err)
+		got = append(got, ev.Type)
+	}
+	require.Equal(t, "session", got[0])
+	require.Equal(t, "done", got[len(got)-1])
+	require.Positive(t, gate.done.Load())
+}
