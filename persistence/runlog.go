@@ -1,0 +1,593 @@
+package persistence
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"gorm.io/gorm"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// The run log. A run (a chat turn, or a plan's approval or resume) has a
+// row in runs and an ordered log of its events in run_events, numbered 1, 2,
+// … (seq). Appends are group-committed by one writer per RunLog (one per
+// process): it gathers the pending events of every run and commits them in
+// one transaction with one multi-row INSERT, then hands them, in seq order,
+// to OnCommit — delivery to clients happens only after the commit. A
+// transient database error retries the whole batch with backoff; a retry
+// that finds its rows already there (the commit went through, its answer was
+// lost) counts as done, so nothing is lost and nothing is written twice.
+// Consecutive text deltas of one source that wait in the same batch are
+// coalesced into one event (up to MaxText bytes), so a token stream is not
+// a row per token; clients only ever see the coalesced event, live or
+// replayed.
+
+// Run kinds.
+const (
+	RunTurn    = "turn"
+	RunApprove = "approve"
+	RunResume  = "resume"
+)
+
+// Run statuses.
+const (
+	RunRunning   = "running"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+	RunCancelled = "cancelled"
+)
+
+// Run is one run's row.
+type Run struct {
+	ID         string
+	Kind       string
+	UserID     string
+	SessionID  string
+	PlanID     string
+	Status     string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt *time.Time
+	// LastSeq is the seq of the run's last committed event (read only).
+	LastSeq int64
+}
+
+type runRow struct {
+	ID         string `gorm:"primaryKey"`
+	Kind       string
+	UserID     string
+	SessionID  string
+	PlanID     string
+	Status     string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt *time.Time
+}
+
+func (runRow) TableName() string { return "runs" }
+
+func (r runRow) run() Run {
+	return Run{ID: r.ID, Kind: r.Kind, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID, Status: r.Status,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+}
+
+// RunLogConfig configures a RunLog.
+type RunLogConfig struct {
+	// Linger is how long the writer waits after the first pending append
+	// before it commits, gathering more (default 2 ms).
+	Linger time.Duration
+	// MaxBatch bounds the events of one transaction (default 512).
+	MaxBatch int
+	// MaxText bounds a coalesced text event, in bytes (default 4 KiB).
+	MaxText int
+	// Retry says how a failed batch is retried (the defaults of
+	// RetryPolicy; a batch whose attempts are spent is tried again after
+	// MaxBackoff until it commits or the log is closed).
+	Retry RetryPolicy
+	// OnCommit receives each run's newly committed events in seq order,
+	// from the writer's goroutine; it must not block.
+	OnCommit func(runID string, evs []event.Envelope)
+	// OnFinish is called, after OnCommit of its last events, for each run
+	// whose Finish committed.
+	OnFinish func(runID string)
+	Now      func() time.Time
+	Logger   zerolog.Logger
+}
+
+// RunLog stores runs and their event logs, and group-commits appends. It is
+// safe for concurrent use. Start begins its writer; Close stops it after
+// committing what is pending.
+type RunLog struct {
+	db    *DB
+	store *Store
+	cfg   RunLogConfig
+
+	mu      sync.Mutex
+	runs    map[string]*runSeq
+	queue   []pendingEvent
+	finish  []pendingFinish
+	kick    chan struct{}
+	closed  bool
+	stopped chan struct{}
+	started bool
+}
+
+// runSeq is the writer's state of one open run.
+type runSeq struct {
+	next      int64 // seq of the next event
+	committed int64
+	flushed   chan struct{} // closed and replaced at each commit of this run
+}
+
+type pendingEvent struct {
+	runID string
+	env   event.Envelope
+}
+
+type pendingFinish struct {
+	runID, status string
+	at            time.Time
+}
+
+// NewRunLog returns a RunLog over db; Start its writer before appending.
+func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
+	if db == nil {
+		return nil, errors.New("persistence: NewRunLog: nil database")
+	}
+	if cfg.Linger <= 0 {
+		cfg.Linger = 2 * time.Millisecond
+	}
+	if cfg.MaxBatch <= 0 {
+		cfg.MaxBatch = 512
+	}
+	if cfg.MaxText <= 0 {
+		cfg.MaxText = 4 << 10
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.Retry = cfg.Retry.withDefaults()
+	store, err := NewStore(db, StoreConfig{Now: cfg.Now, Retry: cfg.Retry})
+	if err != nil {
+		return nil, err
+	}
+	return &RunLog{db: db, store: store, cfg: cfg, runs: map[string]*runSeq{}, kick: make(chan struct{}, 1),
+		stopped: make(chan struct{})}, nil
+}
+
+// Start starts the writer goroutine. Close ends it.
+func (l *RunLog) Start() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started || l.closed {
+		return
+	}
+	l.started = true
+	go l.write()
+}
+
+// Close commits what is pending and stops the writer. Appends after Close
+// fail.
+func (l *RunLog) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		<-l.stopped
+		return
+	}
+	l.closed = true
+	started := l.started
+	l.mu.Unlock()
+	l.signal()
+	if started {
+		<-l.stopped
+	} else {
+		close(l.stopped)
+	}
+}
+
+func (l *RunLog) signal() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ErrRunExists is the error of CreateRun for an id a run already has.
+var ErrRunExists = apperr.New(apperr.Conflict, "a run with this id exists")
+
+// CreateRun stores a new run (status running; ID, kind and user required)
+// and opens its log for appends from seq 1. A taken id is ErrRunExists.
+func (l *RunLog) CreateRun(ctx context.Context, r *Run) error {
+	if r.ID == "" || r.UserID == "" || r.Kind == "" {
+		return apperr.New(apperr.Internal, "persistence: a run needs an id, a user and a kind")
+	}
+	now := l.store.stamp()
+	row := runRow{ID: r.ID, Kind: r.Kind, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID, Status: RunRunning,
+		CreatedAt: now, UpdatedAt: now}
+	tried := false
+	err := l.store.do(ctx, func(g *gorm.DB) error {
+		err := g.Create(&row).Error
+		if tried && isUniqueViolation(err) {
+			// Our own insert whose answer was lost, or another's: tell
+			// them apart by the row.
+			var got runRow
+			if g.Where("id = ?", r.ID).Take(&got).Error == nil && got.CreatedAt.Equal(now) && got.UserID == r.UserID {
+				return nil
+			}
+		}
+		tried = true
+		return err
+	})
+	if isUniqueViolation(err) {
+		return ErrRunExists
+	}
+	if err != nil {
+		return dbErr("create run", err)
+	}
+	*r = row.run()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.runs[r.ID]; !ok {
+		l.runs[r.ID] = &runSeq{next: 1, flushed: make(chan struct{})}
+	}
+	return nil
+}
+
+// GetRun returns userID's run id (AnyUser: anyone's) with its last
+// committed seq; another user's run is NotFound.
+func (l *RunLog) GetRun(ctx context.Context, userID, id string) (Run, error) {
+	q, err := scopeUser(l.db.gorm.WithContext(ctx), "user_id", userID)
+	if err != nil {
+		return Run{}, err
+	}
+	var row runRow
+	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return Run{}, notFound("run", id)
+		}
+		return Run{}, dbErr("get run", err)
+	}
+	out := row.run()
+	var last *int64
+	if err := l.db.gorm.WithContext(ctx).Raw(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`, id).Scan(&last).Error; err != nil {
+		return Run{}, dbErr("get run", err)
+	}
+	if last != nil {
+		out.LastSeq = *last
+	}
+	return out, nil
+}
+
+// PlanRuns returns the runs that logged events about planID or ran it,
+// oldest first.
+func (l *RunLog) PlanRuns(ctx context.Context, planID string) ([]Run, error) {
+	var rows []runRow
+	err := l.db.gorm.WithContext(ctx).Where("plan_id = ? OR id IN (SELECT DISTINCT run_id FROM run_events WHERE plan_id = ?)", planID, planID).
+		Order("created_at, id").Find(&rows).Error
+	if err != nil {
+		return nil, dbErr("list plan runs", err)
+	}
+	out := make([]Run, len(rows))
+	for i, r := range rows {
+		out[i] = r.run()
+	}
+	return out, nil
+}
+
+type runEventRow struct {
+	RunID     string
+	Seq       int64
+	Type      string
+	PlanID    string
+	Data      string
+	CreatedAt time.Time
+}
+
+func (runEventRow) TableName() string { return "run_events" }
+
+// Events returns runID's committed events after seq after, in order, at
+// most limit (0: all).
+func (l *RunLog) Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error) {
+	q := l.db.gorm.WithContext(ctx).Where("run_id = ? AND seq > ?", runID, after).Order("seq")
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	var rows []runEventRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, dbErr("read run events", err)
+	}
+	return decodeEvents(rows)
+}
+
+// PlanEvent is an event of a plan's history with the run that logged it.
+type PlanEvent struct {
+	RunID string
+	event.Envelope
+}
+
+// PlanEvents returns the events about planID logged by runs (as PlanRuns
+// returns them), run by run, each run's in seq order.
+func (l *RunLog) PlanEvents(ctx context.Context, planID string, runs []Run) ([]PlanEvent, error) {
+	var rows []runEventRow
+	if err := l.db.gorm.WithContext(ctx).Where("plan_id = ?", planID).Order("seq").Find(&rows).Error; err != nil {
+		return nil, dbErr("read plan events", err)
+	}
+	byRun := map[string][]runEventRow{}
+	for _, r := range rows {
+		byRun[r.RunID] = append(byRun[r.RunID], r)
+	}
+	var out []PlanEvent
+	for _, run := range runs {
+		evs, err := decodeEvents(byRun[run.ID])
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range evs {
+			out = append(out, PlanEvent{RunID: run.ID, Envelope: e})
+		}
+	}
+	return out, nil
+}
+
+func decodeEvents(rows []runEventRow) ([]event.Envelope, error) {
+	out := make([]event.Envelope, 0, len(rows))
+	for _, r := range rows {
+		var e event.Envelope
+		if err := json.Unmarshal([]byte(r.Data), &e); err != nil {
+			return nil, apperr.Wrap(apperr.Internal, err, "decode event %d of run %s", r.Seq, r.RunID)
+		}
+		e.Seq = r.Seq
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Append queues e as runID's next event and returns its seq; it does not
+// wait for the commit (Sync does). A text delta that follows a text delta
+// of the same source still waiting for the writer joins it (and gets its
+// seq). runID must have been created by CreateRun in this process and not
+// finished.
+func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, apperr.New(apperr.Unavailable, "the run log is closed")
+	}
+	r, ok := l.runs[runID]
+	if !ok {
+		return 0, apperr.New(apperr.Internal, "persistence: run %s is not open for appends", runID)
+	}
+	if t, isText := e.Event.(event.Text); isText && len(l.queue) > 0 {
+		// Only the run's last queued event may take it: the writer has
+		// not seen it, so no one has.
+		for i := len(l.queue) - 1; i >= 0; i-- {
+			last := &l.queue[i]
+			if last.runID != runID {
+				continue
+			}
+			if lt, ok := last.env.Event.(event.Text); ok && last.env.Source == e.Source && len(lt.Content)+len(t.Content) <= l.cfg.MaxText {
+				last.env.Event = event.Text{Content: lt.Content + t.Content}
+				return last.env.Seq, nil
+			}
+			break
+		}
+	}
+	e.Seq = r.next
+	r.next++
+	l.queue = append(l.queue, pendingEvent{runID: runID, env: e})
+	l.signal()
+	return e.Seq, nil
+}
+
+// Finish records runID's end with status once its appended events are
+// committed (in the same batch as its last ones) and closes its log for
+// appends.
+func (l *RunLog) Finish(runID, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.finish = append(l.finish, pendingFinish{runID: runID, status: status, at: l.store.stamp()})
+	l.signal()
+}
+
+// Sync waits until every event appended to runID so far is committed (and
+// handed to OnCommit), or ctx ends.
+func (l *RunLog) Sync(ctx context.Context, runID string) error {
+	for {
+		l.mu.Lock()
+		r, ok := l.runs[runID]
+		if !ok || r.committed >= r.next-1 {
+			l.mu.Unlock()
+			return nil
+		}
+		ch := r.flushed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// write is the writer goroutine: it takes what is pending, commits it, and
+// hands it on, until Close.
+func (l *RunLog) write() {
+	defer close(l.stopped)
+	linger := time.NewTimer(0)
+	<-linger.C
+	for {
+		<-l.kick
+		l.mu.Lock()
+		closed := l.closed
+		l.mu.Unlock()
+		if !closed {
+			// Gather: appends that arrive meanwhile join this batch.
+			linger.Reset(l.cfg.Linger)
+			<-linger.C
+		}
+		for {
+			l.mu.Lock()
+			n := min(len(l.queue), l.cfg.MaxBatch)
+			batch := append([]pendingEvent(nil), l.queue[:n]...)
+			l.queue = append(l.queue[:0:0], l.queue[n:]...)
+			var fin []pendingFinish
+			if len(l.queue) == 0 {
+				fin, l.finish = l.finish, nil
+			}
+			closed = l.closed
+			l.mu.Unlock()
+			if len(batch) == 0 && len(fin) == 0 {
+				break
+			}
+			l.commit(batch, fin, closed)
+		}
+		if closed {
+			return
+		}
+	}
+}
+
+// commit writes one batch, retrying until it commits (or, once the log is
+// closed, until the retry policy gives up), then publishes it.
+func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool) {
+	rows := make([]runEventRow, len(batch))
+	for i, p := range batch {
+		data, err := json.Marshal(p.env)
+		if err != nil {
+			// A payload that cannot be encoded: log it as an error event
+			// so the run's seq has no gap.
+			l.cfg.Logger.Error().Err(err).Str("run_id", p.runID).Int64("seq", p.env.Seq).Msg("run log: encode event")
+			p.env.Event = event.Error{Error: event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}}
+			batch[i].env = p.env
+			data, _ = json.Marshal(p.env)
+		}
+		rows[i] = runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
+			Data: string(data), CreatedAt: Timestamp(p.env.TS)}
+	}
+	wait := l.cfg.Retry.Backoff
+	for attempt := 1; ; attempt++ {
+		err := l.tx(rows, fin, attempt > 1)
+		if err == nil {
+			break
+		}
+		l.cfg.Logger.Warn().Err(err).Int("attempt", attempt).Int("events", len(rows)).Msg("run log: commit failed; retrying")
+		if !transient(err) && attempt >= l.cfg.Retry.Attempts {
+			// Not a failure another attempt fixes: the batch is given up
+			// (logged), and its runs go on.
+			l.cfg.Logger.Error().Err(err).Int("events", len(rows)).Msg("run log: batch dropped")
+			break
+		}
+		if closing && attempt >= l.cfg.Retry.Attempts {
+			l.cfg.Logger.Error().Err(err).Int("events", len(rows)).Msg("run log: closing with an uncommitted batch")
+			break
+		}
+		if connectionLost(err) {
+			l.db.dropIdle()
+		}
+		time.Sleep(wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1)))
+		wait = min(2*wait, l.cfg.Retry.MaxBackoff)
+	}
+	l.publish(batch, fin)
+}
+
+// tx writes the batch in one transaction. After a failed attempt, rows that
+// are already there mean that attempt committed.
+func (l *RunLog) tx(rows []runEventRow, fin []pendingFinish, retry bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return l.db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if len(rows) > 0 {
+			if retry {
+				var n int64
+				if err := tx.Model(&runEventRow{}).Where("run_id = ? AND seq = ?", rows[0].RunID, rows[0].Seq).Count(&n).Error; err != nil {
+					return err
+				}
+				if n > 0 {
+					return nil // the earlier attempt committed; only its answer was lost
+				}
+			}
+			if err := insertEvents(tx, rows); err != nil {
+				return err
+			}
+		}
+		for _, f := range fin {
+			if err := tx.Model(&runRow{}).Where("id = ?", f.runID).
+				Updates(map[string]any{"status": f.status, "finished_at": f.at, "updated_at": f.at}).Error; err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// insertEvents writes rows with multi-row INSERTs (at most 100 rows, 600
+// parameters, per statement).
+func insertEvents(tx *gorm.DB, rows []runEventRow) error {
+	for len(rows) > 0 {
+		n := min(len(rows), 100)
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO run_events (run_id, seq, type, plan_id, data, created_at) VALUES ")
+		args := make([]any, 0, n*6)
+		for i, r := range rows[:n] {
+			if i > 0 {
+				sb.WriteByte(',')
+			}
+			sb.WriteString("(?,?,?,?,?,?)")
+			args = append(args, r.RunID, r.Seq, r.Type, r.PlanID, r.Data, r.CreatedAt)
+		}
+		if err := tx.Exec(sb.String(), args...).Error; err != nil {
+			return fmt.Errorf("insert run events: %w", err)
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
+// publish hands the committed batch on, run by run in seq order, and
+// closes finished runs' logs.
+func (l *RunLog) publish(batch []pendingEvent, fin []pendingFinish) {
+	var order []string
+	byRun := map[string][]event.Envelope{}
+	for _, p := range batch {
+		if _, ok := byRun[p.runID]; !ok {
+			order = append(order, p.runID)
+		}
+		byRun[p.runID] = append(byRun[p.runID], p.env)
+	}
+	if l.cfg.OnCommit != nil {
+		for _, id := range order {
+			l.cfg.OnCommit(id, byRun[id])
+		}
+	}
+	l.mu.Lock()
+	for _, id := range order {
+		if r, ok := l.runs[id]; ok {
+			evs := byRun[id]
+			r.committed = evs[len(evs)-1].Seq
+			close(r.flushed)
+			r.flushed = make(chan struct{})
+		}
+	}
+	for _, f := range fin {
+		if r, ok := l.runs[f.runID]; ok {
+			close(r.flushed)
+			delete(l.runs, f.runID)
+		}
+	}
+	l.mu.Unlock()
+	if l.cfg.OnFinish != nil {
+		for _, f := range fin {
+			l.cfg.OnFinish(f.runID)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package persistence_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// published collects what the log hands on after each commit.
+type published struct {
+	mu       sync.Mutex
+	events   map[string][]event.Envelope
+	finished map[string]bool
+}
+
+func (p *published) onCommit(runID string, evs []event.Envelope) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.events[runID] = append(p.events[runID], evs...)
+}
+
+func (p *published) onFinish(runID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finished[runID] = true
+}
+
+func openRunLog(t *testing.T, db *persistence.DB) (*persistence.RunLog, *published) {
+	t.Helper()
+	pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
+	l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
+		Retry: persistence.RetryPolicy{Backoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}})
+	require.NoError(t, err)
+	l.Start()
+	t.Cleanup(l.Close)
+	return l, pub
+}
+
+// appendRun appends n events to a run: a text delta every other event
+// (consecutive ones coalesce), tool calls between.
+func appendRun(t *testing.T, l *persistence.RunLog, runID string, n int) (text string) {
+	var sb strings.Builder
+	src := event.Source{Role: event.RolePlanner}
+	last := int64(0)
+	for i := range n {
+		var ev event.Event = event.Text{Content: fmt.Sprintf("t%d,", i)}
+		if i%3 == 2 {
+			ev = event.ToolCall{ToolCall: event.ToolCallInfo{ID: fmt.Sprint(i), Name: "echo", Arguments: []byte(`{}`)}}
+		} else {
+			sb.WriteString(fmt.Sprintf("t%d,", i))
+		}
+		seq, err := l.Append(runID, event.Envelope{TS: time.Now(), Source: src, Event: ev})
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, seq, last, "seqs never go back")
+		last = seq
+	}
+	return sb.String()
+}
+
+func TestRunLogContract(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		l, pub := openRunLog(t, db)
+
+		// Concurrent runs, each appended from its own goroutine.
+		const runs, perRun = 8, 150
+		texts := make([]string, runs)
+		var wg sync.WaitGroup
+		for i := range runs {
+			r := &persistence.Run{ID: fmt.Sprintf("run-%d", i), Kind: persistence.RunTurn, UserID: "alice", SessionID: "s"}
+			require.NoError(t, l.CreateRun(ctx, r))
+			require.Equal(t, persistence.RunRunning, r.Status)
+			wg.Go(func() {
+				texts[i] = appendRun(t, l, r.ID, perRun)
+				_, err := l.Append(r.ID, event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem},
+					Event: event.Done{FinishedReason: event.FinishedCompleted}})
+				require.NoError(t, err)
+				require.NoError(t, l.Sync(ctx, r.ID))
+				l.Finish(r.ID, persistence.RunCompleted)
+			})
+		}
+		wg.Wait()
+		// Finish commits in the writer's next batch: wait on the row.
+		for i := range runs {
+			id := fmt.Sprintf("run-%d", i)
+			require.Eventually(t, func() bool {
+				r, err := l.GetRun(ctx, "alice", id)
+				return err == nil && r.Status == persistence.RunCompleted && r.FinishedAt != nil
+			}, 30*time.Second, 5*time.Millisecond)
+		}
+
+		for i := range runs {
+			id := fmt.Sprintf("run-%d", i)
+			stored, err := l.Events(ctx, id, 0, 0)
+			require.NoError(t, err)
+			pub.mu.Lock()
+			live := pub.events[id]
+			require.True(t, pub.finished[id])
+			pub.mu.Unlock()
+			require.Equal(t, len(live), len(stored), "what was delivered is what was stored")
+			var text strings.Builder
+			for j, e := range stored {
+				require.EqualValues(t, j+1, e.Seq, "seqs are 1, 2, … without a gap")
+				require.Equal(t, live[j].Seq, e.Seq)
+				require.Equal(t, live[j].Event, e.Event, "live and replayed events are identical")
+				if tx, ok := e.Event.(event.Text); ok {
+					require.LessOrEqual(t, len(tx.Content), 4<<10)
+					text.WriteString(tx.Content)
+				}
+			}
+			require.Equal(t, texts[i], text.String(), "no delta lost or repeated")
+			require.Equal(t, event.TypeDone, stored[len(stored)-1].Event.Type())
+			run, err := l.GetRun(ctx, "alice", id)
+			require.NoError(t, err)
+			require.Equal(t, stored[len(stored)-1].Seq, run.LastSeq)
+
+			after, err := l.Events(ctx, id, 3, 2)
+			require.NoError(t, err)
+			require.Len(t, after, 2)
+			require.EqualValues(t, 4, after[0].Seq)
+		}
+
+		// Ids are unique; runs are their user's.
+		require.ErrorIs(t, l.CreateRun(ctx, &persistence.Run{ID: "run-0", Kind: persistence.RunTurn, UserID: "bob"}), persistence.ErrRunExists)
+		_, err := l.GetRun(ctx, "bob", "run-0")
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+		_, err = l.GetRun(ctx, persistence.AnyUser, "run-0")
+		require.NoError(t, err)
+		_, err = l.Append("run-0", event.Envelope{Event: event.Text{Content: "late"}})
+		require.Error(t, err, "a finished run takes no appends")
+	})
+}
+
+func TestRunLogPlanHistory(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		l, _ := openRunLog(t, db)
+		sys := event.Source{Role: event.RoleSystem}
+		add := func(run string, evs ...event.Event) {
+			for _, ev := range evs {
+				_, err := l.Append(run, event.Envelope{TS: time.Now(), Source: sys, Event: ev})
+				require.NoError(t, err)
+			}
+			require.NoError(t, l.Sync(ctx, run))
+		}
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "turn", Kind: persistence.RunTurn, UserID: "alice"}))
+		add("turn", event.AgentState{State: event.StateThinking}, event.PlanCreated{Plan: event.Plan{ID: "p1"}},
+			event.PlanReadyForReview{Plan: event.Plan{ID: "p1"}}, event.Done{})
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "approve", Kind: persistence.RunApprove, UserID: "alice", PlanID: "p1"}))
+		add("approve", event.StepStart{PlanID: "p1"}, event.Text{Content: "other"}, event.PlanComplete{PlanID: "p1"})
+
+		runs, err := l.PlanRuns(ctx, "p1")
+		require.NoError(t, err)
+		require.Len(t, runs, 2)
+		require.Equal(t, []string{"turn", "approve"}, []string{runs[0].ID, runs[1].ID})
+		evs, err := l.PlanEvents(ctx, "p1", runs)
+		require.NoError(t, err)
+		var got []string
+		for _, e := range evs {
+			got = append(got, fmt.Sprintf("%s:%d:%s", e.RunID, e.Seq, e.Event.Type()))
+		}
+		require.Equal(t, []string{"turn:2:plan_created", "turn:3:plan_ready_for_review", "approve:1:step_start", "approve:3:plan_complete"}, got)
+	})
+}
+
+// TestRunLogSurvivesTerminatedConnections: the writer's connections are
+// terminated while runs append; every event is committed once.
+func TestRunLogSurvivesTerminatedConnections(t *testing.T) {
+	t.Parallel()
+	cfg := dbtest.Config(t, persistence.DriverPostgres)
+	ctx := context.Background()
+	db, err := persistence.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Migrate(ctx)
+	require.NoError(t, err)
+	l, pub := openRunLog(t, db)
+	const runs, perRun = 4, 200
+	var wg sync.WaitGroup
+	for i := range runs {
+		id := fmt.Sprintf("r%d", i)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice"}))
+		wg.Go(func() {
+			for j := range perRun {
+				_, err := l.Append(id, event.Envelope{TS: time.Now(), Event: event.ToolCall{ToolCall: event.ToolCallInfo{ID: fmt.Sprint(j)}}})
+				require.NoError(t, err)
+				if j%50 == 25 {
+					require.NoError(t, l.Sync(ctx, id))
+				}
+			}
+		})
+	}
+	// Terminate while the runs append (at least once; the appends do not
+	// wait for it).
+	for range 3 {
+		dbtest.TerminateBackends(t, cfg.DSN)
+	}
+	wg.Wait()
+	for i := range runs {
+		id := fmt.Sprintf("r%d", i)
+		require.NoError(t, l.Sync(ctx, id))
+		stored, err := l.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, stored, perRun)
+		for j, e := range stored {
+			require.EqualValues(t, j+1, e.Seq)
+			require.Equal(t, fmt.Sprint(j), e.Event.(event.ToolCall).ToolCall.ID)
+		}
+		pub.mu.Lock()
+		require.Len(t, pub.events[id], perRun, "each event is handed on once")
+		pub.mu.Unlock()
+	}
+}

@@ -1,0 +1,155 @@
+package event
+
+import "sync"
+
+// PlanOf returns the plan an event is about: its source's plan, else the
+// plan its payload names; empty when it is about none. A plan's history
+// (GET /api/plans/{id}/events) is the events of every run that PlanOf
+// assigns to it.
+func PlanOf(e Envelope) string {
+	if e.Source.PlanID != "" {
+		return e.Source.PlanID
+	}
+	switch ev := e.Event.(type) {
+	case PlanCreated:
+		return ev.Plan.ID
+	case PlanRevised:
+		return ev.Plan.ID
+	case PlanReadyForReview:
+		return ev.Plan.ID
+	case PlanReview:
+		return ev.PlanID
+	case StepStart:
+		return ev.PlanID
+	case StepComplete:
+		return ev.PlanID
+	case ExecutorSpawned:
+		return ev.PlanID
+	case ExecutorResult:
+		return ev.PlanID
+	case PlanComplete:
+		return ev.PlanID
+	}
+	return ""
+}
+
+// Feed is the in-process delivery side of the run log: the log's writer
+// publishes each run's events once they are committed, in seq order, and
+// followers of a run or a plan read them from here and wait on its wake
+// channels. A Feed keeps the committed events of the runs that are live in
+// this process; a run that is not (it finished, or another process runs it)
+// is read from the store. It is safe for concurrent use.
+type Feed struct {
+	mu    sync.Mutex
+	runs  map[string]*feedRun
+	plans map[string]chan struct{}
+}
+
+type feedRun struct {
+	events []Envelope // committed, seq 1.. (events[i].Seq == base+i+1)
+	base   int64
+	wake   chan struct{}
+	plans  map[string]bool // the plans its events were about
+}
+
+// NewFeed returns an empty Feed.
+func NewFeed() *Feed {
+	return &Feed{runs: map[string]*feedRun{}, plans: map[string]chan struct{}{}}
+}
+
+// Open starts holding runID's events from seq after+1 on (a new run: 0).
+func (f *Feed) Open(runID string, after int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.runs[runID]; !ok {
+		f.runs[runID] = &feedRun{base: after, wake: make(chan struct{}), plans: map[string]bool{}}
+	}
+}
+
+// Publish adds committed events of runID (in seq order) and wakes its
+// followers, and those of every plan the events are about.
+func (f *Feed) Publish(runID string, evs []Envelope) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.runs[runID]; ok && len(evs) > 0 {
+		for _, e := range evs {
+			if e.Seq == r.base+int64(len(r.events))+1 {
+				r.events = append(r.events, e)
+			}
+		}
+		close(r.wake)
+		r.wake = make(chan struct{})
+	}
+	for _, e := range evs {
+		if p := PlanOf(e); p != "" {
+			if r, ok := f.runs[runID]; ok {
+				r.plans[p] = true
+			}
+			f.wakePlan(p)
+		}
+	}
+}
+
+func (f *Feed) wakePlan(planID string) {
+	if ch, ok := f.plans[planID]; ok {
+		close(ch)
+		delete(f.plans, planID)
+	}
+}
+
+// Close stops holding runID's events (the run is over and its last events
+// are committed): its followers, and the watchers of the plans it was
+// about, are woken and read the rest from the store.
+func (f *Feed) Close(runID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.runs[runID]; ok {
+		close(r.wake)
+		delete(f.runs, runID)
+		for p := range r.plans {
+			f.wakePlan(p)
+		}
+	}
+}
+
+// Since returns runID's committed events after seq after, and a channel
+// closed when more are committed or the run closes. ok is false when the
+// feed cannot answer (the run is not live here, or after is older than what
+// it holds): read the store then, and wait on wake, which is nil for a run
+// that is not live here.
+func (f *Feed) Since(runID string, after int64) (evs []Envelope, wake <-chan struct{}, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, live := f.runs[runID]
+	if !live {
+		return nil, nil, false
+	}
+	if after < r.base {
+		return nil, r.wake, false
+	}
+	if i := after - r.base; i < int64(len(r.events)) {
+		evs = append([]Envelope(nil), r.events[i:]...)
+	}
+	return evs, r.wake, true
+}
+
+// Live reports whether runID is live in this process.
+func (f *Feed) Live(runID string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.runs[runID]
+	return ok
+}
+
+// PlanWake returns a channel closed when an event about planID is next
+// published, or a run that published one closes.
+func (f *Feed) PlanWake(planID string) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, ok := f.plans[planID]
+	if !ok {
+		ch = make(chan struct{})
+		f.plans[planID] = ch
+	}
+	return ch
+}
