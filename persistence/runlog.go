@@ -46,20 +46,8 @@ const (
 	RunCancelled = "cancelled"
 )
 
-// Run is one run's row.
-type Run struct {
-	ID         string
-	Kind       string
-	UserID     string
-	SessionID  string
-	PlanID     string
-	Status     string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	FinishedAt *time.Time
-	// LastSeq is the seq of the run's last committed event (read only).
-	LastSeq int64
-}
+// Run is one run's row (event.Run).
+type Run = event.Run
 
 type runRow struct {
 	ID         string `gorm:"primaryKey"`
@@ -309,11 +297,8 @@ func (l *RunLog) Events(ctx context.Context, runID string, after int64, limit in
 	return decodeEvents(rows)
 }
 
-// PlanEvent is an event of a plan's history with the run that logged it.
-type PlanEvent struct {
-	RunID string
-	event.Envelope
-}
+// PlanEvent is an event of a plan's history with its run (event.PlanEvent).
+type PlanEvent = event.PlanEvent
 
 // PlanEvents returns the events about planID logged by runs (as PlanRuns
 // returns them), run by run, each run's in seq order.

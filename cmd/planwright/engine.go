@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
@@ -49,6 +50,8 @@ func engineOptions() fx.Option {
 			newAgentRunner,
 			newOrchestrator,
 			newChatService,
+			event.NewFeed,
+			newRunLog,
 			fx.Annotate(newAPIRoutes, fx.ResultTags(`group:"routes"`)),
 		),
 		fx.Invoke(recoverInterruptedPlans, installDefaultDefinition),
@@ -174,8 +177,24 @@ func newChatService(cfg config.Config, store *persistence.Store, runner *agents.
 			Plans: orch, Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }
 
+// newRunLog starts the run log's writer, which publishes committed events to
+// the feed; it stops (after committing what is pending) when the app stops,
+// after the HTTP server drained and before the database closes.
+func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed *event.Feed, log zerolog.Logger) (*persistence.RunLog, error) {
+	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close,
+		Logger: log.With().Str("component", "runlog").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	runs.Start()
+	stop := sync.OnceValue(func() error { runs.Close(); return nil })
+	res.add(stop)
+	lc.Append(fx.StopHook(stop))
+	return runs, nil
+}
+
 func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
-	m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
+	runs *persistence.RunLog, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
 	mode := httpapi.AuthNone
 	if cfg.Auth.Mode == config.AuthAPIKey {
 		mode = httpapi.AuthAPIKey
@@ -193,6 +212,8 @@ func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service
 			return err == nil
 		},
 		AnyUser: persistence.AnyUser,
+		Runs:    runs,
+		Feed:    feed,
 		Metrics: m,
 		Stream:  event.StreamConfig{KeepAlive: cfg.Server.KeepaliveInterval},
 		Logger:  log,

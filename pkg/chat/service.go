@@ -390,7 +390,7 @@ func (t *Turn) Open(ctx context.Context) error {
 // the client hears from it before any database work.
 func (t *Turn) AnnounceThinking(ctx context.Context, em event.Emitter) {
 	t.announced = true
-	em.With(event.Source{Role: event.RoleSystem}).Emit(ctx, event.AgentState{State: event.StateThinking})
+	em.With(event.Source{Role: event.RoleSystem}).Emit(ctx, event.AgentState{State: event.StateThinking, RunID: t.RunID})
 }
 
 func (s *Service) register(user string, t *Turn) error {
@@ -554,7 +554,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	if !t.announced {
 		t.AnnounceThinking(ctx, em)
 	}
-	sys.Emit(ctx, event.Session{Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
+	sys.Emit(ctx, event.Session{RunID: t.RunID, Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, Title: t.Session.Title}})
 	if t.FocusEvent != nil {
 		sys.Emit(ctx, t.FocusEvent)

@@ -95,6 +95,9 @@ type SessionInfo struct {
 // Session announces the session a turn runs in.
 type Session struct {
 	Session SessionInfo `json:"session"`
+	// RunID is the run whose log the stream views (rejoin it at GET
+	// /api/runs/{id}/events).
+	RunID string `json:"run_id,omitempty"`
 }
 
 // AgentState values.
@@ -108,6 +111,9 @@ const (
 type AgentState struct {
 	State   string `json:"state"`
 	Details string `json:"details,omitempty"`
+	// RunID is set in a run's first event: the run whose log the stream
+	// views.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // ContextUsage estimates the prompt size against the role's budget.

@@ -1,6 +1,9 @@
 package event
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // PlanOf returns the plan an event is about: its source's plan, else the
 // plan its payload names; empty when it is about none. A plan's history
@@ -152,4 +155,26 @@ func (f *Feed) PlanWake(planID string) <-chan struct{} {
 		f.plans[planID] = ch
 	}
 	return ch
+}
+
+// Run is a run as its log records it: a chat turn or a plan operation
+// (approve, resume) whose events are numbered 1, 2, … (seq).
+type Run struct {
+	ID         string
+	Kind       string
+	UserID     string
+	SessionID  string
+	PlanID     string
+	Status     string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	FinishedAt *time.Time
+	// LastSeq is the seq of the run's last committed event (when read).
+	LastSeq int64
+}
+
+// PlanEvent is an event of a plan's history with the run that logged it.
+type PlanEvent struct {
+	RunID string
+	Envelope
 }

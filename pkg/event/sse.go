@@ -12,13 +12,22 @@ import (
 // `data: <json>` and a blank line. JSON never contains a raw newline, so the
 // data fits one `data:` line.
 func WriteFrame(w io.Writer, e Envelope) error {
+	return WriteFrameID(w, strconv.FormatInt(e.Seq, 10), e)
+}
+
+// WriteFrameID writes e as one SSE frame with the given id (a plan's
+// history uses ids of the form <run>:<seq>).
+func WriteFrameID(w io.Writer, id string, e Envelope) error {
+	if strings.ContainsAny(id, "\r\n") {
+		return fmt.Errorf("event: id %q spans lines", id)
+	}
 	data, err := json.Marshal(e)
 	if err != nil {
 		return err
 	}
 	buf := make([]byte, 0, len(data)+48)
 	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, e.Seq, 10)
+	buf = append(buf, id...)
 	buf = append(buf, "\nevent: "...)
 	buf = append(buf, e.Event.Type()...)
 	buf = append(buf, "\ndata: "...)

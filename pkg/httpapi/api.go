@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 
@@ -64,6 +65,12 @@ type APIConfig struct {
 	Metrics *metrics.Metrics
 	// Stream configures each SSE stream's buffer and keep-alives.
 	Stream event.StreamConfig
+	// Runs and Feed, when set (both), make every stream a view of the run
+	// log and serve /api/runs (see runs.go).
+	Runs RunLog
+	Feed *event.Feed
+	// NewID makes run ids (default UUIDv7).
+	NewID  func() string
 	Now    func() time.Time
 	Logger zerolog.Logger
 }
@@ -85,6 +92,12 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.NewID == nil {
+		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	if (cfg.Runs == nil) != (cfg.Feed == nil) {
+		return nil, errors.New("httpapi: APIConfig.Runs and APIConfig.Feed go together")
+	}
 	if cfg.Auth.Logger.GetLevel() == zerolog.NoLevel {
 		cfg.Auth.Logger = cfg.Logger
 	}
@@ -105,6 +118,10 @@ func (a *API) Routes(e *echo.Echo) {
 	g.POST("/agent/prewarm", a.prewarm)
 	g.GET("/sessions", a.listSessions)
 	g.GET("/sessions/:id", a.getSession)
+	if a.logged() {
+		g.GET("/runs/:id", a.getRun)
+		g.GET("/runs/:id/events", a.runEvents)
+	}
 	if a.cfg.PlanStore != nil {
 		g.GET("/plans", a.listPlans)
 		g.GET("/plans/:id", a.getPlan)

@@ -80,6 +80,7 @@ type chatEnv struct {
 	routes []string
 	logs   *syncBuffer
 	srv    *httpapi.Server
+	runs   *persistence.RunLog
 }
 
 func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
@@ -134,8 +135,14 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		require.NoError(t, store.CreateKey(context.Background(), key))
 		env.keys[u] = secret
 	}
+	feed := event.NewFeed()
+	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger})
+	require.NoError(t, err)
+	runs.Start()
+	t.Cleanup(runs.Close)
+	env.runs = runs
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		PlanStore: store, Plans: orch, Definitions: store, Projects: store, AnyUser: persistence.AnyUser}
+		PlanStore: store, Plans: orch, Definitions: store, Projects: store, AnyUser: persistence.AnyUser, Runs: runs, Feed: feed}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -168,7 +168,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		}
 		return c.JSON(http.StatusOK, out)
 	}
-	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
+	produce := func(ctx context.Context, em event.Emitter) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
 		out, err := run(ctx, em)
 		finished := event.FinishedCompleted
@@ -180,7 +180,20 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 			finished = event.FinishedCancelled
 		}
 		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: out.Usage, SessionID: p.SessionID, MessageID: out.MessageID})
-	})
+	}
+	if a.logged() {
+		kind := "approve"
+		if c.Path() == "/api/plans/:id/resume" {
+			kind = "resume"
+		}
+		r := event.Run{ID: a.cfg.NewID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
+		c.Set(LogRunID, r.ID)
+		return a.serveRun(c, r, nil, func(ctx context.Context, em event.Emitter) {
+			em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
+			produce(ctx, em)
+		})
+	}
+	return a.serveStream(c, produce)
 }
 
 func errorInfoOf(err error) event.ErrorInfo {
@@ -228,6 +241,9 @@ func (a *API) watchPlan(c echo.Context) error {
 	plan, err := a.planFor(c, true)
 	if err != nil {
 		return err
+	}
+	if a.logged() {
+		return a.watchPlanLog(c, plan)
 	}
 	w := a.cfg.Plans.Hub().Subscribe(plan.ID) // before the check: no event falls between
 	live := a.cfg.Plans.Running(plan.ID)

@@ -79,6 +79,9 @@ func (a *API) stream(c echo.Context) error {
 		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
 		return a.turnJSON(c, turn, body.PlanMode)
 	}
+	if a.logged() {
+		return a.streamTurnLogged(c, turn, body.PlanMode, opened)
+	}
 	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
 		// The first event goes out before any database work, so time to
 		// first event never queues behind the connection pool.
@@ -98,12 +101,75 @@ func (a *API) stream(c echo.Context) error {
 	})
 }
 
+// streamTurnLogged streams a turn as a view of its run's log. Its first
+// event, agent_state thinking with the run id, is written as seq 1 before
+// any database work; then the session and message are stored, the run
+// created (its log starts with that same event), and the turn runs.
+func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, planMode string, opened func(context.Context) context.Context) error {
+	ctx := c.Request().Context()
+	openSSE(c)
+	var first event.Envelope
+	turn.AnnounceThinking(ctx, event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+		e.Seq = 1
+		first = e
+		w := c.Response()
+		_ = event.WriteFrame(w, e)
+		w.Flush()
+	}), event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	openErr := turn.Open(ctx)
+	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
+	if run.UserID == "" {
+		run.UserID = PrincipalOf(c).UserID
+	}
+	produce := func(ctx context.Context, em event.Emitter) {
+		sys := em.With(event.Source{Role: event.RoleSystem})
+		if openErr != nil {
+			sys.Emit(ctx, event.Error{Error: errorInfoOf(openErr)})
+			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
+			return
+		}
+		ctx = opened(ctx)
+		if turn.Replay != nil {
+			replay(ctx, em, turn)
+			return
+		}
+		turn.Run(ctx, em, planMode)
+	}
+	err := a.serveRun(c, run, &first, produce)
+	if apperr.CodeOf(err) == apperr.Conflict {
+		// The run id names a run already: the client rejoins it when it
+		// is theirs (a retry of a finished turn), else it is told.
+		if r, gerr := a.cfg.Runs.GetRun(ctx, PrincipalOf(c).UserID, run.ID); gerr == nil {
+			w := c.Response()
+			_ = a.follow(ctx, w, func() { w.Flush() }, r.ID, 1)
+			return nil
+		}
+		w := c.Response()
+		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+			Event: event.Error{Error: errorInfoOf(apperr.New(apperr.Conflict, "stream_run_id %s names another run", run.ID))}})
+		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+			Event: event.Done{FinishedReason: event.FinishedError}})
+		w.Flush()
+		return nil
+	}
+	if err != nil {
+		a.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("create run")
+		w := c.Response()
+		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+			Event: event.Error{Error: errorInfoOf(err)}})
+		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+			Event: event.Done{FinishedReason: event.FinishedError}})
+		w.Flush()
+	}
+	return nil
+}
+
 // replay answers a repeat of a finished turn with a short stream: the
 // session, the stored answer, and done marked as a replay (after the
 // agent_state thinking the handler sent).
 func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 	sys := em.With(event.Source{Role: event.RoleSystem})
-	sys.Emit(ctx, event.Session{Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
+	sys.Emit(ctx, event.Session{RunID: t.RunID, Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, Title: t.Session.Title}})
 	if t.Replay.Content != "" {
 		em.With(event.Source{Role: event.RolePlanner}).Emit(ctx, event.Text{Content: t.Replay.Content})

@@ -1,0 +1,445 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
+)
+
+// Streams are views of the run log. A producer (a turn, a plan's approval
+// or resume) emits into a sink that appends each event to its run's log;
+// the log's writer group-commits the appends and publishes them to the
+// Feed; every client of the run — the one that started it, and any number
+// that join at GET /api/runs/{id}/events — follows the log from the seq
+// after the last one it has, from the Feed while the run is live in this
+// process and from the store otherwise. So a client sees only committed
+// events, the SSE id is the run's seq, and a rejoin with Last-Event-ID gets
+// exactly the events it missed.
+
+// RunLog is the durable log of runs (persistence.RunLog implements it).
+type RunLog interface {
+	// CreateRun stores a new running run; an id taken already is a
+	// Conflict.
+	CreateRun(ctx context.Context, r *event.Run) error
+	// GetRun returns userID's run (AnyUser: anyone's); another user's is
+	// NotFound.
+	GetRun(ctx context.Context, userID, id string) (event.Run, error)
+	// Append queues e as the run's next event and returns its seq.
+	Append(runID string, e event.Envelope) (int64, error)
+	// Sync waits until the run's appended events are committed.
+	Sync(ctx context.Context, runID string) error
+	// Finish records the run's end after its last events.
+	Finish(runID, status string)
+	// Events returns the run's committed events after seq after.
+	Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error)
+	// PlanRuns returns the runs that ran planID or logged events about it.
+	PlanRuns(ctx context.Context, planID string) ([]event.Run, error)
+	// PlanEvents returns the events about planID of runs, run by run.
+	PlanEvents(ctx context.Context, planID string, runs []event.Run) ([]event.PlanEvent, error)
+}
+
+// Run statuses, as the run log stores them.
+const (
+	runCompleted = "completed"
+	runFailed    = "failed"
+	runCancelled = "cancelled"
+)
+
+// pollInterval is how often a follower of a run that is not live in this
+// process (another replica runs it) reads the store for more.
+const pollInterval = 250 * time.Millisecond
+
+// logged reports whether streams are views of the run log.
+func (a *API) logged() bool { return a.cfg.Runs != nil && a.cfg.Feed != nil }
+
+// logSink appends a run's events to its log. It remembers how the run
+// ended (its done event).
+type logSink struct {
+	api   *API
+	runID string
+	mu    sync.Mutex
+	done  *event.Done
+}
+
+func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil {
+		return // done is always last
+	}
+	if d, ok := e.Event.(event.Done); ok {
+		s.done = &d
+	}
+	if _, err := s.api.cfg.Runs.Append(s.runID, e); err != nil {
+		s.api.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", s.runID).Msg("append to the run log")
+	}
+}
+
+// status is the run's status from its done event (failed without one).
+func (s *logSink) status() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		return runFailed
+	}
+	switch s.done.FinishedReason {
+	case event.FinishedCompleted, event.FinishedLimit:
+		return runCompleted
+	case event.FinishedCancelled:
+		return runCancelled
+	}
+	return runFailed
+}
+
+// openSSE writes the headers of an event stream.
+func openSSE(c echo.Context) {
+	w := c.Response()
+	h := w.Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+}
+
+// serveRun creates run, streams it to the client as a view of its log
+// (after seq after: events the handler already wrote), and runs produce
+// with an emitter that appends to the log. first, when set, is the run's
+// first event, already sent to the client as seq 1 before the run existed:
+// it is appended first. The stream ends after the run's done event.
+func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, produce func(ctx context.Context, em event.Emitter)) error {
+	ctx := c.Request().Context()
+	if err := a.cfg.Runs.CreateRun(ctx, &run); err != nil {
+		return err
+	}
+	a.cfg.Feed.Open(run.ID, 0)
+	sink := &logSink{api: a, runID: run.ID}
+	var after int64
+	if first != nil {
+		sink.Emit(ctx, *first)
+		after = 1
+	} else {
+		openSSE(c)
+	}
+	if m := a.cfg.Metrics; m != nil {
+		m.StreamOpened()
+		defer m.StreamClosed()
+	}
+	w := c.Response()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = a.follow(ctx, w, func() { w.Flush() }, run.ID, after)
+	})
+	work, stop := workContext(c)
+	defer stop()
+	guard := &shutdownSink{next: sink, work: work, req: ctx, now: a.cfg.Now}
+	produce(work, event.NewEmitter(guard, event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	guard.finish()
+	if !sink.ended() {
+		// Every run ends with done, also one whose producer forgot.
+		sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+			Event: event.Done{FinishedReason: event.FinishedError}})
+	}
+	a.cfg.Runs.Finish(run.ID, sink.status())
+	wg.Wait()
+	return nil
+}
+
+func (s *logSink) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done != nil
+}
+
+// follow writes runID's events after seq after to w as SSE frames, waiting
+// for more, until it wrote done or ctx ended. A run that is not live here
+// and is over without done (its process died) ends the stream.
+func (a *API) follow(ctx context.Context, w io.Writer, flush func(), runID string, after int64) error {
+	keep := time.NewTicker(a.keepAlive())
+	defer keep.Stop()
+	for {
+		evs, wake, ok := a.cfg.Feed.Since(runID, after)
+		if !ok {
+			var err error
+			if evs, err = a.cfg.Runs.Events(ctx, runID, after, 500); err != nil {
+				return err
+			}
+		}
+		for _, e := range evs {
+			if err := event.WriteFrame(w, e); err != nil {
+				return err
+			}
+			after = e.Seq
+		}
+		if len(evs) > 0 {
+			flush()
+			keep.Reset(a.keepAlive())
+			if evs[len(evs)-1].Event.Type() == event.TypeDone {
+				return nil
+			}
+			if !ok {
+				continue // there may be more in the store
+			}
+		}
+		var poll *time.Timer
+		pollC := (<-chan time.Time)(nil)
+		if wake == nil {
+			// Not live here: finished (without done), or run elsewhere.
+			r, err := a.cfg.Runs.GetRun(ctx, a.cfg.AnyUser, runID)
+			if err != nil {
+				return err
+			}
+			if r.FinishedAt != nil && r.LastSeq <= after {
+				return nil
+			}
+			poll = time.NewTimer(pollInterval)
+			pollC = poll.C
+		}
+		var err error
+		select {
+		case <-wake:
+		case <-pollC:
+		case <-keep.C:
+			if err = event.WriteComment(w, "keep-alive"); err == nil {
+				flush()
+			}
+		case <-ctx.Done():
+			err = context.Cause(ctx)
+		}
+		if poll != nil {
+			poll.Stop()
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (a *API) keepAlive() time.Duration {
+	if a.cfg.Stream.KeepAlive > 0 {
+		return a.cfg.Stream.KeepAlive
+	}
+	return 15 * time.Second
+}
+
+// lastEventID is where a client resumes: the Last-Event-ID header, else the
+// after query parameter; empty when it gave neither.
+func lastEventID(c echo.Context) string {
+	if id := strings.TrimSpace(c.Request().Header.Get("Last-Event-ID")); id != "" {
+		return id
+	}
+	return strings.TrimSpace(c.QueryParam("after"))
+}
+
+// RunView is a run as the API returns it.
+type RunView struct {
+	ID         string     `json:"id"`
+	Kind       string     `json:"kind"`
+	Status     string     `json:"status"`
+	SessionID  string     `json:"session_id,omitempty"`
+	PlanID     string     `json:"plan_id,omitempty"`
+	LastSeq    int64      `json:"last_seq"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+// runFor finds the caller's run (like sessions, a run is its user's only).
+func (a *API) runFor(c echo.Context) (event.Run, error) {
+	id := c.Param("id")
+	c.Set(LogRunID, id)
+	return a.cfg.Runs.GetRun(c.Request().Context(), PrincipalOf(c).UserID, id)
+}
+
+func (a *API) getRun(c echo.Context) error {
+	r, err := a.runFor(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, RunView{ID: r.ID, Kind: r.Kind, Status: r.Status, SessionID: r.SessionID, PlanID: r.PlanID,
+		LastSeq: r.LastSeq, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt})
+}
+
+// runEvents streams a run's events after Last-Event-ID (or ?after=N), then
+// live, ending with done.
+func (a *API) runEvents(c echo.Context) error {
+	var after int64
+	if s := lastEventID(c); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return apperr.Invalidf([]apperr.FieldError{{Field: "after", Message: "must be a seq (a number from 0)"}}, "invalid Last-Event-ID")
+		}
+		after = n
+	}
+	r, err := a.runFor(c)
+	if err != nil {
+		return err
+	}
+	openSSE(c)
+	if m := a.cfg.Metrics; m != nil {
+		m.StreamOpened()
+		defer m.StreamClosed()
+	}
+	w := c.Response()
+	_ = a.follow(c.Request().Context(), w, func() { w.Flush() }, r.ID, after)
+	return nil
+}
+
+// planCursor is a position in a plan's history: an event of one of its
+// runs. Its SSE id is "<run>:<seq>".
+type planCursor struct {
+	run string
+	seq int64
+}
+
+func (p planCursor) String() string { return p.run + ":" + strconv.FormatInt(p.seq, 10) }
+
+func parsePlanCursor(s string) (planCursor, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i <= 0 {
+		return planCursor{}, errors.New("want <run>:<seq>")
+	}
+	n, err := strconv.ParseInt(s[i+1:], 10, 64)
+	if err != nil || n < 0 {
+		return planCursor{}, errors.New("want <run>:<seq>")
+	}
+	return planCursor{run: s[:i], seq: n}, nil
+}
+
+// planTerminal reports whether a plan ended for good.
+func planTerminal(s planning.Status) bool {
+	switch s {
+	case planning.StatusCompleted, planning.StatusFailed, planning.StatusCancelled, planning.StatusRejected:
+		return true
+	}
+	return false
+}
+
+// watchPlanLog streams a plan's whole history across its runs — ids
+// "<run>:<seq>", resumable with Last-Event-ID — then follows it live,
+// through review and the runs that start later, until the plan ended and
+// none of its runs is running; then done. The runs' own done events are
+// left out.
+func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
+	var cur planCursor
+	if s := lastEventID(c); s != "" {
+		var err error
+		if cur, err = parsePlanCursor(s); err != nil {
+			return apperr.Invalidf([]apperr.FieldError{{Field: "after", Message: err.Error()}}, "invalid Last-Event-ID")
+		}
+	}
+	ctx := c.Request().Context()
+	openSSE(c)
+	if m := a.cfg.Metrics; m != nil {
+		m.StreamOpened()
+		defer m.StreamClosed()
+	}
+	w := c.Response()
+	work, stop := workContext(c)
+	defer stop()
+	keep := time.NewTicker(a.keepAlive())
+	defer keep.Stop()
+	sys := event.Source{Role: event.RoleSystem, PlanID: plan.ID}
+	end := func(reason string) {
+		final, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), a.readerOf(PrincipalOf(c)), plan.ID)
+		if err != nil {
+			final = plan
+		}
+		done := event.Envelope{TS: a.cfg.Now().UTC(), Source: sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
+			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens,
+				TotalTokens: final.Usage.InputTokens + final.Usage.OutputTokens}}}
+		_ = event.WriteFrameID(w, cur.String(), done)
+		w.Flush()
+	}
+	for first := true; ; first = false {
+		wake := a.cfg.Feed.PlanWake(plan.ID) // before reading: no event falls between
+		runs, err := a.cfg.Runs.PlanRuns(ctx, plan.ID)
+		if err != nil {
+			return nil
+		}
+		evs, err := a.cfg.Runs.PlanEvents(ctx, plan.ID, runs)
+		if err != nil {
+			return nil
+		}
+		if first && len(evs) == 0 && cur.run == "" && planTerminal(plan.Status) {
+			// A plan older than the run log: its history from its rows.
+			rec := &event.Recorder{}
+			replayPlan(ctx, event.NewEmitter(rec, sys, a.cfg.Now), plan)
+			for i, e := range rec.Events() {
+				e.Seq = int64(i + 1)
+				_ = event.WriteFrameID(w, planCursor{seq: e.Seq}.String(), e)
+			}
+			end(finishedOf(plan.Status))
+			return nil
+		}
+		start := 0
+		if cur.run != "" {
+			for i, e := range evs {
+				if e.RunID == cur.run && e.Seq == cur.seq {
+					start = i + 1
+					break
+				}
+			}
+		}
+		wrote := false
+		for _, e := range evs[start:] {
+			cur = planCursor{run: e.RunID, seq: e.Seq}
+			if e.Event.Type() == event.TypeDone {
+				continue
+			}
+			if err := event.WriteFrameID(w, cur.String(), e.Envelope); err != nil {
+				return nil
+			}
+			wrote = true
+		}
+		if wrote {
+			w.Flush()
+			keep.Reset(a.keepAlive())
+		}
+		running := false
+		for _, r := range runs {
+			running = running || r.FinishedAt == nil
+		}
+		if !running {
+			now, err := a.cfg.PlanStore.PlanFor(ctx, a.readerOf(PrincipalOf(c)), plan.ID)
+			if err == nil && planTerminal(now.Status) {
+				end(finishedOf(now.Status))
+				return nil
+			}
+		}
+		poll := time.NewTimer(pollInterval * 4)
+		select {
+		case <-wake:
+		case <-poll.C:
+		case <-keep.C:
+			_ = event.WriteComment(w, "keep-alive")
+			w.Flush()
+		case <-work.Done():
+			poll.Stop()
+			if shuttingDown(work) {
+				_ = event.WriteFrameID(w, cur.String(), event.Envelope{TS: a.cfg.Now().UTC(), Source: sys, Event: shutdownError()})
+				end(event.FinishedCancelled)
+			}
+			return nil
+		}
+		poll.Stop()
+	}
+}
+
+func finishedOf(s planning.Status) string {
+	if s == planning.StatusCancelled {
+		return event.FinishedCancelled
+	}
+	return event.FinishedCompleted
+}
