@@ -437,3 +437,20 @@ func FuzzParse(f *testing.F) {
 		_, _ = m.GenerateContent(llm.WithRole(ctx, "planner"), []llms.MessageContent{human("x")}, offer("a"))
 	})
 }
+
+// A model serving a long-running process keeps only its latest calls.
+func TestCallsKeepsTheLatest(t *testing.T) {
+	t.Parallel()
+	m := parse(t, "default:\n  reply: {text: ok}\n")
+	n := 2*scripted.KeptCalls + 10
+	for i := range n {
+		generate(t, m, "planner", []llms.MessageContent{human(fmt.Sprintf("call %d", i))})
+		if i == 5 {
+			require.Len(t, m.Calls(), 6, "below the bound every call is kept")
+		}
+	}
+	calls := m.Calls()
+	require.Len(t, calls, scripted.KeptCalls)
+	require.Equal(t, fmt.Sprintf("call %d", n-scripted.KeptCalls), calls[0].Last)
+	require.Equal(t, fmt.Sprintf("call %d", n-1), calls[len(calls)-1].Last)
+}

@@ -265,11 +265,17 @@ func (r Rule) check(where string) []string {
 	return p
 }
 
-// Calls returns every call answered so far, in order.
+// KeptCalls is how many calls a Model keeps for Calls: the latest ones. A
+// model that serves a long-running process (planwright serve with the
+// scripted provider, the service benchmark) must not grow without bound.
+const KeptCalls = 1000
+
+// Calls returns the calls answered so far, in order: every one, or the
+// latest KeptCalls when there were more.
 func (m *Model) Calls() []Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Call(nil), m.calls...)
+	return append([]Call(nil), m.calls[max(0, len(m.calls)-KeptCalls):]...)
 }
 
 // Call implements llms.Model.
@@ -347,6 +353,10 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	call.Rule = idx
 	m.mu.Lock()
 	m.calls = append(m.calls, call)
+	if len(m.calls) >= 2*KeptCalls {
+		// Drop the oldest in one copy now and then, not one per call.
+		m.calls = append(m.calls[:0:0], m.calls[len(m.calls)-KeptCalls:]...)
+	}
 	m.mu.Unlock()
 	if err != nil {
 		return nil, err
