@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -110,7 +111,7 @@ func (r planRow) provenance() map[string]any {
 }
 
 func (r planRow) plan(steps []stepRow) planning.Plan {
-	p := planning.Plan{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Goal: r.Goal, Mode: planning.Mode(r.Mode),
+	p := planning.Plan{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Goal: r.Goal, Mode: planmode.Mode(r.Mode),
 		Status: planning.Status(r.Status), Version: r.Version, ReviewRound: r.ReviewRound, Reason: r.Reason,
 		StreamRunID: r.StreamRunID, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}

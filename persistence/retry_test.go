@@ -9,6 +9,7 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -26,7 +27,7 @@ func TestRetriesADroppedConnection(t *testing.T) {
 	require.NoError(t, err)
 	store, err := persistence.NewStore(db, persistence.StoreConfig{})
 	require.NoError(t, err)
-	p := planning.Plan{UserID: "alice", Goal: "g", Mode: planning.ModeAutoExecute, Status: planning.StatusExecuting,
+	p := planning.Plan{UserID: "alice", Goal: "g", Mode: planmode.AutoExecute, Status: planning.StatusExecuting,
 		Steps: []planning.Step{{Number: 1, Title: "a", Status: planning.StepPending}}}
 	require.NoError(t, store.CreatePlan(ctx, &p))
 

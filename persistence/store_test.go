@@ -18,6 +18,7 @@ import (
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -296,7 +297,7 @@ func TestDefinitions(t *testing.T) {
 }
 
 func samplePlan(user, session string) planning.Plan {
-	return planning.Plan{SessionID: session, UserID: user, Goal: "launch", Mode: planning.ModeAutoExecute, Status: planning.StatusExecuting,
+	return planning.Plan{SessionID: session, UserID: user, Goal: "launch", Mode: planmode.AutoExecute, Status: planning.StatusExecuting,
 		Steps: []planning.Step{
 			{Number: 1, Title: "draft", ExecutorRequired: true, Tools: []string{"create_document"}},
 			{Number: 2, Title: "post", Tool: "web_fetch", Args: json.RawMessage(`{"url":"{{steps.1.result}}"}`), DependsOn: []int{1}},
@@ -406,7 +407,7 @@ func TestListPlans(t *testing.T) {
 		for i := range 5 {
 			p := samplePlan("alice", fmt.Sprintf("s%d", i%2))
 			if i == 4 {
-				p.Mode, p.Status = planning.ModeDraftOnly, planning.StatusPendingReview
+				p.Mode, p.Status = planmode.DraftOnly, planning.StatusPendingReview
 			}
 			require.NoError(t, s.CreatePlan(ctx, &p))
 			alice = append([]string{p.ID}, alice...)
@@ -437,7 +438,7 @@ func TestListPlans(t *testing.T) {
 		}{
 			{"operator sees all", planning.ListQuery{UserID: persistence.AnyUser}, 6},
 			{"by status", planning.ListQuery{UserID: "alice", Status: []planning.Status{planning.StatusPendingReview}}, 1},
-			{"by mode", planning.ListQuery{UserID: "alice", Mode: planning.ModeAutoExecute}, 4},
+			{"by mode", planning.ListQuery{UserID: "alice", Mode: planmode.AutoExecute}, 4},
 			{"by session", planning.ListQuery{UserID: "alice", SessionID: "s1"}, 2},
 			{"since the future", planning.ListQuery{UserID: "alice", Since: time.Now().Add(24 * 365 * time.Hour)}, 0},
 			{"until the future", planning.ListQuery{UserID: "alice", Until: time.Now().Add(24 * 365 * time.Hour)}, 5},

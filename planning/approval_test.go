@@ -16,6 +16,7 @@ import (
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -74,7 +75,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 			ctx := context.Background()
 
 			for _, table := range []string{"agent_plan_revisions", "agent_plan_steps"} {
-				res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+				res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
 				e.failing.Store(table)
 				_, err = e.orch.ClaimApproval(ctx, res.PlanID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
@@ -122,9 +123,9 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 			e := newEnv(t, driver, &runner{Executor: answers(0), Reviewer: verdicts("changes_requested:add a backup step")},
 				func(c *planning.Config) { c.ReviewRounds = 3 })
 			ctx := context.Background()
-			draft, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+			draft, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			reviewed, err := e.orch.Submit(ctx, origin(planning.ModeAgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+			reviewed, err := e.orch.Submit(ctx, origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusInReview, mustPlan(t, e, reviewed.PlanID).Status)
 
@@ -189,13 +190,13 @@ func TestApprovalProvenance(t *testing.T) {
 
 			auto, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			reviewed, err := e.orch.Submit(ctx, origin(planning.ModeAgentReview), planning.Draft{Goal: "g", Steps: steps()}, e.em)
+			reviewed, err := e.orch.Submit(ctx, origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			byUser, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
+			byUser, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
 			_, err = e.orch.Approve(ctx, byUser.PlanID, alice, nil, "ship it", e.em)
 			require.NoError(t, err)
-			byOps, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
+			byOps, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
 			_, err = e.orch.Approve(ctx, byOps.PlanID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
 			require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -33,7 +34,7 @@ func TestPersistWindowOpensAfterTheWork(t *testing.T) {
 			e := newEnv(t, driver, &runner{Executor: slowly(3*window, answers(0)), Reviewer: slowly(3*window, verdicts("approved:Fine."))},
 				func(c *planning.Config) { c.PersistTimeout = window })
 			ctx := context.Background()
-			res, err := e.orch.Submit(ctx, origin(planning.ModeAgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+			res, err := e.orch.Submit(ctx, origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
 			p := mustPlan(t, e, res.PlanID)
 			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)

@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -47,7 +48,7 @@ type Config struct {
 	// DefaultMode applies when neither the request nor the planner picks a
 	// mode (default auto_execute); MinMode, if set, is the least review
 	// every plan gets.
-	DefaultMode, MinMode Mode
+	DefaultMode, MinMode planmode.Mode
 	// SummaryChars bounds the outcome create_plan returns to the planner
 	// (default 2000).
 	SummaryChars int
@@ -108,11 +109,11 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 		cfg.ReviewRounds = 2
 	}
 	if cfg.DefaultMode == "" {
-		cfg.DefaultMode = ModeAutoExecute
+		cfg.DefaultMode = planmode.AutoExecute
 	}
-	for name, m := range map[string]Mode{"DefaultMode": cfg.DefaultMode, "MinMode": cfg.MinMode} {
-		if m != "" && !m.Valid() {
-			return nil, fmt.Errorf("planning: Config.%s: unknown mode %q", name, m)
+	for name, m := range map[string]planmode.Mode{"DefaultMode": cfg.DefaultMode, "MinMode": cfg.MinMode} {
+		if _, err := planmode.Parse(string(m)); err != nil {
+			return nil, fmt.Errorf("planning: Config.%s: %w", name, err)
 		}
 	}
 	if cfg.SummaryChars <= 0 {
@@ -133,42 +134,6 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 // Hub returns the hub plan events are fanned out through.
 func (o *Orchestrator) Hub() *Hub { return o.cfg.Hub }
 
-// Valid reports whether m is a known mode.
-func (m Mode) Valid() bool {
-	switch m {
-	case ModeAutoExecute, ModeDraftOnly, ModeAgentReview:
-		return true
-	}
-	return false
-}
-
-// rank orders modes by how much review they get.
-func (m Mode) rank() int {
-	switch m {
-	case ModeAgentReview:
-		return 1
-	case ModeDraftOnly:
-		return 2
-	}
-	return 0
-}
-
-// ResolveMode picks a plan's mode: the request's, else the planner's, else
-// the default; then at least min.
-func ResolveMode(request, planner, def, min Mode) Mode {
-	m := def
-	switch {
-	case request.Valid():
-		m = request
-	case planner.Valid():
-		m = planner
-	}
-	if min.Valid() && min.rank() > m.rank() {
-		m = min
-	}
-	return m
-}
-
 // Origin is where a plan comes from: the turn that created it.
 type Origin struct {
 	UserID         string
@@ -176,7 +141,7 @@ type Origin struct {
 	StreamRunID    string
 	PlannerAgentID string
 	// RequestMode is the request's plan_mode, if any.
-	RequestMode Mode
+	RequestMode planmode.Mode
 	// Operator says the turn's user acts as an operator (their approvals in
 	// chat are recorded as the operator's).
 	Operator bool

@@ -19,6 +19,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -104,7 +105,7 @@ func newEnv(t testing.TB, driver string, r *runner, mutate func(*planning.Config
 	return e
 }
 
-func origin(mode planning.Mode) planning.Origin {
+func origin(mode planmode.Mode) planning.Origin {
 	return planning.Origin{UserID: "alice", SessionID: "s1", RequestMode: mode, Allowed: allowed("web_fetch", "create_task")}
 }
 
@@ -146,7 +147,7 @@ func TestAutoExecuteRunsTheGraph(t *testing.T) {
 			p, err := e.store.GetPlan(ctx, res.PlanID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
-			require.Equal(t, planning.ModeAutoExecute, p.Mode)
+			require.Equal(t, planmode.AutoExecute, p.Mode)
 			require.Equal(t, "page at x/result of step 3", p.Steps[3].Result, "direct steps get {{steps.N.result}} filled in")
 			require.Equal(t, 30, p.Usage.InputTokens, "executor usage adds up on the plan")
 			require.Contains(t, inputs[3], "result of step 1")
@@ -318,7 +319,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 				return answers(5*time.Millisecond)(ctx, task)
 			}}, nil)
 			ctx := context.Background()
-			res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
+			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
 			require.NoError(t, err)
 			require.True(t, res.AwaitUser)
 			require.Contains(t, e.rec.Types(), event.TypePlanReadyForReview)
@@ -364,7 +365,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.Len(t, after, len(before)+1, "only step 2 ran again")
 
 			// Reject and cancel apply to waiting plans only.
-			res2, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g2", Steps: []planning.Step{exec(1)}}, e.em)
+			res2, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g2", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
 			rejected, err := e.orch.Reject(ctx, res2.PlanID, "not now")
 			require.NoError(t, err)
@@ -384,7 +385,7 @@ func TestCancelARunningPlan(t *testing.T) {
 		return agents.Result{Interrupted: true}, ctx.Err()
 	}}, nil)
 	ctx := context.Background()
-	res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+	res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
@@ -437,7 +438,7 @@ func TestReviewRoundsExhaustedWaitForAHuman(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0), Reviewer: verdicts("changes_requested:No.")},
 		func(c *planning.Config) { c.ReviewRounds = 1 })
-	res, err := e.orch.Submit(context.Background(), origin(planning.ModeAgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 	require.NoError(t, err)
 	require.True(t, res.AwaitUser)
 	p := mustPlan(t, e, res.PlanID)
@@ -482,7 +483,7 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 		return answers(0)(ctx, task)
 	}}, nil)
 	ctx := context.Background()
-	res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
+	res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {
@@ -511,7 +512,7 @@ func TestRestartMidRun(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, driver, &runner{Executor: answers(0)}, nil)
 			ctx := context.Background()
-			res, err := e.orch.Submit(ctx, origin(planning.ModeDraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
+			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
 			p, err := e.orch.ClaimApproval(ctx, res.PlanID, alice, nil, "", e.em)
 			require.NoError(t, err)

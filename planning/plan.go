@@ -11,16 +11,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/event"
-)
-
-// Mode says how a plan is approved.
-type Mode string
-
-// Plan modes.
-const (
-	ModeAutoExecute Mode = "auto_execute"
-	ModeDraftOnly   Mode = "draft_only"
-	ModeAgentReview Mode = "agent_review"
+	"github.com/planwright/planwright/pkg/planmode"
 )
 
 // Status is a plan's state.
@@ -63,7 +54,7 @@ type Plan struct {
 	SessionID string
 	UserID    string
 	Goal      string
-	Mode      Mode
+	Mode      planmode.Mode
 	Status    Status
 	Version   int
 	Steps     []Step

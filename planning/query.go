@@ -1,6 +1,10 @@
 package planning
 
-import "time"
+import (
+	"time"
+
+	"github.com/planwright/planwright/pkg/planmode"
+)
 
 // ListQuery selects plans to list, newest first, one page at a time. Empty
 // fields match all.
@@ -9,7 +13,7 @@ type ListQuery struct {
 	// operators; required.
 	UserID    string
 	Status    []Status
-	Mode      Mode
+	Mode      planmode.Mode
 	SessionID string
 	// Since and Until bound the creation time (Until exclusive).
 	Since, Until time.Time

@@ -10,13 +10,14 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/tools"
 )
 
 // Draft is a plan as the planner proposes it.
 type Draft struct {
 	Goal string
-	Mode Mode
+	Mode planmode.Mode
 	// PlanID, when set, revises that plan (after a reviewer asked for
 	// changes).
 	PlanID string
@@ -39,15 +40,15 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	if d.PlanID != "" {
 		return o.revise(ctx, origin, d, em)
 	}
-	mode := ResolveMode(origin.RequestMode, d.Mode, o.cfg.DefaultMode, o.cfg.MinMode)
-	status := map[Mode]Status{ModeAutoExecute: StatusExecuting, ModeDraftOnly: StatusPendingReview, ModeAgentReview: StatusInReview}[mode]
+	mode := planmode.Resolve(origin.RequestMode, d.Mode, o.cfg.DefaultMode, o.cfg.MinMode)
+	status := map[planmode.Mode]Status{planmode.AutoExecute: StatusExecuting, planmode.DraftOnly: StatusPendingReview, planmode.AgentReview: StatusInReview}[mode]
 	now := o.cfg.Now()
 	p := Plan{ID: o.cfg.NewID(), SessionID: origin.SessionID, UserID: origin.UserID, Goal: candidate.Goal, Mode: mode,
 		Status: status, Version: 1, Steps: d.Steps, StreamRunID: origin.StreamRunID, CreatedAt: now, UpdatedAt: now}
 	for i := range p.Steps {
 		p.Steps[i].Status = StepPending
 	}
-	if mode == ModeAutoExecute {
+	if mode == planmode.AutoExecute {
 		p.StartedAt = &now
 		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute"}
 	}
@@ -57,9 +58,9 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	pem := o.planEmitter(em, p.ID, "")
 	pem.Emit(ctx, event.PlanCreated{Plan: eventPlan(p)})
 	switch mode {
-	case ModeDraftOnly:
+	case planmode.DraftOnly:
 		return o.awaitHuman(ctx, p, "", em)
-	case ModeAgentReview:
+	case planmode.AgentReview:
 		return o.reviewLoop(ctx, origin, p, em)
 	}
 	return o.runToSummary(ctx, p, origin, em)
@@ -275,10 +276,10 @@ func (o *Orchestrator) Synthesize(ctx context.Context, p Plan, em event.Emitter)
 
 // CreatePlanArgs are create_plan's arguments.
 type CreatePlanArgs struct {
-	Goal   string     `json:"goal"`
-	Mode   Mode       `json:"mode,omitempty"`
-	PlanID string     `json:"plan_id,omitempty"`
-	Steps  []StepArgs `json:"steps"`
+	Goal   string        `json:"goal"`
+	Mode   planmode.Mode `json:"mode,omitempty"`
+	PlanID string        `json:"plan_id,omitempty"`
+	Steps  []StepArgs    `json:"steps"`
 }
 
 // StepArgs is a step as the planner writes it. "id" is accepted for
@@ -357,8 +358,8 @@ func (o *Orchestrator) CreatePlanTool(origin Origin) tools.Tool {
 		Schema:  createPlanSchema,
 		Timeout: tools.NoTimeout,
 	}, func(ctx context.Context, call tools.Call, a CreatePlanArgs) (tools.Result, error) {
-		if a.Mode != "" && !a.Mode.Valid() {
-			return tools.Result{}, apperr.New(apperr.Invalid, "unknown mode %q (want auto_execute, draft_only or agent_review)", a.Mode)
+		if _, err := planmode.Parse(string(a.Mode)); err != nil {
+			return tools.Result{}, apperr.New(apperr.Invalid, "%s", err.Error())
 		}
 		og := origin
 		if og.UserID == "" {

@@ -85,25 +85,3 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
-
-func TestResolveMode(t *testing.T) {
-	t.Parallel()
-	const (
-		auto   = planning.ModeAutoExecute
-		draft  = planning.ModeDraftOnly
-		review = planning.ModeAgentReview
-	)
-	for _, tc := range []struct {
-		request, planner, def, min, want planning.Mode
-	}{
-		{"", "", auto, "", auto},
-		{"", draft, auto, "", draft},
-		{review, draft, auto, "", review},
-		{"", "", draft, "", draft},
-		{auto, "", auto, review, review},
-		{draft, "", auto, review, draft},
-		{"bogus", "", auto, "", auto},
-	} {
-		require.Equal(t, tc.want, planning.ResolveMode(tc.request, tc.planner, tc.def, tc.min), "%+v", tc)
-	}
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/planwright/planwright/pkg/client"
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/pkg/tui"
 )
 
@@ -88,7 +89,7 @@ func newChatCommand(env Env, flags *globalFlags) *cobra.Command {
 	cmd.Flags().StringVar(&cfg.SessionID, "session", "", "go on with this session")
 	cmd.Flags().StringVar(&cfg.ContextType, "context", "", "context type of the turns (global, project, project_create, …)")
 	cmd.Flags().StringVar(&cfg.ProjectID, "project", "", "focus the turns on this workspace project")
-	cmd.Flags().StringVar(&cfg.PlanMode, "plan-mode", "", "auto_execute, draft_only or agent_review")
+	cmd.Flags().StringVar(&cfg.PlanMode, "plan-mode", "", planmode.List())
 	return cmd
 }
 
@@ -181,7 +182,7 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		}),
 	}
 	list.Flags().StringVar(&q.Status, "status", "", "statuses, comma-separated (pending_review, executing, completed, …)")
-	list.Flags().StringVar(&q.Mode, "mode", "", "auto_execute, draft_only or agent_review")
+	list.Flags().StringVar(&q.Mode, "mode", "", planmode.List())
 	list.Flags().StringVar(&q.UserID, "user", "", "one user's plans (operators)")
 	list.Flags().StringVar(&q.SessionID, "session", "", "one session's plans")
 	list.Flags().StringVar(&since, "since", "", "created at or after (RFC 3339)")

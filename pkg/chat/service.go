@@ -18,6 +18,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -241,11 +242,8 @@ func (s *Service) Validate(req Request) error {
 	if _, err := ParseContextType(req.ContextType); err != nil {
 		problems = append(problems, apperr.FieldsOf(err)...)
 	}
-	switch req.PlanMode {
-	case "", "auto_execute", "draft_only", "agent_review":
-	default:
-		problems = append(problems, apperr.FieldError{Field: "plan_mode",
-			Message: fmt.Sprintf("unknown plan mode %q (want auto_execute, draft_only or agent_review)", req.PlanMode)})
+	if _, err := planmode.Parse(req.PlanMode); err != nil {
+		problems = append(problems, apperr.FieldError{Field: "plan_mode", Message: err.Error()})
 	}
 	if len(req.ClientTurnID) > 128 {
 		problems = append(problems, apperr.FieldError{Field: "client_turn_id", Message: "is longer than 128 characters"})

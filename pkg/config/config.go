@@ -17,7 +17,7 @@ package config
 import (
 	"time"
 
-	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/pkg/planmode"
 )
 
 // DefaultFile is the configuration file read when none is named.
@@ -189,9 +189,9 @@ type Planning struct {
 	// MaxParallelSteps is how many steps of a plan run at once.
 	MaxParallelSteps int `yaml:"max_parallel_steps"`
 	// DefaultMode applies when neither the request nor the planner sets one.
-	DefaultMode planning.Mode `yaml:"default_mode"`
+	DefaultMode planmode.Mode `yaml:"default_mode"`
 	// MinMode, if set, is the least review every plan gets.
-	MinMode planning.Mode `yaml:"min_mode"`
+	MinMode planmode.Mode `yaml:"min_mode"`
 	// ReviewRounds is how many reviewer rounds run before a human decides.
 	ReviewRounds int `yaml:"review_rounds"`
 }
@@ -267,7 +267,7 @@ func Default() Config {
 		Planning: Planning{
 			MaxSteps:         20,
 			MaxParallelSteps: 4,
-			DefaultMode:      planning.ModeAutoExecute,
+			DefaultMode:      planmode.AutoExecute,
 			ReviewRounds:     2,
 		},
 		Context: Context{CacheTTL: 5 * time.Minute},

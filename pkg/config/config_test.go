@@ -14,7 +14,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/config"
-	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/pkg/planmode"
 )
 
 // source is a fake environment and file system for Load.
@@ -232,7 +232,7 @@ func TestValidateAcceptsProvidersWithWhatTheyNeed(t *testing.T) {
 		"postgres":            func(c *config.Config) { c.Database.Driver, c.Database.DSN = "postgres", "postgres://u@h/db" },
 		"every interface":     func(c *config.Config) { c.Server.Addr = ":8080" },
 		"ipv6":                func(c *config.Config) { c.Server.Addr = "[::1]:0" },
-		"min mode":            func(c *config.Config) { c.Planning.MinMode = planning.ModeAgentReview },
+		"min mode":            func(c *config.Config) { c.Planning.MinMode = planmode.AgentReview },
 		"no retries":          func(c *config.Config) { c.LLM.MaxRetries = 0 },
 		"api key auth anyway": func(c *config.Config) { c.Auth.Mode = "apikey" },
 	}

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
-	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/pkg/planmode"
 )
 
 var (
 	drivers   = []string{DriverSQLite, DriverPostgres}
 	authModes = []string{AuthNone, AuthAPIKey}
 	providers = []string{ProviderDemo, ProviderScripted, ProviderOpenAI, ProviderAnthropic, ProviderGoogleAI}
-	modes     = []planning.Mode{planning.ModeAutoExecute, planning.ModeDraftOnly, planning.ModeAgentReview}
 	levels    = []string{"debug", "info", "warn", "error"}
 	formats   = []string{FormatAuto, FormatJSON, FormatConsole}
 )
@@ -162,15 +161,11 @@ func (v *validator) oneOf(field, what, got string, want []string) {
 	}
 }
 
-func (v *validator) mode(field string, got planning.Mode, emptyOK bool) {
-	if (emptyOK && got == "") || slices.Contains(modes, got) {
+func (v *validator) mode(field string, got planmode.Mode, emptyOK bool) {
+	if (got == "" && emptyOK) || got.Valid() {
 		return
 	}
-	names := make([]string, len(modes))
-	for i, m := range modes {
-		names[i] = string(m)
-	}
-	v.add(field, fmt.Sprintf("unknown mode %q (want %s)", got, orList(names)))
+	v.add(field, fmt.Sprintf("unknown mode %q (want %s)", got, planmode.List()))
 }
 
 func (v *validator) positive(field string, n int64) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -60,8 +61,8 @@ func (a *API) listPlans(c echo.Context) error {
 		}
 	}
 	if m := c.QueryParam("mode"); m != "" {
-		switch q.Mode = planning.Mode(m); q.Mode {
-		case planning.ModeAutoExecute, planning.ModeDraftOnly, planning.ModeAgentReview:
+		switch q.Mode = planmode.Mode(m); q.Mode {
+		case planmode.AutoExecute, planmode.DraftOnly, planmode.AgentReview:
 		default:
 			problems = append(problems, apperr.FieldError{Field: "mode", Message: fmt.Sprintf("unknown plan mode %q", m)})
 		}

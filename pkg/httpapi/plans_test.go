@@ -12,13 +12,14 @@ import (
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
 
 func seedPlan(t *testing.T, s *persistence.Store, user string, status planning.Status) planning.Plan {
 	t.Helper()
-	p := planning.Plan{UserID: user, SessionID: "s-" + user, Goal: "launch " + user, Mode: planning.ModeDraftOnly, Status: status,
+	p := planning.Plan{UserID: user, SessionID: "s-" + user, Goal: "launch " + user, Mode: planmode.DraftOnly, Status: status,
 		Steps: []planning.Step{
 			{Number: 1, Title: "draft", ExecutorRequired: true},
 			{Number: 2, Title: "publish", ExecutorRequired: true, DependsOn: []int{1}},
