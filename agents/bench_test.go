@@ -32,11 +32,11 @@ func BenchmarkToolRound(b *testing.B) {
 		}
 		if n == rounds || len(req.Tools) == 0 {
 			onPart(llm.TextDelta{Text: "All done."})
-			return llm.Response{Text: "All done.", Usage: llm.Usage{InputTokens: 100, OutputTokens: 3}}, nil
+			return llm.Response{Text: "All done.", Usage: event.Usage{InputTokens: 100, OutputTokens: 3}}, nil
 		}
 		onPart(llm.TextDelta{Text: "Checking."})
 		c := llm.ToolCall{ID: "call-" + strconv.Itoa(n), Name: "search", Arguments: args[n]}
-		return llm.Response{Text: "Checking.", ToolCalls: []llm.ToolCall{c}, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}}, nil
+		return llm.Response{Text: "Checking.", ToolCalls: []llm.ToolCall{c}, Usage: event.Usage{InputTokens: 100, OutputTokens: 10}}, nil
 	}}
 	runner := &fakeRunner{RunRoundFunc: func(_ context.Context, _ []tools.Tool, calls []tools.Call) []tools.Outcome {
 		out := make([]tools.Outcome, len(calls))

@@ -38,7 +38,7 @@ func (f *fakeModel) Generate(ctx context.Context, req llm.Request, onPart func(l
 type reply struct {
 	chunks []string
 	calls  []llm.ToolCall
-	usage  llm.Usage
+	usage  event.Usage
 	// err is returned after the chunks (a provider error mid-stream).
 	err error
 	// block waits, after the chunks, until ctx is done and returns its error

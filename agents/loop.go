@@ -61,14 +61,14 @@ func (s *run) run(system string) (Result, error) {
 		system += "\n\nEarlier in this conversation (summarised): " + hist.Summary
 	}
 	s.msgs = make([]llm.Message, 0, len(hist.Messages)+16)
-	if err := s.add(llm.Message{Role: llm.RoleSystem, Content: system}, llm.Usage{}, false); err != nil {
+	if err := s.add(llm.Message{Role: llm.RoleSystem, Content: system}, event.Usage{}, false); err != nil {
 		return s.fail(err)
 	}
 	s.msgs = append(s.msgs, hist.Messages...)
 	input := llm.Message{Role: llm.RoleUser, Content: s.task.Input}
 	s.res.EstimatedTokens = s.usage(append(s.msgs[:len(s.msgs):len(s.msgs)], input), prepared)
 	s.res.Compressed = prepared.Compressed
-	if err := s.add(input, llm.Usage{}, false); err != nil {
+	if err := s.add(input, event.Usage{}, false); err != nil {
 		return s.fail(err)
 	}
 
@@ -162,7 +162,7 @@ func (s *run) call(ctx context.Context, defs []llm.ToolDef) (llm.Response, strin
 		Temperature: s.role.Temperature,
 	}
 	var text strings.Builder
-	var streamed llm.Usage
+	var streamed event.Usage
 	resp, err := s.r.model.Generate(ctx, req, func(p llm.Part) {
 		switch p := p.(type) {
 		case llm.TextDelta:
@@ -174,7 +174,7 @@ func (s *run) call(ctx context.Context, defs []llm.ToolDef) (llm.Response, strin
 			streamed = p.Usage
 		}
 	})
-	if resp.Usage == (llm.Usage{}) {
+	if resp.Usage == (event.Usage{}) {
 		resp.Usage = streamed
 	}
 	s.res.Usage = addUsage(s.res.Usage, resp.Usage)
@@ -204,8 +204,8 @@ func (s *run) emitText(delta string, first bool) {
 	s.task.Events.Emit(s.ctx, event.Text{Content: delta})
 }
 
-func addUsage(a, b llm.Usage) llm.Usage {
-	return llm.Usage{
+func addUsage(a, b event.Usage) event.Usage {
+	return event.Usage{
 		InputTokens:  a.InputTokens + b.InputTokens,
 		OutputTokens: a.OutputTokens + b.OutputTokens,
 		Estimated:    a.Estimated || b.Estimated,
@@ -238,7 +238,7 @@ func (s *run) nameCalls(calls []llm.ToolCall) []llm.ToolCall {
 // callFailed ends a model call that returned an error: cancellation
 // interrupts, the time limit finalises, anything else fails the run. The
 // partial text is kept in every case.
-func (s *run) callFailed(ctx context.Context, text string, usage llm.Usage, err error) (Result, error) {
+func (s *run) callFailed(ctx context.Context, text string, usage event.Usage, err error) (Result, error) {
 	if text != "" {
 		if terr := s.add(llm.Message{Role: llm.RoleAssistant, Content: text}, usage, true); terr != nil {
 			return s.fail(terr)
@@ -321,7 +321,7 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 	shifts := len(s.res.Shifts)
 	for i, rec := range records {
 		msg := llm.Message{Role: llm.RoleTool, ToolCallID: calls[i].ID, Name: calls[i].Name, Content: rec.Outcome.Content}
-		if err := s.add(msg, llm.Usage{}, false); err != nil {
+		if err := s.add(msg, event.Usage{}, false); err != nil {
 			return end, err
 		}
 		s.res.ToolCalls = append(s.res.ToolCalls, rec)
@@ -433,7 +433,7 @@ func (s *run) halt(text string) (Result, error) {
 	if text != "" {
 		s.emitText(text, true)
 	}
-	if err := s.add(llm.Message{Role: llm.RoleAssistant, Content: text}, llm.Usage{}, false); err != nil {
+	if err := s.add(llm.Message{Role: llm.RoleAssistant, Content: text}, event.Usage{}, false); err != nil {
 		return s.fail(err)
 	}
 	s.res.Halted = true
@@ -457,7 +457,7 @@ func (s *run) finalize(l Limit, reason string, dup *llm.ToolCall) (Result, error
 	note := llm.Message{Role: llm.RoleUser, Content: "[planwright] The tool phase of this turn is over: " + reason +
 		". Tools are no longer available. Write your final answer now from what you have learned so far: " +
 		"give the results you have, and say plainly what is unfinished or uncertain."}
-	if err := s.add(note, llm.Usage{}, false); err != nil {
+	if err := s.add(note, event.Usage{}, false); err != nil {
 		return s.fail(err)
 	}
 	fctx, cancel := context.WithTimeout(s.ctx, s.role.Limits.FinalizeGrace)
@@ -489,7 +489,7 @@ func (s *run) finalize(l Limit, reason string, dup *llm.ToolCall) (Result, error
 	}
 	answer := s.fallback(reason)
 	s.emitText(answer, true)
-	if terr := s.add(llm.Message{Role: llm.RoleAssistant, Content: answer}, llm.Usage{}, false); terr != nil {
+	if terr := s.add(llm.Message{Role: llm.RoleAssistant, Content: answer}, event.Usage{}, false); terr != nil {
 		return s.fail(terr)
 	}
 	s.res.Finished = FinishLimit
@@ -539,7 +539,7 @@ func (s *run) done(err error) (Result, error) {
 
 // add appends a message to the conversation, to Result.Messages (unless it
 // is the system prompt) and to the transcript.
-func (s *run) add(m llm.Message, usage llm.Usage, interrupted bool) error {
+func (s *run) add(m llm.Message, usage event.Usage, interrupted bool) error {
 	s.msgs = append(s.msgs, m)
 	if m.Role != llm.RoleSystem {
 		s.res.Messages = append(s.res.Messages, m)

@@ -79,7 +79,7 @@ func TestRunRejectsInvalidTasks(t *testing.T) {
 
 func TestTextOnlyAnswer(t *testing.T) {
 	t.Parallel()
-	model := script(t, reply{chunks: []string{"Hel", "lo", " there."}, usage: llm.Usage{InputTokens: 50, OutputTokens: 3}})
+	model := script(t, reply{chunks: []string{"Hel", "lo", " there."}, usage: event.Usage{InputTokens: 50, OutputTokens: 3}})
 	b := setup(t, model, tool("list_tasks", nil))
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestTextOnlyAnswer(t *testing.T) {
 	require.Equal(t, []event.Type{event.TypeContextUsage, event.TypeText, event.TypeText, event.TypeText}, b.events.Types())
 	require.Equal(t, 1, res.Rounds)
 	require.Zero(t, res.ToolCallCount)
-	require.Equal(t, llm.Usage{InputTokens: 50, OutputTokens: 3}, res.Usage)
+	require.Equal(t, event.Usage{InputTokens: 50, OutputTokens: 3}, res.Usage)
 	require.Equal(t, []llm.Role{llm.RoleUser, llm.RoleAssistant}, roles(res.Messages))
 	require.False(t, res.Interrupted)
 	require.Empty(t, res.Limit)
@@ -115,8 +115,8 @@ func TestNonStreamingModelTextIsEmitted(t *testing.T) {
 func TestToolRound(t *testing.T) {
 	t.Parallel()
 	model := script(t,
-		reply{chunks: []string{"Checking."}, calls: []llm.ToolCall{call("c1", "list_tasks", `{"limit":5}`)}, usage: llm.Usage{InputTokens: 10, OutputTokens: 5}},
-		reply{chunks: []string{"You have ", "no tasks."}, usage: llm.Usage{InputTokens: 20, OutputTokens: 4}},
+		reply{chunks: []string{"Checking."}, calls: []llm.ToolCall{call("c1", "list_tasks", `{"limit":5}`)}, usage: event.Usage{InputTokens: 10, OutputTokens: 5}},
+		reply{chunks: []string{"You have ", "no tasks."}, usage: event.Usage{InputTokens: 20, OutputTokens: 4}},
 	)
 	b := setup(t, model, tool("list_tasks", func(context.Context, tools.Call) (tools.Result, error) {
 		return tools.Result{Content: "[]"}, nil
@@ -132,7 +132,7 @@ func TestToolRound(t *testing.T) {
 	}, b.events.Types())
 	require.Equal(t, 2, res.Rounds)
 	require.Equal(t, 1, res.ToolCallCount)
-	require.Equal(t, llm.Usage{InputTokens: 30, OutputTokens: 9}, res.Usage)
+	require.Equal(t, event.Usage{InputTokens: 30, OutputTokens: 9}, res.Usage)
 	require.Equal(t, []llm.Role{llm.RoleUser, llm.RoleAssistant, llm.RoleTool, llm.RoleAssistant}, roles(res.Messages))
 	require.Len(t, res.ToolCalls, 1)
 	require.Equal(t, agents.CallRan, res.ToolCalls[0].Status)
@@ -742,8 +742,8 @@ func TestTranscriptReceivesEveryMessageInOrder(t *testing.T) {
 	t.Parallel()
 	tr := &transcript{}
 	model := script(t,
-		reply{chunks: []string{"Two lookups."}, calls: []llm.ToolCall{call("a", "search", `{"q":1}`), call("b", "search", `{"q":2}`)}, usage: llm.Usage{InputTokens: 7, OutputTokens: 2}},
-		reply{chunks: []string{"Both found."}, usage: llm.Usage{InputTokens: 9, OutputTokens: 3}},
+		reply{chunks: []string{"Two lookups."}, calls: []llm.ToolCall{call("a", "search", `{"q":1}`), call("b", "search", `{"q":2}`)}, usage: event.Usage{InputTokens: 7, OutputTokens: 2}},
+		reply{chunks: []string{"Both found."}, usage: event.Usage{InputTokens: 9, OutputTokens: 3}},
 	)
 	b := setup(t, model, tool("search", nil))
 	b.task.Transcript = tr
@@ -761,8 +761,8 @@ func TestTranscriptReceivesEveryMessageInOrder(t *testing.T) {
 		"history is not re-sent to the transcript; everything added is")
 	require.Equal(t, "You are a test planner.", got[0].Content)
 	require.Equal(t, res.Messages, got[1:], "the transcript holds what Result.Messages holds, plus the system prompt")
-	require.Equal(t, llm.Usage{InputTokens: 7, OutputTokens: 2}, entries[2].Usage)
-	require.Equal(t, llm.Usage{InputTokens: 9, OutputTokens: 3}, entries[5].Usage)
+	require.Equal(t, event.Usage{InputTokens: 7, OutputTokens: 2}, entries[2].Usage)
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 3}, entries[5].Usage)
 	require.Equal(t, "a", got[3].ToolCallID)
 	require.Equal(t, "b", got[4].ToolCallID)
 }
@@ -902,7 +902,7 @@ func TestPlannerFlowWithRules(t *testing.T) {
 		rule{role: "planner", contains: "launch", afterTool: "none", times: 1, reply: reply{
 			chunks: []string{"Planning it."},
 			calls:  []llm.ToolCall{call("p1", "create_plan", `{"goal":"Launch","steps":[{"id":1,"description":"Draft copy","executor_required":true}]}`)},
-			usage:  llm.Usage{InputTokens: 120, OutputTokens: 30},
+			usage:  event.Usage{InputTokens: 120, OutputTokens: 30},
 		}},
 		rule{role: "planner", afterTool: "create_plan", reply: text("All steps finished.")},
 		rule{reply: text("OK.")},
@@ -915,7 +915,7 @@ func TestPlannerFlowWithRules(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "Planning it.\n\nAll steps finished.", res.Text)
 	require.Equal(t, []string{"plan-1"}, res.PlanIDs)
-	require.Equal(t, llm.Usage{InputTokens: 120, OutputTokens: 30}, res.Usage)
+	require.Equal(t, event.Usage{InputTokens: 120, OutputTokens: 30}, res.Usage)
 }
 
 func TestContextShiftMovesTheScopeOfLaterCalls(t *testing.T) {

@@ -49,7 +49,7 @@ type TranscriptEntry struct {
 	Seq     int
 	Message llm.Message
 	// Usage is the model call's usage, on the assistant message it produced.
-	Usage llm.Usage
+	Usage event.Usage
 	// Interrupted marks an assistant message cut short by cancellation,
 	// a time limit or a provider error.
 	Interrupted bool
@@ -236,7 +236,7 @@ type Result struct {
 	// ToolCalls are every tool call the model made, in order.
 	ToolCalls []ToolCallRecord
 	// Usage sums every model call's usage.
-	Usage llm.Usage
+	Usage event.Usage
 	// Rounds counts model calls, the final call without tools included.
 	Rounds int
 	// ToolCallCount counts tool calls that ran.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
 )
 
 type chatSessionRow struct {
@@ -71,7 +72,7 @@ func (chatMessageRow) TableName() string { return "chat_messages" }
 func (r chatMessageRow) message() chat.Message {
 	m := chat.Message{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Role: chat.MessageRole(r.Role), Content: r.Content,
 		StreamRunID: r.StreamRunID, ToolCalls: fromJSON[[]chat.ToolCall](r.ToolCalls),
-		Usage: chat.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, PlanID: r.PlanID,
+		Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, PlanID: r.PlanID,
 		FinishedReason: r.FinishedReason, Interrupted: r.Interrupted, InterruptedReason: r.InterruptedReason,
 		PartialTokens: r.PartialTokens, CreatedAt: r.CreatedAt.UTC()}
 	if r.ClientTurnID != nil {

@@ -60,7 +60,7 @@ func (executionRow) TableName() string { return "agent_executions" }
 func (r executionRow) execution() planning.Execution {
 	return planning.Execution{ID: r.ID, PlanID: r.PlanID, StepNumber: r.StepNumber, AgentID: r.AgentID,
 		AgentSessionID: r.AgentSessionID, UserID: r.UserID, Status: planning.ExecutionStatus(r.Status), Task: r.Task,
-		Result: r.Result, Error: r.Error, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		Result: r.Result, Error: r.Error, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
 		ToolCalls: r.ToolCalls, StartedAt: r.StartedAt.UTC(), CompletedAt: utcPtr(r.CompletedAt), DurationMS: r.DurationMS}
 }
 
@@ -229,7 +229,7 @@ func (s *Store) ListAgentMessages(ctx context.Context, agentSessionID string) ([
 	for i, r := range rows {
 		out[i] = planning.AgentMessage{ID: r.ID, AgentSessionID: r.AgentSessionID, ExecutionID: r.ExecutionID, Seq: r.Seq,
 			Role: r.Role, Content: r.Content, ToolCalls: fromJSON[[]planning.ToolCall](r.ToolCalls), ToolCallID: r.ToolCallID,
-			Name: r.Name, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, CreatedAt: r.CreatedAt.UTC()}
+			Name: r.Name, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, CreatedAt: r.CreatedAt.UTC()}
 	}
 	return out, nil
 }

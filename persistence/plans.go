@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
@@ -113,7 +114,7 @@ func (r planRow) provenance() map[string]any {
 func (r planRow) plan(steps []stepRow) planning.Plan {
 	p := planning.Plan{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Goal: r.Goal, Mode: planmode.Mode(r.Mode),
 		Status: planning.Status(r.Status), Version: r.Version, ReviewRound: r.ReviewRound, Reason: r.Reason,
-		StreamRunID: r.StreamRunID, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		StreamRunID: r.StreamRunID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}
 	if r.ApprovalBy != "" {
 		a := &planning.Approval{By: planning.ActorRole(r.ApprovalBy), UserID: r.ApprovalUserID, Note: r.ApprovalNote}
@@ -330,7 +331,7 @@ func (s *Store) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	if err := tx.Model(&planRow{}).Select("input_tokens, output_tokens").Where("id = ?", id).Take(&usage).Error; err != nil {
 		return planning.Plan{}, err
 	}
-	p.Usage = planning.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
+	p.Usage = event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
 	return p, nil
 }
 
@@ -493,7 +494,7 @@ func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
 // a transient error like every statement; an increment whose commit went
 // through but whose answer was lost would count twice — tokens are a
 // measure, and losing them on every dropped connection would be worse.)
-func (s *Store) AddPlanUsage(ctx context.Context, id string, u planning.Usage) error {
+func (s *Store) AddPlanUsage(ctx context.Context, id string, u event.Usage) error {
 	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
 		return g.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
 			"input_tokens":  gorm.Expr("input_tokens + ?", u.InputTokens),
@@ -545,7 +546,7 @@ func (s *Store) ListReviews(ctx context.Context, planID string) ([]planning.Revi
 	out := make([]planning.Review, len(rows))
 	for i, r := range rows {
 		out[i] = planning.Review{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: planning.Verdict(r.Verdict),
-			Comments: r.Comments, AgentID: r.AgentID, Usage: planning.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+			Comments: r.Comments, AgentID: r.AgentID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
 			CreatedAt: r.CreatedAt.UTC()}
 	}
 	return out, nil

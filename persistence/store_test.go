@@ -177,7 +177,7 @@ func TestMessagesIdempotentPerTurn(t *testing.T) {
 
 		answer := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleAssistant, Content: "hello", ClientTurnID: "turn-1",
 			StreamRunID: "run-1", ToolCalls: []chat.ToolCall{{ID: "c1", Name: "search", Arguments: json.RawMessage(`{"q":"x"}`), Success: true}},
-			Usage: chat.Usage{InputTokens: 10, OutputTokens: 5}, FinishedReason: "completed"}
+			Usage: event.Usage{InputTokens: 10, OutputTokens: 5}, FinishedReason: "completed"}
 		created, err = s.AppendMessage(ctx, &answer)
 		require.NoError(t, err)
 		require.True(t, created)
@@ -354,7 +354,7 @@ func TestPlans(t *testing.T) {
 		require.NoError(t, s.UpdateStep(ctx, p.ID, step))
 		step.Number = 9
 		requireCode(t, s.UpdateStep(ctx, p.ID, step), apperr.NotFound)
-		require.NoError(t, s.AddPlanUsage(ctx, p.ID, planning.Usage{InputTokens: 7, OutputTokens: 3}))
+		require.NoError(t, s.AddPlanUsage(ctx, p.ID, event.Usage{InputTokens: 7, OutputTokens: 3}))
 
 		require.NoError(t, s.AddReview(ctx, planning.Review{PlanID: p.ID, Round: 1, Version: 1, Verdict: planning.VerdictChangesRequested, Comments: "split step 2"}))
 		reviews, err := s.ListReviews(ctx, p.ID)
@@ -471,7 +471,7 @@ func TestExecutionsAndTranscripts(t *testing.T) {
 			{Role: "user", Content: "draft"},
 			{Role: "assistant", ToolCalls: []planning.ToolCall{{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{}`)}}},
 			{Role: "tool", ToolCallID: "c1", Name: "create_document", Content: "created"},
-			{Role: "assistant", Content: "Done.", Usage: planning.Usage{InputTokens: 4, OutputTokens: 2}},
+			{Role: "assistant", Content: "Done.", Usage: event.Usage{InputTokens: 4, OutputTokens: 2}},
 		} {
 			m.AgentSessionID, m.ExecutionID, m.Seq = as.ID, exec.ID, i+1
 			require.NoError(t, s.AppendAgentMessage(ctx, m))
@@ -480,7 +480,7 @@ func TestExecutionsAndTranscripts(t *testing.T) {
 		requireCode(t, s.AppendAgentMessage(ctx, dupSeq), apperr.Conflict)
 
 		exec.Status, exec.Result, exec.ToolCalls, exec.DurationMS = planning.ExecutionCompleted, "Done.", 1, 1500
-		exec.Usage = planning.Usage{InputTokens: 4, OutputTokens: 2}
+		exec.Usage = event.Usage{InputTokens: 4, OutputTokens: 2}
 		require.NoError(t, s.FinishExecution(ctx, exec))
 
 		got, err := s.ExecutionFor(ctx, "alice", exec.ID)

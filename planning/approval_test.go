@@ -290,17 +290,17 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					require.NoError(t, e.orch.AddUsage(ctx, planID, planning.Usage{InputTokens: 1, OutputTokens: 2}))
+					require.NoError(t, e.orch.AddUsage(ctx, planID, event.Usage{InputTokens: 1, OutputTokens: 2}))
 				})
 			}
 			wg.Wait()
-			require.Equal(t, planning.Usage{InputTokens: n, OutputTokens: 2 * n}, mustPlan(t, e, planID).Usage)
+			require.Equal(t, event.Usage{InputTokens: n, OutputTokens: 2 * n}, mustPlan(t, e, planID).Usage)
 
 			close(release)
 			require.Equal(t, planID, (<-res).PlanID)
 			p := mustPlan(t, e, planID)
 			require.Equal(t, planning.StatusCompleted, p.Status)
-			require.Equal(t, planning.Usage{InputTokens: n + 10, OutputTokens: 2*n + 5}, p.Usage,
+			require.Equal(t, event.Usage{InputTokens: n + 10, OutputTokens: 2*n + 5}, p.Usage,
 				"the run adds its steps' usage to what was added while it ran")
 		})
 	}

@@ -56,7 +56,7 @@ func answers(delay time.Duration) func(ctx context.Context, task agents.Task) (a
 			return agents.Result{Interrupted: true, Finished: agents.FinishCancelled}, ctx.Err()
 		case <-time.After(delay):
 		}
-		return agents.Result{Text: fmt.Sprintf("result of step %d", task.Data.StepNumber), Usage: llm.Usage{InputTokens: 10, OutputTokens: 5},
+		return agents.Result{Text: fmt.Sprintf("result of step %d", task.Data.StepNumber), Usage: event.Usage{InputTokens: 10, OutputTokens: 5},
 			Finished: agents.FinishCompleted}, nil
 	}
 }

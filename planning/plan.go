@@ -42,12 +42,6 @@ const (
 	StepCancelled StepStatus = "cancelled"
 )
 
-// Usage counts tokens spent on a plan.
-type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
 // Plan is a goal broken into numbered steps joined by dependencies.
 type Plan struct {
 	ID        string
@@ -69,7 +63,7 @@ type Plan struct {
 	Approval *Approval
 	// CancelledBy records who cancelled the plan through its cancel route.
 	CancelledBy *Cancellation
-	Usage       Usage
+	Usage       event.Usage
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   *time.Time
@@ -174,7 +168,7 @@ type Review struct {
 	Verdict   Verdict
 	Comments  string
 	AgentID   string
-	Usage     Usage
+	Usage     event.Usage
 	CreatedAt time.Time
 }
 
@@ -201,7 +195,7 @@ type Execution struct {
 	Task           string
 	Result         string
 	Error          string
-	Usage          Usage
+	Usage          event.Usage
 	ToolCalls      int
 	StartedAt      time.Time
 	CompletedAt    *time.Time
@@ -251,6 +245,6 @@ type AgentMessage struct {
 	ToolCalls      []ToolCall
 	ToolCallID     string
 	Name           string
-	Usage          Usage
+	Usage          event.Usage
 	CreatedAt      time.Time
 }

@@ -51,7 +51,7 @@ func (o *Orchestrator) review(ctx context.Context, p Plan, round int, em event.E
 		return Review{}, err
 	}
 	r := Review{ID: o.cfg.NewID(), PlanID: p.ID, Round: round, Version: p.Version, AgentID: agentID,
-		Usage: Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, CreatedAt: o.cfg.Now()}
+		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, CreatedAt: o.cfg.Now()}
 	mu.Lock()
 	switch {
 	case verdict != nil:

@@ -19,7 +19,7 @@ import (
 type stepOutcome struct {
 	number int
 	step   Step
-	usage  Usage
+	usage  event.Usage
 }
 
 // execute runs an executing plan's steps as a dependency graph: a step
@@ -45,7 +45,7 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 	}
 	results := make(chan stepOutcome)
 	running := 0
-	var usage Usage // what this run's steps spent; added to the plan's, never overwriting it
+	var usage event.Usage // what this run's steps spent; added to the plan's, never overwriting it
 	done := func(s *Step) bool { return s.Status != StepPending && s.Status != StepRunning }
 	// storeEnd writes a step's final state, then announces it — only once
 	// it is stored: an event never says what the database does not (the
@@ -280,7 +280,7 @@ func scopeOf(p Plan, origin Origin) tools.Scope {
 // runExecutor is the executor coordinator for one step: it records the
 // agent, its conversation and the execution, runs a focused executor loop
 // limited to the step's tools, and closes the execution with its outcome.
-func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) (Step, Usage) {
+func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) (Step, event.Usage) {
 	agentID, sessionID, execID := o.cfg.NewID(), o.cfg.NewID(), o.cfg.NewID()
 	started := o.cfg.Now()
 	var stepTools []tools.Tool
@@ -301,7 +301,7 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		exec)
 	if err != nil {
 		s.Status, s.Error = StepFailed, "could not record the executor: "+err.Error()
-		return s, Usage{}
+		return s, event.Usage{}
 	}
 	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
 	xem := o.planEmitter(em, p.ID, event.RoleExecutor).With(src)
@@ -313,7 +313,7 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
 		Transcript: &transcript{store: o.cfg.Store, sessionID: sessionID, executionID: execID, now: o.cfg.Now},
 	})
-	usage := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	end := o.cfg.Now()
 	exec.Usage, exec.ToolCalls, exec.Result, exec.CompletedAt = usage, res.ToolCallCount, res.Text, &end
 	exec.DurationMS = end.Sub(started).Milliseconds()
@@ -339,7 +339,7 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
 		return s, usage
 	}
-	eu := event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, TotalTokens: usage.InputTokens + usage.OutputTokens}
+	eu := usage
 	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),
 		Summary: cut(res.Text, 500), Error: exec.Error, Usage: &eu})
 	return s, usage
@@ -357,7 +357,7 @@ type transcript struct {
 func (t *transcript) Append(ctx context.Context, e agents.TranscriptEntry) error {
 	m := AgentMessage{AgentSessionID: t.sessionID, ExecutionID: t.executionID, Seq: e.Seq, Role: string(e.Message.Role),
 		Content: e.Message.Content, ToolCallID: e.Message.ToolCallID, Name: e.Message.Name,
-		Usage: Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.now()}
+		Usage: event.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.now()}
 	for _, c := range e.Message.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}

@@ -3,6 +3,8 @@ package planning
 import (
 	"context"
 	"time"
+
+	"github.com/planwright/planwright/pkg/event"
 )
 
 // Store persists plans and everything their runs produce (persistence
@@ -37,7 +39,7 @@ type Store interface {
 	UpdateStep(ctx context.Context, planID string, s Step) error
 	// AddPlanUsage adds u to the plan's usage atomically (an increment in
 	// the database, safe against concurrent callers).
-	AddPlanUsage(ctx context.Context, id string, u Usage) error
+	AddPlanUsage(ctx context.Context, id string, u event.Usage) error
 	AddReview(ctx context.Context, r Review) error
 	CreateAgent(ctx context.Context, a AgentRecord) error
 	CreateAgentSession(ctx context.Context, s AgentSession) error

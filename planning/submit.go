@@ -263,7 +263,7 @@ func (o *Orchestrator) ClaimResume(ctx context.Context, planID string) (Plan, er
 
 // Synthesize has the synthesizer agent write the answer to a plan run that
 // started outside a turn (an approval, a resume).
-func (o *Orchestrator) Synthesize(ctx context.Context, p Plan, em event.Emitter) (string, Usage, error) {
+func (o *Orchestrator) Synthesize(ctx context.Context, p Plan, em event.Emitter) (string, event.Usage, error) {
 	res, err := o.cfg.Runner.Run(ctx, agents.Task{
 		Role:   o.cfg.Synthesizer,
 		Data:   agents.PromptData{Goal: p.Goal},
@@ -271,7 +271,7 @@ func (o *Orchestrator) Synthesize(ctx context.Context, p Plan, em event.Emitter)
 		Scope:  tools.Scope{UserID: p.UserID, SessionID: p.SessionID},
 		Events: o.planEmitter(em, p.ID, event.RoleSystem).With(event.Source{Role: event.RoleSystem, PlanID: p.ID}),
 	})
-	return res.Text, Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, err
+	return res.Text, event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, err
 }
 
 // CreatePlanArgs are create_plan's arguments.
@@ -447,8 +447,8 @@ func (o *Orchestrator) ApprovePlanTool(origin Origin) tools.Tool {
 
 // AddUsage adds tokens spent on a plan outside its run — the planner's
 // turn that wrote it — to the plan's usage, as an atomic increment.
-func (o *Orchestrator) AddUsage(ctx context.Context, planID string, u Usage) error {
-	if u == (Usage{}) {
+func (o *Orchestrator) AddUsage(ctx context.Context, planID string, u event.Usage) error {
+	if u == (event.Usage{}) {
 		return nil
 	}
 	return o.cfg.Store.AddPlanUsage(ctx, planID, u)

@@ -6,6 +6,8 @@ package chat
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/planwright/planwright/pkg/event"
 )
 
 // ContextType says what a session is about; it selects the planner's prompt
@@ -49,12 +51,6 @@ const (
 	RoleAssistant MessageRole = "assistant"
 )
 
-// Usage counts tokens of a turn.
-type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
 // ToolCall records a tool call made during a turn.
 type ToolCall struct {
 	ID        string          `json:"id"`
@@ -76,7 +72,7 @@ type Message struct {
 	ClientTurnID string
 	StreamRunID  string
 	ToolCalls    []ToolCall
-	Usage        Usage
+	Usage        event.Usage
 	PlanID       string
 	// FinishedReason is completed, cancelled, error or limit (assistant only).
 	FinishedReason    string

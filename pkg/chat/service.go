@@ -112,7 +112,7 @@ type Config struct {
 	// touched, and the planner's usage, once the turn ends (the
 	// orchestrator settles plans left in review and counts the planner's
 	// tokens on the plan).
-	AfterTurn func(ctx context.Context, planIDs []string, planner Usage)
+	AfterTurn func(ctx context.Context, planIDs []string, planner event.Usage)
 	// PersistTimeout bounds the writes that end a turn, which run even after
 	// the turn was cancelled (default 10 s).
 	PersistTimeout time.Duration
@@ -566,8 +566,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 		// a cancellation like any other, not a failure.
 		res.Finished, res.Interrupted, res.Cause, err = agents.FinishCancelled, true, cause, nil
 	}
-	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
-		TotalTokens: res.Usage.InputTokens + res.Usage.OutputTokens}
+	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	if res.Finished != "" {
 		out.Finished = string(res.Finished)
 	}
@@ -579,7 +578,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	defer pcancel()
 	answer := Message{SessionID: t.Session.ID, UserID: t.User.UserID, Role: RoleAssistant, Content: res.Text,
 		ClientTurnID: t.User.ClientTurnID, StreamRunID: t.RunID, ToolCalls: toolCalls(res.ToolCalls),
-		Usage: Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
+		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
 	if n := len(res.PlanIDs); n > 0 {
 		answer.PlanID = res.PlanIDs[n-1]
 	}

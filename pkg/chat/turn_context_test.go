@@ -76,7 +76,7 @@ func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 	}
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		Context: chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache}),
-		AfterTurn: func(ctx context.Context, ids []string, _ chat.Usage) {
+		AfterTurn: func(ctx context.Context, ids []string, _ event.Usage) {
 			for _, id := range ids {
 				require.NoError(t, orch.Settle(ctx, id))
 			}

@@ -20,15 +20,6 @@ type Me struct {
 	Raw      json.RawMessage `json:"-"`
 }
 
-// Usage counts tokens.
-type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-}
-
-// Total is input plus output tokens.
-func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
-
 // Session is a chat session.
 type Session struct {
 	ID          string    `json:"id"`
@@ -51,16 +42,16 @@ type ToolCall struct {
 
 // Message is a chat message.
 type Message struct {
-	ID                string     `json:"id"`
-	Role              string     `json:"role"`
-	Content           string     `json:"content"`
-	ToolCalls         []ToolCall `json:"tool_calls,omitempty"`
-	Usage             Usage      `json:"usage"`
-	PlanID            string     `json:"plan_id,omitempty"`
-	FinishedReason    string     `json:"finished_reason,omitempty"`
-	Interrupted       bool       `json:"interrupted,omitempty"`
-	InterruptedReason string     `json:"interrupted_reason,omitempty"`
-	CreatedAt         time.Time  `json:"created_at"`
+	ID                string      `json:"id"`
+	Role              string      `json:"role"`
+	Content           string      `json:"content"`
+	ToolCalls         []ToolCall  `json:"tool_calls,omitempty"`
+	Usage             event.Usage `json:"usage"`
+	PlanID            string      `json:"plan_id,omitempty"`
+	FinishedReason    string      `json:"finished_reason,omitempty"`
+	Interrupted       bool        `json:"interrupted,omitempty"`
+	InterruptedReason string      `json:"interrupted_reason,omitempty"`
+	CreatedAt         time.Time   `json:"created_at"`
 }
 
 // SessionList is a page of sessions.
@@ -108,7 +99,7 @@ type Plan struct {
 	Approval    *Approval       `json:"approval,omitempty"`
 	CancelledBy *Cancellation   `json:"cancelled_by,omitempty"`
 	Steps       []Step          `json:"steps"`
-	Usage       Usage           `json:"usage"`
+	Usage       event.Usage     `json:"usage"`
 	CreatedAt   time.Time       `json:"created_at"`
 	StartedAt   *time.Time      `json:"started_at,omitempty"`
 	CompletedAt *time.Time      `json:"completed_at,omitempty"`
@@ -149,12 +140,12 @@ type Review struct {
 
 // Execution is one executor run of a step.
 type Execution struct {
-	ID         string `json:"id"`
-	StepNumber int    `json:"step_number"`
-	Status     string `json:"status"`
-	Usage      Usage  `json:"usage"`
-	ToolCalls  int    `json:"tool_calls"`
-	DurationMS int64  `json:"duration_ms"`
+	ID         string      `json:"id"`
+	StepNumber int         `json:"step_number"`
+	Status     string      `json:"status"`
+	Usage      event.Usage `json:"usage"`
+	ToolCalls  int         `json:"tool_calls"`
+	DurationMS int64       `json:"duration_ms"`
 }
 
 // PlanDetail is a plan with what was recorded about it.

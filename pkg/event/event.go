@@ -71,17 +71,37 @@ type Source struct {
 	ExecutionID string `json:"execution_id,omitempty"`
 }
 
-// Usage counts tokens.
+// Usage counts tokens: of one model call, a turn, a step, a plan. It is the
+// one usage type of the service; Add sums usages and TotalTokens is always
+// written as input plus output, whatever the field holds.
 type Usage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
-	TotalTokens  int `json:"total_tokens"`
+	// TotalTokens is input plus output; it is computed when Usage is
+	// written as JSON (the field only gives the document its schema).
+	TotalTokens int `json:"total_tokens"`
+	// Estimated says the counts were estimated from the text, because the
+	// provider reported none.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
-// Add returns the sum of u and o, with TotalTokens recomputed.
+// Add returns the sum of u and o; it is estimated when either is.
 func (u Usage) Add(o Usage) Usage {
 	in, out := u.InputTokens+o.InputTokens, u.OutputTokens+o.OutputTokens
-	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out, Estimated: u.Estimated || o.Estimated}
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// IsZero reports whether u counts nothing.
+func (u Usage) IsZero() bool { return u.InputTokens == 0 && u.OutputTokens == 0 }
+
+// MarshalJSON writes u with total_tokens computed.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	type plain Usage
+	u.TotalTokens = u.Total()
+	return json.Marshal(plain(u))
 }
 
 // SessionInfo describes a chat session.

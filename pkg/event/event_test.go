@@ -120,6 +120,29 @@ func TestUsageAdd(t *testing.T) {
 	t.Parallel()
 	u := event.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 99}.Add(event.Usage{InputTokens: 10, OutputTokens: 20})
 	require.Equal(t, event.Usage{InputTokens: 11, OutputTokens: 22, TotalTokens: 33}, u)
+	require.Equal(t, 33, u.Total())
+	require.True(t, event.Usage{InputTokens: 1}.Add(event.Usage{Estimated: true}).Estimated, "a sum with an estimate is estimated")
+	require.True(t, event.Usage{}.IsZero())
+	require.False(t, u.IsZero())
+}
+
+// However a Usage was built, its JSON says total_tokens = input + output.
+func TestUsageJSONComputesTheTotal(t *testing.T) {
+	t.Parallel()
+	for _, u := range []event.Usage{
+		{InputTokens: 3, OutputTokens: 4},
+		{InputTokens: 3, OutputTokens: 4, TotalTokens: 99},
+	} {
+		data, err := json.Marshal(u)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"input_tokens":3,"output_tokens":4,"total_tokens":7}`, string(data))
+		data, err = json.Marshal(&u)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"input_tokens":3,"output_tokens":4,"total_tokens":7}`, string(data))
+	}
+	data, err := json.Marshal(event.Usage{InputTokens: 1, Estimated: true})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"input_tokens":1,"output_tokens":0,"total_tokens":1,"estimated":true}`, string(data))
 }
 
 func keys(m map[event.Type]bool) []event.Type {

@@ -190,7 +190,7 @@ type MessageView struct {
 	ClientTurnID      string          `json:"client_turn_id,omitempty"`
 	StreamRunID       string          `json:"stream_run_id,omitempty"`
 	ToolCalls         []chat.ToolCall `json:"tool_calls,omitempty"`
-	Usage             chat.Usage      `json:"usage"`
+	Usage             event.Usage     `json:"usage"`
 	PlanID            string          `json:"plan_id,omitempty"`
 	FinishedReason    string          `json:"finished_reason,omitempty"`
 	Interrupted       bool            `json:"interrupted,omitempty"`

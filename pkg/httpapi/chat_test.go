@@ -47,7 +47,7 @@ func says(text string) *model {
 		half := len(text) / 2
 		onPart(llm.TextDelta{Text: text[:half]})
 		onPart(llm.TextDelta{Text: text[half:]})
-		u := llm.Usage{InputTokens: 12, OutputTokens: 7}
+		u := event.Usage{InputTokens: 12, OutputTokens: 7}
 		onPart(llm.UsagePart{Usage: u})
 		return llm.Response{Text: text, Usage: u, StopReason: "stop"}, nil
 	}}
@@ -114,11 +114,11 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		AfterTurn: func(ctx context.Context, ids []string, planner chat.Usage) {
+		AfterTurn: func(ctx context.Context, ids []string, planner event.Usage) {
 			for _, id := range ids {
 				require.NoError(t, orch.Settle(ctx, id))
 			}
-			require.NoError(t, orch.AddUsage(ctx, ids[len(ids)-1], planning.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}))
+			require.NoError(t, orch.AddUsage(ctx, ids[len(ids)-1], event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}))
 		},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},

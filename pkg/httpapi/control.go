@@ -23,7 +23,7 @@ type PlanControl interface {
 	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
 	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
 	Cancel(ctx context.Context, planID string, by planning.Actor) (planning.Plan, error)
-	Synthesize(ctx context.Context, p planning.Plan, em event.Emitter) (string, planning.Usage, error)
+	Synthesize(ctx context.Context, p planning.Plan, em event.Emitter) (string, event.Usage, error)
 	Running(planID string) bool
 	Hub() *planning.Hub
 }
@@ -139,8 +139,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		}
 		out := PlanRunResult{Plan: planView(ended)}
 		text, usage, err := a.cfg.Plans.Synthesize(ctx, ended, em)
-		out.Usage = event.Usage{InputTokens: ended.Usage.InputTokens + usage.InputTokens, OutputTokens: ended.Usage.OutputTokens + usage.OutputTokens}
-		out.Usage.TotalTokens = out.Usage.InputTokens + out.Usage.OutputTokens
+		out.Usage = ended.Usage.Add(usage)
 		if err != nil {
 			a.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("plan_id", ended.ID).Msg("synthesis failed; answering with the summary")
 			text = planning.Summary(ended, 2000)
@@ -148,7 +147,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		out.Answer = text
 		if ended.SessionID != "" {
 			msg := chat.Message{SessionID: ended.SessionID, UserID: ended.UserID, Role: chat.RoleAssistant, Content: text, PlanID: ended.ID,
-				Usage: chat.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}, FinishedReason: event.FinishedCompleted}
+				Usage: event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}, FinishedReason: event.FinishedCompleted}
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
 			defer cancel()
 			if _, err := a.cfg.Sessions.AppendMessage(pctx, &msg); err != nil {
@@ -279,8 +278,7 @@ func (a *API) watchPlan(c echo.Context) error {
 			finished = event.FinishedCancelled
 		}
 		sys.Emit(ctx, event.Done{FinishedReason: finished, SessionID: final.SessionID,
-			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens,
-				TotalTokens: final.Usage.InputTokens + final.Usage.OutputTokens}})
+			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}})
 	})
 }
 

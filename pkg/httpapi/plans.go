@@ -12,6 +12,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
@@ -158,31 +159,31 @@ func sameDefinition(a, b planning.Step) bool {
 
 // ReviewView is one reviewer round.
 type ReviewView struct {
-	Round     int            `json:"round"`
-	Version   int            `json:"version"`
-	Verdict   string         `json:"verdict"`
-	Comments  string         `json:"comments"`
-	AgentID   string         `json:"agent_id,omitempty"`
-	Usage     planning.Usage `json:"usage"`
-	CreatedAt time.Time      `json:"created_at"`
+	Round     int         `json:"round"`
+	Version   int         `json:"version"`
+	Verdict   string      `json:"verdict"`
+	Comments  string      `json:"comments"`
+	AgentID   string      `json:"agent_id,omitempty"`
+	Usage     event.Usage `json:"usage"`
+	CreatedAt time.Time   `json:"created_at"`
 }
 
 // ExecutionView is one executor run of a step.
 type ExecutionView struct {
-	ID             string         `json:"id"`
-	PlanID         string         `json:"plan_id"`
-	StepNumber     int            `json:"step_number"`
-	AgentID        string         `json:"agent_id"`
-	AgentSessionID string         `json:"agent_session_id"`
-	Status         string         `json:"status"`
-	Task           string         `json:"task"`
-	Result         string         `json:"result,omitempty"`
-	Error          string         `json:"error,omitempty"`
-	Usage          planning.Usage `json:"usage"`
-	ToolCalls      int            `json:"tool_calls"`
-	StartedAt      time.Time      `json:"started_at"`
-	CompletedAt    *time.Time     `json:"completed_at,omitempty"`
-	DurationMS     int64          `json:"duration_ms"`
+	ID             string      `json:"id"`
+	PlanID         string      `json:"plan_id"`
+	StepNumber     int         `json:"step_number"`
+	AgentID        string      `json:"agent_id"`
+	AgentSessionID string      `json:"agent_session_id"`
+	Status         string      `json:"status"`
+	Task           string      `json:"task"`
+	Result         string      `json:"result,omitempty"`
+	Error          string      `json:"error,omitempty"`
+	Usage          event.Usage `json:"usage"`
+	ToolCalls      int         `json:"tool_calls"`
+	StartedAt      time.Time   `json:"started_at"`
+	CompletedAt    *time.Time  `json:"completed_at,omitempty"`
+	DurationMS     int64       `json:"duration_ms"`
 }
 
 func executionView(e planning.Execution) ExecutionView {
@@ -247,7 +248,7 @@ type TranscriptMessage struct {
 	ToolCalls  []planning.ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string              `json:"tool_call_id,omitempty"`
 	Name       string              `json:"name,omitempty"`
-	Usage      planning.Usage      `json:"usage"`
+	Usage      event.Usage         `json:"usage"`
 	CreatedAt  time.Time           `json:"created_at"`
 }
 

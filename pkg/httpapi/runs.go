@@ -357,8 +357,7 @@ func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
 			final = plan
 		}
 		done := event.Envelope{TS: a.cfg.Now().UTC(), Source: sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
-			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens,
-				TotalTokens: final.Usage.InputTokens + final.Usage.OutputTokens}}}
+			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}}}
 		_ = event.WriteFrameID(w, cur.String(), done)
 		w.Flush()
 	}

@@ -176,7 +176,7 @@ func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 	}
 	u := t.Replay.Usage
 	sys.Emit(ctx, event.Done{FinishedReason: t.Replay.FinishedReason, SessionID: t.Session.ID, MessageID: t.Replay.ID, Replay: true,
-		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}})
+		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}})
 }
 
 // serveStream opens an SSE response and runs produce with an emitter onto
@@ -240,8 +240,7 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
 	if out.ToolCalls == nil {
 		out.ToolCalls = []chat.ToolCall{}
 	}
-	out.Usage = event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens,
-		TotalTokens: answer.Usage.InputTokens + answer.Usage.OutputTokens}
+	out.Usage = event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}
 	if answer.PlanID != "" && a.cfg.PlanStore != nil {
 		if plan, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
 			v := planView(plan)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -42,7 +43,7 @@ type PlanView struct {
 	// CancelledBy is who cancelled the plan through its cancel route.
 	CancelledBy *CancellationView `json:"cancelled_by,omitempty"`
 	Steps       []StepView        `json:"steps"`
-	Usage       planning.Usage    `json:"usage"`
+	Usage       event.Usage       `json:"usage"`
 	CreatedAt   time.Time         `json:"created_at"`
 	UpdatedAt   time.Time         `json:"updated_at"`
 	StartedAt   *time.Time        `json:"started_at,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
 )
 
 // Client defaults.
@@ -66,7 +67,7 @@ type CallStats struct {
 	Attempts int
 	// Duration is the whole call, retries and waits included.
 	Duration time.Duration
-	Usage    Usage
+	Usage    event.Usage
 	// Status is the provider's HTTP status of the last failed attempt, when
 	// known.
 	Status int

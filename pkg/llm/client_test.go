@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/llmtest"
 )
@@ -75,7 +76,7 @@ func newHarnessWith(t *testing.T, provider string, tweak func(*llm.ClientConfig)
 type parts struct {
 	text  strings.Builder
 	calls []llm.ToolCall
-	usage []llm.Usage
+	usage []event.Usage
 	stops int
 }
 
@@ -137,7 +138,7 @@ func TestProvidersSpeakTheirWireFormats(t *testing.T) {
 					require.Equal(t, tc.reply.InputTokens, resp.Usage.InputTokens, tc.name)
 					require.Equal(t, tc.reply.OutputTokens, resp.Usage.OutputTokens, tc.name)
 					require.False(t, resp.Usage.Estimated, tc.name)
-					require.Equal(t, []llm.Usage{resp.Usage}, p.usage, tc.name)
+					require.Equal(t, []event.Usage{resp.Usage}, p.usage, tc.name)
 					require.Equal(t, 1, p.stops, tc.name)
 					body := string(h.peer.Bodies()[0])
 					require.Contains(t, body, `"files__read"`, "%s: the provider never sees a dotted name", tc.name)
@@ -348,7 +349,7 @@ func TestObserverSeesEveryCall(t *testing.T) {
 	require.Error(t, err)
 	require.Len(t, stats, 2)
 	require.Equal(t, llm.CallStats{Provider: "openai", Role: "planner", Attempts: 2, Status: 429,
-		Usage: llm.Usage{InputTokens: 4, OutputTokens: 1}, Duration: stats[0].Duration}, stats[0])
+		Usage: event.Usage{InputTokens: 4, OutputTokens: 1}, Duration: stats[0].Duration}, stats[0])
 	require.Equal(t, "executor", stats[1].Role)
 	require.Equal(t, "other", stats[1].Model)
 	require.Equal(t, 1, stats[1].Attempts)

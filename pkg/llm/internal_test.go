@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/tmc/langchaingo/llms"
+
+	"github.com/planwright/planwright/pkg/event"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -123,16 +125,16 @@ func TestUsageOf(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		choices []*llms.ContentChoice
-		want    Usage
+		want    event.Usage
 		ok      bool
 	}{
-		{"openai", []*llms.ContentChoice{choice(map[string]any{"PromptTokens": 12, "CompletionTokens": 3})}, Usage{InputTokens: 12, OutputTokens: 3}, true},
+		{"openai", []*llms.ContentChoice{choice(map[string]any{"PromptTokens": 12, "CompletionTokens": 3})}, event.Usage{InputTokens: 12, OutputTokens: 3}, true},
 		{"anthropic repeats usage per block; not summed", []*llms.ContentChoice{
 			choice(map[string]any{"InputTokens": 20, "OutputTokens": 9}), choice(map[string]any{"InputTokens": 20, "OutputTokens": 9})},
-			Usage{InputTokens: 20, OutputTokens: 9}, true},
-		{"googleai", []*llms.ContentChoice{choice(map[string]any{"input_tokens": int32(7), "output_tokens": int32(2)})}, Usage{InputTokens: 7, OutputTokens: 2}, true},
-		{"zeros are absent", []*llms.ContentChoice{choice(map[string]any{"PromptTokens": 0, "CompletionTokens": 0})}, Usage{}, false},
-		{"nothing", []*llms.ContentChoice{nil, choice(nil)}, Usage{}, false},
+			event.Usage{InputTokens: 20, OutputTokens: 9}, true},
+		{"googleai", []*llms.ContentChoice{choice(map[string]any{"input_tokens": int32(7), "output_tokens": int32(2)})}, event.Usage{InputTokens: 7, OutputTokens: 2}, true},
+		{"zeros are absent", []*llms.ContentChoice{choice(map[string]any{"PromptTokens": 0, "CompletionTokens": 0})}, event.Usage{}, false},
+		{"nothing", []*llms.ContentChoice{nil, choice(nil)}, event.Usage{}, false},
 	} {
 		u, ok := usageOf(&llms.ContentResponse{Choices: tc.choices})
 		require.Equal(t, tc.ok, ok, tc.name)

@@ -1,6 +1,10 @@
 package llm
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/planwright/planwright/pkg/event"
+)
 
 // Role is the author of a message in a model conversation.
 type Role string
@@ -37,13 +41,6 @@ type ToolDef struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-// Usage counts the tokens of one model call.
-type Usage struct {
-	InputTokens  int  `json:"input_tokens"`
-	OutputTokens int  `json:"output_tokens"`
-	Estimated    bool `json:"estimated,omitempty"`
-}
-
 // Request is one model call.
 type Request struct {
 	// Role is the agent role making the call (planner, executor, reviewer,
@@ -68,7 +65,7 @@ type TextDelta struct{ Text string }
 type ToolCallPart struct{ Call ToolCall }
 
 // UsagePart reports token usage.
-type UsagePart struct{ Usage Usage }
+type UsagePart struct{ Usage event.Usage }
 
 // StopPart reports why the model stopped.
 type StopPart struct{ Reason string }
@@ -82,6 +79,6 @@ func (StopPart) isPart()     {}
 type Response struct {
 	Text       string
 	ToolCalls  []ToolCall
-	Usage      Usage
+	Usage      event.Usage
 	StopReason string
 }

@@ -1,6 +1,10 @@
 package llm
 
-import "github.com/tmc/langchaingo/llms"
+import (
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/planwright/planwright/pkg/event"
+)
 
 // usageKeys are the GenerationInfo keys providers report tokens under:
 // openai (PromptTokens, CompletionTokens), anthropic (InputTokens,
@@ -16,7 +20,7 @@ var usageKeys = [][2]string{
 // are never summed across choices. It reports false when no choice has a
 // non-zero count (an OpenAI-compatible server that ignores
 // stream_options.include_usage reports zeros).
-func usageOf(resp *llms.ContentResponse) (Usage, bool) {
+func usageOf(resp *llms.ContentResponse) (event.Usage, bool) {
 	for _, ch := range resp.Choices {
 		if ch == nil {
 			continue
@@ -25,11 +29,11 @@ func usageOf(resp *llms.ContentResponse) (Usage, bool) {
 			in, okIn := toInt(ch.GenerationInfo[k[0]])
 			out, okOut := toInt(ch.GenerationInfo[k[1]])
 			if (okIn || okOut) && in+out > 0 {
-				return Usage{InputTokens: in, OutputTokens: out}, true
+				return event.Usage{InputTokens: in, OutputTokens: out}, true
 			}
 		}
 	}
-	return Usage{}, false
+	return event.Usage{}, false
 }
 
 func toInt(v any) (int, bool) {
@@ -48,7 +52,7 @@ func toInt(v any) (int, bool) {
 
 // estimateUsage guesses tokens, about four characters each, when the
 // provider reports none; the result is marked Estimated.
-func estimateUsage(req Request, resp Response) Usage {
+func estimateUsage(req Request, resp Response) event.Usage {
 	in := 0
 	for _, m := range req.Messages {
 		in += len(m.Content) + 16 // role and framing
@@ -63,5 +67,5 @@ func estimateUsage(req Request, resp Response) Usage {
 	for _, c := range resp.ToolCalls {
 		out += len(c.Name) + len(c.Arguments)
 	}
-	return Usage{InputTokens: (in + 3) / 4, OutputTokens: (out + 3) / 4, Estimated: true}
+	return event.Usage{InputTokens: (in + 3) / 4, OutputTokens: (out + 3) / 4, Estimated: true}
 }

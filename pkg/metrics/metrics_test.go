@@ -40,7 +40,7 @@ func TestModelToolAndPlanMetrics(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
 	ok := m.ObservedModel(model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
-		return llm.Response{Usage: llm.Usage{InputTokens: 10, OutputTokens: 4}}, nil
+		return llm.Response{Usage: event.Usage{InputTokens: 10, OutputTokens: 4}}, nil
 	}}, "scripted")
 	failing := m.ObservedModel(model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
 		return llm.Response{}, errors.New("boom")

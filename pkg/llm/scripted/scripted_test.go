@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 )
@@ -83,7 +84,7 @@ func TestScriptedRules(t *testing.T) {
 	require.Len(t, resp.ToolCalls, 1)
 	require.Equal(t, "create_plan", resp.ToolCalls[0].Name)
 	require.JSONEq(t, `{"goal":"Launch","steps":[{"id":1,"description":"Draft copy","executor_required":true}]}`, string(resp.ToolCalls[0].Arguments))
-	require.Equal(t, llm.Usage{InputTokens: 120, OutputTokens: 30}, resp.Usage)
+	require.Equal(t, event.Usage{InputTokens: 120, OutputTokens: 30}, resp.Usage)
 
 	resp, err = c.Generate(ctx, ask("planner", "plan the launch", "create_plan"), nil)
 	require.NoError(t, err)
