@@ -235,3 +235,41 @@ func TestPlanWatcherJoinsDuringReviewAndResumes(t *testing.T) {
 		})
 	}
 }
+
+// A "stream": false turn is a run in the log too: its events, the plan's
+// steps among them, can be followed and replayed like a streamed turn's.
+func TestJSONTurnIsLogged(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, scriptedModel(t, reviewScript), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+
+			res := decodeBody[map[string]any](t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "plan the launch", "plan_mode": "auto_execute", "stream_run_id": "run-json", "stream": false}))
+			plan, ok := res["plan"].(map[string]any)
+			require.True(t, ok, "the turn made a plan: %v", res)
+
+			_, read, closeRun := openEvents(t, e, ctx, "alice", "/api/runs/run-json/events", "")
+			frames := readAll(read)
+			closeRun()
+			requireSeqs(t, frames)
+			types := typesOfWire(frames)
+			require.Equal(t, "agent_state", types[0])
+			require.Equal(t, "run-json", frames[0].Data["run_id"])
+			require.Contains(t, types, "plan_created")
+			require.Contains(t, types, "plan_complete")
+			require.Equal(t, "done", types[len(types)-1])
+			run := decodeBody[map[string]any](t, e.request(t, ctx, "alice", "GET", "/api/runs/run-json", nil))
+			require.Equal(t, "completed", run["status"])
+
+			_, read, closePlan := openEvents(t, e, ctx, "alice", "/api/plans/"+plan["id"].(string)+"/events", "")
+			watched := typesOfWire(readAll(read))
+			closePlan()
+			require.Contains(t, watched, "plan_created", "a plan watcher gets the JSON turn's plan events")
+			require.Contains(t, watched, "plan_complete")
+		})
+	}
+}
