@@ -563,3 +563,60 @@ func newEnvOn(t *testing.T, store *persistence.Store, r *runner) env {
 
 // alice is the owner of the plans of these tests, acting on them.
 var alice = planning.Actor{UserID: "alice"}
+
+// What a step's failure shows to clients and to the planner is caller-safe:
+// a driver's or provider's own words (which may name hosts, users, SQL)
+// stay in the logs; a coded error keeps its message.
+func TestStepErrorsAreCallerSafe(t *testing.T) {
+	t.Parallel()
+	const secret = `pq: password authentication failed for user "svc_secret" at 10.1.2.3`
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		if task.Data.StepNumber == 1 {
+			return agents.Result{}, errors.New(secret)
+		}
+		return agents.Result{}, apperr.New(apperr.Unavailable, "model provider openai failed (3 attempts)")
+	}}, nil)
+	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2)}}, e.em)
+	require.NoError(t, err)
+	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	require.NoError(t, err)
+	require.Equal(t, "the executor failed: internal error", p.Steps[0].Error)
+	require.Equal(t, "the executor failed: model provider openai failed (3 attempts)", p.Steps[1].Error)
+	execs, err := e.store.ListExecutions(context.Background(), res.PlanID)
+	require.NoError(t, err)
+	require.Len(t, execs, 2)
+	for _, x := range execs {
+		require.NotContains(t, x.Error, "svc_secret")
+	}
+	for _, env := range e.rec.Events() {
+		data, err := json.Marshal(env)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), "svc_secret", "event %s", env.Event.Type())
+	}
+	require.NotContains(t, res.Content, "svc_secret", "what the planner is told")
+}
+
+// The same for a reviewer that fails: its comments, which the planner and
+// reviewers of the plan read, carry only caller-safe text.
+func TestReviewerErrorsAreCallerSafe(t *testing.T) {
+	t.Parallel()
+	const secret = `dial tcp 10.9.8.7:443: connect: connection refused (api_key=sk-svc_secret)`
+	e := newEnv(t, persistence.DriverSQLite, &runner{
+		Executor: answers(0),
+		Reviewer: func(context.Context, agents.Task) (agents.Result, error) { return agents.Result{}, errors.New(secret) },
+	}, nil)
+	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+	require.NoError(t, err)
+	reviews, err := e.store.ListReviews(context.Background(), res.PlanID)
+	require.NoError(t, err)
+	require.NotEmpty(t, reviews)
+	for _, r := range reviews {
+		require.Equal(t, "the reviewer failed: internal error", r.Comments)
+	}
+	for _, env := range e.rec.Events() {
+		data, err := json.Marshal(env)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), "svc_secret", "event %s", env.Event.Type())
+	}
+	require.NotContains(t, res.Content, "svc_secret", "what the planner is told")
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/tools"
 )
@@ -57,7 +58,8 @@ func (o *Orchestrator) review(ctx context.Context, p Plan, round int, em event.E
 	case verdict != nil:
 		r.Verdict, r.Comments = verdict.Verdict, verdict.Comments
 	case err != nil:
-		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer failed: "+err.Error()
+		o.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("plan_id", p.ID).Msg("the reviewer failed")
+		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer failed: "+apperr.MessageOf(err)
 	default:
 		// No verdict is no approval: a plan runs only when approved.
 		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer gave no verdict: "+cut(res.Text, 500)

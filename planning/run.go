@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/tools"
 )
@@ -114,7 +115,7 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 							// and the step does not run.
 							o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
 							notRun := snapshot
-							notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+err.Error()
+							notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
 							if ctx.Err() != nil {
 								notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
 							}
@@ -300,7 +301,8 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
 		exec)
 	if err != nil {
-		s.Status, s.Error = StepFailed, "could not record the executor: "+err.Error()
+		o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store the executor; the step fails")
+		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)
 		return s, event.Usage{}
 	}
 	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
@@ -322,8 +324,11 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 		exec.Status, exec.Error = ExecutionCancelled, "cancelled"
 		s.Status, s.Error = StepCancelled, "cancelled while running"
 	case runErr != nil:
-		exec.Status, exec.Error = ExecutionFailed, runErr.Error()
-		s.Status, s.Error = StepFailed, "the executor failed: "+runErr.Error()
+		// Clients and the planner see only caller-safe text; the detail
+		// (a driver's or provider's own words) goes to the log.
+		o.cfg.Logger.Warn().Ctx(ctx).Err(runErr).Str("plan_id", p.ID).Int("step", s.Number).Str("execution_id", execID).Msg("the executor failed")
+		exec.Status, exec.Error = ExecutionFailed, apperr.MessageOf(runErr)
+		s.Status, s.Error = StepFailed, "the executor failed: "+exec.Error
 	case strings.TrimSpace(res.Text) == "":
 		exec.Status, exec.Error = ExecutionFailed, "the executor gave no answer"
 		s.Status, s.Error = StepFailed, exec.Error

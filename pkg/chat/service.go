@@ -635,7 +635,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	}
 	sys.Emit(pctx, last)
 	if out.Err != nil {
-		sys.Emit(pctx, event.Error{Error: errorInfo(out.Err)})
+		sys.Emit(pctx, event.Error{Error: ErrorInfo(out.Err)})
 	}
 	sys.Emit(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID})
 	return out
@@ -816,9 +816,11 @@ func failureCause(err error) string {
 	return "error"
 }
 
-// errorInfo is the caller-safe form of err: coded errors keep their message,
-// anything else is an internal error whose detail stays in the logs.
-func errorInfo(err error) event.ErrorInfo {
+// ErrorInfo is the caller-safe form of err as events carry it, the one
+// place that form is made (HTTP statuses are mapped in pkg/httpapi): coded
+// errors keep their message, anything else is an internal error whose
+// detail stays in the logs.
+func ErrorInfo(err error) event.ErrorInfo {
 	code := apperr.CodeOf(err)
 	if code == "" || code == apperr.Internal {
 		return event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}

@@ -173,7 +173,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		finished := event.FinishedCompleted
 		switch {
 		case err != nil:
-			sys.Emit(ctx, event.Error{Error: errorInfoOf(err)})
+			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
 			finished = event.FinishedError
 		case out.Plan.Status == string(planning.StatusCancelled), out.Plan.Status == string(planning.StatusInterrupted):
 			finished = event.FinishedCancelled
@@ -193,11 +193,6 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		})
 	}
 	return a.serveStream(c, produce)
-}
-
-func errorInfoOf(err error) event.ErrorInfo {
-	_, d := classify(err)
-	return event.ErrorInfo{Code: d.Code, Message: d.Message}
 }
 
 func (a *API) rejectPlan(c echo.Context) error {

@@ -88,7 +88,7 @@ func (a *API) stream(c echo.Context) error {
 		turn.AnnounceThinking(ctx, em)
 		if err := turn.Open(ctx); err != nil {
 			sys := em.With(event.Source{Role: event.RoleSystem})
-			sys.Emit(ctx, event.Error{Error: errorInfoOf(err)})
+			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
 			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
 			return
 		}
@@ -124,7 +124,7 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, planMode string,
 	produce := func(ctx context.Context, em event.Emitter) {
 		sys := em.With(event.Source{Role: event.RoleSystem})
 		if openErr != nil {
-			sys.Emit(ctx, event.Error{Error: errorInfoOf(openErr)})
+			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(openErr)})
 			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
 			return
 		}
@@ -146,7 +146,7 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, planMode string,
 		}
 		w := c.Response()
 		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
-			Event: event.Error{Error: errorInfoOf(apperr.New(apperr.Conflict, "stream_run_id %s names another run", run.ID))}})
+			Event: event.Error{Error: chat.ErrorInfo(apperr.New(apperr.Conflict, "stream_run_id %s names another run", run.ID))}})
 		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Done{FinishedReason: event.FinishedError}})
 		w.Flush()
@@ -156,7 +156,7 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, planMode string,
 		a.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("create run")
 		w := c.Response()
 		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
-			Event: event.Error{Error: errorInfoOf(err)}})
+			Event: event.Error{Error: chat.ErrorInfo(err)}})
 		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Done{FinishedReason: event.FinishedError}})
 		w.Flush()
