@@ -3,7 +3,6 @@ package planning
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -86,38 +85,26 @@ type activeRun struct {
 
 // NewOrchestrator validates cfg and returns an Orchestrator.
 func NewOrchestrator(cfg Config) (*Orchestrator, error) {
-	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("planning: Config.Store is required")
-	case cfg.Runner == nil:
-		return nil, errors.New("planning: Config.Runner is required")
-	case cfg.Tools == nil:
-		return nil, errors.New("planning: Config.Tools is required")
-	case cfg.Lookup == nil:
-		return nil, errors.New("planning: Config.Lookup is required")
-	}
-	if cfg.MaxSteps <= 0 {
-		cfg.MaxSteps = 20
-	}
-	if cfg.PersistTimeout <= 0 {
-		cfg.PersistTimeout = 15 * time.Second
-	}
-	if cfg.MaxParallelSteps <= 0 {
-		cfg.MaxParallelSteps = 4
-	}
-	if cfg.ReviewRounds <= 0 {
-		cfg.ReviewRounds = 2
-	}
+	var bad apperr.Problems
+	bad.Required("Store", cfg.Store == nil)
+	bad.Required("Runner", cfg.Runner == nil)
+	bad.Required("Tools", cfg.Tools == nil)
+	bad.Required("Lookup", cfg.Lookup == nil)
+	apperr.Positive(&bad, "MaxSteps", &cfg.MaxSteps, 20)
+	apperr.Positive(&bad, "PersistTimeout", &cfg.PersistTimeout, 15*time.Second)
+	apperr.Positive(&bad, "MaxParallelSteps", &cfg.MaxParallelSteps, 4)
+	apperr.Positive(&bad, "ReviewRounds", &cfg.ReviewRounds, 2)
+	apperr.Positive(&bad, "SummaryChars", &cfg.SummaryChars, 2000)
 	if cfg.DefaultMode == "" {
 		cfg.DefaultMode = planmode.AutoExecute
 	}
 	for name, m := range map[string]planmode.Mode{"DefaultMode": cfg.DefaultMode, "MinMode": cfg.MinMode} {
 		if _, err := planmode.Parse(string(m)); err != nil {
-			return nil, fmt.Errorf("planning: Config.%s: %w", name, err)
+			bad.Add(name, "%s", err.Error())
 		}
 	}
-	if cfg.SummaryChars <= 0 {
-		cfg.SummaryChars = 2000
+	if err := bad.Err("planning: invalid orchestrator config"); err != nil {
+		return nil, err
 	}
 	if cfg.Hub == nil {
 		cfg.Hub = NewHub()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -84,4 +85,17 @@ func TestValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// NewOrchestrator fills in defaults, then reports every bad value at once
+// (it used to turn negative values into defaults silently).
+func TestNewOrchestratorReportsEveryBadValue(t *testing.T) {
+	t.Parallel()
+	_, err := planning.NewOrchestrator(planning.Config{MaxSteps: -1, MaxParallelSteps: -2, PersistTimeout: -time.Second, DefaultMode: "yolo"})
+	require.ErrorIs(t, err, apperr.ErrInvalid)
+	var fields []string
+	for _, f := range apperr.FieldsOf(err) {
+		fields = append(fields, f.Field)
+	}
+	require.ElementsMatch(t, []string{"Store", "Runner", "Tools", "Lookup", "MaxSteps", "PersistTimeout", "MaxParallelSteps", "DefaultMode"}, fields)
 }

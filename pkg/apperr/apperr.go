@@ -148,3 +148,39 @@ func FieldsOf(err error) []FieldError {
 	}
 	return nil
 }
+
+// Problems gathers what is wrong with a constructor's config, so that it
+// reports every bad value at once (the convention of every New… function:
+// fill in the defaults, then report every bad value).
+type Problems struct{ fields []FieldError }
+
+// Add records a problem with field.
+func (p *Problems) Add(field, format string, args ...any) {
+	p.fields = append(p.fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Required records field as missing when missing is true.
+func (p *Problems) Required(field string, missing bool) {
+	if missing {
+		p.Add(field, "is required")
+	}
+}
+
+// Err is an Invalid error naming every problem, or nil when there is none.
+func (p *Problems) Err(format string, args ...any) error {
+	if len(p.fields) == 0 {
+		return nil
+	}
+	return Invalidf(p.fields, format, args...)
+}
+
+// Positive fills a zero *v with def and records a negative one as a
+// problem.
+func Positive[T ~int | ~int64](p *Problems, field string, v *T, def T) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		p.Add(field, "must be positive, got %v", any(*v))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,4 +41,29 @@ func TestInvalidListsEveryField(t *testing.T) {
 	}, "invalid request")
 	require.Equal(t, `invalid request: message: is required; plan_mode: must be one of auto_execute, draft_only, agent_review`, err.Error())
 	require.Len(t, apperr.FieldsOf(fmt.Errorf("wrap: %w", err)), 2)
+}
+
+func TestProblems(t *testing.T) {
+	t.Parallel()
+	var none apperr.Problems
+	require.NoError(t, none.Err("x"))
+
+	var bad apperr.Problems
+	n, d, neg := 0, time.Duration(0), -3
+	bad.Required("Store", true)
+	bad.Required("Runner", false)
+	apperr.Positive(&bad, "N", &n, 7)
+	apperr.Positive(&bad, "D", &d, time.Second)
+	apperr.Positive(&bad, "Neg", &neg, 1)
+	dur := -time.Second
+	apperr.Positive(&bad, "Dur", &dur, time.Second)
+	require.Equal(t, 7, n, "a zero value takes the default")
+	require.Equal(t, time.Second, d)
+	err := bad.Err("thing: invalid config")
+	require.ErrorIs(t, err, apperr.ErrInvalid)
+	require.Equal(t, []apperr.FieldError{
+		{Field: "Store", Message: "is required"},
+		{Field: "Neg", Message: "must be positive, got -3"},
+		{Field: "Dur", Message: "must be positive, got -1s"},
+	}, apperr.FieldsOf(err), "every bad value, in order")
 }

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -136,25 +135,16 @@ type Service struct {
 
 // NewService validates cfg and returns a Service.
 func NewService(cfg Config) (*Service, error) {
-	switch {
-	case cfg.Store == nil:
-		return nil, errors.New("chat: Config.Store is required")
-	case cfg.Runner == nil:
-		return nil, errors.New("chat: Config.Runner is required")
-	case cfg.Planner == nil:
-		return nil, errors.New("chat: Config.Planner is required")
-	}
-	if cfg.MaxStreamsPerUser <= 0 {
-		cfg.MaxStreamsPerUser = 4
-	}
-	if cfg.HistoryMessages <= 0 {
-		cfg.HistoryMessages = 40
-	}
-	if cfg.MaxMessageBytes <= 0 {
-		cfg.MaxMessageBytes = 32 << 10
-	}
-	if cfg.PersistTimeout <= 0 {
-		cfg.PersistTimeout = 10 * time.Second
+	var bad apperr.Problems
+	bad.Required("Store", cfg.Store == nil)
+	bad.Required("Runner", cfg.Runner == nil)
+	bad.Required("Planner", cfg.Planner == nil)
+	apperr.Positive(&bad, "MaxStreamsPerUser", &cfg.MaxStreamsPerUser, 4)
+	apperr.Positive(&bad, "HistoryMessages", &cfg.HistoryMessages, 40)
+	apperr.Positive(&bad, "MaxMessageBytes", &cfg.MaxMessageBytes, 32<<10)
+	apperr.Positive(&bad, "PersistTimeout", &cfg.PersistTimeout, 10*time.Second)
+	if err := bad.Err("chat: invalid service config"); err != nil {
+		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
