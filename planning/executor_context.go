@@ -6,6 +6,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -62,7 +63,7 @@ func executorRequest(role agents.Role, p Plan, s Step, deps []agents.Dependency,
 		if n <= 80 {
 			break
 		}
-		fitted[longest].Result = cut(fitted[longest].Result, max(80, n*3/4))
+		fitted[longest].Result = textcut.Cut(fitted[longest].Result, max(80, n*3/4))
 	}
 	data.Dependencies = fitted
 	return data, input

@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -154,7 +155,7 @@ func eventPlan(p Plan) event.Plan {
 }
 
 func stepState(s Step) event.StepState {
-	return event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: cut(s.Result, 1000), Error: s.Error}
+	return event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: textcut.Cut(s.Result, 1000), Error: s.Error}
 }
 
 // planEmitter binds em to the plan and tees its events to the plan's
@@ -243,17 +244,10 @@ func Summary(p Plan, limit int) string {
 		case s.Result != "":
 			line += " — " + s.Result
 		}
-		b.WriteString(cut(strings.ReplaceAll(line, "\n", " "), max(per-1, 40)))
+		b.WriteString(textcut.Cut(strings.ReplaceAll(line, "\n", " "), max(per-1, 40)))
 		b.WriteString("\n")
 	}
-	return cut(b.String(), limit)
-}
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:max(n-1, 0)]) + "…"
-	}
-	return s
+	return textcut.Cut(b.String(), limit)
 }
 
 // rawOr returns raw, or {} when empty.

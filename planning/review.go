@@ -9,6 +9,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -62,7 +63,7 @@ func (o *Orchestrator) review(ctx context.Context, p Plan, round int, em event.E
 		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer failed: "+apperr.MessageOf(err)
 	default:
 		// No verdict is no approval: a plan runs only when approved.
-		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer gave no verdict: "+cut(res.Text, 500)
+		r.Verdict, r.Comments = VerdictChangesRequested, "the reviewer gave no verdict: "+textcut.Cut(res.Text, 500)
 	}
 	mu.Unlock()
 	// The verdict's window opens now, however long the reviewer took.

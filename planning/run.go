@@ -13,6 +13,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -346,7 +347,7 @@ func (o *Orchestrator) runExecutor(ctx context.Context, p Plan, origin Origin, s
 	}
 	eu := usage
 	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),
-		Summary: cut(res.Text, 500), Error: exec.Error, Usage: &eu})
+		Summary: textcut.Cut(res.Text, 500), Error: exec.Error, Usage: &eu})
 	return s, usage
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -104,7 +105,7 @@ func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em
 		now := o.cfg.Now()
 		p, err = o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusExecuting, func(q *Plan) {
 			q.ReviewRound, q.StartedAt, q.Reason = round, &now, ""
-			q.Approval = &Approval{By: ByReviewer, At: now, Note: cut(fmt.Sprintf("review round %d: %s", round, r.Comments), 500)}
+			q.Approval = &Approval{By: ByReviewer, At: now, Note: textcut.Cut(fmt.Sprintf("review round %d: %s", round, r.Comments), 500)}
 			q.Usage.InputTokens += r.Usage.InputTokens
 			q.Usage.OutputTokens += r.Usage.OutputTokens
 		})
@@ -309,7 +310,7 @@ func StepsFrom(in []StepArgs) []Step {
 		}
 		title := strings.TrimSpace(s.Title)
 		if title == "" {
-			title = cut(strings.TrimSpace(s.Description), 60)
+			title = textcut.Cut(strings.TrimSpace(s.Description), 60)
 		}
 		out = append(out, Step{Number: n, Title: title, Description: s.Description, Tools: s.Tools,
 			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: StepPending})

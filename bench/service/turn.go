@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/tmaxmax/go-sse"
+
+	"github.com/planwright/planwright/pkg/textcut"
 )
 
 // client talks to one server as its single user (auth none).
@@ -186,7 +188,7 @@ func (c *client) verify(ctx context.Context, w workload, r turnResult) error {
 		return fmt.Errorf("session %s has no messages", r.SessionID)
 	}
 	if m := sess.Messages[n-1]; m.Role != "assistant" || !strings.HasSuffix(m.Content, want) {
-		return fmt.Errorf("session %s ends with %s %q, want the assistant's answer ending %q", r.SessionID, m.Role, cut(m.Content, 200), want)
+		return fmt.Errorf("session %s ends with %s %q, want the assistant's answer ending %q", r.SessionID, m.Role, textcut.Cut(m.Content, 200), want)
 	}
 	if m := sess.Messages[len(sess.Messages)-1]; m.FinishedReason != "" && m.FinishedReason != "completed" {
 		return fmt.Errorf("session %s: the answer is stored as %q", r.SessionID, m.FinishedReason)
@@ -257,11 +259,4 @@ func (c *client) get(ctx context.Context, path string, into any) error {
 		return fmt.Errorf("GET %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(data)))
 	}
 	return json.Unmarshal(data, into)
-}
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }

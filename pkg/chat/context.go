@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 	"github.com/planwright/planwright/tools/builtin"
@@ -402,7 +402,7 @@ func (t turn) messages(n int, limit int) []llm.Message {
 		if n <= 0 {
 			return s
 		}
-		c, _ := cutText(s, n)
+		c, _ := textcut.CutReport(s, n)
 		return c
 	}
 	var out []llm.Message
@@ -445,7 +445,7 @@ func (t turn) messages(n int, limit int) []llm.Message {
 func (t turn) snippet() string {
 	var parts []string
 	if u := oneLine(t.user); u != "" {
-		c, _ := cutText(u, 70)
+		c, _ := textcut.CutReport(u, 70)
 		parts = append(parts, "user: "+c)
 	}
 	if t.answer != nil {
@@ -457,7 +457,7 @@ func (t turn) snippet() string {
 			parts = append(parts, "tools: "+strings.Join(names, ", "))
 		}
 		if a := oneLine(t.answer.Content); a != "" {
-			c, _ := cutText(a, 70)
+			c, _ := textcut.CutReport(a, 70)
 			parts = append(parts, "answer: "+c)
 		}
 	}
@@ -465,19 +465,6 @@ func (t turn) snippet() string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// cutText cuts s to at most n characters, an ellipsis included, and reports
-// whether it cut.
-func cutText(s string, n int) (string, bool) {
-	if utf8.RuneCountInString(s) <= n {
-		return s, false
-	}
-	if n <= 1 {
-		return "…", true
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…", true
-}
 
 func toolDefs(ts []tools.Tool) []llm.ToolDef {
 	defs := make([]llm.ToolDef, len(ts))

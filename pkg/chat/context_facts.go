@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools/builtin"
 )
 
@@ -39,7 +40,7 @@ type Fact struct {
 }
 
 func (f Fact) line() string {
-	name, _ := cutText(oneLine(f.Name), 100)
+	name, _ := textcut.CutReport(oneLine(f.Name), 100)
 	if f.Kind == FactPlan {
 		s := fmt.Sprintf("- plan %s (id %s)", quoteOr(name, "unnamed"), f.ID)
 		if f.Status != "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/textcut"
 )
 
 // What the context builder trims, in the order it trims (context_usage's
@@ -131,7 +132,7 @@ func (d *draft) renderSummary() string {
 		w := len([]rune(s)) + 3
 		if used+w > d.summary {
 			if len(parts) == 0 {
-				s, _ = cutText(s, d.summary)
+				s, _ = textcut.CutReport(s, d.summary)
 				parts = append(parts, s)
 				shown++
 			}
@@ -215,7 +216,7 @@ func (d *draft) cutLastTurn() bool {
 	l := &d.lastTurn
 	switch {
 	case len([]rune(l.summary)) > 80:
-		l.summary, _ = cutText(l.summary, 80)
+		l.summary, _ = textcut.CutReport(l.summary, 80)
 	case l.summary != "":
 		l.summary = ""
 	case l.tools != "":

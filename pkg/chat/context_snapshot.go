@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools/builtin"
 )
 
@@ -198,7 +199,7 @@ func newSnapshotSection(s Snapshot, projectID, projectName, focusID string) snap
 
 // entityLine is one entity in a line: type, title, id, state, due date.
 func entityLine(e builtin.Entity) string {
-	title, _ := cutText(oneLine(e.Title), 100)
+	title, _ := textcut.CutReport(oneLine(e.Title), 100)
 	line := fmt.Sprintf("- %s %q (id %s)", e.Type, title, e.ID)
 	var attrs []string
 	if e.Status != "" {

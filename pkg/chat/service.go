@@ -18,6 +18,7 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -765,9 +766,9 @@ func toolCalls(recs []agents.ToolCallRecord) []ToolCall {
 	for _, r := range recs {
 		tc := ToolCall{ID: r.Outcome.Call.ID, Name: r.Outcome.Call.Name, Arguments: r.Outcome.Call.Args, Success: r.Outcome.Success}
 		if r.Outcome.Success {
-			tc.Result = cut(r.Outcome.Content, 2000)
+			tc.Result = textcut.Cut(r.Outcome.Content, 2000)
 		} else {
-			tc.Error = cut(r.Outcome.Content, 2000)
+			tc.Error = textcut.Cut(r.Outcome.Content, 2000)
 		}
 		if len(tc.Arguments) == 0 || !json.Valid(tc.Arguments) {
 			tc.Arguments = json.RawMessage(`{}`)
@@ -787,14 +788,7 @@ func toolsUsed(recs []agents.ToolCallRecord) []string {
 	return out
 }
 
-func summaryOf(text string) string { return cut(strings.TrimSpace(text), 280) }
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
-}
+func summaryOf(text string) string { return textcut.Cut(strings.TrimSpace(text), 280) }
 
 // failureCause is why a failed turn ended, as stored with its interrupted
 // answer: the model provider's cause (provider_error, provider_timeout), or

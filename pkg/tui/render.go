@@ -19,6 +19,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/client"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/textcut"
 )
 
 // Spinner frames of a running step.
@@ -71,14 +72,10 @@ func Who(src event.Source) string {
 	return string(src.Role)
 }
 
-// Cut shortens s to at most n characters (runes), with an ellipsis.
+// Cut puts s on one line (runs of white space become one space) and
+// shortens it to at most n characters (textcut.Cut).
 func Cut(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:max(0, n-1)]) + "…"
+	return textcut.Cut(strings.Join(strings.Fields(s), " "), n)
 }
 
 type stepRow struct {
