@@ -467,3 +467,22 @@ func (o *Orchestrator) Settle(ctx context.Context, planID string) error {
 	}
 	return err
 }
+
+// AfterTurn is what the end of a turn that created plans means for them
+// (chat.Config.AfterTurn): each is settled, and the planner's tokens of the
+// turn count on the plan it ended with. Failures are logged; the turn's
+// answer stands.
+func (o *Orchestrator) AfterTurn(ctx context.Context, planIDs []string, planner event.Usage) {
+	if len(planIDs) == 0 {
+		return
+	}
+	for _, id := range planIDs {
+		if err := o.Settle(ctx, id); err != nil {
+			o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", id).Msg("settle a plan after its turn")
+		}
+	}
+	last := planIDs[len(planIDs)-1]
+	if err := o.AddUsage(ctx, last, event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}); err != nil {
+		o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", last).Msg("count the planner's usage on its plan")
+	}
+}

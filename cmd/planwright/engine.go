@@ -160,19 +160,7 @@ func newChatService(cfg config.Config, store *persistence.Store, runner *agents.
 		Logger: log.With().Str("component", "context").Logger()})
 	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
-		AfterTurn: func(ctx context.Context, planIDs []string, planner event.Usage) {
-			for _, id := range planIDs {
-				if err := orch.Settle(ctx, id); err != nil {
-					log.Error().Ctx(ctx).Err(err).Str("plan_id", id).Msg("settle a plan after its turn")
-				}
-			}
-			// The planner's tokens count on the plan its turn ended with.
-			last := planIDs[len(planIDs)-1]
-			u := event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}
-			if err := orch.AddUsage(ctx, last, u); err != nil {
-				log.Error().Ctx(ctx).Err(err).Str("plan_id", last).Msg("count the planner's usage on its plan")
-			}
-		},
+		AfterTurn: orch.AfterTurn,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
 			Plans: orch, Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }

@@ -75,12 +75,8 @@ func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 		chat.ContextProject: {Prompt: "Work inside the focused project.", ToolSets: []string{"workspace_read", "workspace_create", "workspace_write"}},
 	}
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		Context: chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache}),
-		AfterTurn: func(ctx context.Context, ids []string, _ event.Usage) {
-			for _, id := range ids {
-				require.NoError(t, orch.Settle(ctx, id))
-			}
-		},
+		Context:   chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache}),
+		AfterTurn: orch.AfterTurn,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch, Profiles: profiles,
 			Gateway: rt.Gateway, GatewayShare: opts.gatewayShare})})
 	require.NoError(t, err)

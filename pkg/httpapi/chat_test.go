@@ -114,12 +114,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		AfterTurn: func(ctx context.Context, ids []string, planner event.Usage) {
-			for _, id := range ids {
-				require.NoError(t, orch.Settle(ctx, id))
-			}
-			require.NoError(t, orch.AddUsage(ctx, ids[len(ids)-1], event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}))
-		},
+		AfterTurn: orch.AfterTurn,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
