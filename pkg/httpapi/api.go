@@ -24,7 +24,6 @@ type Sessions interface {
 	GetSession(ctx context.Context, userID, id string) (chat.Session, error)
 	ListSessions(ctx context.Context, userID string, limit int, cursor string) ([]chat.Session, string, error)
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
-	AppendMessage(ctx context.Context, m *chat.Message) (bool, error)
 }
 
 // Page asks for one page of a list.

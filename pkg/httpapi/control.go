@@ -132,67 +132,56 @@ func (a *API) resumePlan(c echo.Context) error {
 // into the plan's session, streaming everything (or answering JSON at the
 // end).
 func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
-	run := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
-		ended, err := a.cfg.Plans.Run(ctx, p, em)
-		if err != nil {
-			return PlanRunResult{}, err
-		}
-		out := PlanRunResult{Plan: planView(ended)}
-		text, usage, err := a.cfg.Plans.Synthesize(ctx, ended, em)
-		out.Usage = ended.Usage.Add(usage)
-		if err != nil {
-			a.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("plan_id", ended.ID).Msg("synthesis failed; answering with the summary")
-			text = planning.Summary(ended, 2000)
-		}
-		out.Answer = text
-		if ended.SessionID != "" {
-			msg := chat.Message{SessionID: ended.SessionID, UserID: ended.UserID, Role: chat.RoleAssistant, Content: text, PlanID: ended.ID,
-				Usage: event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}, FinishedReason: event.FinishedCompleted}
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
-			defer cancel()
-			if _, err := a.cfg.Sessions.AppendMessage(pctx, &msg); err != nil {
-				a.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", ended.ID).Msg("store the synthesized answer")
-			} else {
-				out.MessageID = msg.ID
-			}
-		}
-		return out, nil
-	}
-	if stream != nil && !*stream {
-		ctx, stop := workContext(c)
-		defer stop()
-		out, err := run(ctx, event.Emitter{})
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, out)
-	}
-	produce := func(ctx context.Context, em event.Emitter) {
+	// produce runs the plan, continues its conversation (chat) and ends the
+	// run's events with done.
+	produce := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
-		out, err := run(ctx, em)
+		var out PlanRunResult
+		o, err := a.cfg.Chat.ContinuePlan(ctx, a.cfg.Plans, p, em)
+		if err == nil {
+			out = PlanRunResult{Plan: planView(o.Plan), Answer: o.Answer, MessageID: o.MessageID, Usage: o.Usage}
+		}
 		finished := event.FinishedCompleted
 		switch {
 		case err != nil:
 			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
 			finished = event.FinishedError
-		case out.Plan.Status == string(planning.StatusCancelled), out.Plan.Status == string(planning.StatusInterrupted):
+		case o.Plan.Status == planning.StatusCancelled, o.Plan.Status == planning.StatusInterrupted:
 			finished = event.FinishedCancelled
 		}
 		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: out.Usage, SessionID: p.SessionID, MessageID: out.MessageID})
+		return out, err
+	}
+	kind := "approve"
+	if c.Path() == "/api/plans/:id/resume" {
+		kind = "resume"
+	}
+	r := event.Run{ID: a.cfg.NewID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
+	announce := func(ctx context.Context, em event.Emitter) {
+		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
+	}
+	if stream != nil && !*stream {
+		ctx, stop := workContext(c)
+		defer stop()
+		if a.logged() {
+			c.Set(LogRunID, r.ID)
+		}
+		em, finish := a.logJSON(ctx, r, announce)
+		out, err := produce(ctx, em)
+		finish()
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, out)
 	}
 	if a.logged() {
-		kind := "approve"
-		if c.Path() == "/api/plans/:id/resume" {
-			kind = "resume"
-		}
-		r := event.Run{ID: a.cfg.NewID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
 		c.Set(LogRunID, r.ID)
 		return a.serveRun(c, r, nil, func(ctx context.Context, em event.Emitter) {
-			em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
-			produce(ctx, em)
+			announce(ctx, em)
+			_, _ = produce(ctx, em)
 		})
 	}
-	return a.serveStream(c, produce)
+	return a.serveStream(c, func(ctx context.Context, em event.Emitter) { _, _ = produce(ctx, em) })
 }
 
 func (a *API) rejectPlan(c echo.Context) error {

@@ -273,3 +273,34 @@ func TestJSONTurnIsLogged(t *testing.T) {
 		})
 	}
 }
+
+// The same for an approval with "stream": false: the plan's watcher sees
+// the run the approval started.
+func TestJSONApprovalIsLogged(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, scriptedModel(t, reviewScript), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+
+			res := decodeBody[map[string]any](t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "plan the launch", "plan_mode": "draft_only", "stream": false}))
+			plan := res["plan"].(map[string]any)
+			require.Equal(t, "pending_review", plan["status"])
+			id := plan["id"].(string)
+
+			approved := decodeBody[map[string]any](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+id+"/approve", map[string]any{"stream": false}))
+			require.Equal(t, "completed", approved["plan"].(map[string]any)["status"])
+
+			_, read, closePlan := openEvents(t, e, ctx, "alice", "/api/plans/"+id+"/events", "")
+			frames := readAll(read)
+			closePlan()
+			types := typesOfWire(frames)
+			require.Contains(t, types, "plan_ready_for_review")
+			require.Contains(t, types, "plan_complete", "the approval's run is in the plan's history")
+			require.Equal(t, "done", types[len(types)-1])
+		})
+	}
+}

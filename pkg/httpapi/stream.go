@@ -223,7 +223,8 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
 		answer, out.Replay = *turn.Replay, true
 		out.FinishedReason = answer.FinishedReason
 	} else {
-		em, finish := a.logJSONTurn(ctx, turn)
+		run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
+		em, finish := a.logJSON(ctx, run, func(ctx context.Context, em event.Emitter) { turn.AnnounceThinking(ctx, em) })
 		res := turn.Run(ctx, em, planMode)
 		finish()
 		answer, out.FinishedReason = res.Assistant, res.Finished
@@ -278,25 +279,25 @@ func (a *API) cancel(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "cancelling", "stream_run_id": body.StreamRunID})
 }
 
-// logJSONTurn gives a "stream": false turn a run in the log like a streamed
-// one, so that its events — a plan's steps above all — reach whoever
-// watches the run or the plan, and can be replayed. It returns the turn's
-// emitter (none when the API has no run log, or the run cannot be created:
-// the turn then runs unlogged, as the answer matters more) and the func
-// that ends the run after the turn.
-func (a *API) logJSONTurn(ctx context.Context, turn *chat.Turn) (event.Emitter, func()) {
+// logJSON gives a "stream": false request — a turn, an approval, a resume —
+// a run in the log like a streamed one, so that its events (a plan's steps
+// above all) reach whoever watches the run or the plan, and can be
+// replayed. announce emits the run's first event. It returns the emitter
+// the work emits to (none when the API has no run log, or the run cannot
+// be created: the work then runs unlogged, as the answer matters more) and
+// the func that ends the run after the work.
+func (a *API) logJSON(ctx context.Context, run event.Run, announce func(context.Context, event.Emitter)) (event.Emitter, func()) {
 	if !a.logged() {
 		return event.Emitter{}, func() {}
 	}
-	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
 	if err := a.cfg.Runs.CreateRun(ctx, &run); err != nil {
-		a.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("a turn without a run in the log")
+		a.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("work without a run in the log")
 		return event.Emitter{}, func() {}
 	}
 	a.cfg.Feed.Open(run.ID, 0)
 	sink := &logSink{api: a, runID: run.ID}
 	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now)
-	turn.AnnounceThinking(ctx, em)
+	announce(ctx, em)
 	return em, func() {
 		if !sink.ended() {
 			sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
