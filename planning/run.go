@@ -46,9 +46,7 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		steps[p.Steps[i].Number] = &p.Steps[i]
 	}
 	results := make(chan stepOutcome)
-	running := 0
 	var usage event.Usage // what this run's steps spent; added to the plan's, never overwriting it
-	done := func(s *Step) bool { return s.Status != StepPending && s.Status != StepRunning }
 	// storeEnd writes a step's final state, then announces it — only once
 	// it is stored: an event never says what the database does not (the
 	// store has retried transient errors already). A step whose end could
@@ -74,90 +72,66 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		s.Status, s.Error, s.CompletedAt = status, why, &now
 		storeEnd(*s)
 	}
+	// launch runs a step in a goroutine of its own, which writes the step's
+	// row (start and end) before announcing it, so steps that start
+	// together do not wait for each other's writes.
+	launch := func(st *Step) {
+		now := o.cfg.Now()
+		st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
+		snapshot := *st
+		deps := o.dependencies(steps, snapshot)
+		go func() {
+			src := event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: snapshot.Number}
+			if err := o.cfg.Store.UpdateStep(ctx, p.ID, snapshot); err != nil {
+				// A start that is not stored is not announced, and the
+				// step does not run.
+				o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
+				notRun := snapshot
+				notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
+				if ctx.Err() != nil {
+					notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
+				}
+				end := o.cfg.Now()
+				notRun.CompletedAt = &end
+				storeEnd(notRun)
+				results <- stepOutcome{number: notRun.Number, step: notRun}
+				return
+			}
+			sys.With(src).Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(snapshot)})
+			out := o.runStep(ctx, p, origin, snapshot, deps, em)
+			end := o.cfg.Now()
+			out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
+			storeEnd(out.step)
+			results <- out
+		}()
+	}
 
 	for {
-		// Skip what can no longer run; start what can.
-		progress := true
-		for progress {
-			progress = false
-			for _, s := range p.Steps {
-				st := steps[s.Number]
-				if st.Status != StepPending {
-					continue
-				}
-				blocked, ready := "", true
-				for _, d := range st.DependsOn {
-					switch steps[d].Status {
-					case StepCompleted:
-					case StepFailed, StepSkipped, StepCancelled:
-						blocked = fmt.Sprintf("skipped: step %d did not complete (%s)", d, steps[d].Status)
-					default:
-						ready = false
-					}
-				}
-				if blocked != "" && ctx.Err() == nil { // once cancelled, what waits is cancelled, not skipped
-					finish(st, StepSkipped, blocked)
-					progress = true
-					continue
-				}
-				if ready && running < o.cfg.MaxParallelSteps && ctx.Err() == nil {
-					running++
-					now := o.cfg.Now()
-					st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
-					snapshot := *st
-					deps := o.dependencies(steps, snapshot)
-					// The step's goroutine writes its own row (start and end)
-					// before announcing it, so steps that start together do
-					// not wait for each other's writes.
-					go func() {
-						src := event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: snapshot.Number}
-						if err := o.cfg.Store.UpdateStep(ctx, p.ID, snapshot); err != nil {
-							// A start that is not stored is not announced,
-							// and the step does not run.
-							o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
-							notRun := snapshot
-							notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
-							if ctx.Err() != nil {
-								notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
-							}
-							end := o.cfg.Now()
-							notRun.CompletedAt = &end
-							storeEnd(notRun)
-							results <- stepOutcome{number: notRun.Number, step: notRun}
-							return
-						}
-						sys.With(src).Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(snapshot)})
-						out := o.runStep(ctx, p, origin, snapshot, deps, em)
-						end := o.cfg.Now()
-						out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
-						storeEnd(out.step)
-						results <- out
-					}()
-				}
-			}
+		next := Schedule(p.Steps, o.cfg.MaxParallelSteps, ctx.Err() != nil)
+		for _, sk := range next.Skip {
+			finish(steps[sk.Number], StepSkipped, sk.Reason)
 		}
-		if running == 0 {
+		for _, n := range next.Start {
+			launch(steps[n])
+		}
+		if next.Done {
 			break
 		}
 		out := <-results
-		running--
 		*steps[out.number] = out.step
-		usage.InputTokens += out.usage.InputTokens
-		usage.OutputTokens += out.usage.OutputTokens
+		usage = usage.Add(out.usage)
 	}
 	// Whatever never started was cancelled.
 	shutdown := false
 	if c, ok := agents.CauseOf(ctx); ok && c == agents.Shutdown {
 		shutdown = true
 	}
-	for _, s := range p.Steps {
-		if st := steps[s.Number]; !done(st) {
-			why := "cancelled: the plan was cancelled before this step ran"
-			if shutdown {
-				why = "cancelled: the service shut down before this step ran"
-			}
-			finish(st, StepCancelled, why)
+	for _, n := range Unfinished(p.Steps) {
+		why := "cancelled: the plan was cancelled before this step ran"
+		if shutdown {
+			why = "cancelled: the service shut down before this step ran"
 		}
+		finish(steps[n], StepCancelled, why)
 	}
 
 	// Step ends the database did not take get one more window now.
@@ -169,20 +143,10 @@ func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em ev
 		storeEnd(s)
 	}
 
-	final := StatusCompleted
+	final := Outcome(p.Steps, ctx.Err() != nil, shutdown)
 	counts := map[StepStatus]int{}
 	for _, s := range p.Steps {
 		counts[s.Status]++
-	}
-	switch {
-	case shutdown && counts[StepCompleted] < len(p.Steps):
-		// The process is stopping: the plan is interrupted, to be resumed
-		// (its completed steps are kept).
-		final = StatusInterrupted
-	case ctx.Err() != nil && counts[StepCompleted] < len(p.Steps):
-		final = StatusCancelled
-	case counts[StepCompleted] < len(p.Steps):
-		final = StatusFailed
 	}
 	wctx, cancel := o.persist(ctx)
 	defer cancel()
