@@ -206,6 +206,11 @@ func TestAutoExecuteRunsTheGraph(t *testing.T) {
 func TestParallelismIsBounded(t *testing.T) {
 	t.Parallel()
 	var now, peak atomic.Int32
+	// The first executors wait until three run at once, so the peak does
+	// not depend on how fast a loaded machine starts them; a fourth at
+	// once would show in the peak.
+	full := make(chan struct{})
+	var fullOnce sync.Once
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
 		n := now.Add(1)
 		for {
@@ -215,7 +220,17 @@ func TestParallelismIsBounded(t *testing.T) {
 			}
 		}
 		defer now.Add(-1)
-		return answers(40*time.Millisecond)(ctx, task)
+		if n == 3 {
+			fullOnce.Do(func() { close(full) })
+		}
+		select {
+		case <-full:
+		case <-ctx.Done():
+			return agents.Result{Interrupted: true, Finished: agents.FinishCancelled}, ctx.Err()
+		case <-time.After(time.Minute):
+			return agents.Result{}, errors.New("three steps never ran at once")
+		}
+		return answers(time.Millisecond)(ctx, task)
 	}}, func(c *planning.Config) { c.MaxParallelSteps = 3 })
 	var steps []planning.Step
 	for i := 1; i <= 7; i++ {
