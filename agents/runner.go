@@ -165,8 +165,9 @@ type Reframe struct {
 	Prepared *Prepared
 }
 
-// Finish says how a run ended. The values are those of the done event.
-type Finish string
+// Finish says how a run ended: the done event's finished reason (one type
+// for the concept; the names below say what each means for an agent run).
+type Finish = event.FinishedReason
 
 // How a run ends.
 const (

@@ -73,7 +73,7 @@ func (r chatMessageRow) message() chat.Message {
 	m := chat.Message{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Role: chat.MessageRole(r.Role), Content: r.Content,
 		StreamRunID: r.StreamRunID, ToolCalls: fromJSON[[]chat.ToolCall](r.ToolCalls),
 		Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, PlanID: r.PlanID,
-		FinishedReason: r.FinishedReason, Interrupted: r.Interrupted, InterruptedReason: r.InterruptedReason,
+		FinishedReason: event.FinishedReason(r.FinishedReason), Interrupted: r.Interrupted, InterruptedReason: r.InterruptedReason,
 		PartialTokens: r.PartialTokens, CreatedAt: r.CreatedAt.UTC()}
 	if r.ClientTurnID != nil {
 		m.ClientTurnID = *r.ClientTurnID
@@ -179,7 +179,7 @@ func (s *Store) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	m.CreatedAt = Timestamp(m.CreatedAt)
 	row := chatMessageRow{ID: m.ID, SessionID: m.SessionID, UserID: m.UserID, Role: string(m.Role), Content: m.Content,
 		StreamRunID: m.StreamRunID, ToolCalls: mustJSON(nonNil(m.ToolCalls)), InputTokens: m.Usage.InputTokens,
-		OutputTokens: m.Usage.OutputTokens, PlanID: m.PlanID, FinishedReason: m.FinishedReason, Interrupted: m.Interrupted,
+		OutputTokens: m.Usage.OutputTokens, PlanID: m.PlanID, FinishedReason: string(m.FinishedReason), Interrupted: m.Interrupted,
 		InterruptedReason: m.InterruptedReason, PartialTokens: m.PartialTokens, CreatedAt: m.CreatedAt}
 	if m.ClientTurnID != "" {
 		row.ClientTurnID = &m.ClientTurnID

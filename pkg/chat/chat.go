@@ -75,7 +75,7 @@ type Message struct {
 	Usage        event.Usage
 	PlanID       string
 	// FinishedReason is completed, cancelled, error or limit (assistant only).
-	FinishedReason    string
+	FinishedReason    event.FinishedReason
 	Interrupted       bool
 	InterruptedReason string
 	PartialTokens     int

@@ -79,7 +79,7 @@ func TestCancelBeforeRunIsNotLost(t *testing.T) {
 	defer turn.Release()
 	require.NoError(t, svc.Cancel("alice", "r1", agents.UserCancelled))
 
-	out := turn.Run(context.Background(), event.Emitter{}, "")
+	out := turn.Run(context.Background(), event.Emitter{})
 	require.Equal(t, event.FinishedCancelled, out.Finished)
 	msg, err := store.MessageByTurn(context.Background(), turn.Session.ID, "t1", chat.RoleAssistant)
 	require.NoError(t, err)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
-	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -83,7 +82,7 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 			return nil, false
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
-			RequestMode: planmode.Mode(t.PlanMode), Operator: t.Operator, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
+			RequestMode: t.PlanMode, Operator: t.Operator, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
 			ProjectID: t.ProjectID}
 		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.ApprovePlanTool(origin)}
 		visible, gateway := cfg.fitTools(role, offered, plans)

@@ -50,7 +50,7 @@ type TurnInfo struct {
 	ContextType ContextType
 	EntityID    string
 	// PlanMode is the request's plan_mode, if any.
-	PlanMode string
+	PlanMode planmode.Mode
 	// Definition is the agent definition the session is bound to, if any.
 	Definition *agents.Definition
 	// Operator says the user acts as an operator (what they approve in
@@ -514,7 +514,7 @@ func titleOf(msg string) string {
 // Outcome is how a turn ended.
 type Outcome struct {
 	Assistant Message
-	Finished  string
+	Finished  event.FinishedReason
 	Usage     event.Usage
 	// Err is the turn's failure, if any; it was reported as an error event.
 	Err error
@@ -527,7 +527,8 @@ type Outcome struct {
 // error if it failed, and done last. ctx cancelled without a typed cause
 // counts as the client disconnecting. The answer (partial when cancelled) is
 // stored even after ctx ends.
-func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outcome {
+func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
+	planMode := planmode.Mode(t.req.PlanMode) // validated by Reserve
 	s := t.svc
 	// The turn's own cancellation (Cancel, possibly before Run) ends ctx
 	// with its cause.
@@ -559,7 +560,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter, planMode string) Outco
 	}
 	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	if res.Finished != "" {
-		out.Finished = string(res.Finished)
+		out.Finished = res.Finished
 	}
 	if err != nil && !res.Interrupted {
 		out.Err, out.Finished = err, event.FinishedError
@@ -666,7 +667,7 @@ type frame struct {
 
 // frame builds the planner's frame for the session's current context. facts
 // are the turn's own so far (after a shift, the entities just created).
-func (t *Turn) frame(ctx context.Context, planMode string, def *agents.Definition, history []Message, facts []Fact) (frame, error) {
+func (t *Turn) frame(ctx context.Context, planMode planmode.Mode, def *agents.Definition, history []Message, facts []Fact) (frame, error) {
 	s := t.svc
 	meta := SessionMetadata(t.Session)
 	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
@@ -701,7 +702,7 @@ func (t *Turn) frame(ctx context.Context, planMode string, def *agents.Definitio
 // runPlanner runs the planner in the session's context. When a tool shifts
 // the context, the shift is announced and applied at once, and the next
 // round runs with the new context's prompt and tools.
-func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode string, facts *factCollector) (agents.Result, error) {
+func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode planmode.Mode, facts *factCollector) (agents.Result, error) {
 	s := t.svc
 	var def *agents.Definition
 	if t.Session.AgentDefinitionID != "" && s.cfg.Definitions != nil {

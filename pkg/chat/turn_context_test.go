@@ -93,7 +93,7 @@ func (e turnEnv) turn(t *testing.T, req chat.Request) (chat.Outcome, *event.Reco
 	require.NoError(t, err)
 	defer tr.Release()
 	rec := &event.Recorder{}
-	out := tr.Run(context.Background(), event.NewEmitter(rec, event.Source{}, nil), req.PlanMode)
+	out := tr.Run(context.Background(), event.NewEmitter(rec, event.Source{}, nil))
 	require.NoError(t, out.Err)
 	return out, rec, tr.Session.ID
 }

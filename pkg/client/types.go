@@ -42,16 +42,16 @@ type ToolCall struct {
 
 // Message is a chat message.
 type Message struct {
-	ID                string      `json:"id"`
-	Role              string      `json:"role"`
-	Content           string      `json:"content"`
-	ToolCalls         []ToolCall  `json:"tool_calls,omitempty"`
-	Usage             event.Usage `json:"usage"`
-	PlanID            string      `json:"plan_id,omitempty"`
-	FinishedReason    string      `json:"finished_reason,omitempty"`
-	Interrupted       bool        `json:"interrupted,omitempty"`
-	InterruptedReason string      `json:"interrupted_reason,omitempty"`
-	CreatedAt         time.Time   `json:"created_at"`
+	ID                string               `json:"id"`
+	Role              string               `json:"role"`
+	Content           string               `json:"content"`
+	ToolCalls         []ToolCall           `json:"tool_calls,omitempty"`
+	Usage             event.Usage          `json:"usage"`
+	PlanID            string               `json:"plan_id,omitempty"`
+	FinishedReason    event.FinishedReason `json:"finished_reason,omitempty"`
+	Interrupted       bool                 `json:"interrupted,omitempty"`
+	InterruptedReason string               `json:"interrupted_reason,omitempty"`
+	CreatedAt         time.Time            `json:"created_at"`
 }
 
 // SessionList is a page of sessions.

@@ -120,16 +120,19 @@ type Session struct {
 	RunID string `json:"run_id,omitempty"`
 }
 
+// State is what an agent is doing, as agent_state reports it.
+type State string
+
 // AgentState values.
 const (
-	StateThinking      = "thinking"
-	StateExecutingPlan = "executing_plan"
-	StateWaitingOnUser = "waiting_on_user"
+	StateThinking      State = "thinking"
+	StateExecutingPlan State = "executing_plan"
+	StateWaitingOnUser State = "waiting_on_user"
 )
 
 // AgentState reports what the agent is doing.
 type AgentState struct {
-	State   string `json:"state"`
+	State   State  `json:"state"`
 	Details string `json:"details,omitempty"`
 	// RunID is set in a run's first event: the run whose log the stream
 	// views.
@@ -358,20 +361,23 @@ type Error struct {
 	Error ErrorInfo `json:"error"`
 }
 
+// FinishedReason is why a run, a turn or an answer ended.
+type FinishedReason string
+
 // Finished reasons of Done.
 const (
-	FinishedCompleted = "completed"
-	FinishedCancelled = "cancelled"
-	FinishedError     = "error"
-	FinishedLimit     = "limit"
+	FinishedCompleted FinishedReason = "completed"
+	FinishedCancelled FinishedReason = "cancelled"
+	FinishedError     FinishedReason = "error"
+	FinishedLimit     FinishedReason = "limit"
 )
 
 // Done is always the last event of a stream.
 type Done struct {
-	FinishedReason string `json:"finished_reason"`
-	Usage          Usage  `json:"usage"`
-	SessionID      string `json:"session_id,omitempty"`
-	MessageID      string `json:"message_id,omitempty"`
+	FinishedReason FinishedReason `json:"finished_reason"`
+	Usage          Usage          `json:"usage"`
+	SessionID      string         `json:"session_id,omitempty"`
+	MessageID      string         `json:"message_id,omitempty"`
 	// Replay is true when the stream replays a turn that already finished.
 	Replay bool `json:"replay,omitempty"`
 }

@@ -182,20 +182,20 @@ func sessionView(s chat.Session) SessionView {
 
 // MessageView is a chat message as the API returns it.
 type MessageView struct {
-	ID                string          `json:"id"`
-	SessionID         string          `json:"session_id"`
-	Role              string          `json:"role"`
-	Content           string          `json:"content"`
-	ClientTurnID      string          `json:"client_turn_id,omitempty"`
-	StreamRunID       string          `json:"stream_run_id,omitempty"`
-	ToolCalls         []chat.ToolCall `json:"tool_calls,omitempty"`
-	Usage             event.Usage     `json:"usage"`
-	PlanID            string          `json:"plan_id,omitempty"`
-	FinishedReason    string          `json:"finished_reason,omitempty"`
-	Interrupted       bool            `json:"interrupted,omitempty"`
-	InterruptedReason string          `json:"interrupted_reason,omitempty"`
-	PartialTokens     int             `json:"partial_tokens,omitempty"`
-	CreatedAt         time.Time       `json:"created_at"`
+	ID                string               `json:"id"`
+	SessionID         string               `json:"session_id"`
+	Role              string               `json:"role"`
+	Content           string               `json:"content"`
+	ClientTurnID      string               `json:"client_turn_id,omitempty"`
+	StreamRunID       string               `json:"stream_run_id,omitempty"`
+	ToolCalls         []chat.ToolCall      `json:"tool_calls,omitempty"`
+	Usage             event.Usage          `json:"usage"`
+	PlanID            string               `json:"plan_id,omitempty"`
+	FinishedReason    event.FinishedReason `json:"finished_reason,omitempty"`
+	Interrupted       bool                 `json:"interrupted,omitempty"`
+	InterruptedReason string               `json:"interrupted_reason,omitempty"`
+	PartialTokens     int                  `json:"partial_tokens,omitempty"`
+	CreatedAt         time.Time            `json:"created_at"`
 }
 
 func messageView(m chat.Message) MessageView {

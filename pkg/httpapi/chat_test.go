@@ -304,7 +304,7 @@ func TestStreamFalseReturnsOneDocument(t *testing.T) {
 		map[string]any{"message": "hi", "stream": false}))
 	require.Equal(t, "Plain answer.", res.AssistantMessage.Content)
 	require.Equal(t, "hi", res.UserMessage.Content)
-	require.Equal(t, "completed", res.FinishedReason)
+	require.Equal(t, event.FinishedReason("completed"), res.FinishedReason)
 	require.Equal(t, 19, res.Usage.TotalTokens)
 	require.NotEmpty(t, res.Session.ID)
 	require.Empty(t, res.ToolCalls)
@@ -427,7 +427,7 @@ func TestCancelPersistsThePartialAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, msg.Interrupted)
 	require.Equal(t, "user_cancelled", msg.InterruptedReason)
-	require.Equal(t, "cancelled", msg.FinishedReason)
+	require.Equal(t, event.FinishedReason("cancelled"), msg.FinishedReason)
 	require.Equal(t, "partial ", msg.Content)
 	require.Positive(t, msg.PartialTokens)
 }

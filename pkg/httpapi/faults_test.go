@@ -10,6 +10,7 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/llmtest"
@@ -60,7 +61,7 @@ func TestBrokenProviderStreamEndsTheTurn(t *testing.T) {
 				require.Equal(t, "Hello there", msg.Content)
 				require.True(t, msg.Interrupted)
 				require.Equal(t, tc.cause, msg.InterruptedReason)
-				require.Equal(t, "error", msg.FinishedReason)
+				require.Equal(t, event.FinishedReason("error"), msg.FinishedReason)
 			})
 		}
 	}

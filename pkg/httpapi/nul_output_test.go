@@ -10,6 +10,7 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 )
 
@@ -74,7 +75,7 @@ func TestNULFromModelsAndToolsIsStored(t *testing.T) {
 			answer, err := env.store.MessageByTurn(ctx, sessionID, "t1", chat.RoleAssistant)
 			require.NoError(t, err, "the assistant message is stored")
 			require.Contains(t, answer.Content, "Fini\x00shed.")
-			require.Equal(t, "completed", answer.FinishedReason)
+			require.Equal(t, event.FinishedReason("completed"), answer.FinishedReason)
 			byName := map[string]chat.ToolCall{}
 			for _, c := range answer.ToolCalls {
 				byName[c.Name] = c

@@ -351,7 +351,7 @@ func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
 	keep := time.NewTicker(a.keepAlive())
 	defer keep.Stop()
 	sys := event.Source{Role: event.RoleSystem, PlanID: plan.ID}
-	end := func(reason string) {
+	end := func(reason event.FinishedReason) {
 		final, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), a.readerOf(PrincipalOf(c)), plan.ID)
 		if err != nil {
 			final = plan
@@ -436,7 +436,7 @@ func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
 	}
 }
 
-func finishedOf(s planning.Status) string {
+func finishedOf(s planning.Status) event.FinishedReason {
 	if s == planning.StatusCancelled {
 		return event.FinishedCancelled
 	}

@@ -32,15 +32,15 @@ type StreamRequest struct {
 
 // TurnResult is the JSON answer of a turn with "stream": false.
 type TurnResult struct {
-	Session          SessionView     `json:"session"`
-	UserMessage      MessageView     `json:"user_message"`
-	AssistantMessage MessageView     `json:"assistant_message"`
-	Plan             *PlanView       `json:"plan,omitempty"`
-	ToolCalls        []chat.ToolCall `json:"tool_calls"`
-	Usage            event.Usage     `json:"usage"`
-	FinishedReason   string          `json:"finished_reason"`
-	Replay           bool            `json:"replay,omitempty"`
-	Error            *ErrorDetail    `json:"error,omitempty"`
+	Session          SessionView          `json:"session"`
+	UserMessage      MessageView          `json:"user_message"`
+	AssistantMessage MessageView          `json:"assistant_message"`
+	Plan             *PlanView            `json:"plan,omitempty"`
+	ToolCalls        []chat.ToolCall      `json:"tool_calls"`
+	Usage            event.Usage          `json:"usage"`
+	FinishedReason   event.FinishedReason `json:"finished_reason"`
+	Replay           bool                 `json:"replay,omitempty"`
+	Error            *ErrorDetail         `json:"error,omitempty"`
 }
 
 // CancelRequest is the body of POST /api/agent/stream/cancel.
@@ -77,10 +77,10 @@ func (a *API) stream(c echo.Context) error {
 			return err
 		}
 		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
-		return a.turnJSON(c, turn, body.PlanMode)
+		return a.turnJSON(c, turn)
 	}
 	if a.logged() {
-		return a.streamTurnLogged(c, turn, body.PlanMode, opened)
+		return a.streamTurnLogged(c, turn, opened)
 	}
 	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
 		// The first event goes out before any database work, so time to
@@ -97,7 +97,7 @@ func (a *API) stream(c echo.Context) error {
 			replay(ctx, em, turn)
 			return
 		}
-		turn.Run(ctx, em, body.PlanMode)
+		turn.Run(ctx, em)
 	})
 }
 
@@ -105,7 +105,7 @@ func (a *API) stream(c echo.Context) error {
 // event, agent_state thinking with the run id, is written as seq 1 before
 // any database work; then the session and message are stored, the run
 // created (its log starts with that same event), and the turn runs.
-func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, planMode string, opened func(context.Context) context.Context) error {
+func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, opened func(context.Context) context.Context) error {
 	ctx := c.Request().Context()
 	openSSE(c)
 	var first event.Envelope
@@ -133,7 +133,7 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, planMode string,
 			replay(ctx, em, turn)
 			return
 		}
-		turn.Run(ctx, em, planMode)
+		turn.Run(ctx, em)
 	}
 	err := a.serveRun(c, run, &first, produce)
 	if apperr.CodeOf(err) == apperr.Conflict {
@@ -214,7 +214,7 @@ func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em e
 	return nil
 }
 
-func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
+func (a *API) turnJSON(c echo.Context, turn *chat.Turn) error {
 	ctx, stop := workContext(c)
 	defer stop()
 	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User)}
@@ -225,7 +225,7 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, planMode string) error {
 	} else {
 		run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
 		em, finish := a.logJSON(ctx, run, func(ctx context.Context, em event.Emitter) { turn.AnnounceThinking(ctx, em) })
-		res := turn.Run(ctx, em, planMode)
+		res := turn.Run(ctx, em)
 		finish()
 		answer, out.FinishedReason = res.Assistant, res.Finished
 		switch {

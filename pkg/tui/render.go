@@ -107,7 +107,7 @@ type Renderer struct {
 	frame    int
 	calls    map[string]string // tool call id → one-line description
 	failed   string            // the error of the stream, if any
-	finished string
+	finished event.FinishedReason
 
 	// Questions are the clarifying questions of the last turn.
 	Questions []string
@@ -139,7 +139,7 @@ func (r *Renderer) Failed() string {
 }
 
 // Finished is the finished_reason of the stream's done event.
-func (r *Renderer) Finished() string {
+func (r *Renderer) Finished() event.FinishedReason {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.finished
@@ -327,7 +327,7 @@ func (r *Renderer) Event(ev client.Event) {
 		case event.FinishedCancelled:
 			r.line("(stopped)")
 		default:
-			r.line("(" + e.FinishedReason + ")")
+			r.line("(" + string(e.FinishedReason) + ")")
 		}
 	}
 }

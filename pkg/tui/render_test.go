@@ -68,7 +68,7 @@ plan failed: 1 completed, 1 failed, 0 skipped in 1.6s
  It failed.
 `, out.String())
 	require.NotContains(t, out.String(), "\x1b")
-	require.Equal(t, "completed", r.Finished())
+	require.Equal(t, event.FinishedReason("completed"), r.Finished())
 }
 
 // On a terminal: the table stays under the output and is redrawn in
