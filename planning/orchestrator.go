@@ -70,11 +70,17 @@ type Config struct {
 // review, agent review) and runs them as dependency graphs. It is safe for
 // concurrent use.
 type Orchestrator struct {
-	cfg Config
+	base
+	// steps is the executor coordinator (steps.go).
+	steps *stepRunner
 
 	mu      sync.Mutex
 	running map[string]*activeRun
 }
+
+// base is what every part of the orchestrator shares: the validated config
+// and the helpers they write and emit with.
+type base struct{ cfg Config }
 
 type activeRun struct {
 	cancel context.CancelCauseFunc
@@ -116,7 +122,9 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	return &Orchestrator{cfg: cfg, running: map[string]*activeRun{}}, nil
+	o := &Orchestrator{base: base{cfg: cfg}, running: map[string]*activeRun{}}
+	o.steps = &stepRunner{base: &o.base}
+	return o, nil
 }
 
 // Hub returns the hub plan events are fanned out through.
@@ -160,29 +168,29 @@ func stepState(s Step) event.StepState {
 
 // planEmitter binds em to the plan and tees its events to the plan's
 // watchers.
-func (o *Orchestrator) planEmitter(em event.Emitter, planID string, role event.Role) event.Emitter {
+func (b *base) planEmitter(em event.Emitter, planID string, role event.Role) event.Emitter {
 	src := em.Source()
 	src.PlanID = planID
 	if role != "" {
 		src = event.Source{Role: role, PlanID: planID}
 	}
-	sink := o.cfg.Hub.tee(planID, em.Sink())
-	if o.cfg.Observer != nil {
+	sink := b.cfg.Hub.tee(planID, em.Sink())
+	if b.cfg.Observer != nil {
 		next := sink
 		sink = event.SinkFunc(func(ctx context.Context, e event.Envelope) {
-			o.cfg.Observer.Emit(ctx, e)
+			b.cfg.Observer.Emit(ctx, e)
 			next.Emit(ctx, e)
 		})
 	}
-	return event.NewEmitter(sink, src, o.cfg.Now)
+	return event.NewEmitter(sink, src, b.cfg.Now)
 }
 
 // persist is the context of writes that must happen even when the run's
 // context was cancelled (a cancelled plan still records its step states).
 // Its window (PersistTimeout) starts now: open it after the work whose
 // outcome it records, never before.
-func (o *Orchestrator) persist(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), o.cfg.PersistTimeout)
+func (b *base) persist(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), b.cfg.PersistTimeout)
 }
 
 // register marks planID as running; a plan runs at most once at a time.

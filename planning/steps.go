@@ -1,0 +1,183 @@
+package planning
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/textcut"
+	"github.com/planwright/planwright/tools"
+)
+
+// The executor coordinator: a stepRunner runs one step of a plan — a direct
+// tool call, or a focused executor agent with the results of the steps it
+// depends on — and records it (the agent, its session and transcript, the
+// execution and its outcome). The scheduler decides when; execute starts
+// it and stores the step's row.
+
+// stepRunner runs single steps.
+type stepRunner struct{ *base }
+
+func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependency {
+	deps := make([]agents.Dependency, 0, len(s.DependsOn))
+	for _, d := range s.DependsOn {
+		deps = append(deps, agents.Dependency{Number: d, Title: steps[d].Title, Result: steps[d].Result})
+	}
+	slices.SortFunc(deps, func(a, b agents.Dependency) int { return a.Number - b.Number })
+	return deps
+}
+
+// runStep runs one step: a direct tool call or an executor agent.
+func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) stepOutcome {
+	out := stepOutcome{number: s.Number, step: s}
+	if s.Tool != "" {
+		out.step = r.runDirect(ctx, p, origin, s, deps, em)
+		return out
+	}
+	out.step, out.usage = r.runExecutor(ctx, p, origin, s, deps, em)
+	return out
+}
+
+// runDirect calls a direct step's tool with "{{steps.N.result}}" replaced by
+// step N's result.
+func (r *stepRunner) runDirect(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) Step {
+	tool, ok := r.cfg.Lookup(s.Tool)
+	if !ok {
+		s.Status, s.Error = StepFailed, fmt.Sprintf("tool %q does not exist", s.Tool)
+		return s
+	}
+	results := map[int]string{}
+	for _, d := range deps {
+		results[d.Number] = d.Result
+	}
+	args := substitute(rawOr(s.Args), results)
+	call := tools.Call{ID: r.cfg.NewID(), Name: s.Tool, Args: args, Scope: scopeOf(p, origin),
+		Events: r.planEmitter(em, p.ID, event.RoleSystem).With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number})}
+	outcomes := r.cfg.Tools.RunRound(ctx, []tools.Tool{tool}, []tools.Call{call})
+	switch {
+	case len(outcomes) == 1 && outcomes[0].Success:
+		s.Status, s.Result = StepCompleted, outcomes[0].Content
+	case ctx.Err() != nil:
+		s.Status, s.Error = StepCancelled, "cancelled while running"
+	case len(outcomes) == 1:
+		s.Status, s.Error = StepFailed, strings.TrimPrefix(outcomes[0].Content, "error: ")
+	default:
+		s.Status, s.Error = StepFailed, "the tool runtime returned no outcome"
+	}
+	return s
+}
+
+// substitute replaces "{{steps.N.result}}" inside the JSON strings of args
+// with step N's result, escaped as JSON string content.
+func substitute(args json.RawMessage, results map[int]string) json.RawMessage {
+	return []byte(stepRef.ReplaceAllStringFunc(string(args), func(m string) string {
+		n, _ := strconv.Atoi(stepRef.FindStringSubmatch(m)[1])
+		quoted, _ := json.Marshal(results[n])
+		return string(quoted[1 : len(quoted)-1])
+	}))
+}
+
+func scopeOf(p Plan, origin Origin) tools.Scope {
+	return tools.Scope{UserID: p.UserID, SessionID: p.SessionID, ContextType: origin.ContextType, EntityID: origin.EntityID,
+		ProjectID: origin.ProjectID}
+}
+
+// runExecutor is the executor coordinator for one step: it records the
+// agent, its conversation and the execution, runs a focused executor loop
+// limited to the step's tools, and closes the execution with its outcome.
+func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) (Step, event.Usage) {
+	agentID, sessionID, execID := r.cfg.NewID(), r.cfg.NewID(), r.cfg.NewID()
+	started := r.cfg.Now()
+	var stepTools []tools.Tool
+	for _, name := range s.Tools {
+		if t, ok := r.cfg.Lookup(name); ok {
+			stepTools = append(stepTools, t)
+		}
+	}
+	data, task := executorRequest(r.cfg.Executor, p, s, deps, stepTools)
+	exec := Execution{ID: execID, PlanID: p.ID, StepNumber: s.Number, AgentID: agentID, AgentSessionID: sessionID,
+		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
+	sctx, cancel := r.persist(ctx)
+	defer cancel()
+	err := r.cfg.Store.StartExecution(sctx,
+		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
+			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: r.cfg.Executor.Model, CreatedAt: started},
+		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
+		exec)
+	if err != nil {
+		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store the executor; the step fails")
+		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)
+		return s, event.Usage{}
+	}
+	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
+	xem := r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
+	xem.Emit(ctx, event.ExecutorSpawned{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID})
+
+	res, runErr := r.cfg.Runner.Run(ctx, agents.Task{
+		Role:  r.cfg.Executor,
+		Data:  data,
+		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
+		Transcript: &transcript{store: r.cfg.Store, sessionID: sessionID, executionID: execID, now: r.cfg.Now},
+	})
+	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	end := r.cfg.Now()
+	exec.Usage, exec.ToolCalls, exec.Result, exec.CompletedAt = usage, res.ToolCallCount, res.Text, &end
+	exec.DurationMS = end.Sub(started).Milliseconds()
+	switch {
+	case res.Interrupted || (runErr != nil && ctx.Err() != nil):
+		exec.Status, exec.Error = ExecutionCancelled, "cancelled"
+		s.Status, s.Error = StepCancelled, "cancelled while running"
+	case runErr != nil:
+		// Clients and the planner see only caller-safe text; the detail
+		// (a driver's or provider's own words) goes to the log.
+		r.cfg.Logger.Warn().Ctx(ctx).Err(runErr).Str("plan_id", p.ID).Int("step", s.Number).Str("execution_id", execID).Msg("the executor failed")
+		exec.Status, exec.Error = ExecutionFailed, apperr.MessageOf(runErr)
+		s.Status, s.Error = StepFailed, "the executor failed: "+exec.Error
+	case strings.TrimSpace(res.Text) == "":
+		exec.Status, exec.Error = ExecutionFailed, "the executor gave no answer"
+		s.Status, s.Error = StepFailed, exec.Error
+	default:
+		exec.Status = ExecutionCompleted
+		s.Status, s.Result = StepCompleted, res.Text
+	}
+	// The outcome's window opens now, however long the executor ran.
+	wctx, cancelWrite := r.persist(ctx)
+	defer cancelWrite()
+	if err := r.cfg.Store.FinishExecution(wctx, exec); err != nil {
+		// Not stored, not announced.
+		r.cfg.Logger.Error().Ctx(wctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
+		return s, usage
+	}
+	eu := usage
+	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),
+		Summary: textcut.Cut(res.Text, 500), Error: exec.Error, Usage: &eu})
+	return s, usage
+}
+
+// transcript writes every message of an executor's run to
+// agent_chat_messages.
+type transcript struct {
+	store       Store
+	sessionID   string
+	executionID string
+	now         func() time.Time
+}
+
+func (t *transcript) Append(ctx context.Context, e agents.TranscriptEntry) error {
+	m := AgentMessage{AgentSessionID: t.sessionID, ExecutionID: t.executionID, Seq: e.Seq, Role: string(e.Message.Role),
+		Content: e.Message.Content, ToolCallID: e.Message.ToolCallID, Name: e.Message.Name,
+		Usage: event.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.now()}
+	for _, c := range e.Message.ToolCalls {
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	}
+	return t.store.AppendAgentMessage(ctx, m)
+}
+
+var _ agents.Transcript = (*transcript)(nil)
