@@ -185,14 +185,8 @@ func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 // the server begins draining, produce's work is cancelled with cause
 // "shutdown" and the stream ends with error{code: "shutdown"} and done.
 func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em event.Emitter)) error {
+	openSSE(c)
 	w := c.Response()
-	h := w.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
 
 	ctx := c.Request().Context()
 	stream := event.NewStream(a.cfg.Stream)
