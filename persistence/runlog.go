@@ -114,6 +114,10 @@ type runSeq struct {
 	next      int64 // seq of the next event
 	committed int64
 	flushed   chan struct{} // closed and replaced at each commit of this run
+	// broken is set when a batch with events of this run could not be
+	// committed: the run's stream has ended (error, done) and nothing more
+	// of it is written or handed on.
+	broken bool
 }
 
 type pendingEvent struct {
@@ -352,6 +356,9 @@ func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
 	if !ok {
 		return 0, apperr.New(apperr.Internal, "persistence: run %s is not open for appends", runID)
 	}
+	if r.broken {
+		return 0, apperr.New(apperr.Unavailable, "the log of run %s failed", runID)
+	}
 	if t, isText := e.Event.(event.Text); isText && len(l.queue) > 0 {
 		// Only the run's last queued event may take it: the writer has
 		// not seen it, so no one has.
@@ -459,6 +466,7 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 		rows[i] = runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
 			Data: string(data), CreatedAt: Timestamp(p.env.TS)}
 	}
+	batch, rows = l.liveOnly(batch, rows)
 	wait := l.cfg.Retry.Backoff
 	for attempt := 1; ; attempt++ {
 		err := l.tx(rows, fin, attempt > 1)
@@ -468,13 +476,16 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 		l.cfg.Logger.Warn().Err(err).Int("attempt", attempt).Int("events", len(rows)).Msg("run log: commit failed; retrying")
 		if !transient(err) && attempt >= l.cfg.Retry.Attempts {
 			// Not a failure another attempt fixes: the batch is given up
-			// (logged), and its runs go on.
+			// (logged), and its runs' streams end — no event is handed on
+			// that the log does not hold.
 			l.cfg.Logger.Error().Err(err).Int("events", len(rows)).Msg("run log: batch dropped")
-			break
+			l.breakRuns(batch, fin)
+			return
 		}
 		if closing && attempt >= l.cfg.Retry.Attempts {
 			l.cfg.Logger.Error().Err(err).Int("events", len(rows)).Msg("run log: closing with an uncommitted batch")
-			break
+			l.breakRuns(batch, fin)
+			return
 		}
 		if connectionLost(err) {
 			l.db.dropIdle()
@@ -483,6 +494,59 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 		wait = min(2*wait, l.cfg.Retry.MaxBackoff)
 	}
 	l.publish(batch, fin)
+}
+
+// liveOnly drops from a batch the events of runs whose log failed.
+func (l *RunLog) liveOnly(batch []pendingEvent, rows []runEventRow) ([]pendingEvent, []runEventRow) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	keep := 0
+	for i, p := range batch {
+		if r, ok := l.runs[p.runID]; ok && r.broken {
+			continue
+		}
+		batch[keep], rows[keep] = batch[i], rows[i]
+		keep++
+	}
+	return batch[:keep], rows[:keep]
+}
+
+// breakRuns ends the runs of a batch that could not be committed: each
+// gets an error and done (handed on, not stored: the database refused
+// them), later appends fail, and what they had queued is dropped. Sync
+// returns for them. Runs finishing in the batch are closed as usual.
+func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
+	var order []string
+	ended := map[string][]event.Envelope{}
+	now := l.cfg.Now().UTC()
+	l.mu.Lock()
+	for _, p := range batch {
+		r, ok := l.runs[p.runID]
+		if !ok || r.broken {
+			continue
+		}
+		r.broken = true
+		// The stream goes on, without a gap, from the run's first event
+		// that was not stored: its seq and the next say error and done.
+		first := p.env.Seq
+		sys := event.Source{Role: event.RoleSystem}
+		errEv := event.Envelope{Seq: first, TS: now, Source: sys,
+			Event: event.Error{Error: event.ErrorInfo{Code: string(apperr.Unavailable), Message: "the run's events could not be stored; reload to see what was"}}}
+		done := event.Envelope{Seq: first + 1, TS: now, Source: sys, Event: event.Done{FinishedReason: event.FinishedError}}
+		r.next = max(r.next, first+2)
+		r.committed = r.next - 1
+		close(r.flushed)
+		r.flushed = make(chan struct{})
+		order = append(order, p.runID)
+		ended[p.runID] = []event.Envelope{errEv, done}
+	}
+	l.mu.Unlock()
+	if l.cfg.OnCommit != nil {
+		for _, id := range order {
+			l.cfg.OnCommit(id, ended[id])
+		}
+	}
+	l.publish(nil, fin)
 }
 
 // tx writes the batch in one transaction. After a failed attempt, rows that

@@ -223,3 +223,51 @@ func TestRunLogSurvivesTerminatedConnections(t *testing.T) {
 		pub.mu.Unlock()
 	}
 }
+
+// A batch the database refuses for good (here: the table is gone) is not
+// handed on as if stored: the runs it held end with error and done in seq
+// order, without a gap; later appends fail; Sync returns.
+func TestRunLogBatchThatCannotBeStoredEndsItsRuns(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		l, pub := openRunLog(t, db)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		src := event.Source{Role: event.RolePlanner}
+		call := func(id string) event.Envelope {
+			return event.Envelope{TS: time.Now(), Source: src, Event: event.ToolCall{ToolCall: event.ToolCallInfo{ID: id, Name: "echo"}}}
+		}
+		for _, id := range []string{"a", "b"} {
+			_, err := l.Append("r1", call(id))
+			require.NoError(t, err)
+		}
+		require.NoError(t, l.Sync(ctx, "r1"))
+
+		require.NoError(t, db.Gorm().Exec("ALTER TABLE run_events RENAME TO run_events_gone").Error)
+		seq, err := l.Append("r1", call("c"))
+		require.NoError(t, err)
+		require.EqualValues(t, 3, seq)
+		require.NoError(t, l.Sync(ctx, "r1"), "Sync returns for a run whose log failed")
+
+		pub.mu.Lock()
+		got := append([]event.Envelope(nil), pub.events["r1"]...)
+		pub.mu.Unlock()
+		require.Len(t, got, 4)
+		for i, e := range got {
+			require.EqualValues(t, i+1, e.Seq, "no gap")
+		}
+		require.Equal(t, event.TypeToolCall, got[1].Event.Type())
+		require.Equal(t, event.TypeError, got[2].Event.Type(), "the event that was not stored is not handed on")
+		require.Equal(t, event.TypeDone, got[3].Event.Type())
+
+		_, err = l.Append("r1", call("d"))
+		require.ErrorIs(t, err, apperr.ErrUnavailable)
+		l.Finish("r1", persistence.RunFailed)
+		require.Eventually(t, func() bool {
+			pub.mu.Lock()
+			defer pub.mu.Unlock()
+			return pub.finished["r1"]
+		}, 30*time.Second, 5*time.Millisecond)
+	})
+}
