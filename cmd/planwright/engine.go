@@ -199,12 +199,13 @@ func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service
 			_, err := reg.Resolve(name)
 			return err == nil
 		},
-		AnyUser: persistence.AnyUser,
-		Runs:    runs,
-		Feed:    feed,
-		Metrics: m,
-		Stream:  event.StreamConfig{KeepAlive: cfg.Server.KeepaliveInterval},
-		Logger:  log,
+		AnyUser:      persistence.AnyUser,
+		Runs:         runs,
+		Feed:         feed,
+		Metrics:      m,
+		Stream:       event.StreamConfig{KeepAlive: cfg.Server.KeepaliveInterval},
+		OnDisconnect: cfg.Server.OnDisconnect,
+		Logger:       log,
 	})
 	if err != nil {
 		return nil, err

@@ -61,6 +61,10 @@ type Server struct {
 	MaxStreamsPerUser int `yaml:"max_streams_per_user"`
 	// KeepaliveInterval is the period of the SSE keep-alive comment.
 	KeepaliveInterval time.Duration `yaml:"keepalive_interval"`
+	// OnDisconnect is what a client's disconnect does to its run when the
+	// request does not say: continue (the run goes on; the client rejoins
+	// with Last-Event-ID) or cancel.
+	OnDisconnect string `yaml:"on_disconnect"`
 }
 
 // Database drivers.
@@ -241,6 +245,7 @@ func Default() Config {
 			MaxBodyBytes:      1 << 20,
 			MaxStreamsPerUser: 4,
 			KeepaliveInterval: 15 * time.Second,
+			OnDisconnect:      "continue",
 		},
 		Database: Database{
 			Driver:         DriverSQLite,

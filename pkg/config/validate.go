@@ -33,6 +33,7 @@ func (c Config) Validate() error {
 	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)
 	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
 	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
+	v.oneOf("server.on_disconnect", "value", c.Server.OnDisconnect, []string{"continue", "cancel"})
 
 	v.oneOf("database.driver", "driver", c.Database.Driver, drivers)
 	if strings.TrimSpace(c.Database.DSN) == "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -68,6 +69,11 @@ type APIConfig struct {
 	// log and serve /api/runs (see runs.go).
 	Runs RunLog
 	Feed *event.Feed
+	// OnDisconnect is what a client's disconnect does to the run it
+	// started, unless its request says (OnContinue: the run goes on and
+	// the client rejoins with Last-Event-ID; OnCancel: it is cancelled with
+	// cause disconnect). Default OnContinue; it applies to runs in the log.
+	OnDisconnect string
 	// NewID makes run ids (default UUIDv7).
 	NewID  func() string
 	Now    func() time.Time
@@ -93,6 +99,13 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	}
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
+	}
+	switch cfg.OnDisconnect {
+	case "":
+		cfg.OnDisconnect = OnContinue
+	case OnContinue, OnCancel:
+	default:
+		return nil, fmt.Errorf("httpapi: APIConfig.OnDisconnect: %q is not %s or %s", cfg.OnDisconnect, OnContinue, OnCancel)
 	}
 	if (cfg.Runs == nil) != (cfg.Feed == nil) {
 		return nil, errors.New("httpapi: APIConfig.Runs and APIConfig.Feed go together")

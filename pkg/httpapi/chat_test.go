@@ -437,7 +437,7 @@ func TestDisconnectCancelsTheTurn(t *testing.T) {
 	started := make(chan struct{}, 1)
 	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "go", "client_turn_id": "td"})
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "go", "client_turn_id": "td", "on_disconnect": "cancel"})
 	<-started
 	cancel()
 	resp.Body.Close()

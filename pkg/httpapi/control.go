@@ -161,7 +161,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
 	}
 	if stream != nil && !*stream {
-		ctx, stop := workContext(c)
+		ctx, stop := workContext(c, a.cfg.OnDisconnect == OnContinue && a.logged())
 		defer stop()
 		if a.logged() {
 			c.Set(LogRunID, r.ID)
@@ -176,7 +176,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	}
 	if a.logged() {
 		c.Set(LogRunID, r.ID)
-		return a.serveRun(c, r, nil, func(ctx context.Context, em event.Emitter) {
+		return a.serveRun(c, r, nil, a.cfg.OnDisconnect == OnContinue, func(ctx context.Context, em event.Emitter) {
 			announce(ctx, em)
 			_, _ = produce(ctx, em)
 		})

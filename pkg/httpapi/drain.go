@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -81,12 +83,39 @@ func (f *inflight) wait(ctx context.Context) bool {
 	}
 }
 
+// What a client's disconnect does to the run it started (on_disconnect).
+const (
+	OnContinue = "continue"
+	OnCancel   = "cancel"
+)
+
+// detached reports whether a request's run goes on when its client
+// disconnects: its own on_disconnect, else the server's. Only runs in the
+// log go on (a client can rejoin nothing else).
+func (a *API) detached(onDisconnect string) (bool, error) {
+	switch onDisconnect {
+	case "":
+		onDisconnect = a.cfg.OnDisconnect
+	case OnContinue, OnCancel:
+	default:
+		return false, apperr.Invalidf([]apperr.FieldError{{Field: "on_disconnect",
+			Message: fmt.Sprintf("unknown value %q (want %s or %s)", onDisconnect, OnContinue, OnCancel)}}, "invalid on_disconnect")
+	}
+	return onDisconnect == OnContinue && a.logged(), nil
+}
+
 // workContext is the context of the work a handler starts (a turn, a plan
-// run): the request's, also cancelled with agents.Shutdown when the server
-// begins draining. Writing the response keeps the request's own context,
-// so the stream can still say why it ends.
-func workContext(c echo.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(c.Request().Context())
+// run): the request's — or, detached, one that the client's disconnect
+// does not end but that keeps the request's values — also cancelled with
+// agents.Shutdown when the server begins draining. Writing the response
+// keeps the request's own context, so the stream can still say why it
+// ends.
+func workContext(c echo.Context, detach bool) (context.Context, context.CancelFunc) {
+	parent := c.Request().Context()
+	if detach {
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	draining, _ := c.Get(drainingKey).(chan struct{})
 	if draining == nil {
 		return ctx, func() { cancel(nil) }

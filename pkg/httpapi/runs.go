@@ -119,7 +119,7 @@ func openSSE(c echo.Context) {
 // with an emitter that appends to the log. first, when set, is the run's
 // first event, already sent to the client as seq 1 before the run existed:
 // it is appended first. The stream ends after the run's done event.
-func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, produce func(ctx context.Context, em event.Emitter)) error {
+func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, detach bool, produce func(ctx context.Context, em event.Emitter)) error {
 	ctx := c.Request().Context()
 	if err := a.cfg.Runs.CreateRun(ctx, &run); err != nil {
 		return err
@@ -142,7 +142,9 @@ func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, pro
 	wg.Go(func() {
 		_ = a.follow(ctx, w, func() { w.Flush() }, run.ID, after)
 	})
-	work, stop := workContext(c)
+	// With on_disconnect continue the work outlives the client: the
+	// handler returns when the run ends, whoever still follows it.
+	work, stop := workContext(c, detach)
 	defer stop()
 	guard := &shutdownSink{next: sink, work: work, req: ctx, now: a.cfg.Now}
 	produce(work, event.NewEmitter(guard, event.Source{Role: event.RoleSystem}, a.cfg.Now))
@@ -346,7 +348,7 @@ func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
 		defer m.StreamClosed()
 	}
 	w := c.Response()
-	work, stop := workContext(c)
+	work, stop := workContext(c, false)
 	defer stop()
 	keep := time.NewTicker(a.keepAlive())
 	defer keep.Stop()

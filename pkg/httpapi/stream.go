@@ -17,15 +17,18 @@ import (
 
 // StreamRequest is the body of POST /api/agent/stream.
 type StreamRequest struct {
-	Message           string       `json:"message"`
-	SessionID         string       `json:"session_id,omitempty"`
-	ContextType       string       `json:"context_type,omitempty"`
-	EntityID          string       `json:"entity_id,omitempty"`
-	ProjectFocus      *event.Focus `json:"project_focus,omitempty"`
-	PlanMode          string       `json:"plan_mode,omitempty"`
-	ClientTurnID      string       `json:"client_turn_id,omitempty"`
-	StreamRunID       string       `json:"stream_run_id,omitempty"`
-	AgentDefinitionID string       `json:"agent_definition_id,omitempty"`
+	Message      string       `json:"message"`
+	SessionID    string       `json:"session_id,omitempty"`
+	ContextType  string       `json:"context_type,omitempty"`
+	EntityID     string       `json:"entity_id,omitempty"`
+	ProjectFocus *event.Focus `json:"project_focus,omitempty"`
+	PlanMode     string       `json:"plan_mode,omitempty"`
+	ClientTurnID string       `json:"client_turn_id,omitempty"`
+	StreamRunID  string       `json:"stream_run_id,omitempty"`
+	// OnDisconnect is continue or cancel (default: the server's
+	// on_disconnect).
+	OnDisconnect      string `json:"on_disconnect,omitempty"`
+	AgentDefinitionID string `json:"agent_definition_id,omitempty"`
 	// Stream defaults to true; false returns one JSON document.
 	Stream *bool `json:"stream,omitempty"`
 }
@@ -55,6 +58,10 @@ func (a *API) stream(c echo.Context) error {
 		return err
 	}
 	p := PrincipalOf(c)
+	detach, err := a.detached(body.OnDisconnect)
+	if err != nil {
+		return err
+	}
 	// Reserve touches no database: validation, the per-user limit and a
 	// running duplicate are answered with a status before the stream opens.
 	turn, err := a.cfg.Chat.Reserve(chat.Request{
@@ -77,10 +84,10 @@ func (a *API) stream(c echo.Context) error {
 			return err
 		}
 		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
-		return a.turnJSON(c, turn)
+		return a.turnJSON(c, turn, detach)
 	}
 	if a.logged() {
-		return a.streamTurnLogged(c, turn, opened)
+		return a.streamTurnLogged(c, turn, detach, opened)
 	}
 	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
 		// The first event goes out before any database work, so time to
@@ -105,7 +112,7 @@ func (a *API) stream(c echo.Context) error {
 // event, agent_state thinking with the run id, is written as seq 1 before
 // any database work; then the session and message are stored, the run
 // created (its log starts with that same event), and the turn runs.
-func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, opened func(context.Context) context.Context) error {
+func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, opened func(context.Context) context.Context) error {
 	ctx := c.Request().Context()
 	openSSE(c)
 	var first event.Envelope
@@ -135,7 +142,7 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, opened func(cont
 		}
 		turn.Run(ctx, em)
 	}
-	err := a.serveRun(c, run, &first, produce)
+	err := a.serveRun(c, run, &first, detach, produce)
 	if apperr.CodeOf(err) == apperr.Conflict {
 		// The run id names a run already: the client rejoins it when it
 		// is theirs (a retry of a finished turn), else it is told.
@@ -198,7 +205,7 @@ func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em e
 		m.StreamOpened()
 		defer m.StreamClosed()
 	}
-	work, stop := workContext(c)
+	work, stop := workContext(c, false)
 	defer stop()
 	sink := &shutdownSink{next: stream, work: work, req: ctx, now: a.cfg.Now}
 	produce(work, event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now))
@@ -208,8 +215,8 @@ func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em e
 	return nil
 }
 
-func (a *API) turnJSON(c echo.Context, turn *chat.Turn) error {
-	ctx, stop := workContext(c)
+func (a *API) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
+	ctx, stop := workContext(c, detach && a.logged())
 	defer stop()
 	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User)}
 	var answer chat.Message

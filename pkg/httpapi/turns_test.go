@@ -187,7 +187,7 @@ func TestDisconnectMidPlan(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, planScript), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "plan the launch", "client_turn_id": "td"})
+	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "plan the launch", "client_turn_id": "td", "on_disconnect": "cancel"})
 	p := waitRunning(t, e)
 	cancel()
 	resp.Body.Close()
@@ -219,4 +219,47 @@ func TestFocusEvents(t *testing.T) {
 	s, err := e.store.GetSession(ctx, "alice", sessionID)
 	require.NoError(t, err)
 	require.Equal(t, "p2", chat.SessionMetadata(s).Focus.ProjectID)
+}
+
+// By default a disconnect does not stop the turn: its plan runs to the
+// end, its answer is stored, and the client rejoins the run from the last
+// event it saw, getting exactly the rest.
+func TestDisconnectContinuesTheTurn(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, planScript), nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "plan the launch", "client_turn_id": "tc", "stream_run_id": "run-c"})
+	p := waitRunning(t, e)
+	cancel()
+	resp.Body.Close()
+	require.Eventually(t, func() bool {
+		got, err := e.store.GetPlan(context.Background(), p.ID)
+		return err == nil && got.Status == planning.StatusCompleted
+	}, 30*time.Second, 10*time.Millisecond, "the plan ran to the end")
+	var answer chat.Message
+	require.Eventually(t, func() bool {
+		m, err := e.store.MessageByTurn(context.Background(), p.SessionID, "tc", chat.RoleAssistant)
+		answer = m
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond)
+	require.False(t, answer.Interrupted, "the answer is whole")
+
+	rctx, rcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer rcancel()
+	_, read, closeAll := openEvents(t, e, rctx, "alice", "/api/runs/run-c/events", "2")
+	rest := readAll(read)
+	closeAll()
+	require.NotEmpty(t, rest)
+	require.Equal(t, "3", rest[0].ID, "the rejoin starts after the last event seen")
+	require.Equal(t, "done", rest[len(rest)-1].Type)
+	require.Equal(t, "completed", rest[len(rest)-1].Data["finished_reason"])
+}
+
+func TestOnDisconnectIsValidated(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, says("ok"), nil)
+	resp := e.request(t, context.Background(), "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi", "on_disconnect": "pause"})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }

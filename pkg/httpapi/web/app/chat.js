@@ -509,9 +509,14 @@ export class ChatView {
     const turn = new Turn(this, { label: "Rejoined after a reload" });
     let followed = false;
     try {
-      await this.run({ kind: "plan", planId: run.plan_id }, turn, async (signal, onEvent) => {
+      const what = run.kind === "turn" && run.stream_run_id ? { kind: "turn", runId: run.stream_run_id } : { kind: "plan", planId: run.plan_id };
+      await this.run(what, turn, async (signal, onEvent) => {
         followed = await runs.rejoin(run, {
           signal, onEvent: (ev, id) => {
+            if (ev.type === "rejoined_run") {
+              if (!turn.el.isConnected) this.transcript.append(turn.el);
+              return;
+            }
             if (ev.type === "rejoined") {
               if (!turn.el.isConnected) this.transcript.append(turn.el);
               turn.card({ ...ev.plan.plan, executions: ev.plan.executions });

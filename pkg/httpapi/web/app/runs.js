@@ -1,17 +1,12 @@
 // The run this tab streams, remembered in sessionStorage so that a reload
 // can find it again.
 //
-// Today a stream belongs to its HTTP request: when the page reloads, the
-// request ends and the server cancels the turn (its partial answer is
-// stored, marked interrupted). What a reloaded page can do with the current
-// API is: reload the session's messages, and follow a plan of the session
-// that is still running through GET /api/plans/{id}/events.
-//
-// Once the run log exists (GET /api/runs/{id}/events with Last-Event-ID,
-// and turns that go on after a disconnect), rejoin becomes:
-//   stream(`/api/runs/${run.stream_run_id}/events`, {method: "GET", lastEventId: run.seq, onEvent})
-// and nothing else here changes: callers already hand every event to the
-// same onEvent as the live stream.
+// A turn goes on when its page reloads (the server's on_disconnect is
+// continue): the reloaded page follows the turn's run again through
+// GET /api/runs/{id}/events, from the start so that the turn is drawn
+// whole, handing every event to the same onEvent as the live stream. A
+// plan of the session that still runs is followed through
+// GET /api/plans/{id}/events.
 import { api, stream } from "./api.js";
 
 const KEY = "planwright.run";
@@ -42,6 +37,22 @@ export function pending() {
 // rejoin follows what is still running of a remembered run, handing its
 // events to onEvent. It resolves with true when it followed something.
 export async function rejoin(run, { onEvent, signal }) {
+  // A turn goes on after its client left (on_disconnect continue): follow
+  // its run's log from the start, so the turn is drawn whole again.
+  if (run.kind === "turn" && run.stream_run_id) {
+    const path = `/api/runs/${encodeURIComponent(run.stream_run_id)}`;
+    let info = null;
+    try {
+      info = await api(path, { signal });
+    } catch (err) {
+      if (err.name === "AbortError") throw err;
+    }
+    if (info && info.status === "running") {
+      onEvent({ type: "rejoined_run", run: info });
+      await stream(`${path}/events`, { method: "GET", signal, onEvent });
+      return true;
+    }
+  }
   let planId = run.plan_id;
   if (!planId && run.session_id) {
     const list = await api(`/api/plans?session_id=${encodeURIComponent(run.session_id)}&status=executing&limit=1`, { signal });
