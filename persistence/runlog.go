@@ -238,12 +238,14 @@ func (l *RunLog) CreateRun(ctx context.Context, r *Run) error {
 // GetRun returns userID's run id (AnyUser: anyone's) with its last
 // committed seq; another user's run is NotFound.
 func (l *RunLog) GetRun(ctx context.Context, userID, id string) (Run, error) {
-	q, err := scopeUser(l.db.gorm.WithContext(ctx), "user_id", userID)
-	if err != nil {
+	if _, err := scopeUser(l.db.gorm, "user_id", userID); err != nil {
 		return Run{}, err
 	}
 	var row runRow
-	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := l.store.do(ctx, func(g *gorm.DB) error {
+		q, _ := scopeUser(g, "user_id", userID) // checked above
+		return q.Where("id = ?", id).Take(&row).Error
+	}); err != nil {
 		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
 			return Run{}, notFound("run", id)
 		}
@@ -251,7 +253,9 @@ func (l *RunLog) GetRun(ctx context.Context, userID, id string) (Run, error) {
 	}
 	out := row.run()
 	var last *int64
-	if err := l.db.gorm.WithContext(ctx).Raw(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`, id).Scan(&last).Error; err != nil {
+	if err := l.store.do(ctx, func(g *gorm.DB) error {
+		return g.Raw(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`, id).Scan(&last).Error
+	}); err != nil {
 		return Run{}, dbErr("get run", err)
 	}
 	if last != nil {
@@ -264,8 +268,11 @@ func (l *RunLog) GetRun(ctx context.Context, userID, id string) (Run, error) {
 // oldest first.
 func (l *RunLog) PlanRuns(ctx context.Context, planID string) ([]Run, error) {
 	var rows []runRow
-	err := l.db.gorm.WithContext(ctx).Where("plan_id = ? OR id IN (SELECT DISTINCT run_id FROM run_events WHERE plan_id = ?)", planID, planID).
-		Order("created_at, id").Find(&rows).Error
+	err := l.store.do(ctx, func(g *gorm.DB) error {
+		rows = nil
+		return g.Where("plan_id = ? OR id IN (SELECT DISTINCT run_id FROM run_events WHERE plan_id = ?)", planID, planID).
+			Order("created_at, id").Find(&rows).Error
+	})
 	if err != nil {
 		return nil, dbErr("list plan runs", err)
 	}
@@ -290,12 +297,16 @@ func (runEventRow) TableName() string { return "run_events" }
 // Events returns runID's committed events after seq after, in order, at
 // most limit (0: all).
 func (l *RunLog) Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error) {
-	q := l.db.gorm.WithContext(ctx).Where("run_id = ? AND seq > ?", runID, after).Order("seq")
-	if limit > 0 {
-		q = q.Limit(limit)
-	}
 	var rows []runEventRow
-	if err := q.Find(&rows).Error; err != nil {
+	err := l.store.do(ctx, func(g *gorm.DB) error {
+		rows = nil
+		q := g.Where("run_id = ? AND seq > ?", runID, after).Order("seq")
+		if limit > 0 {
+			q = q.Limit(limit)
+		}
+		return q.Find(&rows).Error
+	})
+	if err != nil {
 		return nil, dbErr("read run events", err)
 	}
 	return decodeEvents(rows)
@@ -308,7 +319,10 @@ type PlanEvent = event.PlanEvent
 // returns them), run by run, each run's in seq order.
 func (l *RunLog) PlanEvents(ctx context.Context, planID string, runs []Run) ([]PlanEvent, error) {
 	var rows []runEventRow
-	if err := l.db.gorm.WithContext(ctx).Where("plan_id = ?", planID).Order("seq").Find(&rows).Error; err != nil {
+	if err := l.store.do(ctx, func(g *gorm.DB) error {
+		rows = nil
+		return g.Where("plan_id = ?", planID).Order("seq").Find(&rows).Error
+	}); err != nil {
 		return nil, dbErr("read plan events", err)
 	}
 	byRun := map[string][]runEventRow{}
