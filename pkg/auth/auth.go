@@ -2,7 +2,10 @@
 // generated here, stored only as hashes, and resolved to a user and a role.
 package auth
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Role is what a principal may do.
 type Role string
@@ -32,4 +35,26 @@ type Key struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+}
+
+// KeyStore keeps API keys (persistence implements it): the HTTP middleware
+// resolves and touches them, the keys commands create, list and revoke
+// them. Package authtest has the contract every implementation passes.
+type KeyStore interface {
+	// CreateKey stores a new key (its hash, never its secret); k.ID is set
+	// by the caller.
+	CreateKey(ctx context.Context, k Key) error
+	// KeyByHash returns the live (not revoked) key whose secret has the
+	// given hash (HashSecret); an unknown or revoked key is apperr
+	// Unauthorized.
+	KeyByHash(ctx context.Context, hash string) (Key, error)
+	// TouchKey records that key id was used at t.
+	TouchKey(ctx context.Context, id string, at time.Time) error
+	// ListKeys lists userID's keys, newest first; the store's "any user"
+	// value lists every key, and an empty userID is refused.
+	ListKeys(ctx context.Context, userID string) ([]Key, error)
+	// RevokeKey revokes the live key with this id or printed prefix and
+	// returns it: none is apperr NotFound (a revoked key too), a prefix
+	// that names several keys is apperr Conflict.
+	RevokeKey(ctx context.Context, idOrPrefix string) (Key, error)
 }

@@ -19,8 +19,8 @@ const (
 	AuthAPIKey = "apikey" // Authorization: Bearer <key>
 )
 
-// KeyResolver finds a live API key by its secret's hash (persistence
-// implements it).
+// KeyResolver finds a live API key by its secret's hash: the part of
+// auth.KeyStore the middleware uses (persistence implements it).
 type KeyResolver interface {
 	KeyByHash(ctx context.Context, hash string) (auth.Key, error)
 	TouchKey(ctx context.Context, id string, at time.Time) error
