@@ -103,7 +103,8 @@ type Execution struct {
 }
 
 // Recorder stores tool executions. The runtime calls it from several
-// goroutines at once.
+// goroutines at once. toolstest.RecorderSuite is the contract of a durable
+// one.
 type Recorder interface {
 	RecordToolExecution(ctx context.Context, e Execution) error
 }

@@ -22,7 +22,8 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
-// Store keeps sessions and messages (persistence implements it).
+// Store keeps sessions and messages (persistence implements it; its
+// contract is chattest.StoreSuite).
 type Store interface {
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, userID, id string) (Session, error)
@@ -80,7 +81,8 @@ type Planner struct {
 // create_plan, ask_clarifying_questions, …).
 type PlannerFunc func(ctx context.Context, t TurnInfo) (Planner, error)
 
-// Definitions finds agent definitions (persistence implements it).
+// Definitions finds agent definitions (persistence implements it; its
+// contract is chattest.DefinitionsSuite).
 type Definitions interface {
 	// GetDefinition returns a definition whoever may see it (a session's
 	// own, bound when it was created).

@@ -20,7 +20,8 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// Sessions reads the caller's chat sessions (persistence implements it).
+// Sessions reads the caller's chat sessions (persistence implements it;
+// its contract is httpapitest.SessionsSuite).
 type Sessions interface {
 	GetSession(ctx context.Context, userID, id string) (chat.Session, error)
 	ListSessions(ctx context.Context, userID string, limit int, cursor string) ([]chat.Session, string, error)

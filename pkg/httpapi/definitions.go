@@ -14,7 +14,8 @@ import (
 	"github.com/planwright/planwright/pkg/auth"
 )
 
-// DefinitionStore keeps agent definitions (persistence implements it).
+// DefinitionStore keeps agent definitions (persistence implements it; its
+// contract is httpapitest.DefinitionStoreSuite).
 // The user-scoped reads return a user's own definitions and the shared
 // ones (APIConfig.AnyUser: all); another user's private definition is
 // NotFound.

@@ -19,7 +19,7 @@ import (
 )
 
 // PlanStore reads plans and what their runs recorded (persistence
-// implements it).
+// implements it; its contract is httpapitest.PlanStoreSuite).
 type PlanStore interface {
 	PlanReader
 	ListPlans(ctx context.Context, q planning.ListQuery) ([]planning.Plan, string, error)

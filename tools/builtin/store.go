@@ -62,8 +62,9 @@ type Tree struct {
 	Children []Entity
 }
 
-// Store keeps workspaces (persistence implements it). Every method is
-// scoped to userID; another user's or a malformed id is apperr NotFound.
+// Store keeps workspaces (persistence implements it; its contract is
+// builtintest.StoreSuite). Every method is scoped to userID; another
+// user's or a malformed id is apperr NotFound.
 type Store interface {
 	CreateEntity(ctx context.Context, userID string, e *Entity) error
 	GetEntity(ctx context.Context, userID, id string) (Entity, error)

@@ -1,6 +1,7 @@
 // Package toolstest provides fakes for testing code that uses package tools:
 // a Tool whose behaviour is a function field, and a Recorder that keeps
-// every execution.
+// every execution; and RecorderSuite, the contract a durable tools.Recorder
+// passes (persistence runs it).
 package toolstest
 
 import (

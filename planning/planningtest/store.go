@@ -1,0 +1,432 @@
+// Package planningtest holds the contract of planning.Store: StoreSuite is
+// the behaviour every implementation must show, run by the implementation's
+// own tests (persistence runs it on SQLite and PostgreSQL). It tests the
+// interface only; it imports no implementation.
+package planningtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/apperr/apperrtest"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/planning"
+)
+
+// NewID returns a new id as planning makes them (UUIDv7).
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// SamplePlan is a plan of user in session, executing, with an executor
+// step and a direct tool step that depends on it. Its ID is set, as
+// planning.Store expects of its callers.
+func SamplePlan(user, session string) planning.Plan {
+	return planning.Plan{ID: NewID(), SessionID: session, UserID: user, Goal: "launch", Mode: planmode.AutoExecute,
+		Status: planning.StatusExecuting,
+		Steps: []planning.Step{
+			{Number: 1, Title: "draft", ExecutorRequired: true, Tools: []string{"create_document"}},
+			{Number: 2, Title: "post", Tool: "web_fetch", Args: json.RawMessage(`{"url":"{{steps.1.result}}"}`), DependsOn: []int{1}},
+		}}
+}
+
+// StoreSuite runs the contract of planning.Store. newStore returns an
+// empty store for one case (cases run in parallel); anyUser is the
+// implementation's "every user" value for ListQuery.UserID.
+func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUser string) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, s planning.Store, anyUser string)
+	}{
+		{"CreatePlan stores the steps as version 1", createPlan},
+		{"GetPlan of a missing plan is NotFound", getMissingPlan},
+		{"TransitionPlan from another status is a Conflict naming it", transitionConflict},
+		{"TransitionPlan is compare-and-set", transitionIsCompareAndSet},
+		{"TransitionPlan saves added usage as an increment", transitionAddsUsage},
+		{"RevisePlan stores a new version with pending steps", revisePlan},
+		{"a plan runs: steps, usage and reviews are saved", planRuns},
+		{"ApprovePlan approves and stores the edits together", approvePlan},
+		{"ResumePlan reruns what did not complete, only after an approval", resumePlan},
+		{"ListPlans pages and filters", listPlans},
+		{"executions and transcripts are written", executions},
+		{"StartExecution writes all three rows or none", startExecution},
+		{"InterruptRunning repairs what a stopped process left", interruptRunning},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.run(t, newStore(t), anyUser)
+		})
+	}
+}
+
+func createPlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	require.Equal(t, 1, p.Version)
+
+	got, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusPendingReview, got.Status)
+	require.Equal(t, "alice", got.UserID)
+	require.Len(t, got.Steps, 2)
+	require.Equal(t, planning.StepPending, got.Steps[1].Status)
+	require.Equal(t, []int{1}, got.Steps[1].DependsOn)
+	require.Equal(t, []string{"create_document"}, got.Steps[0].Tools)
+	require.JSONEq(t, `{"url":"{{steps.1.result}}"}`, string(got.Steps[1].Args))
+}
+
+func getMissingPlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	for _, id := range []string{"123", NewID(), p.ID + "' OR '1'='1"} {
+		_, err := s.GetPlan(ctx, id)
+		apperrtest.RequireCode(t, err, apperr.NotFound)
+	}
+}
+
+func transitionConflict(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	_, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, nil)
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	require.Contains(t, apperr.MessageOf(err), "pending_review", "the conflict names the current status")
+	got, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusPendingReview, got.Status)
+}
+
+// Two approvals racing: exactly one moves the plan.
+func transitionIsCompareAndSet(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	var wins, conflicts atomic.Int32
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			_, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusPendingReview}, planning.StatusExecuting, nil)
+			switch apperr.CodeOf(err) {
+			case "":
+				wins.Add(1)
+			case apperr.Conflict:
+				conflicts.Add(1)
+			default:
+				t.Errorf("transition: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 1, wins.Load())
+	require.EqualValues(t, 9, conflicts.Load())
+}
+
+func transitionAddsUsage(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	require.NoError(t, s.AddPlanUsage(ctx, p.ID, event.Usage{InputTokens: 7, OutputTokens: 3}))
+	got, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, func(q *planning.Plan) {
+		q.Usage.InputTokens += 2
+		q.Usage.OutputTokens++
+	})
+	require.NoError(t, err)
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, got.Usage)
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, stored.Status)
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, stored.Usage)
+}
+
+func revisePlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	rev, err := s.RevisePlan(ctx, p.ID, planning.Revision{Author: "user", Reason: "shorter", Steps: []planning.Step{
+		{Number: 1, Title: "draft only", ExecutorRequired: true, Status: planning.StepCompleted, Result: "stale"},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, 2, rev.Version)
+	require.Len(t, rev.Steps, 1)
+	require.Equal(t, planning.StepPending, rev.Steps[0].Status)
+	require.Empty(t, rev.Steps[0].Result)
+	got, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, got.Version)
+	require.Len(t, got.Steps, 1)
+	require.Equal(t, "draft only", got.Steps[0].Title)
+	require.Equal(t, planning.StepPending, got.Steps[0].Status)
+}
+
+func planRuns(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+
+	started := time.Now()
+	run, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusPendingReview}, planning.StatusExecuting,
+		func(p *planning.Plan) { p.StartedAt = &started })
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, run.Status)
+
+	step := run.Steps[0]
+	step.Status, step.Result, step.StartedAt, step.CompletedAt = planning.StepCompleted, "ok", &started, &started
+	require.NoError(t, s.UpdateStep(ctx, p.ID, step))
+	step.Number = 9
+	apperrtest.RequireCode(t, s.UpdateStep(ctx, p.ID, step), apperr.NotFound)
+	require.NoError(t, s.AddPlanUsage(ctx, p.ID, event.Usage{InputTokens: 7, OutputTokens: 3}))
+	apperrtest.RequireCode(t, s.AddPlanUsage(ctx, NewID(), event.Usage{InputTokens: 1}), apperr.NotFound)
+	require.NoError(t, s.AddReview(ctx, planning.Review{PlanID: p.ID, Round: 1, Version: 1, Verdict: planning.VerdictChangesRequested,
+		Comments: "split step 2"}))
+
+	got, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StepCompleted, got.Steps[0].Status)
+	require.Equal(t, "ok", got.Steps[0].Result)
+	require.Equal(t, 7, got.Usage.InputTokens)
+	require.Equal(t, 3, got.Usage.OutputTokens)
+	require.WithinDuration(t, started, *got.StartedAt, time.Millisecond)
+	require.WithinDuration(t, started, *got.Steps[0].CompletedAt, time.Millisecond)
+}
+
+func approvePlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	at := time.Now()
+	a := planning.Approval{By: planning.ByUser, UserID: "alice", At: at, Note: "go"}
+	edits := &planning.Revision{Author: "user", Reason: "go", Steps: []planning.Step{{Number: 1, Title: "draft only", ExecutorRequired: true}}}
+	got, err := s.ApprovePlan(ctx, p.ID, a, edits)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, got.Status)
+	require.Equal(t, 2, got.Version)
+	require.Len(t, got.Steps, 1)
+
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, stored.Status)
+	require.Equal(t, 2, stored.Version)
+	require.Len(t, stored.Steps, 1)
+	require.Equal(t, "draft only", stored.Steps[0].Title)
+	require.NotNil(t, stored.Approval)
+	require.Equal(t, planning.ByUser, stored.Approval.By)
+	require.Equal(t, "alice", stored.Approval.UserID)
+	require.Equal(t, "go", stored.Approval.Note)
+	require.WithinDuration(t, at, stored.Approval.At, time.Millisecond)
+	require.WithinDuration(t, at, *stored.StartedAt, time.Millisecond)
+
+	_, err = s.ApprovePlan(ctx, p.ID, a, edits)
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	again, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Version, "a refused approval stores no edits")
+}
+
+func resumePlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	never := SamplePlan("alice", "s1")
+	never.Status = planning.StatusFailed
+	require.NoError(t, s.CreatePlan(ctx, &never))
+	_, err := s.ResumePlan(ctx, never.ID, time.Now())
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	require.Contains(t, apperr.MessageOf(err), "never approved")
+
+	p := SamplePlan("alice", "s1")
+	p.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	ran, err := s.ApprovePlan(ctx, p.ID, planning.Approval{By: planning.ByAuto, At: time.Now()}, nil)
+	require.NoError(t, err)
+	done := time.Now()
+	first, second := ran.Steps[0], ran.Steps[1]
+	first.Status, first.Result, first.CompletedAt = planning.StepCompleted, "drafted", &done
+	second.Status, second.Error, second.CompletedAt = planning.StepFailed, "timeout", &done
+	require.NoError(t, s.UpdateStep(ctx, p.ID, first))
+	require.NoError(t, s.UpdateStep(ctx, p.ID, second))
+	_, err = s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusFailed, nil)
+	require.NoError(t, err)
+
+	resumed, err := s.ResumePlan(ctx, p.ID, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, resumed.Status)
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, stored.Status)
+	require.Equal(t, planning.StepCompleted, stored.Steps[0].Status, "a completed step keeps its result")
+	require.Equal(t, "drafted", stored.Steps[0].Result)
+	require.Equal(t, planning.StepPending, stored.Steps[1].Status)
+	require.Empty(t, stored.Steps[1].Error)
+	require.Nil(t, stored.Steps[1].CompletedAt)
+
+	_, err = s.ResumePlan(ctx, p.ID, time.Now())
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+}
+
+func listPlans(t *testing.T, s planning.Store, anyUser string) {
+	ctx := context.Background()
+	var alice []string
+	for i := range 5 {
+		p := SamplePlan("alice", fmt.Sprintf("s%d", i%2))
+		if i == 4 {
+			p.Mode, p.Status = planmode.DraftOnly, planning.StatusPendingReview
+		}
+		require.NoError(t, s.CreatePlan(ctx, &p))
+		alice = append([]string{p.ID}, alice...)
+	}
+	bob := SamplePlan("bob", "s9")
+	require.NoError(t, s.CreatePlan(ctx, &bob))
+
+	ids := func(ps []planning.Plan) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	page1, next, err := s.ListPlans(ctx, planning.ListQuery{UserID: "alice", Limit: 3})
+	require.NoError(t, err)
+	require.NotEmpty(t, next)
+	require.Len(t, page1[0].Steps, 2)
+	page2, next2, err := s.ListPlans(ctx, planning.ListQuery{UserID: "alice", Limit: 3, Cursor: next})
+	require.NoError(t, err)
+	require.Empty(t, next2)
+	require.Equal(t, alice, append(ids(page1), ids(page2)...))
+
+	for _, tc := range []struct {
+		name string
+		f    planning.ListQuery
+		want int
+	}{
+		{"operator sees all", planning.ListQuery{UserID: anyUser}, 6},
+		{"by status", planning.ListQuery{UserID: "alice", Status: []planning.Status{planning.StatusPendingReview}}, 1},
+		{"by mode", planning.ListQuery{UserID: "alice", Mode: planmode.AutoExecute}, 4},
+		{"by session", planning.ListQuery{UserID: "alice", SessionID: "s1"}, 2},
+		{"since the future", planning.ListQuery{UserID: "alice", Since: time.Now().Add(24 * 365 * time.Hour)}, 0},
+		{"until the future", planning.ListQuery{UserID: "alice", Until: time.Now().Add(24 * 365 * time.Hour)}, 5},
+	} {
+		got, _, err := s.ListPlans(ctx, tc.f)
+		require.NoError(t, err, tc.name)
+		require.Len(t, got, tc.want, tc.name)
+	}
+
+	_, _, err = s.ListPlans(ctx, planning.ListQuery{UserID: "alice", Cursor: "garbage"})
+	apperrtest.RequireCode(t, err, apperr.Invalid)
+	_, _, err = s.ListPlans(ctx, planning.ListQuery{})
+	require.Error(t, err, "a query without a user must never list everything")
+}
+
+// ExecutorRun is an executor's agent, its conversation and its execution
+// of step 1 of plan, as the executor coordinator records them.
+func ExecutorRun(plan planning.Plan) (planning.AgentRecord, planning.AgentSession, planning.Execution) {
+	agent := planning.AgentRecord{ID: NewID(), Role: event.RoleExecutor, UserID: plan.UserID, PlanID: plan.ID, StepNumber: 1}
+	as := planning.AgentSession{ID: NewID(), AgentID: agent.ID, PlanID: plan.ID, StepNumber: 1, UserID: plan.UserID}
+	exec := planning.Execution{ID: NewID(), PlanID: plan.ID, StepNumber: 1, AgentID: agent.ID, AgentSessionID: as.ID,
+		UserID: plan.UserID, Task: "draft"}
+	return agent, as, exec
+}
+
+// Transcript is an executor's conversation of five messages: system, task,
+// a tool call, its result and the answer.
+func Transcript(as planning.AgentSession, exec planning.Execution) []planning.AgentMessage {
+	msgs := []planning.AgentMessage{
+		{Role: "system", Content: "You execute."},
+		{Role: "user", Content: "draft"},
+		{Role: "assistant", ToolCalls: []planning.ToolCall{{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{}`)}}},
+		{Role: "tool", ToolCallID: "c1", Name: "create_document", Content: "created"},
+		{Role: "assistant", Content: "Done.", Usage: event.Usage{InputTokens: 4, OutputTokens: 2}},
+	}
+	for i := range msgs {
+		msgs[i].AgentSessionID, msgs[i].ExecutionID, msgs[i].Seq = as.ID, exec.ID, i+1
+	}
+	return msgs
+}
+
+func executions(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	agent, as, exec := ExecutorRun(p)
+	require.NoError(t, s.CreateAgent(ctx, agent))
+	require.NoError(t, s.CreateAgentSession(ctx, as))
+	require.NoError(t, s.CreateExecution(ctx, exec))
+	for _, m := range Transcript(as, exec) {
+		require.NoError(t, s.AppendAgentMessage(ctx, m))
+	}
+	dupSeq := planning.AgentMessage{AgentSessionID: as.ID, Seq: 1, Role: "user"}
+	apperrtest.RequireCode(t, s.AppendAgentMessage(ctx, dupSeq), apperr.Conflict)
+
+	exec.Status, exec.Result, exec.ToolCalls, exec.DurationMS = planning.ExecutionCompleted, "Done.", 1, 1500
+	exec.Usage = event.Usage{InputTokens: 4, OutputTokens: 2}
+	require.NoError(t, s.FinishExecution(ctx, exec))
+	exec.ID = NewID()
+	apperrtest.RequireCode(t, s.FinishExecution(ctx, exec), apperr.NotFound)
+}
+
+func startExecution(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	agent, as, exec := ExecutorRun(p)
+	require.NoError(t, s.StartExecution(ctx, agent, as, exec))
+	apperrtest.RequireCode(t, s.CreateExecution(ctx, exec), apperr.Conflict) // it is stored
+	exec.Status = planning.ExecutionCompleted
+	require.NoError(t, s.FinishExecution(ctx, exec))
+
+	// A second start whose execution exists already stores nothing: its
+	// agent and conversation can still be created afterwards.
+	again, againSession, _ := ExecutorRun(p)
+	require.Error(t, s.StartExecution(ctx, again, againSession, exec))
+	require.NoError(t, s.CreateAgent(ctx, again))
+	require.NoError(t, s.CreateAgentSession(ctx, againSession))
+}
+
+func interruptRunning(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	running := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &running))
+	now := time.Now()
+	st := running.Steps[0]
+	st.Status, st.StartedAt = planning.StepRunning, &now
+	require.NoError(t, s.UpdateStep(ctx, running.ID, st))
+	done := SamplePlan("alice", "s1")
+	done.Status = planning.StatusCompleted
+	require.NoError(t, s.CreatePlan(ctx, &done))
+	reviewing := SamplePlan("alice", "s1")
+	reviewing.Status = planning.StatusInReview
+	require.NoError(t, s.CreatePlan(ctx, &reviewing))
+
+	n, err := s.InterruptRunning(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	inReview, err := s.GetPlan(ctx, reviewing.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusPendingReview, inReview.Status, "an unreviewed plan goes to a human, not to a resumable state")
+	got, err := s.GetPlan(ctx, running.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusInterrupted, got.Status)
+	require.Equal(t, planning.StepCancelled, got.Steps[0].Status)
+	require.Equal(t, planning.StepPending, got.Steps[1].Status)
+	other, err := s.GetPlan(ctx, done.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, other.Status)
+
+	n, err = s.InterruptRunning(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing is left to repair")
+}
