@@ -12,6 +12,12 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 )
 
+// Chats stores chat sessions and their messages (chat_sessions,
+// chat_messages): it implements chat.Store and pkg/httpapi's Sessions. A
+// message is stored once per (user, client turn, role). It is safe for
+// concurrent use.
+type Chats struct{ *core }
+
 type chatSessionRow struct {
 	ID                string `gorm:"primaryKey"`
 	UserID            string
@@ -83,7 +89,7 @@ func (r chatMessageRow) message() chat.Message {
 
 // CreateSession stores a new chat session; an empty ID, CreatedAt or
 // UpdatedAt is filled in.
-func (s *Store) CreateSession(ctx context.Context, sess *chat.Session) error {
+func (s *Chats) CreateSession(ctx context.Context, sess *chat.Session) error {
 	if sess.ID == "" {
 		sess.ID = s.newID()
 	}
@@ -101,7 +107,7 @@ func (s *Store) CreateSession(ctx context.Context, sess *chat.Session) error {
 
 // GetSession returns userID's session id (AnyUser: anyone's). Another
 // user's session is NotFound.
-func (s *Store) GetSession(ctx context.Context, userID, id string) (chat.Session, error) {
+func (s *Chats) GetSession(ctx context.Context, userID, id string) (chat.Session, error) {
 	if !validID(id) {
 		return chat.Session{}, notFound("session", id)
 	}
@@ -122,7 +128,7 @@ func (s *Store) GetSession(ctx context.Context, userID, id string) (chat.Session
 // UpdateSession saves a session's title, context, entity and metadata and
 // bumps its UpdatedAt. The agent definition a session was created with is
 // never changed.
-func (s *Store) UpdateSession(ctx context.Context, sess chat.Session) error {
+func (s *Chats) UpdateSession(ctx context.Context, sess chat.Session) error {
 	row := sessionRow(sess)
 	now := s.stamp()
 	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
@@ -142,7 +148,7 @@ func (s *Store) UpdateSession(ctx context.Context, sess chat.Session) error {
 // ListSessions lists userID's sessions, most recently updated first, one
 // page of limit (0: 50, at most 200) after cursor at a time; next is empty
 // on the last page.
-func (s *Store) ListSessions(ctx context.Context, userID string, limit int, cursor string) (sessions []chat.Session, next string, err error) {
+func (s *Chats) ListSessions(ctx context.Context, userID string, limit int, cursor string) (sessions []chat.Session, next string, err error) {
 	p := Page{Limit: limit, Cursor: cursor}
 	q, err := scopeUser(s.g.WithContext(ctx).Model(&chatSessionRow{}), "user_id", userID)
 	if err != nil {
@@ -169,7 +175,7 @@ func (s *Store) ListSessions(ctx context.Context, userID string, limit int, curs
 // AppendMessage stores a chat message. A message whose (user,
 // client_turn_id, role) is already stored — in any of the user's sessions —
 // is not stored again: m is filled with the stored one and created is false.
-func (s *Store) AppendMessage(ctx context.Context, m *chat.Message) (created bool, err error) {
+func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created bool, err error) {
 	if m.ID == "" {
 		m.ID = s.newID()
 	}
@@ -222,7 +228,7 @@ func nonNil[T any](s []T) []T {
 }
 
 // MessageByTurn returns the message of a session's turn with the given role.
-func (s *Store) MessageByTurn(ctx context.Context, sessionID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
+func (s *Chats) MessageByTurn(ctx context.Context, sessionID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
 	var row chatMessageRow
 	err := s.g.WithContext(ctx).Where("session_id = ? AND client_turn_id = ? AND role = ?", sessionID, clientTurnID, string(role)).
 		Take(&row).Error
@@ -237,7 +243,7 @@ func (s *Store) MessageByTurn(ctx context.Context, sessionID, clientTurnID strin
 
 // TurnMessage returns userID's message of a turn with the given role,
 // whichever session it is in (client_turn_id is unique per user).
-func (s *Store) TurnMessage(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
+func (s *Chats) TurnMessage(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
 	var row chatMessageRow
 	err := s.g.WithContext(ctx).Where("user_id = ? AND client_turn_id = ? AND role = ?", userID, clientTurnID, string(role)).
 		Take(&row).Error
@@ -252,7 +258,7 @@ func (s *Store) TurnMessage(ctx context.Context, userID, clientTurnID string, ro
 
 // ListMessages returns the last limit messages of a session (0: all), oldest
 // first.
-func (s *Store) ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error) {
+func (s *Chats) ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error) {
 	q := s.g.WithContext(ctx).Where("session_id = ?", sessionID).Order("created_at DESC, id DESC")
 	if limit > 0 {
 		q = q.Limit(limit)

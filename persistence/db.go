@@ -1,7 +1,17 @@
 // Package persistence is planwright's storage: it opens SQLite or PostgreSQL
 // through gorm, applies the embedded goose migrations, and implements the
 // store interfaces declared by the packages that consume them (planning,
-// agents, tools, chat, auth). It is the only package that imports gorm.
+// tools, tools/builtin, pkg/chat, pkg/auth, pkg/httpapi). It is the only
+// package that imports gorm.
+//
+// There is one store per aggregate — Chats, Plans, Reviews, Executions,
+// ToolExecutions, Workspace, Keys, Definitions — all made by NewStores and
+// sharing one core: the connection, the clock, the id generator and the
+// retry policy every statement runs under. PlanRecords joins the stores an
+// interface spans (planning.Store). RunLog keeps runs and their event logs.
+// Each consumer interface has a contract suite in a test-support package
+// next to it (planningtest, chattest, authtest, toolstest, builtintest,
+// httpapitest); this package's tests run every suite on both drivers.
 package persistence
 
 import (

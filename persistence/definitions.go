@@ -10,6 +10,12 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 )
 
+// Definitions stores agent definitions (agent_definitions): a definition is
+// private to its creator unless shared, names are unique per creator, and
+// at most one is the default. It implements chat.Definitions and pkg/httpapi's
+// DefinitionStore. It is safe for concurrent use.
+type Definitions struct{ *core }
+
 type definitionRow struct {
 	ID           string `gorm:"primaryKey"`
 	Name         string
@@ -47,7 +53,7 @@ func (r definitionRow) definition() agents.Definition {
 // CreateDefinition stores a new agent definition. Names are unique per
 // creator (Conflict); a new default replaces the previous default. A
 // definition without a visibility is private; the default is shared.
-func (s *Store) CreateDefinition(ctx context.Context, d *agents.Definition) error {
+func (s *Definitions) CreateDefinition(ctx context.Context, d *agents.Definition) error {
 	if d.ID == "" {
 		d.ID = s.newID()
 	}
@@ -70,7 +76,7 @@ func (s *Store) CreateDefinition(ctx context.Context, d *agents.Definition) erro
 }
 
 // GetDefinition returns one agent definition, whoever may see it.
-func (s *Store) GetDefinition(ctx context.Context, id string) (agents.Definition, error) {
+func (s *Definitions) GetDefinition(ctx context.Context, id string) (agents.Definition, error) {
 	return s.DefinitionFor(ctx, AnyUser, id)
 }
 
@@ -88,7 +94,7 @@ func visibleTo(q *gorm.DB, userID string) (*gorm.DB, error) {
 
 // DefinitionFor returns definition id if userID may see it (their own or a
 // shared one; AnyUser: any). Another user's private definition is NotFound.
-func (s *Store) DefinitionFor(ctx context.Context, userID, id string) (agents.Definition, error) {
+func (s *Definitions) DefinitionFor(ctx context.Context, userID, id string) (agents.Definition, error) {
 	if !validID(id) {
 		return agents.Definition{}, notFound("agent definition", id)
 	}
@@ -110,7 +116,7 @@ func (s *Store) DefinitionFor(ctx context.Context, userID, id string) (agents.De
 
 // DefaultDefinition returns the definition marked default (NotFound when
 // none is).
-func (s *Store) DefaultDefinition(ctx context.Context) (agents.Definition, error) {
+func (s *Definitions) DefaultDefinition(ctx context.Context) (agents.Definition, error) {
 	var rows []definitionRow
 	if err := s.do(ctx, func(g *gorm.DB) error { return g.Where("is_default = ?", true).Limit(1).Find(&rows).Error }); err != nil {
 		return agents.Definition{}, dbErr("get default agent definition", err)
@@ -123,7 +129,7 @@ func (s *Store) DefaultDefinition(ctx context.Context) (agents.Definition, error
 
 // ListDefinitions lists the agent definitions userID may see (their own
 // and the shared ones; AnyUser: all) by name.
-func (s *Store) ListDefinitions(ctx context.Context, userID string) ([]agents.Definition, error) {
+func (s *Definitions) ListDefinitions(ctx context.Context, userID string) ([]agents.Definition, error) {
 	var rows []definitionRow
 	if err := s.do(ctx, func(g *gorm.DB) error {
 		q, err := visibleTo(g, userID)
@@ -143,7 +149,7 @@ func (s *Store) ListDefinitions(ctx context.Context, userID string) ([]agents.De
 
 // UpdateDefinition applies edit to the stored definition id and saves it in
 // one transaction; the id, creator and creation time are kept.
-func (s *Store) UpdateDefinition(ctx context.Context, id string, edit func(*agents.Definition) error) (agents.Definition, error) {
+func (s *Definitions) UpdateDefinition(ctx context.Context, id string, edit func(*agents.Definition) error) (agents.Definition, error) {
 	if !validID(id) {
 		return agents.Definition{}, notFound("agent definition", id)
 	}

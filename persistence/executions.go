@@ -11,6 +11,12 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
+// Executions stores what plan steps' executor agents did: the agent rows
+// (agents), their private conversations and messages (agent_chat_sessions,
+// agent_chat_messages) and the executions themselves (agent_executions). It
+// is safe for concurrent use.
+type Executions struct{ *core }
+
 type agentRow struct {
 	ID         string `gorm:"primaryKey"`
 	Role       string
@@ -82,7 +88,7 @@ type agentMessageRow struct {
 func (agentMessageRow) TableName() string { return "agent_chat_messages" }
 
 // CreateAgent stores an agent instance.
-func (s *Store) CreateAgent(ctx context.Context, a planning.AgentRecord) error {
+func (s *Executions) CreateAgent(ctx context.Context, a planning.AgentRecord) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
@@ -92,7 +98,7 @@ func (s *Store) CreateAgent(ctx context.Context, a planning.AgentRecord) error {
 }
 
 // GetAgent returns one agent instance.
-func (s *Store) GetAgent(ctx context.Context, id string) (planning.AgentRecord, error) {
+func (s *Executions) GetAgent(ctx context.Context, id string) (planning.AgentRecord, error) {
 	var row agentRow
 	if !validID(id) {
 		return planning.AgentRecord{}, notFound("agent", id)
@@ -108,7 +114,7 @@ func (s *Store) GetAgent(ctx context.Context, id string) (planning.AgentRecord, 
 }
 
 // CreateAgentSession stores an agent's private conversation.
-func (s *Store) CreateAgentSession(ctx context.Context, a planning.AgentSession) error {
+func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSession) error {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
@@ -119,9 +125,9 @@ func (s *Store) CreateAgentSession(ctx context.Context, a planning.AgentSession)
 
 // StartExecution records an executor's agent, its conversation and its
 // running execution in one transaction.
-func (s *Store) StartExecution(ctx context.Context, a planning.AgentRecord, as planning.AgentSession, e planning.Execution) error {
+func (s *Executions) StartExecution(ctx context.Context, a planning.AgentRecord, as planning.AgentSession, e planning.Execution) error {
 	return dbErr("start execution", s.transact(ctx, func(tx *gorm.DB) error {
-		inTx := s.inTransaction(tx)
+		inTx := &Executions{s.inTransaction(tx)}
 		if err := inTx.CreateAgent(ctx, a); err != nil {
 			return err
 		}
@@ -133,7 +139,7 @@ func (s *Store) StartExecution(ctx context.Context, a planning.AgentRecord, as p
 }
 
 // CreateExecution stores an executor run as it starts.
-func (s *Store) CreateExecution(ctx context.Context, e planning.Execution) error {
+func (s *Executions) CreateExecution(ctx context.Context, e planning.Execution) error {
 	if e.StartedAt.IsZero() {
 		e.StartedAt = s.now()
 	}
@@ -148,7 +154,7 @@ func (s *Store) CreateExecution(ctx context.Context, e planning.Execution) error
 }
 
 // FinishExecution closes an executor run with its outcome.
-func (s *Store) FinishExecution(ctx context.Context, e planning.Execution) error {
+func (s *Executions) FinishExecution(ctx context.Context, e planning.Execution) error {
 	completed := e.CompletedAt
 	if completed == nil {
 		now := s.now()
@@ -170,7 +176,7 @@ func (s *Store) FinishExecution(ctx context.Context, e planning.Execution) error
 }
 
 // ExecutionFor returns userID's execution id (AnyUser: anyone's).
-func (s *Store) ExecutionFor(ctx context.Context, userID, id string) (planning.Execution, error) {
+func (s *Executions) ExecutionFor(ctx context.Context, userID, id string) (planning.Execution, error) {
 	if !validID(id) {
 		return planning.Execution{}, notFound("execution", id)
 	}
@@ -189,7 +195,7 @@ func (s *Store) ExecutionFor(ctx context.Context, userID, id string) (planning.E
 }
 
 // ListExecutions lists a plan's executions by step, then start.
-func (s *Store) ListExecutions(ctx context.Context, planID string) ([]planning.Execution, error) {
+func (s *Executions) ListExecutions(ctx context.Context, planID string) ([]planning.Execution, error) {
 	var rows []executionRow
 	if err := s.do(ctx, func(g *gorm.DB) error {
 		return g.Where("plan_id = ?", planID).Order("step_number, started_at, id").Find(&rows).Error
@@ -204,7 +210,7 @@ func (s *Store) ListExecutions(ctx context.Context, planID string) ([]planning.E
 }
 
 // AppendAgentMessage stores one message of an agent's conversation.
-func (s *Store) AppendAgentMessage(ctx context.Context, m planning.AgentMessage) error {
+func (s *Executions) AppendAgentMessage(ctx context.Context, m planning.AgentMessage) error {
 	if m.ID == "" {
 		m.ID = s.newID()
 	}
@@ -218,7 +224,7 @@ func (s *Store) AppendAgentMessage(ctx context.Context, m planning.AgentMessage)
 }
 
 // ListAgentMessages returns an agent conversation's messages in order.
-func (s *Store) ListAgentMessages(ctx context.Context, agentSessionID string) ([]planning.AgentMessage, error) {
+func (s *Executions) ListAgentMessages(ctx context.Context, agentSessionID string) ([]planning.AgentMessage, error) {
 	var rows []agentMessageRow
 	if err := s.do(ctx, func(g *gorm.DB) error {
 		return g.Where("agent_session_id = ?", agentSessionID).Order("seq").Find(&rows).Error

@@ -10,6 +10,10 @@ import (
 	"github.com/planwright/planwright/pkg/auth"
 )
 
+// Keys stores API keys (api_keys) — their hashes, never their secrets: it
+// implements auth.KeyStore. It is safe for concurrent use.
+type Keys struct{ *core }
+
 type apiKeyRow struct {
 	ID         string `gorm:"primaryKey"`
 	UserID     string
@@ -38,7 +42,7 @@ func utcPtr(t *time.Time) *time.Time {
 }
 
 // CreateKey stores a new API key (its hash, never its secret).
-func (s *Store) CreateKey(ctx context.Context, k auth.Key) error {
+func (s *Keys) CreateKey(ctx context.Context, k auth.Key) error {
 	row := apiKeyRow{ID: k.ID, UserID: k.UserID, Role: string(k.Role), Name: k.Name, Prefix: k.Prefix, Hash: k.Hash,
 		CreatedAt: Timestamp(k.CreatedAt), LastUsedAt: stampPtr(k.LastUsedAt), RevokedAt: stampPtr(k.RevokedAt)}
 	if row.CreatedAt.IsZero() {
@@ -48,7 +52,7 @@ func (s *Store) CreateKey(ctx context.Context, k auth.Key) error {
 }
 
 // KeyByHash returns the live (not revoked) key with the given secret hash.
-func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Key, error) {
+func (s *Keys) KeyByHash(ctx context.Context, hash string) (auth.Key, error) {
 	var row apiKeyRow
 	err := s.do(ctx, func(g *gorm.DB) error { return g.Where("hash = ? AND revoked_at IS NULL", hash).Take(&row).Error })
 	if err != nil {
@@ -61,7 +65,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Key, error) {
 }
 
 // TouchKey records that a key was used at t.
-func (s *Store) TouchKey(ctx context.Context, id string, t time.Time) error {
+func (s *Keys) TouchKey(ctx context.Context, id string, t time.Time) error {
 	_, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
 		return g.Model(&apiKeyRow{}).Where("id = ?", id).Update("last_used_at", Timestamp(t))
 	})
@@ -69,7 +73,7 @@ func (s *Store) TouchKey(ctx context.Context, id string, t time.Time) error {
 }
 
 // ListKeys lists the keys of userID (AnyUser: every key), newest first.
-func (s *Store) ListKeys(ctx context.Context, userID string) ([]auth.Key, error) {
+func (s *Keys) ListKeys(ctx context.Context, userID string) ([]auth.Key, error) {
 	q, err := scopeUser(s.g.WithContext(ctx), "user_id", userID)
 	if err != nil {
 		return nil, err
@@ -87,7 +91,7 @@ func (s *Store) ListKeys(ctx context.Context, userID string) ([]auth.Key, error)
 
 // RevokeKey revokes a key by id or by its printed prefix. Revoking a revoked
 // key is NotFound.
-func (s *Store) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Key, error) {
+func (s *Keys) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Key, error) {
 	var row apiKeyRow
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		q := tx.Where("revoked_at IS NULL")

@@ -8,7 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/chat/chattest"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -22,23 +24,23 @@ const nulJSON = `{"q":"x\u0000y","k\u0000":["\ue000","\\u0000",1.5],"m":"` + "\u
 
 func TestNULIsStoredFaithfully(t *testing.T) {
 	t.Parallel()
-	storeSuite(t, func(t *testing.T, s *persistence.Store) {
+	forEachDriver(t, func(t *testing.T, s dbtest.Stores) {
 		ctx := context.Background()
-		sess := newSession(t, s, "alice")
+		sess := chattest.NewSession(t, s.Chats, "alice")
 		m := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleAssistant, Content: nulText,
 			ToolCalls: []chat.ToolCall{{ID: "c1", Name: "lookup", Arguments: json.RawMessage(nulJSON), Success: true, Result: nulText}}}
-		_, err := s.AppendMessage(ctx, &m)
+		_, err := s.Chats.AppendMessage(ctx, &m)
 		require.NoError(t, err)
-		msgs, err := s.ListMessages(ctx, sess.ID, 0)
+		msgs, err := s.Chats.ListMessages(ctx, sess.ID, 0)
 		require.NoError(t, err)
 		require.Len(t, msgs, 1)
 		require.Equal(t, nulText, msgs[0].Content)
 		require.Equal(t, nulText, msgs[0].ToolCalls[0].Result)
 		require.JSONEq(t, nulJSON, string(msgs[0].ToolCalls[0].Arguments))
 
-		require.NoError(t, s.RecordToolExecution(ctx, tools.Execution{UserID: "alice", SessionID: sess.ID, ToolCallID: "c1",
+		require.NoError(t, s.ToolExecutions.RecordToolExecution(ctx, tools.Execution{UserID: "alice", SessionID: sess.ID, ToolCallID: "c1",
 			ToolName: "lookup", Arguments: json.RawMessage(nulJSON), Result: nulText, Error: nulText, Success: true}))
-		execs, err := s.ListToolExecutions(ctx, "alice", persistence.ToolExecutionFilter{SessionID: sess.ID})
+		execs, err := s.ToolExecutions.ListToolExecutions(ctx, "alice", persistence.ToolExecutionFilter{SessionID: sess.ID})
 		require.NoError(t, err)
 		require.Len(t, execs, 1)
 		require.Equal(t, nulText, execs[0].Result)

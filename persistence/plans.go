@@ -15,6 +15,14 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
+// Plans stores plans with their steps and revisions (agent_plans,
+// agent_plan_steps, agent_plan_revisions): creation, compare-and-set
+// transitions, approval, resumption, revision, step state, usage, listing,
+// and the repair after a stopped process (InterruptRunning). With Reviews
+// and Executions it makes planning.Store (see PlanRecords). It is safe for
+// concurrent use.
+type Plans struct{ *core }
+
 type planRow struct {
 	ID           string `gorm:"primaryKey"`
 	SessionID    string
@@ -74,21 +82,6 @@ type revisionRow struct {
 }
 
 func (revisionRow) TableName() string { return "agent_plan_revisions" }
-
-type reviewRow struct {
-	ID           string `gorm:"primaryKey"`
-	PlanID       string
-	Round        int
-	Version      int
-	Verdict      string
-	Comments     string
-	AgentID      string
-	InputTokens  int
-	OutputTokens int
-	CreatedAt    time.Time
-}
-
-func (reviewRow) TableName() string { return "agent_plan_reviews" }
 
 func planToRow(p planning.Plan) planRow {
 	r := planRow{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
@@ -195,7 +188,7 @@ func (r revisionRow) revision() planning.Revision {
 
 // CreatePlan stores a new plan, its steps and its first revision in one
 // transaction. An empty ID and times are filled in; Version 0 becomes 1.
-func (s *Store) CreatePlan(ctx context.Context, p *planning.Plan) error {
+func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 	if p.ID == "" {
 		p.ID = s.newID()
 	}
@@ -239,13 +232,13 @@ func insertSteps(tx *gorm.DB, planID string, steps []planning.Step) error {
 }
 
 // GetPlan returns a plan with its steps in order, whoever owns it.
-func (s *Store) GetPlan(ctx context.Context, id string) (planning.Plan, error) {
+func (s *Plans) GetPlan(ctx context.Context, id string) (planning.Plan, error) {
 	return s.PlanFor(ctx, AnyUser, id)
 }
 
 // PlanFor returns userID's plan id (AnyUser: anyone's) with its steps.
 // Another user's plan is NotFound.
-func (s *Store) PlanFor(ctx context.Context, userID, id string) (planning.Plan, error) {
+func (s *Plans) PlanFor(ctx context.Context, userID, id string) (planning.Plan, error) {
 	return getPlan(ctx, s.g, userID, id)
 }
 
@@ -276,7 +269,7 @@ func getPlan(ctx context.Context, g *gorm.DB, userID, id string) (planning.Plan,
 // names the current status. mutate, if not nil, edits the plan's other
 // fields, saved with the new status; what it adds to Usage is saved as an
 // increment, so usage added concurrently (AddPlanUsage) is never lost.
-func (s *Store) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
 	var out planning.Plan
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		p, err := s.transition(ctx, tx, id, from, to, mutate)
@@ -290,7 +283,7 @@ func (s *Store) TransitionPlan(ctx context.Context, id string, from []planning.S
 }
 
 // transition is TransitionPlan inside the caller's transaction.
-func (s *Store) transition(ctx context.Context, tx *gorm.DB, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
 	p, err := getPlan(ctx, tx, AnyUser, id)
 	if err != nil {
 		return planning.Plan{}, err
@@ -338,7 +331,7 @@ func (s *Store) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 // ApprovePlan moves a plan pending review to executing with its approval
 // and, when edits is not nil, stores them as its new version — one
 // transaction, so a failure of either half changes nothing.
-func (s *Store) ApprovePlan(ctx context.Context, id string, a planning.Approval, edits *planning.Revision) (planning.Plan, error) {
+func (s *Plans) ApprovePlan(ctx context.Context, id string, a planning.Approval, edits *planning.Revision) (planning.Plan, error) {
 	var out planning.Plan
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		at := a.At
@@ -366,7 +359,7 @@ func (s *Store) ApprovePlan(ctx context.Context, id string, a planning.Approval,
 // approval back to executing and resets the steps that did not complete,
 // in one transaction. A plan that never had an approval stays as it is: a
 // Conflict saying it was never approved.
-func (s *Store) ResumePlan(ctx context.Context, id string, at time.Time) (planning.Plan, error) {
+func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planning.Plan, error) {
 	var out planning.Plan
 	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted}
 	err := s.transact(ctx, func(tx *gorm.DB) error {
@@ -414,7 +407,7 @@ func statusStrings(ss []planning.Status) []string {
 // RevisePlan stores a new version of a plan: its goal and steps (reset to
 // pending) become rev's, its version rev.Version, and rev is kept as a
 // revision — all in one transaction.
-func (s *Store) RevisePlan(ctx context.Context, id string, rev planning.Revision) (planning.Plan, error) {
+func (s *Plans) RevisePlan(ctx context.Context, id string, rev planning.Revision) (planning.Plan, error) {
 	var out planning.Plan
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		p, err := s.revise(ctx, tx, id, rev)
@@ -428,7 +421,7 @@ func (s *Store) RevisePlan(ctx context.Context, id string, rev planning.Revision
 }
 
 // revise is RevisePlan inside the caller's transaction.
-func (s *Store) revise(ctx context.Context, tx *gorm.DB, id string, rev planning.Revision) (planning.Plan, error) {
+func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning.Revision) (planning.Plan, error) {
 	p, err := getPlan(ctx, tx, AnyUser, id)
 	if err != nil {
 		return planning.Plan{}, err
@@ -471,7 +464,7 @@ func (s *Store) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 }
 
 // UpdateStep saves a step's run state: status, result, error and times.
-func (s *Store) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
+func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
 	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB { return updateStep(g, planID, st) })
 	if err != nil {
 		return dbErr("update plan step", err)
@@ -494,7 +487,7 @@ func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
 // a transient error like every statement; an increment whose commit went
 // through but whose answer was lost would count twice — tokens are a
 // measure, and losing them on every dropped connection would be worse.)
-func (s *Store) AddPlanUsage(ctx context.Context, id string, u event.Usage) error {
+func (s *Plans) AddPlanUsage(ctx context.Context, id string, u event.Usage) error {
 	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
 		return g.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
 			"input_tokens":  gorm.Expr("input_tokens + ?", u.InputTokens),
@@ -509,21 +502,8 @@ func (s *Store) AddPlanUsage(ctx context.Context, id string, u event.Usage) erro
 	return nil
 }
 
-// AddReview stores one reviewer round.
-func (s *Store) AddReview(ctx context.Context, r planning.Review) error {
-	if r.ID == "" {
-		r.ID = s.newID()
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = s.now()
-	}
-	row := reviewRow{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: string(r.Verdict), Comments: r.Comments,
-		AgentID: r.AgentID, InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CreatedAt: Timestamp(r.CreatedAt)}
-	return dbErr("add plan review", s.insert(ctx, &row))
-}
-
 // ListRevisions lists a plan's revisions, oldest first.
-func (s *Store) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {
+func (s *Plans) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {
 	var rows []revisionRow
 	if err := s.do(ctx, func(g *gorm.DB) error { return g.Where("plan_id = ?", planID).Order("version").Find(&rows).Error }); err != nil {
 		return nil, dbErr("list plan revisions", err)
@@ -535,26 +515,9 @@ func (s *Store) ListRevisions(ctx context.Context, planID string) ([]planning.Re
 	return out, nil
 }
 
-// ListReviews lists a plan's reviews, oldest first.
-func (s *Store) ListReviews(ctx context.Context, planID string) ([]planning.Review, error) {
-	var rows []reviewRow
-	if err := s.do(ctx, func(g *gorm.DB) error {
-		return g.Where("plan_id = ?", planID).Order("round, created_at").Find(&rows).Error
-	}); err != nil {
-		return nil, dbErr("list plan reviews", err)
-	}
-	out := make([]planning.Review, len(rows))
-	for i, r := range rows {
-		out[i] = planning.Review{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: planning.Verdict(r.Verdict),
-			Comments: r.Comments, AgentID: r.AgentID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
-			CreatedAt: r.CreatedAt.UTC()}
-	}
-	return out, nil
-}
-
 // ListPlans lists plans matching f, newest first, one page at a time (steps
 // included); next is empty on the last page.
-func (s *Store) ListPlans(ctx context.Context, f planning.ListQuery) (plans []planning.Plan, next string, err error) {
+func (s *Plans) ListPlans(ctx context.Context, f planning.ListQuery) (plans []planning.Plan, next string, err error) {
 	p := Page{Limit: f.Limit, Cursor: f.Cursor}
 	q, err := scopeUser(s.g.WithContext(ctx).Model(&planRow{}), "user_id", f.UserID)
 	if err != nil {
@@ -615,7 +578,7 @@ func (s *Store) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 // cancelled), to be resumed; plans in review go to a human
 // (pending_review), never unreviewed to a run. It returns how many plans it
 // changed.
-func (s *Store) InterruptRunning(ctx context.Context) (int, error) {
+func (s *Plans) InterruptRunning(ctx context.Context) (int, error) {
 	var n int
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		var ids []string

@@ -18,13 +18,13 @@ import (
 // Transient database errors — a connection the server or the network
 // dropped (pg_terminate_backend, a restart, a reset), a serialization
 // failure or a deadlock PostgreSQL asks the client to retry, SQLite's busy
-// database — are retried here, in one place: every write, and every
-// transaction as a whole, goes through Store.write. A caller sees an error
+// database — are retried here, in one place: every statement, and every
+// transaction as a whole, goes through core.do. A caller sees an error
 // only when the operation still fails after the last attempt (then it is
 // apperr.Unavailable), so the packages above never announce a state the
 // database did not take.
 //
-// Store methods run their statements through do (reads and idempotent
+// The stores run their statements through do (reads and idempotent
 // writes), insert (an INSERT whose retry must not trip over its own lost
 // commit), update (an UPDATE or DELETE whose matched rows count) and
 // transact (a transaction, retried whole).
@@ -56,24 +56,24 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // do runs fn on the store's handle, again after a transient error, with
 // backoff, until it succeeds, fails otherwise, the attempts are spent or
 // ctx ends. fn must be safe to repeat: one statement that sets values, or a
-// transaction (see transact). Inside a transaction (a Store made for one),
+// transaction (see transact). Inside a transaction (a core made for one),
 // fn runs once: the transaction is what gets retried.
-func (s *Store) do(ctx context.Context, fn func(g *gorm.DB) error) error {
-	g := s.g.WithContext(ctx)
-	if s.inTx {
+func (c *core) do(ctx context.Context, fn func(g *gorm.DB) error) error {
+	g := c.g.WithContext(ctx)
+	if c.inTx {
 		return fn(g)
 	}
-	wait := s.retry.Backoff
+	wait := c.retry.Backoff
 	for attempt := 1; ; attempt++ {
 		err := fn(g)
-		if err == nil || attempt >= s.retry.Attempts || !transient(err) || ctx.Err() != nil {
+		if err == nil || attempt >= c.retry.Attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
 		if connectionLost(err) {
 			// The server dropped this connection; the idle ones in the
 			// pool (a restart, a failover, an administrator) are likely
 			// dead too: the retry should not pick one after the other.
-			s.db.dropIdle()
+			c.db.dropIdle()
 		}
 		t := time.NewTimer(wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1)))
 		select {
@@ -82,23 +82,22 @@ func (s *Store) do(ctx context.Context, fn func(g *gorm.DB) error) error {
 			return err
 		case <-t.C:
 		}
-		wait = min(2*wait, s.retry.MaxBackoff)
+		wait = min(2*wait, c.retry.MaxBackoff)
 	}
 }
 
 // transact runs fn in a transaction, retried whole after a transient error.
-// tx is a Store whose writes run in the transaction (and are not retried
-// on their own).
-func (s *Store) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.do(ctx, func(g *gorm.DB) error { return g.Transaction(fn) })
+// fn's statements run on tx (and are not retried on their own).
+func (c *core) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return c.do(ctx, func(g *gorm.DB) error { return g.Transaction(fn) })
 }
 
 // insert creates row. A retry that finds the row's key taken means the
 // earlier attempt's commit went through and only its answer was lost: that
 // is success.
-func (s *Store) insert(ctx context.Context, row any) error {
+func (c *core) insert(ctx context.Context, row any) error {
 	tried := false
-	return s.do(ctx, func(g *gorm.DB) error {
+	return c.do(ctx, func(g *gorm.DB) error {
 		err := g.Create(row).Error
 		if tried && isUniqueViolation(err) {
 			return nil
@@ -110,9 +109,9 @@ func (s *Store) insert(ctx context.Context, row any) error {
 
 // update runs one UPDATE or DELETE (built by fn) and returns how many rows
 // it matched. It must be idempotent: it may run again after a lost answer.
-func (s *Store) update(ctx context.Context, fn func(g *gorm.DB) *gorm.DB) (int64, error) {
+func (c *core) update(ctx context.Context, fn func(g *gorm.DB) *gorm.DB) (int64, error) {
 	var n int64
-	err := s.do(ctx, func(g *gorm.DB) error {
+	err := c.do(ctx, func(g *gorm.DB) error {
 		res := fn(g)
 		n = res.RowsAffected
 		return res.Error
@@ -120,12 +119,12 @@ func (s *Store) update(ctx context.Context, fn func(g *gorm.DB) *gorm.DB) (int64
 	return n, err
 }
 
-// inTransaction returns a Store over tx, for calling Store methods inside a
-// transaction.
-func (s *Store) inTransaction(tx *gorm.DB) *Store {
-	c := *s
-	c.g, c.inTx = tx, true
-	return &c
+// inTransaction returns a core over tx, for calling a store's methods
+// inside a transaction.
+func (c *core) inTransaction(tx *gorm.DB) *core {
+	t := *c
+	t.g, t.inTx = tx, true
+	return &t
 }
 
 // transient reports whether err is a failure another attempt may not have:

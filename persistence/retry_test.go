@@ -25,8 +25,7 @@ func TestRetriesADroppedConnection(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	_, err = db.Migrate(ctx)
 	require.NoError(t, err)
-	store, err := persistence.NewStore(db, persistence.StoreConfig{})
-	require.NoError(t, err)
+	store := dbtest.NewStores(t, db).PlanRecords
 	p := planning.Plan{UserID: "alice", Goal: "g", Mode: planmode.AutoExecute, Status: planning.StatusExecuting,
 		Steps: []planning.Step{{Number: 1, Title: "a", Status: planning.StepPending}}}
 	require.NoError(t, store.CreatePlan(ctx, &p))

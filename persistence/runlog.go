@@ -96,7 +96,7 @@ type RunLogConfig struct {
 // committing what is pending.
 type RunLog struct {
 	db    *DB
-	store *Store
+	store *core
 	cfg   RunLogConfig
 
 	mu      sync.Mutex
@@ -148,7 +148,7 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 		cfg.Now = time.Now
 	}
 	cfg.Retry = cfg.Retry.withDefaults()
-	store, err := NewStore(db, StoreConfig{Now: cfg.Now, Retry: cfg.Retry})
+	store, err := newCore(db, StoreConfig{Now: cfg.Now, Retry: cfg.Retry})
 	if err != nil {
 		return nil, err
 	}

@@ -22,34 +22,47 @@ import (
 // everything.
 const AnyUser = "\x00any-user"
 
-// StoreConfig configures a Store.
+// StoreConfig configures the stores (NewStores).
 type StoreConfig struct {
 	// Now stamps rows; defaults to time.Now.
 	Now func() time.Time
 	// NewID makes row ids; defaults to UUIDv7.
 	NewID func() string
-	// Retry says how transient database errors are retried (see do).
+	// Retry says how transient database errors are retried (see do); its
+	// zero fields take the defaults, negative ones are refused.
 	Retry RetryPolicy
 }
 
-// Store is the gorm implementation of the store interfaces the other
-// packages declare: API keys (auth), chat sessions and messages (chat), tool
-// executions (tools.Recorder), agent definitions, plans with their steps,
-// revisions and reviews, agents, executions and executor transcripts
-// (planning.Store). It is safe for concurrent use.
-type Store struct {
+// core is what every store shares: the database, its gorm handle, the
+// clock, the id generator and the retry policy, with the helpers every
+// statement runs through (do, insert, update, transact: retry.go). The
+// stores NewStores returns share one core; a core over one transaction
+// (inTransaction) does not retry its statements alone.
+type core struct {
 	db    *DB
 	g     *gorm.DB
 	now   func() time.Time
 	newID func() string
 	retry RetryPolicy
-	inTx  bool // a Store over one transaction: its statements are not retried alone
+	inTx  bool // a core over one transaction: its statements are not retried alone
 }
 
-// NewStore returns a Store over an open, migrated database.
-func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
-	if db == nil {
-		return nil, errors.New("persistence: NewStore: nil database")
+// newCore validates cfg, fills in its defaults and returns a core over an
+// open, migrated database.
+func newCore(db *DB, cfg StoreConfig) (*core, error) {
+	var bad apperr.Problems
+	bad.Required("db", db == nil)
+	if cfg.Retry.Attempts < 0 {
+		bad.Add("Retry.Attempts", "must not be negative, got %d", cfg.Retry.Attempts)
+	}
+	if cfg.Retry.Backoff < 0 {
+		bad.Add("Retry.Backoff", "must not be negative, got %v", cfg.Retry.Backoff)
+	}
+	if cfg.Retry.MaxBackoff < 0 {
+		bad.Add("Retry.MaxBackoff", "must not be negative, got %v", cfg.Retry.MaxBackoff)
+	}
+	if err := bad.Err("persistence: invalid store config"); err != nil {
+		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -57,7 +70,7 @@ func NewStore(db *DB, cfg StoreConfig) (*Store, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = NewID
 	}
-	return &Store{db: db, g: db.Gorm(), now: cfg.Now, newID: cfg.NewID, retry: cfg.Retry.withDefaults()}, nil
+	return &core{db: db, g: db.Gorm(), now: cfg.Now, newID: cfg.NewID, retry: cfg.Retry.withDefaults()}, nil
 }
 
 // NewID returns a new UUIDv7 string: time-ordered, so rows inserted together
@@ -66,7 +79,7 @@ func NewID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // stamp is the store's clock in UTC at the database's precision
 // (microseconds), so a time read back equals the time written.
-func (s *Store) stamp() time.Time { return Timestamp(s.now()) }
+func (c *core) stamp() time.Time { return Timestamp(c.now()) }
 
 // Timestamp normalises t as stored: UTC, microsecond precision.
 func Timestamp(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

@@ -9,6 +9,11 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
+// ToolExecutions stores every tool call an agent made
+// (chat_tool_executions): it is the tools.Recorder, and lists them for the
+// API. It is safe for concurrent use.
+type ToolExecutions struct{ *core }
+
 type toolExecutionRow struct {
 	ID          string `gorm:"primaryKey"`
 	UserID      string
@@ -39,7 +44,7 @@ func (r toolExecutionRow) execution() tools.Execution {
 }
 
 // RecordToolExecution stores one tool execution (tools.Recorder).
-func (s *Store) RecordToolExecution(ctx context.Context, e tools.Execution) error {
+func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execution) error {
 	if e.ID == "" {
 		e.ID = s.newID()
 	}
@@ -66,7 +71,7 @@ type ToolExecutionFilter struct {
 
 // ListToolExecutions lists userID's tool executions (AnyUser: everyone's)
 // matching f, oldest first.
-func (s *Store) ListToolExecutions(ctx context.Context, userID string, f ToolExecutionFilter) ([]tools.Execution, error) {
+func (s *ToolExecutions) ListToolExecutions(ctx context.Context, userID string, f ToolExecutionFilter) ([]tools.Execution, error) {
 	q, err := scopeUser(s.g.WithContext(ctx), "user_id", userID)
 	if err != nil {
 		return nil, err
@@ -92,6 +97,6 @@ func (s *Store) ListToolExecutions(ctx context.Context, userID string, f ToolExe
 }
 
 // ToolExecutionsOf lists the tool calls an executor run made, oldest first.
-func (s *Store) ToolExecutionsOf(ctx context.Context, userID, executionID string) ([]tools.Execution, error) {
+func (s *ToolExecutions) ToolExecutionsOf(ctx context.Context, userID, executionID string) ([]tools.Execution, error) {
 	return s.ListToolExecutions(ctx, userID, ToolExecutionFilter{ExecutionID: executionID})
 }

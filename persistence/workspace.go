@@ -12,6 +12,12 @@ import (
 	"github.com/planwright/planwright/tools/builtin"
 )
 
+// Workspace stores the workspace the built-in tools work on: users'
+// entities and the edges between them (workspace_entities,
+// workspace_edges). It implements builtin.Store; every method is scoped to
+// one user. It is safe for concurrent use.
+type Workspace struct{ *core }
+
 type entityRow struct {
 	ID          string `gorm:"primaryKey"`
 	UserID      string
@@ -48,7 +54,7 @@ type edgeRow struct {
 
 func (edgeRow) TableName() string { return "workspace_edges" }
 
-func (s *Store) entityRow(userID string, e *builtin.Entity) entityRow {
+func (s *Workspace) entityRow(userID string, e *builtin.Entity) entityRow {
 	if e.ID == "" {
 		e.ID = s.newID()
 	}
@@ -84,7 +90,7 @@ func checkProject(ctx context.Context, tx *gorm.DB, userID, projectID string) er
 }
 
 // CreateEntity stores a new workspace entity of userID.
-func (s *Store) CreateEntity(ctx context.Context, userID string, e *builtin.Entity) error {
+func (s *Workspace) CreateEntity(ctx context.Context, userID string, e *builtin.Entity) error {
 	if err := checkProject(ctx, s.g, userID, e.ProjectID); err != nil {
 		return dbErr("create entity", err)
 	}
@@ -93,7 +99,7 @@ func (s *Store) CreateEntity(ctx context.Context, userID string, e *builtin.Enti
 }
 
 // GetEntity returns userID's entity.
-func (s *Store) GetEntity(ctx context.Context, userID, id string) (builtin.Entity, error) {
+func (s *Workspace) GetEntity(ctx context.Context, userID, id string) (builtin.Entity, error) {
 	if !validID(id) {
 		return builtin.Entity{}, notFound("entity", id)
 	}
@@ -108,7 +114,7 @@ func (s *Store) GetEntity(ctx context.Context, userID, id string) (builtin.Entit
 }
 
 // UpdateEntity saves an entity's fields.
-func (s *Store) UpdateEntity(ctx context.Context, userID string, e builtin.Entity) error {
+func (s *Workspace) UpdateEntity(ctx context.Context, userID string, e builtin.Entity) error {
 	if !validID(e.ID) {
 		return notFound("entity", e.ID)
 	}
@@ -136,7 +142,7 @@ func (s *Store) UpdateEntity(ctx context.Context, userID string, e builtin.Entit
 
 // DeleteEntity removes an entity (a project with everything in it) and its
 // edges.
-func (s *Store) DeleteEntity(ctx context.Context, userID, id string) error {
+func (s *Workspace) DeleteEntity(ctx context.Context, userID, id string) error {
 	if !validID(id) {
 		return notFound("entity", id)
 	}
@@ -152,7 +158,7 @@ func (s *Store) DeleteEntity(ctx context.Context, userID, id string) error {
 
 // FindEntities lists userID's entities matching q; with Text, ranked by
 // matches (in the title counting double), else most recently updated first.
-func (s *Store) FindEntities(ctx context.Context, userID string, q builtin.Query) ([]builtin.Entity, error) {
+func (s *Workspace) FindEntities(ctx context.Context, userID string, q builtin.Query) ([]builtin.Entity, error) {
 	db := s.g.WithContext(ctx).Where("user_id = ?", userID)
 	if q.Type != "" {
 		db = db.Where("entity_type = ?", q.Type)
@@ -201,7 +207,7 @@ func (s *Store) FindEntities(ctx context.Context, userID string, q builtin.Query
 
 // CreateTree creates a project with its contents and their "part_of"
 // edges in one transaction: all of it, or none.
-func (s *Store) CreateTree(ctx context.Context, userID string, t *builtin.Tree) error {
+func (s *Workspace) CreateTree(ctx context.Context, userID string, t *builtin.Tree) error {
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		t.Project.Type, t.Project.ProjectID = builtin.Project, ""
 		row := s.entityRow(userID, &t.Project)
@@ -226,7 +232,7 @@ func (s *Store) CreateTree(ctx context.Context, userID string, t *builtin.Tree) 
 }
 
 // Link joins two of userID's entities.
-func (s *Store) Link(ctx context.Context, userID string, e *builtin.Edge) error {
+func (s *Workspace) Link(ctx context.Context, userID string, e *builtin.Edge) error {
 	for _, id := range []string{e.FromID, e.ToID} {
 		if _, err := s.GetEntity(ctx, userID, id); err != nil {
 			return err
@@ -244,7 +250,7 @@ func (s *Store) Link(ctx context.Context, userID string, e *builtin.Edge) error 
 }
 
 // Unlink removes a link (any relation when relation is empty).
-func (s *Store) Unlink(ctx context.Context, userID, fromID, toID, relation string) error {
+func (s *Workspace) Unlink(ctx context.Context, userID, fromID, toID, relation string) error {
 	db := s.g.WithContext(ctx).Where("user_id = ? AND from_id = ? AND to_id = ?", userID, fromID, toID)
 	if relation != "" {
 		db = db.Where("relation = ?", relation)
@@ -260,7 +266,7 @@ func (s *Store) Unlink(ctx context.Context, userID, fromID, toID, relation strin
 }
 
 // Edges lists an entity's links in both directions.
-func (s *Store) Edges(ctx context.Context, userID, entityID string) ([]builtin.Edge, error) {
+func (s *Workspace) Edges(ctx context.Context, userID, entityID string) ([]builtin.Edge, error) {
 	if _, err := s.GetEntity(ctx, userID, entityID); err != nil {
 		return nil, err
 	}
@@ -275,5 +281,3 @@ func (s *Store) Edges(ctx context.Context, userID, entityID string) ([]builtin.E
 	}
 	return out, nil
 }
-
-var _ builtin.Store = (*Store)(nil)

@@ -12,7 +12,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/planwright/planwright/agents"
-	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
@@ -32,8 +31,7 @@ type faultyEnv struct {
 func newFaultyEnv(t *testing.T, driver string, r *runner) *faultyEnv {
 	t.Helper()
 	db := dbtest.Open(t, driver)
-	store, err := persistence.NewStore(db, persistence.StoreConfig{})
-	require.NoError(t, err)
+	store := dbtest.NewStores(t, db).PlanRecords
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
 	require.NoError(t, err)
 	orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: r, Tools: rt, Lookup: allowed("web_fetch", "create_task"),

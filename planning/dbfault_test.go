@@ -32,8 +32,7 @@ func TestDroppedConnectionsNeverContradictTheEvents(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	_, err = db.Migrate(ctx)
 	require.NoError(t, err)
-	store, err := persistence.NewStore(db, persistence.StoreConfig{})
-	require.NoError(t, err)
+	store := dbtest.NewStores(t, db).PlanRecords
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
 	require.NoError(t, err)
 	exe := func(ctx context.Context, task agents.Task) (agents.Result, error) {

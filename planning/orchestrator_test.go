@@ -77,7 +77,7 @@ func verdicts(vs ...string) func(ctx context.Context, task agents.Task) (agents.
 }
 
 type env struct {
-	store *persistence.Store
+	store persistence.PlanRecords
 	orch  *planning.Orchestrator
 	rec   *event.Recorder
 	em    event.Emitter
@@ -86,8 +86,7 @@ type env struct {
 
 func newEnv(t testing.TB, driver string, r *runner, mutate func(*planning.Config)) env {
 	t.Helper()
-	store, err := persistence.NewStore(dbtest.Open(t, driver), persistence.StoreConfig{})
-	require.NoError(t, err)
+	store := dbtest.OpenStores(t, driver).PlanRecords
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
 	require.NoError(t, err)
 	cfg := planning.Config{Store: store, Runner: r, Tools: rt, Lookup: allowed("web_fetch", "create_task"),
@@ -565,7 +564,7 @@ func TestRestartMidRun(t *testing.T) {
 }
 
 // newEnvOn is a second process on the same database.
-func newEnvOn(t *testing.T, store *persistence.Store, r *runner) env {
+func newEnvOn(t *testing.T, store persistence.PlanRecords, r *runner) env {
 	t.Helper()
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
 	require.NoError(t, err)

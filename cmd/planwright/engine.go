@@ -33,13 +33,14 @@ import (
 	"github.com/planwright/planwright/tools/web"
 )
 
-// engineOptions are the parts of `serve` behind the HTTP server: the store,
-// the model, the tools, the agent loop, plans and chat turns, and the API
-// routes they serve.
+// engineOptions are the parts of `serve` behind the HTTP server: the
+// stores, the model, the tools, the agent loop, plans and chat turns, and
+// the API routes they serve.
 func engineOptions() fx.Option {
 	return fx.Options(
 		fx.Provide(
-			newStore,
+			newStores,
+			newPlanRecords,
 			metrics.New,
 			newModel,
 			newRoles,
@@ -58,8 +59,14 @@ func engineOptions() fx.Option {
 	)
 }
 
-func newStore(db *persistence.DB, _ schema) (*persistence.Store, error) {
-	return persistence.NewStore(db, persistence.StoreConfig{})
+func newStores(db *persistence.DB, _ schema) (persistence.Stores, error) {
+	return persistence.NewStores(db, persistence.StoreConfig{})
+}
+
+// newPlanRecords joins the stores planning.Store and httpapi.PlanStore
+// span: plans, reviews, executions and tool executions.
+func newPlanRecords(s persistence.Stores) persistence.PlanRecords {
+	return persistence.PlanRecords{Plans: s.Plans, Reviews: s.Reviews, Executions: s.Executions, ToolExecutions: s.ToolExecutions}
 }
 
 // newModel builds the configured model behind the llm adapter, observed by
@@ -125,8 +132,8 @@ func newRoles(cfg config.Config) (agents.Roles, error) {
 	return roles, nil
 }
 
-func newToolRuntime(cfg config.Config, store *persistence.Store, m *metrics.Metrics, log zerolog.Logger) (*tools.Runtime, error) {
-	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(store), Timeout: cfg.Tools.Timeout,
+func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Metrics, log zerolog.Logger) (*tools.Runtime, error) {
+	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(stores.ToolExecutions), Timeout: cfg.Tools.Timeout,
 		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger()})
 }
 
@@ -134,7 +141,7 @@ func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger) (
 	return agents.New(agents.Config{Model: model, Tools: rt, Logger: log.With().Str("component", "agents").Logger()})
 }
 
-func newOrchestrator(cfg config.Config, store *persistence.Store, runner *agents.Runner, rt *tools.Runtime, reg *tools.Registry,
+func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *agents.Runner, rt *tools.Runtime, reg *tools.Registry,
 	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger) (*planning.Orchestrator, error) {
 	p := cfg.Planning
 	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get,
@@ -153,12 +160,12 @@ func newContextCache(cfg config.Config) *chat.ContextCache {
 	return chat.NewContextCache(chat.ContextCacheConfig{TTL: cfg.Context.CacheTTL})
 }
 
-func newChatService(cfg config.Config, store *persistence.Store, runner *agents.Runner, orch *planning.Orchestrator,
+func newChatService(cfg config.Config, stores persistence.Stores, runner *agents.Runner, orch *planning.Orchestrator,
 	reg *tools.Registry, rt *tools.Runtime, profiles contextProfiles, roles agents.Roles, cache *chat.ContextCache,
 	log zerolog.Logger) (*chat.Service, error) {
-	builder := chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache,
+	builder := chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: stores.Workspace, Plans: stores.Plans, Cache: cache,
 		Logger: log.With().Str("component", "context").Logger()})
-	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store, Context: builder,
+	return chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
 		AfterTurn: orch.AfterTurn,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
@@ -181,20 +188,20 @@ func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed 
 	return runs, nil
 }
 
-func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
+func newAPIRoutes(cfg config.Config, stores persistence.Stores, plans persistence.PlanRecords, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
 	runs *persistence.RunLog, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
 	mode := httpapi.AuthNone
 	if cfg.Auth.Mode == config.AuthAPIKey {
 		mode = httpapi.AuthAPIKey
 	}
 	api, err := httpapi.NewAPI(httpapi.APIConfig{
-		Auth:        httpapi.AuthConfig{Mode: mode, Keys: store, Logger: log},
+		Auth:        httpapi.AuthConfig{Mode: mode, Keys: stores.Keys, Logger: log},
 		Chat:        svc,
-		Sessions:    store,
-		PlanStore:   store,
+		Sessions:    stores.Chats,
+		PlanStore:   plans,
 		Plans:       orch,
-		Definitions: store,
-		Projects:    store,
+		Definitions: stores.Definitions,
+		Projects:    stores.Workspace,
 		KnownTool: func(name string) bool {
 			_, err := reg.Resolve(name)
 			return err == nil
@@ -226,8 +233,8 @@ func readConfigFile(path, defaultPath string, embedded []byte) ([]byte, error) {
 // recoverInterruptedPlans marks plans a previous process left running as
 // interrupted, so they can be resumed. A database without the schema
 // (--no-migrate) only gets a warning: the server still starts.
-func recoverInterruptedPlans(rc runContext, store *persistence.Store, log zerolog.Logger) error {
-	n, err := store.InterruptRunning(rc)
+func recoverInterruptedPlans(rc runContext, stores persistence.Stores, log zerolog.Logger) error {
+	n, err := stores.Plans.InterruptRunning(rc)
 	if err != nil {
 		log.Warn().Err(err).Msg("could not check for interrupted plans (is the schema migrated?)")
 		return nil
@@ -240,8 +247,8 @@ func recoverInterruptedPlans(rc runContext, store *persistence.Store, log zerolo
 
 // installDefaultDefinition installs the default agent definition from the
 // planner role on first start.
-func installDefaultDefinition(rc runContext, store *persistence.Store, roles agents.Roles, log zerolog.Logger) error {
-	if _, err := store.DefaultDefinition(rc); err == nil {
+func installDefaultDefinition(rc runContext, stores persistence.Stores, roles agents.Roles, log zerolog.Logger) error {
+	if _, err := stores.Definitions.DefaultDefinition(rc); err == nil {
 		return nil
 	} else if apperr.CodeOf(err) != apperr.NotFound {
 		log.Warn().Err(err).Msg("could not check the default agent definition (is the schema migrated?)")
@@ -254,7 +261,7 @@ func installDefaultDefinition(rc runContext, store *persistence.Store, roles age
 	d := agents.Definition{Name: "default", Description: "The planner of configs/agents.yaml", SystemPrompt: prompt,
 		Model: roles.Planner.Model, Temperature: roles.Planner.Temperature, Tools: roles.Planner.ToolSets, IsDefault: true,
 		Visibility: agents.VisibilityShared, CreatedBy: "system"}
-	if err := store.CreateDefinition(rc, &d); err != nil && apperr.CodeOf(err) != apperr.Conflict {
+	if err := stores.Definitions.CreateDefinition(rc, &d); err != nil && apperr.CodeOf(err) != apperr.Conflict {
 		return err
 	}
 	log.Info().Str("definition_id", d.ID).Msg("installed the default agent definition")
@@ -265,15 +272,15 @@ func installDefaultDefinition(rc runContext, store *persistence.Store, roles age
 // workspace, the web, and the tools of the configured MCP servers (a server
 // that does not answer at start is logged; its tools are missing until a
 // restart).
-func newRegistry(lc fx.Lifecycle, rc runContext, res *opened, cfg config.Config, store *persistence.Store, cache *chat.ContextCache,
+func newRegistry(lc fx.Lifecycle, rc runContext, res *opened, cfg config.Config, stores persistence.Stores, cache *chat.ContextCache,
 	runner *agents.Runner, roles agents.Roles, log zerolog.Logger) (*tools.Registry, error) {
 	reg := tools.NewRegistry()
 	// The workspace tools write through the context cache, so every write
 	// drops the snapshots it touches; merge_llm merges through the merger
 	// role.
-	var ws builtin.Store = store
+	var ws builtin.Store = stores.Workspace
 	if cache != nil {
-		ws = cache.Watch(store)
+		ws = cache.Watch(stores.Workspace)
 	}
 	merger := agents.NewMerger(runner, roles.Merger)
 	merge := builtin.WithMerger(func(ctx context.Context, r builtin.MergeRequest) (string, error) {

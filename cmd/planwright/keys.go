@@ -31,7 +31,7 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Role = auth.Role(role)
-			return withStore(cmd.Context(), env, flags, func(ctx context.Context, s *persistence.Store) error {
+			return withKeys(cmd.Context(), env, flags, func(ctx context.Context, s auth.KeyStore) error {
 				secret, key, err := auth.NewKey(spec, persistence.NewID(), time.Now())
 				if err != nil {
 					return err
@@ -57,7 +57,7 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 		Short: "List API keys (never their secrets)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withStore(cmd.Context(), env, flags, func(ctx context.Context, s *persistence.Store) error {
+			return withKeys(cmd.Context(), env, flags, func(ctx context.Context, s auth.KeyStore) error {
 				who := user
 				if who == "" {
 					who = persistence.AnyUser
@@ -89,7 +89,7 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 		Short: "Revoke an API key by id or prefix",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withStore(cmd.Context(), env, flags, func(ctx context.Context, s *persistence.Store) error {
+			return withKeys(cmd.Context(), env, flags, func(ctx context.Context, s auth.KeyStore) error {
 				k, err := s.RevokeKey(ctx, args[0])
 				if err != nil {
 					return err
@@ -103,17 +103,17 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 	return cmd
 }
 
-// withStore opens and migrates the configured database and runs fn on its
-// store.
-func withStore(ctx context.Context, env Env, flags *globalFlags, fn func(context.Context, *persistence.Store) error) error {
+// withKeys opens and migrates the configured database and runs fn on its
+// key store.
+func withKeys(ctx context.Context, env Env, flags *globalFlags, fn func(context.Context, auth.KeyStore) error) error {
 	return withDatabase(ctx, env, flags, func(ctx context.Context, db *persistence.DB) error {
 		if _, err := db.Migrate(ctx); err != nil {
 			return err
 		}
-		s, err := persistence.NewStore(db, persistence.StoreConfig{})
+		s, err := persistence.NewStores(db, persistence.StoreConfig{})
 		if err != nil {
 			return err
 		}
-		return fn(ctx, s)
+		return fn(ctx, s.Keys)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/planning"
 )
@@ -146,14 +147,13 @@ func TestShutdownEndsStreamsAndKeepsTheWork(t *testing.T) {
 	db, err := persistence.Open(context.Background(), persistence.Config{Driver: "sqlite", DSN: dbPath})
 	require.NoError(t, err)
 	defer db.Close()
-	store, err := persistence.NewStore(db, persistence.StoreConfig{})
-	require.NoError(t, err)
-	msg, err := store.MessageByTurn(context.Background(), sessionID, "t1", chat.RoleAssistant)
+	stores := dbtest.NewStores(t, db)
+	msg, err := stores.Chats.MessageByTurn(context.Background(), sessionID, "t1", chat.RoleAssistant)
 	require.NoError(t, err, "the answer is stored")
 	require.True(t, msg.Interrupted)
 	require.Equal(t, "shutdown", msg.InterruptedReason)
 	require.Equal(t, "Planning it.", msg.Content)
-	plan, err := store.GetPlan(context.Background(), planID)
+	plan, err := stores.Plans.GetPlan(context.Background(), planID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusInterrupted, plan.Status, plan.Reason)
 	for _, st := range plan.Steps {

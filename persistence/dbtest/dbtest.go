@@ -1,4 +1,5 @@
-// Package dbtest gives tests isolated, migrated databases on both drivers.
+// Package dbtest gives tests isolated, migrated databases on both drivers,
+// and the stores over them (NewStores, OpenStores).
 //
 // SQLite databases live in t.TempDir(). PostgreSQL databases are a schema of
 // their own on TEST_DATABASE_URL, created for the test and dropped after it,
@@ -75,6 +76,37 @@ func Open(t testing.TB, driver string) *persistence.DB {
 		t.Fatalf("dbtest: %v", err)
 	}
 	return db
+}
+
+// Stores are the stores of one test database, with the composite the
+// consumers whose interface spans several aggregates take.
+type Stores struct {
+	persistence.Stores
+	// PlanRecords is planning.Store and pkg/httpapi's PlanStore.
+	PlanRecords persistence.PlanRecords
+}
+
+// NewStores returns the stores over db with the default configuration.
+func NewStores(t testing.TB, db *persistence.DB) Stores {
+	t.Helper()
+	return NewStoresWith(t, db, persistence.StoreConfig{})
+}
+
+// NewStoresWith returns the stores over db with cfg.
+func NewStoresWith(t testing.TB, db *persistence.DB, cfg persistence.StoreConfig) Stores {
+	t.Helper()
+	s, err := persistence.NewStores(db, cfg)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	return Stores{Stores: s, PlanRecords: persistence.PlanRecords{Plans: s.Plans, Reviews: s.Reviews,
+		Executions: s.Executions, ToolExecutions: s.ToolExecutions}}
+}
+
+// OpenStores returns the stores over a fresh, migrated database for driver.
+func OpenStores(t testing.TB, driver string) Stores {
+	t.Helper()
+	return NewStores(t, Open(t, driver))
 }
 
 // SQLiteDSN returns the path of a new SQLite database file in t.TempDir().

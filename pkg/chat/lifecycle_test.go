@@ -32,10 +32,9 @@ var answers = runner{RunFunc: func(ctx context.Context, _ agents.Task) (agents.R
 	return agents.Result{Text: "the answer", Finished: agents.FinishCompleted}, nil
 }}
 
-func newService(t *testing.T, r chat.Runner) (*chat.Service, *persistence.Store) {
+func newService(t *testing.T, r chat.Runner) (*chat.Service, *persistence.Chats) {
 	t.Helper()
-	store, err := persistence.NewStore(dbtest.Open(t, persistence.DriverSQLite), persistence.StoreConfig{})
-	require.NoError(t, err)
+	store := dbtest.OpenStores(t, persistence.DriverSQLite).Chats
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: r,
 		Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) { return chat.Planner{}, nil }})
 	require.NoError(t, err)

@@ -26,11 +26,11 @@ import (
 // workspace tools (their store watched by the context cache), the plan
 // orchestrator and the chat service with its context builder.
 type turnEnv struct {
-	store *persistence.Store
-	model *scripted.Model
-	svc   *chat.Service
-	cache *chat.ContextCache
-	ws    builtin.Store // the watched store the tools write through
+	workspace *persistence.Workspace // the workspace store itself, unwatched
+	model     *scripted.Model
+	svc       *chat.Service
+	cache     *chat.ContextCache
+	ws        builtin.Store // the watched store the tools write through
 }
 
 type turnOpts struct {
@@ -43,13 +43,12 @@ type turnOpts struct {
 
 func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 	t.Helper()
-	store, err := persistence.NewStore(dbtest.Open(t, driver), persistence.StoreConfig{})
-	require.NoError(t, err)
+	stores := dbtest.OpenStores(t, driver)
 	model, err := scripted.Parse([]byte(script))
 	require.NoError(t, err)
 	client, err := llm.NewClient(llm.ClientConfig{Model: model, Provider: "scripted", Stream: true})
 	require.NoError(t, err)
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions})
 	require.NoError(t, err)
 	runner, err := agents.New(agents.Config{Model: client, Tools: rt})
 	require.NoError(t, err)
@@ -59,7 +58,7 @@ func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 		opts.role(&roles.Planner)
 	}
 	cache := chat.NewContextCache(chat.ContextCacheConfig{})
-	ws := cache.Watch(store)
+	ws := cache.Watch(stores.Workspace)
 	reg := tools.NewRegistry()
 	require.NoError(t, reg.Register(builtin.Tools(ws)...))
 	require.NoError(t, reg.Register(opts.extra...))
@@ -67,20 +66,20 @@ func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 		require.NoError(t, reg.DefineSet(name, members...))
 	}
 	require.NoError(t, reg.DefineSet("extra", "extra_*"))
-	orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get,
+	orch, err := planning.NewOrchestrator(planning.Config{Store: stores.PlanRecords, Runner: runner, Tools: rt, Lookup: reg.Get,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
 	require.NoError(t, err)
 	profiles := chat.Profiles{
 		chat.ContextGlobal:  {Prompt: "Work across all projects.", ToolSets: []string{"workspace_read", "workspace_create", "extra"}},
 		chat.ContextProject: {Prompt: "Work inside the focused project.", ToolSets: []string{"workspace_read", "workspace_create", "workspace_write"}},
 	}
-	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		Context:   chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache}),
+	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions,
+		Context:   chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: stores.Workspace, Plans: stores.Plans, Cache: cache}),
 		AfterTurn: orch.AfterTurn,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch, Profiles: profiles,
 			Gateway: rt.Gateway, GatewayShare: opts.gatewayShare})})
 	require.NoError(t, err)
-	return turnEnv{store: store, model: model, svc: svc, cache: cache, ws: ws}
+	return turnEnv{workspace: stores.Workspace, model: model, svc: svc, cache: cache, ws: ws}
 }
 
 // turn runs one turn and returns its events.
@@ -173,8 +172,8 @@ rules:
   - when: {role: planner, after_tool: list_tasks}
     reply: {text: "Here are your tasks."}
 `, turnOpts{})
-			launch, tasks := seedProject(t, e.store, "Launch", "Draft copy", "Pick channels")
-			seedProject(t, e.store, "Hiring", "Hire a designer")
+			launch, tasks := seedProject(t, e.workspace, "Launch", "Draft copy", "Pick channels")
+			seedProject(t, e.workspace, "Hiring", "Hire a designer")
 			e.turn(t, chat.Request{Message: "What is open?", ProjectFocus: &event.Focus{ProjectID: launch, ProjectName: "Launch",
 				EntityType: "task", EntityID: tasks[0], EntityName: "Draft copy"}})
 
@@ -374,14 +373,14 @@ func TestWorkspaceWriteInvalidatesTheCache(t *testing.T) {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
 			e := newTurnEnv(t, driver, "default:\n  reply: {text: ok}\n", turnOpts{})
-			project, _ := seedProject(t, e.store, "Launch", "Draft copy")
+			project, _ := seedProject(t, e.workspace, "Launch", "Draft copy")
 			req := chat.Request{Message: "status?", ContextType: "project", EntityID: project}
 			_, _, sessionID := e.turn(t, req)
 			require.Contains(t, e.plannerCalls(0)[0].System, "Draft copy")
 			req.SessionID = sessionID
 
 			ctx := context.Background()
-			require.NoError(t, e.store.CreateEntity(ctx, "alice", &builtin.Entity{Type: builtin.Task, ProjectID: project, Title: "Unseen write"}))
+			require.NoError(t, e.workspace.CreateEntity(ctx, "alice", &builtin.Entity{Type: builtin.Task, ProjectID: project, Title: "Unseen write"}))
 			e.turn(t, req)
 			require.NotContains(t, e.plannerCalls(1)[0].System, "Unseen write", "served from the cache")
 
@@ -466,7 +465,7 @@ func TestPrewarm(t *testing.T) {
 			t.Parallel()
 			e := newTurnEnv(t, driver, "default:\n  reply: {text: ok}\n", turnOpts{})
 			ctx := context.Background()
-			project, _ := seedProject(t, e.store, "Launch", "Draft copy")
+			project, _ := seedProject(t, e.workspace, "Launch", "Draft copy")
 			focus := &event.Focus{ProjectID: project}
 
 			res, err := e.svc.Prewarm(ctx, chat.PrewarmRequest{UserID: "alice", ProjectFocus: focus})
@@ -483,7 +482,7 @@ func TestPrewarm(t *testing.T) {
 
 			// A write that bypasses the workspace tools is not seen: the
 			// turn is served from the prewarmed snapshot.
-			require.NoError(t, e.store.CreateEntity(ctx, "alice", &builtin.Entity{Type: builtin.Task, ProjectID: project, Title: "Bypassed"}))
+			require.NoError(t, e.workspace.CreateEntity(ctx, "alice", &builtin.Entity{Type: builtin.Task, ProjectID: project, Title: "Bypassed"}))
 			_, _, sessionID := e.turn(t, chat.Request{Message: "hi", ProjectFocus: focus})
 			require.NotContains(t, e.plannerCalls(0)[0].System, "Bypassed")
 

@@ -113,7 +113,7 @@ func TestPlannerCannotApproveItsOwnPlan(t *testing.T) {
 				require.Nil(t, detail.Plan.Approval)
 				require.Nil(t, detail.Plan.StartedAt)
 				require.Empty(t, detail.Executions, "no executor ran")
-				execs, err := e.store.ListExecutions(ctx, planID)
+				execs, err := e.stores.Executions.ListExecutions(ctx, planID)
 				require.NoError(t, err)
 				require.Empty(t, execs)
 				for _, s := range detail.Plan.Steps {
@@ -168,7 +168,7 @@ func TestCancelAndApprovalOverHTTP(t *testing.T) {
 			planID, _ = draftPlan(t, e)
 			approve := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"note": "go"})
 			require.Eventually(t, func() bool {
-				p, err := e.store.GetPlan(ctx, planID)
+				p, err := e.stores.Plans.GetPlan(ctx, planID)
 				return err == nil && p.Steps[2].Status == planning.StepRunning
 			}, 10*time.Second, 5*time.Millisecond)
 			byOps := decodeBody[httpapi.PlanView](t, e.request(t, ctx, "ops", "POST", "/api/plans/"+planID+"/cancel", nil))

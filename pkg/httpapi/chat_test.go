@@ -71,11 +71,11 @@ type echoArgs struct {
 }
 
 type chatEnv struct {
-	url   string
-	store *persistence.Store
-	svc   *chat.Service
-	orch  *planning.Orchestrator
-	keys  map[string]string // user → secret
+	url    string
+	stores dbtest.Stores
+	svc    *chat.Service
+	orch   *planning.Orchestrator
+	keys   map[string]string // user → secret
 	// routes are the routes the server serves.
 	routes []string
 	logs   *syncBuffer
@@ -86,9 +86,8 @@ type chatEnv struct {
 func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
 	t.Helper()
 	db := dbtest.Open(t, driver)
-	store, err := persistence.NewStore(db, persistence.StoreConfig{})
-	require.NoError(t, err)
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+	stores := dbtest.NewStores(t, db)
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions})
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	logger := zerolog.New(logs).Hook(logctx.Hook{})
@@ -98,7 +97,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 	require.NoError(t, err)
 	registry := tools.NewRegistry()
 	meter := metrics.New()
-	orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: registry.Get,
+	orch, err := planning.NewOrchestrator(planning.Config{Store: stores.PlanRecords, Runner: runner, Tools: rt, Lookup: registry.Get,
 		Observer: meter.ObservedSink(event.Discard),
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
 	require.NoError(t, err)
@@ -113,13 +112,13 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 			return tools.Result{Content: "echo: " + a.Text}, nil
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
-	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
+	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions,
 		AfterTurn: orch.AfterTurn,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
 	require.NoError(t, err)
-	env := chatEnv{store: store, svc: svc, orch: orch, keys: map[string]string{}}
+	env := chatEnv{stores: stores, svc: svc, orch: orch, keys: map[string]string{}}
 	for _, u := range []string{"alice", "bob", "ops"} {
 		role := auth.RoleUser
 		if u == "ops" {
@@ -127,7 +126,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		}
 		secret, key, err := auth.NewKey(auth.KeySpec{UserID: u, Role: role}, persistence.NewID(), time.Now())
 		require.NoError(t, err)
-		require.NoError(t, store.CreateKey(context.Background(), key))
+		require.NoError(t, stores.Keys.CreateKey(context.Background(), key))
 		env.keys[u] = secret
 	}
 	feed := event.NewFeed()
@@ -136,8 +135,9 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 	runs.Start()
 	t.Cleanup(runs.Close)
 	env.runs = runs
-	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		PlanStore: store, Plans: orch, Definitions: store, Projects: store, AnyUser: persistence.AnyUser, Runs: runs, Feed: feed}
+	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
+		PlanStore: stores.PlanRecords, Plans: orch, Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
+		Runs: runs, Feed: feed}
 	if mutate != nil {
 		mutate(&cfg)
 	}
@@ -260,7 +260,7 @@ func TestStreamTurn(t *testing.T) {
 			require.Equal(t, "completed", done["finished_reason"])
 			require.EqualValues(t, 19, done["usage"].(map[string]any)["total_tokens"])
 
-			msgs, err := env.store.ListMessages(ctx, session["id"].(string), 0)
+			msgs, err := env.stores.Chats.ListMessages(ctx, session["id"].(string), 0)
 			require.NoError(t, err)
 			require.Len(t, msgs, 2)
 			require.Equal(t, "hi", msgs[0].Content)
@@ -290,7 +290,7 @@ func TestStreamTurn(t *testing.T) {
 				map[string]any{"message": "hi", "client_turn_id": "t1", "session_id": session["id"], "stream": false}))
 			require.True(t, asJSON.Replay)
 			require.Equal(t, msgs[1].ID, asJSON.AssistantMessage.ID)
-			msgs, err = env.store.ListMessages(ctx, session["id"].(string), 0)
+			msgs, err = env.stores.Chats.ListMessages(ctx, session["id"].(string), 0)
 			require.NoError(t, err)
 			require.Len(t, msgs, 2, "a repeated turn never stores a second message")
 		})
@@ -423,7 +423,7 @@ func TestCancelPersistsThePartialAnswer(t *testing.T) {
 	require.Equal(t, "done", last.Type)
 	require.Equal(t, "cancelled", last.Env["finished_reason"])
 	sessionID := frames[1].Env["session"].(map[string]any)["id"].(string)
-	msg, err := env.store.MessageByTurn(ctx, sessionID, "tc", chat.RoleAssistant)
+	msg, err := env.stores.Chats.MessageByTurn(ctx, sessionID, "tc", chat.RoleAssistant)
 	require.NoError(t, err)
 	require.True(t, msg.Interrupted)
 	require.Equal(t, "user_cancelled", msg.InterruptedReason)
@@ -442,11 +442,11 @@ func TestDisconnectCancelsTheTurn(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 
-	sessions, _, err := env.store.ListSessions(context.Background(), "alice", 0, "")
+	sessions, _, err := env.stores.Chats.ListSessions(context.Background(), "alice", 0, "")
 	require.NoError(t, err)
 	require.Len(t, sessions, 1)
 	require.Eventually(t, func() bool {
-		m, err := env.store.MessageByTurn(context.Background(), sessions[0].ID, "td", chat.RoleAssistant)
+		m, err := env.stores.Chats.MessageByTurn(context.Background(), sessions[0].ID, "td", chat.RoleAssistant)
 		return err == nil && m.Interrupted && m.InterruptedReason == "disconnect"
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return env.svc.Running("alice") == 0 }, 10*time.Second, 10*time.Millisecond)
@@ -521,6 +521,6 @@ func TestAuthModes(t *testing.T) {
 	require.Equal(t, "Bearer", resp.Header.Get("WWW-Authenticate"))
 	resp.Body.Close()
 
-	_, err := httpapi.NewAPI(httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "apikey"}, Chat: keyed.svc, Sessions: keyed.store})
+	_, err := httpapi.NewAPI(httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "apikey"}, Chat: keyed.svc, Sessions: keyed.stores.Chats})
 	require.Error(t, err, "apikey mode without a key store is a configuration error")
 }

@@ -47,13 +47,13 @@ func TestClarifyingQuestionsAreBoundedInProjectCreate(t *testing.T) {
 				}
 			}
 			require.Len(t, questions, 3, "two questions, then the turn waits on the user")
-			s, err := e.store.GetSession(ctx, "alice", sessionID)
+			s, err := e.stores.Chats.GetSession(ctx, "alice", sessionID)
 			require.NoError(t, err)
 			require.Equal(t, round, chat.SessionMetadata(s).ClarificationRounds)
 			continue
 		}
 		require.NotContains(t, got, "clarifying_questions", "after two rounds the planner proceeds")
-		msgs, err := e.store.ListMessages(ctx, sessionID, 1)
+		msgs, err := e.stores.Chats.ListMessages(ctx, sessionID, 1)
 		require.NoError(t, err)
 		require.Equal(t, "Creating the project with my best guess.", msgs[0].Content)
 	}

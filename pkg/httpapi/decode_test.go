@@ -115,7 +115,7 @@ func TestMistypedPlanModeRunsNothing(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
 		resp.Body.Close()
 	}
-	sessions, _, err := env.store.ListSessions(context.Background(), "alice", 10, "")
+	sessions, _, err := env.stores.Chats.ListSessions(context.Background(), "alice", 10, "")
 	require.NoError(t, err)
 	require.Empty(t, sessions, "a refused turn stores nothing")
 }

@@ -31,7 +31,7 @@ func TestDefinitionVisibility(t *testing.T) {
 				return decodeBody[httpapi.DefinitionView](t, resp)
 			}
 			def := agents.Definition{Name: "default", SystemPrompt: "house rules", IsDefault: true, CreatedBy: "system"}
-			require.NoError(t, e.store.CreateDefinition(ctx, &def))
+			require.NoError(t, e.stores.Definitions.CreateDefinition(ctx, &def))
 			require.Equal(t, agents.VisibilityShared, def.Visibility, "the default definition is shared")
 
 			secret := create("alice", map[string]any{"name": "mine", "system_prompt": "alice's secret prompt"})

@@ -56,7 +56,7 @@ func TestBrokenProviderStreamEndsTheTurn(t *testing.T) {
 				require.Equal(t, 1, peer.Requests(), "text was shown: not retried")
 
 				sessionID := frames[1].Env["session"].(map[string]any)["id"].(string)
-				msg, err := env.store.MessageByTurn(context.Background(), sessionID, "t1", chat.RoleAssistant)
+				msg, err := env.stores.Chats.MessageByTurn(context.Background(), sessionID, "t1", chat.RoleAssistant)
 				require.NoError(t, err)
 				require.Equal(t, "Hello there", msg.Content)
 				require.True(t, msg.Interrupted)
@@ -96,11 +96,11 @@ func TestDrainingStopsTurns(t *testing.T) {
 	require.NotNil(t, res.Error)
 	require.Equal(t, "shutdown", res.Error.Code)
 	for _, turnID := range []string{"s1", "j1"} {
-		sessions, _, err := env.store.ListSessions(ctx, "alice", 0, "")
+		sessions, _, err := env.stores.Chats.ListSessions(ctx, "alice", 0, "")
 		require.NoError(t, err)
 		found := false
 		for _, s := range sessions {
-			if m, err := env.store.MessageByTurn(ctx, s.ID, turnID, chat.RoleAssistant); err == nil {
+			if m, err := env.stores.Chats.MessageByTurn(ctx, s.ID, turnID, chat.RoleAssistant); err == nil {
 				found = true
 				require.True(t, m.Interrupted, turnID)
 				require.Equal(t, "shutdown", m.InterruptedReason, turnID)

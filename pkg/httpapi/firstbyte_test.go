@@ -79,10 +79,10 @@ func TestFirstEventPrecedesDatabaseWork(t *testing.T) {
 	t.Parallel()
 	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{})}
 	env := newChatEnv(t, persistence.DriverSQLite, says("Hello."), func(cfg *httpapi.APIConfig) {
-		gate.Store = cfg.Sessions.(*persistence.Store)
+		gate.Store = cfg.Sessions.(*persistence.Chats)
 		roles, err := agents.LoadRoles("../../configs/agents.yaml")
 		require.NoError(t, err)
-		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: gate.Store.(*persistence.Store)})
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: cfg.PlanStore.(persistence.PlanRecords).ToolExecutions})
 		require.NoError(t, err)
 		runner, err := agents.New(agents.Config{Model: says("Hello."), Tools: rt})
 		require.NoError(t, err)

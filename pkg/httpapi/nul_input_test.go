@@ -64,7 +64,7 @@ func TestNULFromUsersIsRefused(t *testing.T) {
 			t.Parallel()
 			env := newChatEnv(t, driver, says("done"), nil)
 			ctx := context.Background()
-			defsBefore, err := env.store.ListDefinitions(ctx, persistence.AnyUser)
+			defsBefore, err := env.stores.Definitions.ListDefinitions(ctx, persistence.AnyUser)
 			require.NoError(t, err)
 			id := persistence.NewID()
 			for _, tc := range cases {
@@ -81,10 +81,10 @@ func TestNULFromUsersIsRefused(t *testing.T) {
 				require.Equal(t, tc.field, got.Error.Fields[0].Field, "%s %s %s", tc.method, tc.path, tc.body)
 				require.Contains(t, got.Error.Fields[0].Message, "NUL")
 			}
-			sessions, _, err := env.store.ListSessions(ctx, "alice", 10, "")
+			sessions, _, err := env.stores.Chats.ListSessions(ctx, "alice", 10, "")
 			require.NoError(t, err)
 			require.Empty(t, sessions, "nothing is stored")
-			defsAfter, err := env.store.ListDefinitions(ctx, persistence.AnyUser)
+			defsAfter, err := env.stores.Definitions.ListDefinitions(ctx, persistence.AnyUser)
 			require.NoError(t, err)
 			require.Len(t, defsAfter, len(defsBefore), "nothing is stored")
 		})

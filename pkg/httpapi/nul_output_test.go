@@ -72,7 +72,7 @@ func TestNULFromModelsAndToolsIsStored(t *testing.T) {
 
 			// The assistant message, with its tool calls.
 			sessionID := last.Env["session_id"].(string)
-			answer, err := env.store.MessageByTurn(ctx, sessionID, "t1", chat.RoleAssistant)
+			answer, err := env.stores.Chats.MessageByTurn(ctx, sessionID, "t1", chat.RoleAssistant)
 			require.NoError(t, err, "the assistant message is stored")
 			require.Contains(t, answer.Content, "Fini\x00shed.")
 			require.Equal(t, event.FinishedReason("completed"), answer.FinishedReason)
@@ -87,7 +87,7 @@ func TestNULFromModelsAndToolsIsStored(t *testing.T) {
 			require.Equal(t, "echo: planner\x00tool", byName["echo"].Result)
 
 			// The planner's tool execution.
-			planner, err := env.store.ListToolExecutions(ctx, "alice", persistence.ToolExecutionFilter{SessionID: sessionID})
+			planner, err := env.stores.ToolExecutions.ListToolExecutions(ctx, "alice", persistence.ToolExecutionFilter{SessionID: sessionID})
 			require.NoError(t, err)
 			var echoed []string
 			for _, x := range planner {

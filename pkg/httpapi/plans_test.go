@@ -17,7 +17,7 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
-func seedPlan(t *testing.T, s *persistence.Store, user string, status planning.Status) planning.Plan {
+func seedPlan(t *testing.T, s planning.Store, user string, status planning.Status) planning.Plan {
 	t.Helper()
 	p := planning.Plan{UserID: user, SessionID: "s-" + user, Goal: "launch " + user, Mode: planmode.DraftOnly, Status: status,
 		Steps: []planning.Step{
@@ -35,7 +35,7 @@ func TestPlanInspection(t *testing.T) {
 			t.Parallel()
 			env := newChatEnv(t, driver, says("x"), nil)
 			ctx := context.Background()
-			s := env.store
+			s := env.stores.PlanRecords
 			mine := seedPlan(t, s, "alice", planning.StatusPendingReview)
 			seedPlan(t, s, "alice", planning.StatusCompleted)
 			theirs := seedPlan(t, s, "bob", planning.StatusCompleted)

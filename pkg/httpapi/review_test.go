@@ -144,7 +144,7 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 			p = decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
 			require.Equal(t, "completed", p.Plan.Status)
 			require.Len(t, p.Executions, 3)
-			msgs, err := e.store.ListMessages(ctx, sessionID, 0)
+			msgs, err := e.stores.Chats.ListMessages(ctx, sessionID, 0)
 			require.NoError(t, err)
 			last := msgs[len(msgs)-1]
 			require.Equal(t, chat.RoleAssistant, last.Role)
@@ -191,7 +191,7 @@ func TestRejectCancelResumeOverHTTP(t *testing.T) {
 	planID, _ = draftPlan(t, e)
 	approve := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", nil)
 	require.Eventually(t, func() bool {
-		p, err := e.store.GetPlan(ctx, planID)
+		p, err := e.stores.Plans.GetPlan(ctx, planID)
 		return err == nil && p.Steps[2].Status == planning.StepRunning
 	}, 10*time.Second, 5*time.Millisecond)
 	resp = e.request(t, ctx, "ops", "POST", "/api/plans/"+planID+"/cancel", nil)
@@ -209,7 +209,7 @@ func TestRejectCancelResumeOverHTTP(t *testing.T) {
 	res := decodeBody[httpapi.PlanRunResult](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/resume", map[string]any{"stream": false}))
 	require.Equal(t, "completed", res.Plan.Status)
 	require.NotEmpty(t, res.Answer)
-	execs, err := e.store.ListExecutions(ctx, planID)
+	execs, err := e.stores.Executions.ListExecutions(ctx, planID)
 	require.NoError(t, err)
 	require.Len(t, execs, 4, "three first runs, then only step 3 again")
 }
@@ -291,7 +291,7 @@ default:
 			planID = f.Env["plan"].(map[string]any)["id"].(string)
 		}
 	}
-	p, err := e.store.GetPlan(ctx, planID)
+	p, err := e.stores.Plans.GetPlan(ctx, planID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusPendingReview, p.Status)
 	require.Contains(t, p.Reason, "did not revise")

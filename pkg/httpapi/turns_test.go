@@ -107,9 +107,9 @@ func TestParallelPlanOverHTTP(t *testing.T) {
 			require.Equal(t, "done", got[len(got)-1])
 
 			// The plan's usage sums the planner's turn and every executor.
-			plans, _, err := e.store.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
+			plans, _, err := e.stores.Plans.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
 			require.NoError(t, err)
-			execs, err := e.store.ListExecutions(context.Background(), plans[0].ID)
+			execs, err := e.stores.Executions.ListExecutions(context.Background(), plans[0].ID)
 			require.NoError(t, err)
 			want := int(frames[len(frames)-1].Env["usage"].(map[string]any)["input_tokens"].(float64))
 			for _, x := range execs {
@@ -135,7 +135,7 @@ func TestPlannerFixesAnInvalidPlan(t *testing.T) {
 	require.Equal(t, false, results[0]["success"])
 	require.Contains(t, results[0]["error"], "cycle: 1 → 2 → 1")
 	require.Equal(t, true, results[1]["success"], "the second, corrected plan runs")
-	plans, _, err := e.store.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
+	plans, _, err := e.stores.Plans.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
 	require.NoError(t, err)
 	require.Len(t, plans, 1, "only the valid plan was saved")
 	require.Equal(t, planning.StatusCompleted, plans[0].Status)
@@ -146,7 +146,7 @@ func waitRunning(t *testing.T, e chatEnv) planning.Plan {
 	t.Helper()
 	var p planning.Plan
 	require.Eventually(t, func() bool {
-		plans, _, err := e.store.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
+		plans, _, err := e.stores.Plans.ListPlans(context.Background(), planning.ListQuery{UserID: "alice"})
 		if err != nil || len(plans) == 0 {
 			return false
 		}
@@ -171,12 +171,12 @@ func TestCancelMidPlan(t *testing.T) {
 	require.Equal(t, "cancelled", frames[len(frames)-1].Env["finished_reason"])
 	require.Contains(t, types(frames), "plan_complete")
 
-	got, err := e.store.GetPlan(ctx, p.ID)
+	got, err := e.stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, got.Status)
 	require.Equal(t, []planning.StepStatus{planning.StepCompleted, planning.StepCompleted, planning.StepCancelled, planning.StepCancelled},
 		[]planning.StepStatus{got.Steps[0].Status, got.Steps[1].Status, got.Steps[2].Status, got.Steps[3].Status})
-	msg, err := e.store.MessageByTurn(ctx, got.SessionID, "tp", chat.RoleAssistant)
+	msg, err := e.stores.Chats.MessageByTurn(ctx, got.SessionID, "tp", chat.RoleAssistant)
 	require.NoError(t, err)
 	require.True(t, msg.Interrupted)
 	require.Equal(t, "user_cancelled", msg.InterruptedReason)
@@ -192,11 +192,11 @@ func TestDisconnectMidPlan(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	require.Eventually(t, func() bool {
-		got, err := e.store.GetPlan(context.Background(), p.ID)
+		got, err := e.stores.Plans.GetPlan(context.Background(), p.ID)
 		return err == nil && got.Status == planning.StatusCancelled
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool {
-		m, err := e.store.MessageByTurn(context.Background(), p.SessionID, "td", chat.RoleAssistant)
+		m, err := e.stores.Chats.MessageByTurn(context.Background(), p.SessionID, "td", chat.RoleAssistant)
 		return err == nil && m.InterruptedReason == "disconnect"
 	}, 10*time.Second, 10*time.Millisecond)
 }
@@ -216,7 +216,7 @@ func TestFocusEvents(t *testing.T) {
 	changed := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
 		map[string]any{"message": "switch", "session_id": sessionID, "project_focus": map[string]any{"project_id": "p2"}}))
 	require.Contains(t, types(changed), "focus_changed")
-	s, err := e.store.GetSession(ctx, "alice", sessionID)
+	s, err := e.stores.Chats.GetSession(ctx, "alice", sessionID)
 	require.NoError(t, err)
 	require.Equal(t, "p2", chat.SessionMetadata(s).Focus.ProjectID)
 }
@@ -234,12 +234,12 @@ func TestDisconnectContinuesTheTurn(t *testing.T) {
 	cancel()
 	resp.Body.Close()
 	require.Eventually(t, func() bool {
-		got, err := e.store.GetPlan(context.Background(), p.ID)
+		got, err := e.stores.Plans.GetPlan(context.Background(), p.ID)
 		return err == nil && got.Status == planning.StatusCompleted
 	}, 30*time.Second, 10*time.Millisecond, "the plan ran to the end")
 	var answer chat.Message
 	require.Eventually(t, func() bool {
-		m, err := e.store.MessageByTurn(context.Background(), p.SessionID, "tc", chat.RoleAssistant)
+		m, err := e.stores.Chats.MessageByTurn(context.Background(), p.SessionID, "tc", chat.RoleAssistant)
 		answer = m
 		return err == nil
 	}, 30*time.Second, 10*time.Millisecond)

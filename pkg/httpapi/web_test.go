@@ -119,9 +119,9 @@ func TestMeAndProjects(t *testing.T) {
 	require.Equal(t, "operator", me.Role)
 
 	for _, u := range []string{"alice", "bob"} {
-		require.NoError(t, env.store.CreateEntity(ctx, u, &builtin.Entity{Type: builtin.Project, Title: u + "'s launch"}))
+		require.NoError(t, env.stores.Workspace.CreateEntity(ctx, u, &builtin.Entity{Type: builtin.Project, Title: u + "'s launch"}))
 	}
-	require.NoError(t, env.store.CreateEntity(ctx, "alice", &builtin.Entity{Type: builtin.Task, Title: "not a project"}))
+	require.NoError(t, env.stores.Workspace.CreateEntity(ctx, "alice", &builtin.Entity{Type: builtin.Task, Title: "not a project"}))
 	var list httpapi.ProjectList
 	require.Equal(t, http.StatusOK, getJSON("alice", "/api/projects", &list))
 	require.Len(t, list.Projects, 1, "only the caller's projects, only projects")

@@ -21,16 +21,15 @@ type ws struct {
 	rt    *tools.Runtime
 	all   []tools.Tool
 	rec   *event.Recorder
-	store *persistence.Store
+	store *persistence.Workspace
 }
 
 func newWS(t *testing.T, driver string) ws {
 	t.Helper()
-	store, err := persistence.NewStore(dbtest.Open(t, driver), persistence.StoreConfig{})
+	stores := dbtest.OpenStores(t, driver)
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions})
 	require.NoError(t, err)
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
-	require.NoError(t, err)
-	return ws{rt: rt, all: builtin.Tools(store), rec: &event.Recorder{}, store: store}
+	return ws{rt: rt, all: builtin.Tools(stores.Workspace), rec: &event.Recorder{}, store: stores.Workspace}
 }
 
 func (w ws) call(t *testing.T, user, name string, args any, scope ...tools.Scope) tools.Outcome {
@@ -137,21 +136,6 @@ func TestWorkspaceTools(t *testing.T) {
 			require.Contains(t, names, "delete Launch")
 		})
 	}
-}
-
-// create_project creates all of its tree, or nothing.
-func TestCreateProjectIsAtomic(t *testing.T) {
-	t.Parallel()
-	w := newWS(t, persistence.DriverSQLite)
-	long := strings.Repeat("x", 10)
-	tree := builtin.Tree{Project: builtin.Entity{Title: "P"}, Children: []builtin.Entity{{Type: builtin.Task, Title: long}, {Type: builtin.Task, Title: "dup"}}}
-	tree.Children[1].ID = "11111111-1111-7111-8111-111111111111"
-	tree.Children[0].ID = tree.Children[1].ID // the second insert collides
-	err := w.store.CreateTree(context.Background(), "alice", &tree)
-	require.Error(t, err)
-	es, err := w.store.FindEntities(context.Background(), "alice", builtin.Query{})
-	require.NoError(t, err)
-	require.Empty(t, es)
 }
 
 func TestRegistrySets(t *testing.T) {
