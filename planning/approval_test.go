@@ -78,10 +78,10 @@ func TestClaimsAreAtomic(t *testing.T) {
 				res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
 				e.failing.Store(table)
-				_, err = e.orch.ClaimApproval(ctx, res.PlanID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
+				_, err = e.orch.ClaimApproval(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
 				e.failing.Store("")
 				require.Error(t, err, table)
-				p := mustPlan(t, e.env, res.PlanID)
+				p := mustPlan(t, e.env, res.Plan.ID)
 				require.Equal(t, planning.StatusPendingReview, p.Status, "approval with a failed %s write changed nothing", table)
 				require.Nil(t, p.Approval)
 				require.Nil(t, p.StartedAt)
@@ -92,7 +92,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 			// A plan that ran and failed; its resume fails while resetting steps.
 			res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
 			require.NoError(t, err)
-			failed := mustPlan(t, e.env, res.PlanID)
+			failed := mustPlan(t, e.env, res.Plan.ID)
 			require.Equal(t, planning.StatusFailed, failed.Status)
 			e.failing.Store("agent_plan_steps")
 			_, err = e.orch.ClaimResume(ctx, failed.ID)
@@ -127,7 +127,7 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 			require.NoError(t, err)
 			reviewed, err := e.orch.Submit(ctx, origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			require.Equal(t, planning.StatusInReview, mustPlan(t, e, reviewed.PlanID).Status)
+			require.Equal(t, planning.StatusInReview, mustPlan(t, e, reviewed.Plan.ID).Status)
 
 			for _, tc := range []struct {
 				name   string
@@ -135,8 +135,8 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 				by     planning.Actor
 				want   planning.Cancellation
 			}{
-				{"pending_review, by its owner", draft.PlanID, alice, planning.Cancellation{By: planning.ByUser, UserID: "alice"}},
-				{"in_review, by an operator", reviewed.PlanID, planning.Actor{UserID: "ops", Operator: true},
+				{"pending_review, by its owner", draft.Plan.ID, alice, planning.Cancellation{By: planning.ByUser, UserID: "alice"}},
+				{"in_review, by an operator", reviewed.Plan.ID, planning.Actor{UserID: "ops", Operator: true},
 					planning.Cancellation{By: planning.ByOperator, UserID: "ops"}},
 			} {
 				p, err := e.orch.Cancel(ctx, tc.planID, tc.by)
@@ -194,11 +194,11 @@ func TestApprovalProvenance(t *testing.T) {
 			require.NoError(t, err)
 			byUser, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Approve(ctx, byUser.PlanID, alice, nil, "ship it", e.em)
+			_, err = e.orch.Approve(ctx, byUser.Plan.ID, alice, nil, "ship it", e.em)
 			require.NoError(t, err)
 			byOps, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Approve(ctx, byOps.PlanID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
+			_, err = e.orch.Approve(ctx, byOps.Plan.ID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
 			require.NoError(t, err)
 
 			for _, tc := range []struct {
@@ -208,10 +208,10 @@ func TestApprovalProvenance(t *testing.T) {
 				user   string
 				note   string
 			}{
-				{"auto_execute", auto.PlanID, planning.ByAuto, "", "mode auto_execute"},
-				{"the reviewer approved", reviewed.PlanID, planning.ByReviewer, "", "looks sound"},
-				{"the owner approved", byUser.PlanID, planning.ByUser, "alice", "ship it"},
-				{"an operator approved", byOps.PlanID, planning.ByOperator, "ops", ""},
+				{"auto_execute", auto.Plan.ID, planning.ByAuto, "", "mode auto_execute"},
+				{"the reviewer approved", reviewed.Plan.ID, planning.ByReviewer, "", "looks sound"},
+				{"the owner approved", byUser.Plan.ID, planning.ByUser, "alice", "ship it"},
+				{"an operator approved", byOps.Plan.ID, planning.ByOperator, "ops", ""},
 			} {
 				p := mustPlan(t, e, tc.planID)
 				require.Equal(t, planning.StatusCompleted, p.Status, tc.name)
@@ -228,7 +228,7 @@ func TestApprovalProvenance(t *testing.T) {
 			go func() {
 				res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "slow", Steps: steps()}, e.em)
 				require.NoError(t, err)
-				done <- mustPlan(t, e, res.PlanID)
+				done <- mustPlan(t, e, res.Plan.ID)
 			}()
 			<-started
 			var planID string
@@ -274,7 +274,7 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 				return answers(0)(ctx, task) // 10 in, 5 out
 			}}, nil)
 			ctx := context.Background()
-			res := make(chan tools.Result, 1)
+			res := make(chan planning.Submission, 1)
 			go func() {
 				r, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
@@ -297,7 +297,7 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 			require.Equal(t, event.Usage{InputTokens: n, OutputTokens: 2 * n}, mustPlan(t, e, planID).Usage)
 
 			close(release)
-			require.Equal(t, planID, (<-res).PlanID)
+			require.Equal(t, planID, (<-res).Plan.ID)
 			p := mustPlan(t, e, planID)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			require.Equal(t, event.Usage{InputTokens: n + 10, OutputTokens: 2*n + 5}, p.Usage,

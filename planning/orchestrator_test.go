@@ -141,10 +141,10 @@ func TestAutoExecuteRunsTheGraph(t *testing.T) {
 				{Number: 4, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"x/{{steps.3.result}}"}`), DependsOn: []int{3}},
 			}}, e.em)
 			require.NoError(t, err)
-			require.NotEmpty(t, res.PlanID)
-			require.Contains(t, res.Content, "is completed: 4 of 4 steps completed")
+			require.NotEmpty(t, res.Plan.ID)
+			require.Contains(t, res.Outcome, "is completed: 4 of 4 steps completed")
 
-			p, err := e.store.GetPlan(ctx, res.PlanID)
+			p, err := e.store.GetPlan(ctx, res.Plan.ID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			require.Equal(t, planmode.AutoExecute, p.Mode)
@@ -238,7 +238,7 @@ func TestParallelismIsBounded(t *testing.T) {
 	}
 	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "wide", Steps: steps}, e.em)
 	require.NoError(t, err)
-	require.Contains(t, res.Content, "7 of 7 steps completed")
+	require.Contains(t, res.Outcome, "7 of 7 steps completed")
 	require.Equal(t, int32(3), peak.Load(), "peak concurrency is exactly max_parallel_steps")
 }
 
@@ -252,7 +252,7 @@ func TestFailureSkipsDependentsOnly(t *testing.T) {
 	}}, nil)
 	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2), exec(4)}}, e.em)
 	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusFailed, p.Status)
 	require.Equal(t, map[int]planning.StepStatus{1: planning.StepFailed, 2: planning.StepSkipped, 3: planning.StepSkipped, 4: planning.StepCompleted},
@@ -280,7 +280,7 @@ func TestCancellationLeavesTrueStepStates(t *testing.T) {
 	}()
 	res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, p.Status)
 	require.Equal(t, "cancelled: user_cancelled", p.Reason)
@@ -336,21 +336,21 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
 			require.NoError(t, err)
-			require.True(t, res.AwaitUser)
+			require.True(t, res.AwaitsUser())
 			require.Contains(t, e.rec.Types(), event.TypePlanReadyForReview)
-			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
 			// Invalid edits change nothing.
-			_, err = e.orch.Approve(ctx, res.PlanID, alice, []planning.Step{exec(1, 1)}, "", e.em)
+			_, err = e.orch.Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1, 1)}, "", e.em)
 			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
-			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
 			// Two approvals at once: one runs, one conflicts.
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
-					_, errs[i] = e.orch.Approve(ctx, res.PlanID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
+					_, errs[i] = e.orch.Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
 				})
 			}
 			wg.Wait()
@@ -359,14 +359,14 @@ func TestDraftApproveRejectResume(t *testing.T) {
 				codes = append(codes, apperr.CodeOf(err))
 			}
 			require.ElementsMatch(t, []apperr.Code{"", apperr.Conflict}, codes)
-			p := mustPlan(t, e, res.PlanID)
+			p := mustPlan(t, e, res.Plan.ID)
 			require.Equal(t, planning.StatusFailed, p.Status)
 			require.Equal(t, 2, p.Version, "the edit is a new version")
 			revs, err := e.store.ListRevisions(ctx, p.ID)
 			require.NoError(t, err)
 			require.Equal(t, "user", revs[1].Author)
 
-			_, err = e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
+			_, err = e.orch.Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 			require.Contains(t, apperr.MessageOf(err), "failed")
 
@@ -382,10 +382,10 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			// Reject and cancel apply to waiting plans only.
 			res2, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g2", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			rejected, err := e.orch.Reject(ctx, res2.PlanID, "not now")
+			rejected, err := e.orch.Reject(ctx, res2.Plan.ID, "not now")
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusRejected, rejected.Status)
-			_, err = e.orch.Cancel(ctx, res2.PlanID, alice)
+			_, err = e.orch.Cancel(ctx, res2.Plan.ID, alice)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 		})
 	}
@@ -404,12 +404,12 @@ func TestCancelARunningPlan(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
+		_, err := e.orch.Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 		done <- err
 	}()
 	<-started
-	require.True(t, e.orch.Running(res.PlanID))
-	p, err := e.orch.Cancel(ctx, res.PlanID, alice)
+	require.True(t, e.orch.Running(res.Plan.ID))
+	p, err := e.orch.Cancel(ctx, res.Plan.ID, alice)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, p.Status)
 	require.NoError(t, <-done)
@@ -455,8 +455,8 @@ func TestReviewRoundsExhaustedWaitForAHuman(t *testing.T) {
 		func(c *planning.Config) { c.ReviewRounds = 1 })
 	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 	require.NoError(t, err)
-	require.True(t, res.AwaitUser)
-	p := mustPlan(t, e, res.PlanID)
+	require.True(t, res.AwaitsUser())
+	p := mustPlan(t, e, res.Plan.ID)
 	require.Equal(t, planning.StatusPendingReview, p.Status)
 	require.Contains(t, p.Reason, "No.")
 }
@@ -503,10 +503,10 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
+		_, _ = e.orch.Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 	}()
-	require.Eventually(t, func() bool { return e.orch.Running(res.PlanID) }, 5*time.Second, time.Millisecond)
-	w := e.orch.Hub().Subscribe(res.PlanID)
+	require.Eventually(t, func() bool { return e.orch.Running(res.Plan.ID) }, 5*time.Second, time.Millisecond)
+	w := e.orch.Hub().Subscribe(res.Plan.ID)
 	close(release)
 	var got []event.Type
 	for env := range w.Events {
@@ -529,7 +529,7 @@ func TestRestartMidRun(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
-			p, err := e.orch.ClaimApproval(ctx, res.PlanID, alice, nil, "", e.em)
+			p, err := e.orch.ClaimApproval(ctx, res.Plan.ID, alice, nil, "", e.em)
 			require.NoError(t, err)
 			// What the dead process wrote before it died: step 1 done, step 2 running.
 			now := time.Now()
@@ -593,11 +593,11 @@ func TestStepErrorsAreCallerSafe(t *testing.T) {
 	}}, nil)
 	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2)}}, e.em)
 	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, "the executor failed: internal error", p.Steps[0].Error)
 	require.Equal(t, "the executor failed: model provider openai failed (3 attempts)", p.Steps[1].Error)
-	execs, err := e.store.ListExecutions(context.Background(), res.PlanID)
+	execs, err := e.store.ListExecutions(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Len(t, execs, 2)
 	for _, x := range execs {
@@ -608,7 +608,7 @@ func TestStepErrorsAreCallerSafe(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(data), "svc_secret", "event %s", env.Event.Type())
 	}
-	require.NotContains(t, res.Content, "svc_secret", "what the planner is told")
+	require.NotContains(t, res.Outcome, "svc_secret", "what the planner is told")
 }
 
 // The same for a reviewer that fails: its comments, which the planner and
@@ -622,7 +622,7 @@ func TestReviewerErrorsAreCallerSafe(t *testing.T) {
 	}, nil)
 	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 	require.NoError(t, err)
-	reviews, err := e.store.ListReviews(context.Background(), res.PlanID)
+	reviews, err := e.store.ListReviews(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, reviews)
 	for _, r := range reviews {
@@ -633,5 +633,5 @@ func TestReviewerErrorsAreCallerSafe(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(data), "svc_secret", "event %s", env.Event.Type())
 	}
-	require.NotContains(t, res.Content, "svc_secret", "what the planner is told")
+	require.NotContains(t, res.Outcome, "svc_secret", "what the planner is told")
 }

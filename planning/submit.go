@@ -25,18 +25,33 @@ type Draft struct {
 	Steps  []Step
 }
 
+// Submission is where a submitted draft stands when Submit returns.
+type Submission struct {
+	// Plan is the plan as it stands: as its run ended (auto_execute, or the
+	// reviewer approved it), waiting for a human (pending_review), or in
+	// review with the reviewer's request for changes (in_review: the
+	// planner revises it).
+	Plan Plan
+	// Outcome is what create_plan answers the planner: the plan's bounded
+	// summary, that it waits for review, or the comments to address.
+	Outcome string
+}
+
+// AwaitsUser says the plan waits for a human: the turn ends waiting on the
+// user.
+func (s Submission) AwaitsUser() bool { return s.Plan.Status == StatusPendingReview }
+
 // Submit takes a planner's draft through validation and its mode, and
-// returns what create_plan answers the planner: the outcome of the run, a
-// note that the plan waits for review, the reviewer's comments to address,
-// or (as an error) every problem of an invalid plan.
-func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em event.Emitter) (tools.Result, error) {
+// returns where it stands (see Submission), or (as an error) every problem
+// of an invalid plan.
+func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Submission, error) {
 	lookup := origin.Allowed
 	if lookup == nil {
 		lookup = o.cfg.Lookup
 	}
 	candidate := Plan{Goal: strings.TrimSpace(d.Goal), Steps: d.Steps}
 	if err := Validate(candidate, ValidateConfig{MaxSteps: o.cfg.MaxSteps, Tool: lookup}); err != nil {
-		return tools.Result{}, err
+		return Submission{}, err
 	}
 	if d.PlanID != "" {
 		return o.revise(ctx, origin, d, em)
@@ -54,7 +69,7 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute"}
 	}
 	if err := o.cfg.Store.CreatePlan(ctx, &p); err != nil {
-		return tools.Result{}, err
+		return Submission{}, err
 	}
 	pem := o.planEmitter(em, p.ID, "")
 	pem.Emit(ctx, event.PlanCreated{Plan: eventPlan(p)})
@@ -69,13 +84,13 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 
 // revise stores a planner's new version of a plan under agent review and
 // reviews it again.
-func (o *Orchestrator) revise(ctx context.Context, origin Origin, d Draft, em event.Emitter) (tools.Result, error) {
+func (o *Orchestrator) revise(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Submission, error) {
 	p, err := o.cfg.Store.GetPlan(ctx, d.PlanID)
 	if err != nil || p.UserID != origin.UserID {
-		return tools.Result{}, apperr.New(apperr.NotFound, "plan %s not found", d.PlanID)
+		return Submission{}, apperr.New(apperr.NotFound, "plan %s not found", d.PlanID)
 	}
 	if p.Status != StatusInReview {
-		return tools.Result{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan under agent review can be revised this way", p.ID, p.Status)
+		return Submission{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan under agent review can be revised this way", p.ID, p.Status)
 	}
 	comments := ""
 	if p.Reason != "" {
@@ -88,18 +103,18 @@ func (o *Orchestrator) revise(ctx context.Context, origin Origin, d Draft, em ev
 	revised, err := o.cfg.Store.RevisePlan(ctx, p.ID, Revision{PlanID: p.ID, Version: p.Version + 1, Goal: goal, Steps: d.Steps,
 		Author: "planner", Reason: comments, CreatedAt: o.cfg.Now()})
 	if err != nil {
-		return tools.Result{}, err
+		return Submission{}, err
 	}
 	o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanRevised{Plan: eventPlan(revised)})
 	return o.reviewLoop(ctx, origin, revised, em)
 }
 
 // reviewLoop runs the next reviewer round of a plan in review.
-func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em event.Emitter) (tools.Result, error) {
+func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em event.Emitter) (Submission, error) {
 	round := p.ReviewRound + 1
 	r, err := o.review(ctx, p, round, em)
 	if err != nil {
-		return tools.Result{}, err
+		return Submission{}, err
 	}
 	if r.Verdict == VerdictApproved {
 		now := o.cfg.Now()
@@ -110,7 +125,7 @@ func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em
 			q.Usage.OutputTokens += r.Usage.OutputTokens
 		})
 		if err != nil {
-			return tools.Result{}, err
+			return Submission{}, err
 		}
 		return o.runToSummary(ctx, p, origin, em)
 	}
@@ -122,42 +137,43 @@ func (o *Orchestrator) reviewLoop(ctx context.Context, origin Origin, p Plan, em
 			q.Usage.OutputTokens += r.Usage.OutputTokens
 		})
 		if err != nil {
-			return tools.Result{}, err
+			return Submission{}, err
 		}
 		return o.awaitHuman(ctx, p, r.Comments, em)
 	}
-	if _, err := o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusInReview, func(q *Plan) {
+	p, err = o.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusInReview, func(q *Plan) {
 		q.ReviewRound, q.Reason = round, r.Comments
 		q.Usage.InputTokens += r.Usage.InputTokens
 		q.Usage.OutputTokens += r.Usage.OutputTokens
-	}); err != nil {
-		return tools.Result{}, err
+	})
+	if err != nil {
+		return Submission{}, err
 	}
-	return tools.Result{PlanID: p.ID, Content: fmt.Sprintf(
+	return Submission{Plan: p, Outcome: fmt.Sprintf(
 		"The reviewer requested changes to plan %s (review round %d of %d):\n%s\n\n"+
 			"Revise the plan to address these comments: call create_plan again with plan_id %q and the corrected goal and steps.",
 		p.ID, round, o.cfg.ReviewRounds, r.Comments, p.ID)}, nil
 }
 
 // awaitHuman leaves a plan waiting for a human and ends the turn there.
-func (o *Orchestrator) awaitHuman(ctx context.Context, p Plan, comments string, em event.Emitter) (tools.Result, error) {
+func (o *Orchestrator) awaitHuman(ctx context.Context, p Plan, comments string, em event.Emitter) (Submission, error) {
 	summary := fmt.Sprintf("Plan %q with %d steps waits for your review: approve it to run it, or reject it.", p.Goal, len(p.Steps))
 	if comments != "" {
 		summary += " The reviewer agent did not approve it: " + comments
 	}
 	o.planEmitter(em, p.ID, "").Emit(ctx, event.PlanReadyForReview{Plan: eventPlan(p), Summary: summary})
-	return tools.Result{PlanID: p.ID, AwaitUser: true, Content: fmt.Sprintf(
+	return Submission{Plan: p, Outcome: fmt.Sprintf(
 		"Plan %s is saved for review and will not run until the user approves it. %s Tell the user briefly what the plan does and that it waits for their approval.",
 		p.ID, summary)}, nil
 }
 
 // runToSummary runs an executing plan and returns the bounded outcome.
-func (o *Orchestrator) runToSummary(ctx context.Context, p Plan, origin Origin, em event.Emitter) (tools.Result, error) {
+func (o *Orchestrator) runToSummary(ctx context.Context, p Plan, origin Origin, em event.Emitter) (Submission, error) {
 	ended, err := o.execute(ctx, p, origin, em)
 	if err != nil {
-		return tools.Result{PlanID: p.ID}, err
+		return Submission{}, err
 	}
-	return tools.Result{PlanID: p.ID, Content: Summary(ended, o.cfg.SummaryChars)}, nil
+	return Submission{Plan: ended, Outcome: Summary(ended, o.cfg.SummaryChars)}, nil
 }
 
 // Approve runs a plan waiting for a human: ClaimApproval, then Run. It
@@ -380,18 +396,19 @@ func (o *Orchestrator) CreatePlanTool(origin Origin) tools.Tool {
 			a.PlanID = underReview
 		}
 		mu.Unlock()
-		res, err := o.Submit(ctx, og, Draft{Goal: a.Goal, Mode: a.Mode, PlanID: a.PlanID, Steps: a.steps()}, call.Events)
-		if err == nil && res.PlanID != "" {
-			if p, gerr := o.cfg.Store.GetPlan(ctx, res.PlanID); gerr == nil {
-				mu.Lock()
-				underReview = ""
-				if p.Status == StatusInReview {
-					underReview = p.ID
-				}
-				mu.Unlock()
-			}
+		sub, err := o.Submit(ctx, og, Draft{Goal: a.Goal, Mode: a.Mode, PlanID: a.PlanID, Steps: a.steps()}, call.Events)
+		if err != nil {
+			return tools.Result{}, err
 		}
-		return res, err
+		if p, gerr := o.cfg.Store.GetPlan(ctx, sub.Plan.ID); gerr == nil {
+			mu.Lock()
+			underReview = ""
+			if p.Status == StatusInReview {
+				underReview = p.ID
+			}
+			mu.Unlock()
+		}
+		return tools.Result{PlanID: sub.Plan.ID, AwaitUser: sub.AwaitsUser(), Content: sub.Outcome}, nil
 	})
 }
 
