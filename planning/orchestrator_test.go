@@ -310,7 +310,16 @@ func TestInvalidPlanIsReturnedToThePlanner(t *testing.T) {
 		Scope: tools.Scope{UserID: "alice", SessionID: "s1"},
 		Args:  json.RawMessage(`{"goal":"Launch","steps":[{"id":1,"description":"Draft copy","executor_required":true}]}`)}})
 	require.True(t, out[0].Success, out[0].Content)
-	require.Equal(t, "Draft copy", mustPlan(t, e, out[0].Result.PlanID).Steps[0].Title)
+	require.Equal(t, "Draft copy", mustPlan(t, e, touched(t, out[0])).Steps[0].Title)
+}
+
+// touched is the plan a plan tool's call touched (its planning.Touched
+// effect).
+func touched(t *testing.T, o tools.Outcome) string {
+	t.Helper()
+	ids := planning.PlanIDs(o.Result.Effects)
+	require.Len(t, ids, 1, "the call touched one plan")
+	return ids[0]
 }
 
 func mustPlan(t *testing.T, e env, id string) planning.Plan {
@@ -430,7 +439,7 @@ func TestAgentReview(t *testing.T) {
 	first := call(`{"goal":"Migrate","mode":"agent_review","steps":[{"number":1,"title":"Migrate","executor_required":true}]}`)
 	require.True(t, first.Success, first.Content)
 	require.Contains(t, first.Content, "Take a backup first.", "the comments reach the planner")
-	planID := first.Result.PlanID
+	planID := touched(t, first)
 	require.Contains(t, first.Content, planID)
 	p := mustPlan(t, e, planID)
 	require.Equal(t, planning.StatusInReview, p.Status, "a plan the reviewer did not approve never runs")

@@ -39,7 +39,7 @@ func (o *Orchestrator) review(ctx context.Context, p Plan, round int, em event.E
 			mu.Lock()
 			verdict = &a
 			mu.Unlock()
-			return tools.Result{Content: "Review recorded.", Halt: true}, nil
+			return tools.Result{Content: "Review recorded.", Effects: []tools.Effect{agents.Halt{}}}, nil
 		})
 	res, err := o.cfg.Runner.Run(ctx, agents.Task{
 		Role:   o.cfg.Reviewer,

@@ -408,7 +408,11 @@ func (o *Orchestrator) CreatePlanTool(origin Origin) tools.Tool {
 			}
 			mu.Unlock()
 		}
-		return tools.Result{PlanID: sub.Plan.ID, AwaitUser: sub.AwaitsUser(), Content: sub.Outcome}, nil
+		effects := []tools.Effect{Touched{sub.Plan.ID}}
+		if sub.AwaitsUser() {
+			effects = append(effects, agents.AwaitUser{})
+		}
+		return tools.Result{Content: sub.Outcome, Effects: effects}, nil
 	})
 }
 
@@ -450,16 +454,16 @@ func (o *Orchestrator) ApprovePlanTool(origin Origin) tools.Tool {
 		if origin.StreamRunID != "" && p.StreamRunID == origin.StreamRunID {
 			// The planner must never approve its own plan: the user has not
 			// seen it yet. The turn ends waiting on them.
-			return tools.Result{PlanID: p.ID, AwaitUser: true}, apperr.New(apperr.Conflict,
+			return tools.Result{Effects: []tools.Effect{agents.AwaitUser{}}}, apperr.New(apperr.Conflict,
 				"plan %s was created in this turn and waits for the user's review: only the user can approve it, "+
 					"with the approve button or by asking for it in their next message. Do not try again; tell the user the plan waits for their approval.", p.ID)
 		}
 		by := Actor{UserID: call.Scope.UserID, Operator: origin.Operator}
 		ended, err := o.Approve(ctx, id, by, nil, "approved in chat", call.Events)
 		if err != nil {
-			return tools.Result{PlanID: id}, err
+			return tools.Result{}, err
 		}
-		return tools.Result{PlanID: id, Content: Summary(ended, o.cfg.SummaryChars)}, nil
+		return tools.Result{Content: Summary(ended, o.cfg.SummaryChars), Effects: []tools.Effect{Touched{id}}}, nil
 	})
 }
 
