@@ -78,7 +78,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 				res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
 				e.failing.Store(table)
-				_, err = e.orch.ClaimApproval(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
+				_, err = e.orch.Control().ClaimApproval(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
 				e.failing.Store("")
 				require.Error(t, err, table)
 				p := mustPlan(t, e.env, res.Plan.ID)
@@ -95,7 +95,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 			failed := mustPlan(t, e.env, res.Plan.ID)
 			require.Equal(t, planning.StatusFailed, failed.Status)
 			e.failing.Store("agent_plan_steps")
-			_, err = e.orch.ClaimResume(ctx, failed.ID)
+			_, err = e.orch.Control().ClaimResume(ctx, failed.ID)
 			e.failing.Store("")
 			require.Error(t, err)
 			p := mustPlan(t, e.env, failed.ID)
@@ -105,7 +105,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 
 			// Without the fault both claims work.
 			fail.Store(false)
-			p, err = e.orch.Resume(ctx, failed.ID, e.em)
+			p, err = e.orch.Control().Resume(ctx, failed.ID, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 		})
@@ -139,7 +139,7 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 				{"in_review, by an operator", reviewed.Plan.ID, planning.Actor{UserID: "ops", Operator: true},
 					planning.Cancellation{By: planning.ByOperator, UserID: "ops"}},
 			} {
-				p, err := e.orch.Cancel(ctx, tc.planID, tc.by)
+				p, err := e.orch.Control().Cancel(ctx, tc.planID, tc.by)
 				require.NoError(t, err, tc.name)
 				require.Equal(t, planning.StatusCancelled, p.Status, tc.name)
 				require.Nil(t, p.Approval, tc.name)
@@ -148,7 +148,7 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 				require.Equal(t, tc.want.UserID, p.CancelledBy.UserID, tc.name)
 				require.Contains(t, p.Reason, "cancelled by "+string(tc.want.By)+" "+tc.want.UserID, tc.name)
 
-				_, err = e.orch.ClaimResume(ctx, tc.planID)
+				_, err = e.orch.Control().ClaimResume(ctx, tc.planID)
 				require.Equal(t, apperr.Conflict, apperr.CodeOf(err), tc.name)
 				require.Contains(t, apperr.MessageOf(err), "never approved", tc.name)
 				_, err = e.store.ResumePlan(ctx, tc.planID, time.Now())
@@ -194,11 +194,11 @@ func TestApprovalProvenance(t *testing.T) {
 			require.NoError(t, err)
 			byUser, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Approve(ctx, byUser.Plan.ID, alice, nil, "ship it", e.em)
+			_, err = e.orch.Control().Approve(ctx, byUser.Plan.ID, alice, nil, "ship it", e.em)
 			require.NoError(t, err)
 			byOps, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Approve(ctx, byOps.Plan.ID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, byOps.Plan.ID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
 			require.NoError(t, err)
 
 			for _, tc := range []struct {
@@ -239,7 +239,7 @@ func TestApprovalProvenance(t *testing.T) {
 				}
 				return planID != ""
 			}, 10*time.Second, 5*time.Millisecond)
-			p, err := e.orch.Cancel(ctx, planID, planning.Actor{UserID: "ops", Operator: true})
+			p, err := e.orch.Control().Cancel(ctx, planID, planning.Actor{UserID: "ops", Operator: true})
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCancelled, p.Status)
 			require.Equal(t, "cancelled by operator ops", p.Reason)
@@ -250,7 +250,7 @@ func TestApprovalProvenance(t *testing.T) {
 			close(block)
 
 			// It had an approval, so it resumes; the resume clears the cancel.
-			resumed, err := e.orch.Resume(ctx, planID, e.em)
+			resumed, err := e.orch.Control().Resume(ctx, planID, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, resumed.Status)
 			require.Nil(t, resumed.CancelledBy)
@@ -290,7 +290,7 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					require.NoError(t, e.orch.AddUsage(ctx, planID, event.Usage{InputTokens: 1, OutputTokens: 2}))
+					require.NoError(t, e.orch.Settler().AddUsage(ctx, planID, event.Usage{InputTokens: 1, OutputTokens: 2}))
 				})
 			}
 			wg.Wait()

@@ -89,7 +89,7 @@ func TestShutdownInterruptsThePlan(t *testing.T) {
 			}
 			require.Equal(t, string(planning.StatusInterrupted), last.Status, "the event says what the row says")
 
-			claimed, err := e.orch.ClaimResume(context.Background(), p.ID)
+			claimed, err := e.orch.Control().ClaimResume(context.Background(), p.ID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusExecuting, claimed.Status)
 		})

@@ -293,7 +293,7 @@ func TestCancellationLeavesTrueStepStates(t *testing.T) {
 func TestInvalidPlanIsReturnedToThePlanner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0)}, nil)
-	tool := e.orch.CreatePlanTool(origin(""))
+	tool := e.orch.Tools().CreatePlanTool(origin(""))
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
 	require.NoError(t, err)
 	out := rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{{ID: "c1", Name: "create_plan", Events: e.em,
@@ -350,7 +350,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
 			// Invalid edits change nothing.
-			_, err = e.orch.Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1, 1)}, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1, 1)}, "", e.em)
 			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
 			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
@@ -359,7 +359,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
-					_, errs[i] = e.orch.Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
+					_, errs[i] = e.orch.Control().Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
 				})
 			}
 			wg.Wait()
@@ -375,14 +375,14 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "user", revs[1].Author)
 
-			_, err = e.orch.Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 			require.Contains(t, apperr.MessageOf(err), "failed")
 
 			// Resume reruns only what did not complete.
 			fail.Store(false)
 			before, _ := e.store.ListExecutions(ctx, p.ID)
-			p, err = e.orch.Resume(ctx, p.ID, e.em)
+			p, err = e.orch.Control().Resume(ctx, p.ID, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			after, _ := e.store.ListExecutions(ctx, p.ID)
@@ -391,10 +391,10 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			// Reject and cancel apply to waiting plans only.
 			res2, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g2", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			rejected, err := e.orch.Reject(ctx, res2.Plan.ID, "not now")
+			rejected, err := e.orch.Control().Reject(ctx, res2.Plan.ID, "not now")
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusRejected, rejected.Status)
-			_, err = e.orch.Cancel(ctx, res2.Plan.ID, alice)
+			_, err = e.orch.Control().Cancel(ctx, res2.Plan.ID, alice)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 		})
 	}
@@ -413,12 +413,12 @@ func TestCancelARunningPlan(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.orch.Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
+		_, err := e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 		done <- err
 	}()
 	<-started
-	require.True(t, e.orch.Running(res.Plan.ID))
-	p, err := e.orch.Cancel(ctx, res.Plan.ID, alice)
+	require.True(t, e.orch.Control().Running(res.Plan.ID))
+	p, err := e.orch.Control().Cancel(ctx, res.Plan.ID, alice)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, p.Status)
 	require.NoError(t, <-done)
@@ -429,7 +429,7 @@ func TestAgentReview(t *testing.T) {
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0),
 		Reviewer: verdicts("changes_requested:Take a backup first.", "approved:Safe now.")}, nil)
 	ctx := context.Background()
-	tool := e.orch.CreatePlanTool(origin(""))
+	tool := e.orch.Tools().CreatePlanTool(origin(""))
 	call := func(args string) tools.Outcome {
 		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
 		require.NoError(t, err)
@@ -512,9 +512,9 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.orch.Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
+		_, _ = e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 	}()
-	require.Eventually(t, func() bool { return e.orch.Running(res.Plan.ID) }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.orch.Control().Running(res.Plan.ID) }, 5*time.Second, time.Millisecond)
 	w := e.orch.Hub().Subscribe(res.Plan.ID)
 	close(release)
 	var got []event.Type
@@ -538,7 +538,7 @@ func TestRestartMidRun(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
-			p, err := e.orch.ClaimApproval(ctx, res.Plan.ID, alice, nil, "", e.em)
+			p, err := e.orch.Control().ClaimApproval(ctx, res.Plan.ID, alice, nil, "", e.em)
 			require.NoError(t, err)
 			// What the dead process wrote before it died: step 1 done, step 2 running.
 			now := time.Now()
@@ -564,7 +564,7 @@ func TestRestartMidRun(t *testing.T) {
 				mu.Unlock()
 				return answers(0)(ctx, task)
 			}})
-			resumed, err := next.orch.Resume(ctx, p.ID, next.em)
+			resumed, err := next.orch.Control().Resume(ctx, p.ID, next.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, resumed.Status)
 			require.Equal(t, []int{2, 3}, ran, "only the steps that did not complete run again")

@@ -160,9 +160,9 @@ func newChatService(cfg config.Config, store *persistence.Store, runner *agents.
 		Logger: log.With().Str("component", "context").Logger()})
 	return chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
-		AfterTurn: orch.AfterTurn,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
-			Plans: orch, Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
+			Plans: orch.Tools(), Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }
 
 // newRunLog starts the run log's writer, which publishes committed events to
@@ -192,7 +192,7 @@ func newAPIRoutes(cfg config.Config, store *persistence.Store, svc *chat.Service
 		Chat:        svc,
 		Sessions:    store,
 		PlanStore:   store,
-		Plans:       orch,
+		Plans:       orch.Control(),
 		Definitions: store,
 		Projects:    store,
 		KnownTool: func(name string) bool {

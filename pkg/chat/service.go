@@ -110,10 +110,15 @@ type Config struct {
 	// MaxMessageBytes bounds a user message (default 32 KiB).
 	MaxMessageBytes int
 	// AfterTurn, when set, is called with the plans a turn created or
-	// touched, and the planner's usage, once the turn ends (the
-	// orchestrator settles plans left in review and counts the planner's
-	// tokens on the plan).
+	// touched (planning.PlanIDs of its effects), and the planner's usage,
+	// once the turn ends (planning.Settler.AfterTurn settles plans left in
+	// review and counts the planner's tokens on the plan).
 	AfterTurn func(ctx context.Context, planIDs []string, planner event.Usage)
+	// Plans and Synthesizer, when set, continue a conversation after a plan
+	// approved or resumed outside its turn (ContinuePlan): Plans runs it
+	// (planning.Control), Synthesizer answers from it (planning.Synthesizer).
+	Plans       PlanRunner
+	Synthesizer Synthesizer
 	// PersistTimeout bounds the writes that end a turn, which run even after
 	// the turn was cancelled (default 10 s).
 	PersistTimeout time.Duration

@@ -76,8 +76,8 @@ func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 	}
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
 		Context:   chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: store, Plans: store, Cache: cache}),
-		AfterTurn: orch.AfterTurn,
-		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch, Profiles: profiles,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch.Tools(), Profiles: profiles,
 			Gateway: rt.Gateway, GatewayShare: opts.gatewayShare})})
 	require.NoError(t, err)
 	return turnEnv{store: store, model: model, svc: svc, cache: cache, ws: ws}

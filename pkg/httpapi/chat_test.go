@@ -114,8 +114,8 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
 	svc, err := chat.NewService(chat.Config{Store: store, Runner: runner, Definitions: store,
-		AfterTurn: orch.AfterTurn,
-		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 	t.Cleanup(runs.Close)
 	env.runs = runs
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: store}, Chat: svc, Sessions: store,
-		PlanStore: store, Plans: orch, Definitions: store, Projects: store, AnyUser: persistence.AnyUser, Runs: runs, Feed: feed}
+		PlanStore: store, Plans: orch.Control(), Definitions: store, Projects: store, AnyUser: persistence.AnyUser, Runs: runs, Feed: feed}
 	if mutate != nil {
 		mutate(&cfg)
 	}
