@@ -10,6 +10,11 @@
 // runs the calls of one model round (RunRound) and, in gateway mode,
 // offers a large catalog through two tools, tool_help and tool_exec
 // (Gateway). Package toolstest has fakes for tests.
+//
+// A tool's Result is its content, which the model reads, and its effects:
+// what the call did that the code running it acts on. Effect types live in
+// the packages that own their ideas (agents, planning, builtin); this
+// package only carries them.
 package tools
 
 import (
