@@ -9,6 +9,12 @@
 // Transcript, all declared here. Roles (LoadRoles) come from
 // configs/agents.yaml. Cancellation carries a CancelCause, read back with
 // CauseOf.
+//
+// Tools report what they did as typed effects (tools.Result.Effects). The
+// loop defines and interprets its own — Halt, AwaitUser, and the
+// ScopeChange interface — and hands every other effect to its caller, during
+// the run (Task.OnEffect, which may reframe the next round) and in
+// Result.Effects.
 package agents
 
 import "time"

@@ -249,7 +249,8 @@ func runOne(ctx context.Context, offered []tools.Tool, c tools.Call) tools.Outco
 	if tool == nil {
 		o.Content = fmt.Sprintf("error: unknown tool %q", c.Name)
 	} else if res, err := tool.Run(ctx, c); err != nil {
-		o.Content = "error: " + err.Error()
+		o.Content, o.Err = "error: "+err.Error(), err
+		o.Result = tools.Result{Effects: res.Effects} // as the runtime keeps them
 	} else {
 		o.Success, o.Content, o.Result = true, res.Content, res
 	}
@@ -412,3 +413,22 @@ func roles(msgs []llm.Message) []llm.Role {
 	}
 	return out
 }
+
+// planned is an effect a caller defines (planning's "this call touched plan
+// X"): the loop hands it on.
+type planned struct{ id string }
+
+func (planned) ToolEffect() {}
+
+// moved is an effect that moves the scope of later calls to a project (the
+// workspace's create_project): the loop applies it and hands it on.
+type moved struct{ project string }
+
+func (moved) ToolEffect() {}
+
+func (m moved) ChangeScope(s tools.Scope) tools.Scope {
+	s.ContextType, s.EntityID, s.ProjectID = "project", m.project, m.project
+	return s
+}
+
+var _ agents.ScopeChange = moved{}

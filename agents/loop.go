@@ -122,22 +122,24 @@ func (s *run) usage(msgs []llm.Message, p *Prepared) int {
 	return n
 }
 
-// reframe moves the run into the context a tool shifted it to: the caller's
-// OnShift gives the new system prompt, tools and scope, which the next model
-// call already gets.
-func (s *run) reframe(shifts []event.ContextShift) {
-	if s.task.OnShift == nil || len(shifts) == 0 {
+// reframe hands the round's effects that are not the loop's own to the
+// caller's OnEffect, in order; the last Reframe it returns gives the run its
+// new system prompt, tools and scope, which the next model call already gets.
+func (s *run) reframe(passed []tools.Effect) {
+	if s.task.OnEffect == nil || len(passed) == 0 {
 		return
 	}
 	var next *Reframe
-	for _, sh := range shifts {
-		r, err := s.task.OnShift(s.ctx, sh)
+	for _, e := range passed {
+		r, err := s.task.OnEffect(s.ctx, e)
 		if err != nil {
-			s.log.Warn().Ctx(s.ctx).Err(err).Str("new_context", sh.NewContext).Str("entity_id", sh.EntityID).
-				Msg("could not build the shifted context; the run goes on with its prompt and tools")
+			s.log.Warn().Ctx(s.ctx).Err(err).Str("effect", fmt.Sprintf("%T", e)).
+				Msg("could not act on a tool's effect; the run goes on with its prompt and tools")
 			continue
 		}
-		next = &r
+		if r != nil {
+			next = r
+		}
 	}
 	if next == nil {
 		return
@@ -318,7 +320,7 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 	}
 
 	var halts []string
-	shifts := len(s.res.Shifts)
+	var passed []tools.Effect
 	for i, rec := range records {
 		msg := llm.Message{Role: llm.RoleTool, ToolCallID: calls[i].ID, Name: calls[i].Name, Content: rec.Outcome.Content}
 		if err := s.add(msg, event.Usage{}, false); err != nil {
@@ -328,18 +330,20 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 		if rec.Status != CallRan {
 			continue
 		}
-		if !rec.Outcome.Success {
+		if rec.Outcome.Success {
+			s.failures = 0
+		} else {
 			s.failures++
-			// A tool may fail and still leave the turn waiting on the user
-			// (approve_plan refusing a plan the user has not reviewed).
-			if rec.Outcome.Result.AwaitUser {
-				s.res.AwaitUser = true
-			}
-			continue
 		}
-		s.failures = 0
-		s.collect(rec.Outcome.Result)
-		if rec.Outcome.Result.Halt {
+		// A failed call's effects count too: a tool returns with its error
+		// only the effects it means (approve_plan refusing a plan the user
+		// has not reviewed leaves the turn waiting on them).
+		fx := interpret(rec.Outcome.Result.Effects, s.task.Scope)
+		s.task.Scope = fx.scope
+		s.res.AwaitUser = s.res.AwaitUser || fx.awaitUser
+		passed = append(passed, fx.passed...)
+		s.res.Effects = append(s.res.Effects, fx.passed...)
+		if fx.halt {
 			content := rec.Outcome.Result.Content
 			if content == "" {
 				content = rec.Outcome.Content
@@ -347,8 +351,7 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 			halts = append(halts, content)
 		}
 	}
-
-	s.reframe(s.res.Shifts[shifts:])
+	s.reframe(passed)
 
 	switch {
 	case len(halts) > 0:
@@ -386,27 +389,6 @@ func (s *run) untimed(calls []tools.Call) bool {
 
 func notRun(round int, st CallStatus, c tools.Call, content string) ToolCallRecord {
 	return ToolCallRecord{Round: round, Status: st, Outcome: tools.Outcome{Call: c, Content: content}}
-}
-
-// collect keeps what a successful tool result reports beyond its content.
-// A context shift also moves the scope of the turn's later tool calls, so
-// "create a project, then add tasks to it" acts in the new project.
-func (s *run) collect(r tools.Result) {
-	if r.AwaitUser {
-		s.res.AwaitUser = true
-	}
-	if r.Shift != nil {
-		s.res.Shifts = append(s.res.Shifts, *r.Shift)
-		s.task.Scope.ContextType = r.Shift.NewContext
-		s.task.Scope.EntityID = r.Shift.EntityID
-		s.task.Scope.ProjectID = ""
-		if r.Shift.NewContext == "project" {
-			s.task.Scope.ProjectID = r.Shift.EntityID
-		}
-	}
-	if r.PlanID != "" && !slices.Contains(s.res.PlanIDs, r.PlanID) {
-		s.res.PlanIDs = append(s.res.PlanIDs, r.PlanID)
-	}
 }
 
 // reason says in words why a limit ended the tool loop.

@@ -534,10 +534,10 @@ func TestHaltEndsTheLoopWithoutAnotherModelCall(t *testing.T) {
 		chunks: []string{"I need to know more."},
 		calls:  []llm.ToolCall{call("q", "ask_clarifying_questions", `{"questions":["Which project?"]}`)},
 	})
-	shift := &event.ContextShift{NewContext: "project", EntityID: "p9", EntityName: "Launch", Message: "Switched"}
 	b := setup(t, model, tool("ask_clarifying_questions", func(ctx context.Context, c tools.Call) (tools.Result, error) {
 		c.Events.Emit(ctx, event.ClarifyingQuestions{Questions: []string{"Which project?"}})
-		return tools.Result{Content: "Which project do you mean?", Halt: true, AwaitUser: true, Shift: shift, PlanID: "plan-1"}, nil
+		return tools.Result{Content: "Which project do you mean?",
+			Effects: []tools.Effect{agents.Halt{}, agents.AwaitUser{}, moved{"p9"}, planned{"plan-1"}}}, nil
 	}))
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
@@ -546,8 +546,7 @@ func TestHaltEndsTheLoopWithoutAnotherModelCall(t *testing.T) {
 	require.Equal(t, agents.FinishCompleted, res.Finished)
 	require.True(t, res.Halted)
 	require.True(t, res.AwaitUser)
-	require.Equal(t, []event.ContextShift{*shift}, res.Shifts)
-	require.Equal(t, []string{"plan-1"}, res.PlanIDs)
+	require.Equal(t, []tools.Effect{moved{"p9"}, planned{"plan-1"}}, res.Effects, "the caller's effects are handed on")
 	require.Equal(t, "I need to know more.\n\nWhich project do you mean?", res.Text)
 	require.Equal(t, res.Text, textOf(b.events))
 	last := res.Messages[len(res.Messages)-1]
@@ -561,14 +560,33 @@ func TestAwaitUserDoesNotEndTheLoop(t *testing.T) {
 		text("I saved the plan for your review."),
 	)
 	b := setup(t, model, tool("create_plan", func(context.Context, tools.Call) (tools.Result, error) {
-		return tools.Result{Content: "Plan saved for review.", AwaitUser: true, PlanID: "plan-7"}, nil
+		return tools.Result{Content: "Plan saved for review.", Effects: []tools.Effect{agents.AwaitUser{}, planned{"plan-7"}}}, nil
 	}))
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
 	require.Len(t, model.Requests(), 2, "the planner writes the answer from create_plan's result")
 	require.True(t, res.AwaitUser)
 	require.False(t, res.Halted)
-	require.Equal(t, []string{"plan-7"}, res.PlanIDs)
+	require.Equal(t, []tools.Effect{planned{"plan-7"}}, res.Effects)
+}
+
+// A failed call's effects count: approve_plan refusing a plan the user has
+// not reviewed fails and still leaves the turn waiting on the user.
+func TestFailedCallMayAwaitTheUser(t *testing.T) {
+	t.Parallel()
+	model := script(t,
+		reply{calls: []llm.ToolCall{call("a", "approve_plan", `{}`)}},
+		text("The plan waits for your approval."),
+	)
+	b := setup(t, model, tool("approve_plan", func(context.Context, tools.Call) (tools.Result, error) {
+		return tools.Result{Effects: []tools.Effect{agents.AwaitUser{}}}, apperr.New(apperr.Conflict, "only the user can approve it")
+	}))
+	res, err := b.runner.Run(t.Context(), b.task)
+	require.NoError(t, err)
+	require.True(t, res.AwaitUser)
+	require.False(t, res.ToolCalls[0].Outcome.Success)
+	require.Empty(t, res.Effects)
+	require.Equal(t, "The plan waits for your approval.", res.Text)
 }
 
 func TestProviderErrorMidStream(t *testing.T) {
@@ -908,17 +926,17 @@ func TestPlannerFlowWithRules(t *testing.T) {
 		rule{reply: text("OK.")},
 	)
 	b := setup(t, model, tool("create_plan", func(context.Context, tools.Call) (tools.Result, error) {
-		return tools.Result{Content: "Plan completed: 1 step done.", PlanID: "plan-1"}, nil
+		return tools.Result{Content: "Plan completed: 1 step done.", Effects: []tools.Effect{planned{"plan-1"}}}, nil
 	}))
 	b.task.Input = "Plan the launch of the product."
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
 	require.Equal(t, "Planning it.\n\nAll steps finished.", res.Text)
-	require.Equal(t, []string{"plan-1"}, res.PlanIDs)
+	require.Equal(t, []tools.Effect{planned{"plan-1"}}, res.Effects)
 	require.Equal(t, event.Usage{InputTokens: 120, OutputTokens: 30}, res.Usage)
 }
 
-func TestContextShiftMovesTheScopeOfLaterCalls(t *testing.T) {
+func TestScopeChangeMovesTheScopeOfLaterCalls(t *testing.T) {
 	t.Parallel()
 	model := script(t,
 		reply{calls: []llm.ToolCall{call("a", "create_project", `{"name":"Launch"}`)}},
@@ -927,13 +945,13 @@ func TestContextShiftMovesTheScopeOfLaterCalls(t *testing.T) {
 	)
 	b := setup(t, model,
 		tool("create_project", func(context.Context, tools.Call) (tools.Result, error) {
-			return tools.Result{Content: "created", Shift: &event.ContextShift{NewContext: "project", EntityID: "p1", EntityName: "Launch"}}, nil
+			return tools.Result{Content: "created", Effects: []tools.Effect{moved{"p1"}}}, nil
 		}),
 		tool("create_task", nil),
 	)
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
-	require.Len(t, res.Shifts, 1)
+	require.Equal(t, []tools.Effect{moved{"p1"}}, res.Effects)
 	rounds := b.tools.Rounds()
 	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "global"}, rounds[0][0].Scope)
 	require.Equal(t, tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "project", EntityID: "p1", ProjectID: "p1"}, rounds[1][0].Scope)

@@ -20,14 +20,13 @@ func toolNames(defs []llm.ToolDef) []string {
 	return out
 }
 
-// A tool that shifts the context changes the next round of the same run:
-// the model is sent the new system prompt and offered the new tools, and the
-// later calls act in the new scope.
-func TestShiftReframesTheNextRound(t *testing.T) {
+// A caller that acts on a tool's effect (the chat's context shift) changes
+// the next round of the same run: the model is sent the new system prompt
+// and offered the new tools, and the later calls act in the new scope.
+func TestEffectReframesTheNextRound(t *testing.T) {
 	t.Parallel()
-	shift := event.ContextShift{NewContext: "project", EntityID: "p9", EntityName: "Launch"}
 	create := tool("create_project", func(context.Context, tools.Call) (tools.Result, error) {
-		return tools.Result{Content: "Created project Launch (id p9).", Shift: &shift}, nil
+		return tools.Result{Content: "Created project Launch (id p9).", Effects: []tools.Effect{moved{"p9"}}}, nil
 	})
 	var scoped tools.Scope
 	list := tool("list_tasks", func(_ context.Context, c tools.Call) (tools.Result, error) {
@@ -39,17 +38,17 @@ func TestShiftReframesTheNextRound(t *testing.T) {
 		reply{calls: []llm.ToolCall{call("c2", "list_tasks", `{}`)}},
 		text("Done."))
 	b := setup(t, model, create)
-	var got []event.ContextShift
-	b.task.OnShift = func(_ context.Context, sh event.ContextShift) (agents.Reframe, error) {
-		got = append(got, sh)
-		return agents.Reframe{System: "You work in project Launch (id p9).", Tools: []tools.Tool{list},
+	var got []tools.Effect
+	b.task.OnEffect = func(_ context.Context, e tools.Effect) (*agents.Reframe, error) {
+		got = append(got, e)
+		return &agents.Reframe{System: "You work in project Launch (id p9).", Tools: []tools.Tool{list},
 			Scope:    tools.Scope{UserID: "u1", SessionID: "s1", ContextType: "project", EntityID: "p9"},
 			Prepared: &agents.Prepared{Trimmed: []string{"snapshot"}, Compressed: true}}, nil
 	}
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
 	require.Equal(t, agents.FinishCompleted, res.Finished)
-	require.Equal(t, []event.ContextShift{shift}, got, "OnShift is called once, with the shift")
+	require.Equal(t, []tools.Effect{moved{"p9"}}, got, "OnEffect is called once, with the effect")
 
 	reqs := model.Requests()
 	require.Len(t, reqs, 3)
@@ -66,23 +65,24 @@ func TestShiftReframesTheNextRound(t *testing.T) {
 	require.Equal(t, []string{"snapshot"}, usage[1].Trimmed)
 }
 
-// A failing OnShift keeps the prompt and tools; the scope still moves.
-func TestShiftWithoutReframeKeepsTheTools(t *testing.T) {
+// A failing OnEffect keeps the prompt and tools; the scope still moves.
+func TestEffectWithoutReframeKeepsTheTools(t *testing.T) {
 	t.Parallel()
-	shift := event.ContextShift{NewContext: "project", EntityID: "p9"}
 	create := tool("create_project", func(context.Context, tools.Call) (tools.Result, error) {
-		return tools.Result{Content: "Created.", Shift: &shift}, nil
+		return tools.Result{Content: "Created.", Effects: []tools.Effect{moved{"p9"}}}, nil
 	})
-	model := script(t, reply{calls: []llm.ToolCall{call("c1", "create_project", `{}`)}}, text("Done."))
+	model := script(t, reply{calls: []llm.ToolCall{call("c1", "create_project", `{}`)}},
+		reply{calls: []llm.ToolCall{call("c2", "create_project", `{"again":true}`)}}, text("Done."))
 	b := setup(t, model, create)
-	b.task.OnShift = func(context.Context, event.ContextShift) (agents.Reframe, error) {
-		return agents.Reframe{}, context.DeadlineExceeded
+	b.task.OnEffect = func(context.Context, tools.Effect) (*agents.Reframe, error) {
+		return nil, context.DeadlineExceeded
 	}
 	_, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)
 	reqs := model.Requests()
 	require.Equal(t, []string{"create_project"}, toolNames(reqs[1].Tools))
 	require.Equal(t, "You are a test planner.", reqs[1].Messages[0].Content)
+	require.Equal(t, "p9", b.tools.Rounds()[1][0].Scope.ProjectID, "the scope still moves")
 }
 
 // A prepared history is sent as it is (no folding, no cutting), and

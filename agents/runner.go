@@ -119,8 +119,8 @@ type Task struct {
 	Input string
 	// Tools are the tools offered to the model.
 	Tools []tools.Tool
-	// Scope is who the tool calls act for. A tool result's context shift
-	// moves it (context type and entity) for the rest of the run.
+	// Scope is who the tool calls act for. A tool's ScopeChange effect
+	// moves it for the rest of the run.
 	Scope tools.Scope
 	// Events is bound to the run's source (role, agent id, plan id, step
 	// number, execution id); the loop's events and the tools' events go
@@ -133,14 +133,17 @@ type Task struct {
 	// is sent as it is (only repaired, see Compact), and context_usage
 	// reports what Prepared says was trimmed.
 	Prepared *Prepared
-	// OnShift, when set, is called when a tool result shifts the context
-	// (tools.Result.Shift), after that round's results are added and before
-	// the next model call. The Reframe it returns replaces the system
-	// prompt, the tools offered and the scope for the rest of the run, so
-	// the next round already works in the new context; a new context_usage
-	// reports the next request. An error keeps the run in the old prompt
-	// and tools (the scope still moves) and is logged.
-	OnShift func(ctx context.Context, shift event.ContextShift) (Reframe, error)
+	// OnEffect, when set, is called after each round of tool calls with
+	// every effect of the round that is not the loop's own (see Halt,
+	// AwaitUser, ScopeChange; Result.Effects), in the order of the calls,
+	// after the round's results are added and its scope changes applied,
+	// and before the next model call. A Reframe it returns replaces the
+	// system prompt, the tools offered and the scope for the rest of the run
+	// (the last one of a round wins), so the next round already works in the
+	// new context (the chat's context shift); a new context_usage reports
+	// the next request. nil keeps the run as it is; so does an error, which
+	// is logged.
+	OnEffect func(ctx context.Context, e tools.Effect) (*Reframe, error)
 }
 
 // Prepared describes a context the caller assembled within the budget.
@@ -153,7 +156,8 @@ type Prepared struct {
 	ToolGateway bool
 }
 
-// Reframe is what a run goes on with after a context shift.
+// Reframe is what a run goes on with after the caller acted on an effect
+// (Task.OnEffect).
 type Reframe struct {
 	// System is the new system prompt.
 	System string
@@ -250,15 +254,15 @@ type Result struct {
 	// Interrupted says the run was cut short by cancellation; Text is the
 	// partial text.
 	Interrupted bool
-	// Halted says a tool result ended the loop (Result.Halt).
+	// Halted says a tool's Halt effect ended the loop.
 	Halted bool
-	// AwaitUser says a tool left the turn waiting on the user.
+	// AwaitUser says a tool's AwaitUser effect left the turn waiting on the
+	// user.
 	AwaitUser bool
-	// Shifts are the context shifts tools reported, in order.
-	Shifts []event.ContextShift
-	// PlanIDs are the plans tools created or touched, in order, without
-	// repeats.
-	PlanIDs []string
+	// Effects are the effects of the run's tool calls that are not the
+	// loop's own, in the order of the calls (failed calls' included): the
+	// caller interprets them (the plans a turn touched, its context shifts).
+	Effects []tools.Effect
 	// EstimatedTokens and Compressed are what context_usage reported.
 	EstimatedTokens int
 	Compressed      bool

@@ -76,10 +76,10 @@ func TestClaimsAreAtomic(t *testing.T) {
 				res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
 				e.failing.Store(table)
-				_, err = e.orch.ClaimApproval(ctx, res.PlanID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
+				_, err = e.orch.Control().ClaimApproval(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
 				e.failing.Store("")
 				require.Error(t, err, table)
-				p := mustPlan(t, e.env, res.PlanID)
+				p := mustPlan(t, e.env, res.Plan.ID)
 				require.Equal(t, planning.StatusPendingReview, p.Status, "approval with a failed %s write changed nothing", table)
 				require.Nil(t, p.Approval)
 				require.Nil(t, p.StartedAt)
@@ -90,10 +90,10 @@ func TestClaimsAreAtomic(t *testing.T) {
 			// A plan that ran and failed; its resume fails while resetting steps.
 			res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
 			require.NoError(t, err)
-			failed := mustPlan(t, e.env, res.PlanID)
+			failed := mustPlan(t, e.env, res.Plan.ID)
 			require.Equal(t, planning.StatusFailed, failed.Status)
 			e.failing.Store("agent_plan_steps")
-			_, err = e.orch.ClaimResume(ctx, failed.ID)
+			_, err = e.orch.Control().ClaimResume(ctx, failed.ID)
 			e.failing.Store("")
 			require.Error(t, err)
 			p := mustPlan(t, e.env, failed.ID)
@@ -103,7 +103,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 
 			// Without the fault both claims work.
 			fail.Store(false)
-			p, err = e.orch.Resume(ctx, failed.ID, e.em)
+			p, err = e.orch.Control().Resume(ctx, failed.ID, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 		})
@@ -125,7 +125,7 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 			require.NoError(t, err)
 			reviewed, err := e.orch.Submit(ctx, origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			require.Equal(t, planning.StatusInReview, mustPlan(t, e, reviewed.PlanID).Status)
+			require.Equal(t, planning.StatusInReview, mustPlan(t, e, reviewed.Plan.ID).Status)
 
 			for _, tc := range []struct {
 				name   string
@@ -133,11 +133,11 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 				by     planning.Actor
 				want   planning.Cancellation
 			}{
-				{"pending_review, by its owner", draft.PlanID, alice, planning.Cancellation{By: planning.ByUser, UserID: "alice"}},
-				{"in_review, by an operator", reviewed.PlanID, planning.Actor{UserID: "ops", Operator: true},
+				{"pending_review, by its owner", draft.Plan.ID, alice, planning.Cancellation{By: planning.ByUser, UserID: "alice"}},
+				{"in_review, by an operator", reviewed.Plan.ID, planning.Actor{UserID: "ops", Operator: true},
 					planning.Cancellation{By: planning.ByOperator, UserID: "ops"}},
 			} {
-				p, err := e.orch.Cancel(ctx, tc.planID, tc.by)
+				p, err := e.orch.Control().Cancel(ctx, tc.planID, tc.by)
 				require.NoError(t, err, tc.name)
 				require.Equal(t, planning.StatusCancelled, p.Status, tc.name)
 				require.Nil(t, p.Approval, tc.name)
@@ -146,7 +146,7 @@ func TestCancelBeforeApprovalIsTerminal(t *testing.T) {
 				require.Equal(t, tc.want.UserID, p.CancelledBy.UserID, tc.name)
 				require.Contains(t, p.Reason, "cancelled by "+string(tc.want.By)+" "+tc.want.UserID, tc.name)
 
-				_, err = e.orch.ClaimResume(ctx, tc.planID)
+				_, err = e.orch.Control().ClaimResume(ctx, tc.planID)
 				require.Equal(t, apperr.Conflict, apperr.CodeOf(err), tc.name)
 				require.Contains(t, apperr.MessageOf(err), "never approved", tc.name)
 				_, err = e.store.ResumePlan(ctx, tc.planID, time.Now())
@@ -192,11 +192,11 @@ func TestApprovalProvenance(t *testing.T) {
 			require.NoError(t, err)
 			byUser, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Approve(ctx, byUser.PlanID, alice, nil, "ship it", e.em)
+			_, err = e.orch.Control().Approve(ctx, byUser.Plan.ID, alice, nil, "ship it", e.em)
 			require.NoError(t, err)
 			byOps, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Approve(ctx, byOps.PlanID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, byOps.Plan.ID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
 			require.NoError(t, err)
 
 			for _, tc := range []struct {
@@ -206,10 +206,10 @@ func TestApprovalProvenance(t *testing.T) {
 				user   string
 				note   string
 			}{
-				{"auto_execute", auto.PlanID, planning.ByAuto, "", "mode auto_execute"},
-				{"the reviewer approved", reviewed.PlanID, planning.ByReviewer, "", "looks sound"},
-				{"the owner approved", byUser.PlanID, planning.ByUser, "alice", "ship it"},
-				{"an operator approved", byOps.PlanID, planning.ByOperator, "ops", ""},
+				{"auto_execute", auto.Plan.ID, planning.ByAuto, "", "mode auto_execute"},
+				{"the reviewer approved", reviewed.Plan.ID, planning.ByReviewer, "", "looks sound"},
+				{"the owner approved", byUser.Plan.ID, planning.ByUser, "alice", "ship it"},
+				{"an operator approved", byOps.Plan.ID, planning.ByOperator, "ops", ""},
 			} {
 				p := mustPlan(t, e, tc.planID)
 				require.Equal(t, planning.StatusCompleted, p.Status, tc.name)
@@ -226,7 +226,7 @@ func TestApprovalProvenance(t *testing.T) {
 			go func() {
 				res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "slow", Steps: steps()}, e.em)
 				require.NoError(t, err)
-				done <- mustPlan(t, e, res.PlanID)
+				done <- mustPlan(t, e, res.Plan.ID)
 			}()
 			<-started
 			var planID string
@@ -237,7 +237,7 @@ func TestApprovalProvenance(t *testing.T) {
 				}
 				return planID != ""
 			}, 10*time.Second, 5*time.Millisecond)
-			p, err := e.orch.Cancel(ctx, planID, planning.Actor{UserID: "ops", Operator: true})
+			p, err := e.orch.Control().Cancel(ctx, planID, planning.Actor{UserID: "ops", Operator: true})
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCancelled, p.Status)
 			require.Equal(t, "cancelled by operator ops", p.Reason)
@@ -248,7 +248,7 @@ func TestApprovalProvenance(t *testing.T) {
 			close(block)
 
 			// It had an approval, so it resumes; the resume clears the cancel.
-			resumed, err := e.orch.Resume(ctx, planID, e.em)
+			resumed, err := e.orch.Control().Resume(ctx, planID, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, resumed.Status)
 			require.Nil(t, resumed.CancelledBy)
@@ -272,7 +272,7 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 				return answers(0)(ctx, task) // 10 in, 5 out
 			}}, nil)
 			ctx := context.Background()
-			res := make(chan tools.Result, 1)
+			res := make(chan planning.Submission, 1)
 			go func() {
 				r, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
@@ -288,14 +288,14 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					require.NoError(t, e.orch.AddUsage(ctx, planID, event.Usage{InputTokens: 1, OutputTokens: 2}))
+					require.NoError(t, e.orch.Settler().AddUsage(ctx, planID, event.Usage{InputTokens: 1, OutputTokens: 2}))
 				})
 			}
 			wg.Wait()
 			require.Equal(t, event.Usage{InputTokens: n, OutputTokens: 2 * n}, mustPlan(t, e, planID).Usage)
 
 			close(release)
-			require.Equal(t, planID, (<-res).PlanID)
+			require.Equal(t, planID, (<-res).Plan.ID)
 			p := mustPlan(t, e, planID)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			require.Equal(t, event.Usage{InputTokens: n + 10, OutputTokens: 2*n + 5}, p.Usage,

@@ -53,7 +53,7 @@ func TestDroppedConnectionsNeverContradictTheEvents(t *testing.T) {
 			res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{
 				exec(1), exec(2), exec(3, 1, 2), exec(4, 3), exec(5, 3), exec(6, 4, 5)}}, em)
 			if err == nil {
-				ids[i] = res.PlanID
+				ids[i] = res.Plan.ID
 			}
 		})
 	}

@@ -65,7 +65,7 @@ rules:
 				{Number: 3, Title: "Summarise", ExecutorRequired: true, DependsOn: []int{1, 2}, Tools: []string{"create_task"}},
 			}}, e.em)
 			require.NoError(t, err)
-			require.Contains(t, res.Content, "3 of 3 steps completed")
+			require.Contains(t, res.Outcome, "3 of 3 steps completed")
 
 			var summarise *scripted.Call
 			for _, c := range model.Calls() {

@@ -36,7 +36,7 @@ func TestPersistWindowOpensAfterTheWork(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			p := mustPlan(t, e, res.PlanID)
+			p := mustPlan(t, e, res.Plan.ID)
 			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
 
 			reviews, err := e.store.ListReviews(ctx, p.ID)
@@ -77,7 +77,7 @@ func TestShutdownInterruptsThePlan(t *testing.T) {
 			}()
 			res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
-			p := mustPlan(t, e, res.PlanID)
+			p := mustPlan(t, e, res.Plan.ID)
 			require.Equal(t, planning.StatusInterrupted, p.Status)
 			require.Contains(t, p.Reason, "shut down")
 			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepCancelled, 3: planning.StepCancelled}, stepStatuses(p))
@@ -89,7 +89,7 @@ func TestShutdownInterruptsThePlan(t *testing.T) {
 			}
 			require.Equal(t, string(planning.StatusInterrupted), last.Status, "the event says what the row says")
 
-			claimed, err := e.orch.ClaimResume(context.Background(), p.ID)
+			claimed, err := e.orch.Control().ClaimResume(context.Background(), p.ID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusExecuting, claimed.Status)
 		})

@@ -3,9 +3,6 @@ package planning
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,7 +12,6 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
-	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -66,31 +62,41 @@ type Config struct {
 	Logger         zerolog.Logger
 }
 
-// Orchestrator takes plans through their mode (auto execution, human
-// review, agent review) and runs them as dependency graphs. It is safe for
-// concurrent use.
+// Orchestrator is planning's small wrapper: it builds the parts from one
+// Config and composes them in Submit, which takes a planner's draft through
+// its mode — create (or revise), review, run. The parts, each doing one
+// thing:
+//
+//   - review (unexported): the reviewer agent's rounds, revisions, and
+//     handing a plan to a human;
+//   - the run of a plan (unexported): drives the scheduler (Schedule) and
+//     the executor coordinator, one step at a time per goroutine;
+//   - Control: approvals, rejections, cancels and resumes, their claims,
+//     and the registry of plans running in this process;
+//   - Tools: create_plan and approve_plan, thin adapters over Submit and
+//     Control;
+//   - Settler: what the end of a planner's turn means for its plans;
+//   - Synthesizer: the answer of a plan that ran outside a turn.
+//
+// Every row a plan's run writes together with its event goes through one
+// journal. The Orchestrator and its parts are safe for concurrent use.
 type Orchestrator struct {
-	base
-	// steps is the executor coordinator (steps.go).
-	steps *stepRunner
-
-	mu      sync.Mutex
-	running map[string]*activeRun
+	*base
+	journal     journal
+	review      *reviewer
+	runs        *runner
+	control     *Control
+	tools       *Tools
+	settler     *Settler
+	synthesizer *Synthesizer
 }
 
-// base is what every part of the orchestrator shares: the validated config
-// and the helpers they write and emit with.
+// base is what every part shares: the validated config and the helpers
+// they emit and write with.
 type base struct{ cfg Config }
 
-type activeRun struct {
-	cancel context.CancelCauseFunc
-	done   chan struct{}
-	// cancelledBy is who cancelled the run through Cancel (guarded by
-	// Orchestrator.mu).
-	cancelledBy *Actor
-}
-
-// NewOrchestrator validates cfg and returns an Orchestrator.
+// NewOrchestrator validates cfg, filling in defaults, and returns an
+// Orchestrator with its parts. The error lists every bad field.
 func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	var bad apperr.Problems
 	bad.Required("Store", cfg.Store == nil)
@@ -122,10 +128,29 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	o := &Orchestrator{base: base{cfg: cfg}, running: map[string]*activeRun{}}
-	o.steps = &stepRunner{base: &o.base}
+	b := &base{cfg: cfg}
+	j := journal{b}
+	running := &registry{hub: cfg.Hub, plans: map[string]*activeRun{}}
+	runs := &runner{base: b, journal: j, registry: running, coordinator: &stepRunner{base: b, journal: j}}
+	control := &Control{base: b, journal: j, registry: running, runs: runs}
+	o := &Orchestrator{base: b, journal: j, review: &reviewer{base: b, journal: j}, runs: runs, control: control,
+		settler: &Settler{store: cfg.Store, log: cfg.Logger}, synthesizer: &Synthesizer{base: b}}
+	o.tools = &Tools{base: b, submit: o.Submit, control: control}
 	return o, nil
 }
+
+// Control approves, rejects, cancels and resumes plans, and runs claimed
+// ones.
+func (o *Orchestrator) Control() *Control { return o.control }
+
+// Tools makes a planner turn's create_plan and approve_plan.
+func (o *Orchestrator) Tools() *Tools { return o.tools }
+
+// Settler settles the plans a planner's turn leaves and counts its tokens.
+func (o *Orchestrator) Settler() *Settler { return o.settler }
+
+// Synthesizer writes the answer of a plan that ran outside a turn.
+func (o *Orchestrator) Synthesizer() *Synthesizer { return o.synthesizer }
 
 // Hub returns the hub plan events are fanned out through.
 func (o *Orchestrator) Hub() *Hub { return o.cfg.Hub }
@@ -150,24 +175,8 @@ type Origin struct {
 	ProjectID   string
 }
 
-// eventPlan is a plan as events carry it.
-func eventPlan(p Plan) event.Plan {
-	out := event.Plan{ID: p.ID, SessionID: p.SessionID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
-		Version: p.Version, Steps: make([]event.PlanStep, 0, len(p.Steps))}
-	for _, s := range p.Steps {
-		out.Steps = append(out.Steps, event.PlanStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: string(s.Status),
-			Result: s.Result, Error: s.Error})
-	}
-	return out
-}
-
-func stepState(s Step) event.StepState {
-	return event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: textcut.Cut(s.Result, 1000), Error: s.Error}
-}
-
 // planEmitter binds em to the plan and tees its events to the plan's
-// watchers.
+// watchers and the observer.
 func (b *base) planEmitter(em event.Emitter, planID string, role event.Role) event.Emitter {
 	src := em.Source()
 	src.PlanID = planID
@@ -191,71 +200,6 @@ func (b *base) planEmitter(em event.Emitter, planID string, role event.Role) eve
 // outcome it records, never before.
 func (b *base) persist(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), b.cfg.PersistTimeout)
-}
-
-// register marks planID as running; a plan runs at most once at a time.
-func (o *Orchestrator) register(ctx context.Context, planID string) (context.Context, *activeRun, func(), error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if _, busy := o.running[planID]; busy {
-		return nil, nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
-	}
-	rctx, cancel := context.WithCancelCause(ctx)
-	run := &activeRun{cancel: cancel, done: make(chan struct{})}
-	o.running[planID] = run
-	return rctx, run, func() {
-		o.mu.Lock()
-		delete(o.running, planID)
-		o.mu.Unlock()
-		cancel(nil)
-		close(run.done)
-		o.cfg.Hub.end(planID)
-	}, nil
-}
-
-// cancelledBy is who cancelled run through Cancel, if anyone did.
-func (o *Orchestrator) cancelledBy(run *activeRun) *Actor {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return run.cancelledBy
-}
-
-// Running reports whether planID is running in this process.
-func (o *Orchestrator) Running(planID string) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	_, ok := o.running[planID]
-	return ok
-}
-
-// Summary is the bounded account of a plan's outcome the planner (or the
-// synthesizer) writes its answer from.
-func Summary(p Plan, limit int) string {
-	var b strings.Builder
-	counts := map[StepStatus]int{}
-	for _, s := range p.Steps {
-		counts[s.Status]++
-	}
-	fmt.Fprintf(&b, "Plan %q (%s) is %s: %d of %d steps completed", p.Goal, p.ID, p.Status, counts[StepCompleted], len(p.Steps))
-	for _, st := range []StepStatus{StepFailed, StepSkipped, StepCancelled} {
-		if counts[st] > 0 {
-			fmt.Fprintf(&b, ", %d %s", counts[st], st)
-		}
-	}
-	b.WriteString(".\n")
-	per := (limit - b.Len()) / max(len(p.Steps), 1)
-	for _, s := range p.Steps {
-		line := fmt.Sprintf("Step %d (%s): %s", s.Number, s.Title, s.Status)
-		switch {
-		case s.Error != "":
-			line += " — " + s.Error
-		case s.Result != "":
-			line += " — " + s.Result
-		}
-		b.WriteString(textcut.Cut(strings.ReplaceAll(line, "\n", " "), max(per-1, 40)))
-		b.WriteString("\n")
-	}
-	return textcut.Cut(b.String(), limit)
 }
 
 // rawOr returns raw, or {} when empty.

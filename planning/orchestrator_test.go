@@ -140,10 +140,10 @@ func TestAutoExecuteRunsTheGraph(t *testing.T) {
 				{Number: 4, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"x/{{steps.3.result}}"}`), DependsOn: []int{3}},
 			}}, e.em)
 			require.NoError(t, err)
-			require.NotEmpty(t, res.PlanID)
-			require.Contains(t, res.Content, "is completed: 4 of 4 steps completed")
+			require.NotEmpty(t, res.Plan.ID)
+			require.Contains(t, res.Outcome, "is completed: 4 of 4 steps completed")
 
-			p, err := e.store.GetPlan(ctx, res.PlanID)
+			p, err := e.store.GetPlan(ctx, res.Plan.ID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			require.Equal(t, planmode.AutoExecute, p.Mode)
@@ -237,7 +237,7 @@ func TestParallelismIsBounded(t *testing.T) {
 	}
 	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "wide", Steps: steps}, e.em)
 	require.NoError(t, err)
-	require.Contains(t, res.Content, "7 of 7 steps completed")
+	require.Contains(t, res.Outcome, "7 of 7 steps completed")
 	require.Equal(t, int32(3), peak.Load(), "peak concurrency is exactly max_parallel_steps")
 }
 
@@ -251,7 +251,7 @@ func TestFailureSkipsDependentsOnly(t *testing.T) {
 	}}, nil)
 	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2), exec(4)}}, e.em)
 	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusFailed, p.Status)
 	require.Equal(t, map[int]planning.StepStatus{1: planning.StepFailed, 2: planning.StepSkipped, 3: planning.StepSkipped, 4: planning.StepCompleted},
@@ -279,7 +279,7 @@ func TestCancellationLeavesTrueStepStates(t *testing.T) {
 	}()
 	res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, p.Status)
 	require.Equal(t, "cancelled: user_cancelled", p.Reason)
@@ -292,7 +292,7 @@ func TestCancellationLeavesTrueStepStates(t *testing.T) {
 func TestInvalidPlanIsReturnedToThePlanner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0)}, nil)
-	tool := e.orch.CreatePlanTool(origin(""))
+	tool := e.orch.Tools().CreatePlanTool(origin(""))
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
 	require.NoError(t, err)
 	out := rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{{ID: "c1", Name: "create_plan", Events: e.em,
@@ -309,7 +309,16 @@ func TestInvalidPlanIsReturnedToThePlanner(t *testing.T) {
 		Scope: tools.Scope{UserID: "alice", SessionID: "s1"},
 		Args:  json.RawMessage(`{"goal":"Launch","steps":[{"id":1,"description":"Draft copy","executor_required":true}]}`)}})
 	require.True(t, out[0].Success, out[0].Content)
-	require.Equal(t, "Draft copy", mustPlan(t, e, out[0].Result.PlanID).Steps[0].Title)
+	require.Equal(t, "Draft copy", mustPlan(t, e, touched(t, out[0])).Steps[0].Title)
+}
+
+// touched is the plan a plan tool's call touched (its planning.Touched
+// effect).
+func touched(t *testing.T, o tools.Outcome) string {
+	t.Helper()
+	ids := planning.PlanIDs(o.Result.Effects)
+	require.Len(t, ids, 1, "the call touched one plan")
+	return ids[0]
 }
 
 func mustPlan(t *testing.T, e env, id string) planning.Plan {
@@ -335,21 +344,21 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}, e.em)
 			require.NoError(t, err)
-			require.True(t, res.AwaitUser)
+			require.True(t, res.AwaitsUser())
 			require.Contains(t, e.rec.Types(), event.TypePlanReadyForReview)
-			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
 			// Invalid edits change nothing.
-			_, err = e.orch.Approve(ctx, res.PlanID, alice, []planning.Step{exec(1, 1)}, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1, 1)}, "", e.em)
 			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
-			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.PlanID).Status)
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
 			// Two approvals at once: one runs, one conflicts.
 			var wg sync.WaitGroup
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
-					_, errs[i] = e.orch.Approve(ctx, res.PlanID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
+					_, errs[i] = e.orch.Control().Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
 				})
 			}
 			wg.Wait()
@@ -358,21 +367,21 @@ func TestDraftApproveRejectResume(t *testing.T) {
 				codes = append(codes, apperr.CodeOf(err))
 			}
 			require.ElementsMatch(t, []apperr.Code{"", apperr.Conflict}, codes)
-			p := mustPlan(t, e, res.PlanID)
+			p := mustPlan(t, e, res.Plan.ID)
 			require.Equal(t, planning.StatusFailed, p.Status)
 			require.Equal(t, 2, p.Version, "the edit is a new version")
 			revs, err := e.store.ListRevisions(ctx, p.ID)
 			require.NoError(t, err)
 			require.Equal(t, "user", revs[1].Author)
 
-			_, err = e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 			require.Contains(t, apperr.MessageOf(err), "failed")
 
 			// Resume reruns only what did not complete.
 			fail.Store(false)
 			before, _ := e.store.ListExecutions(ctx, p.ID)
-			p, err = e.orch.Resume(ctx, p.ID, e.em)
+			p, err = e.orch.Control().Resume(ctx, p.ID, e.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			after, _ := e.store.ListExecutions(ctx, p.ID)
@@ -381,10 +390,10 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			// Reject and cancel apply to waiting plans only.
 			res2, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g2", Steps: []planning.Step{exec(1)}}, e.em)
 			require.NoError(t, err)
-			rejected, err := e.orch.Reject(ctx, res2.PlanID, "not now")
+			rejected, err := e.orch.Control().Reject(ctx, res2.Plan.ID, "not now")
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusRejected, rejected.Status)
-			_, err = e.orch.Cancel(ctx, res2.PlanID, alice)
+			_, err = e.orch.Control().Cancel(ctx, res2.Plan.ID, alice)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 		})
 	}
@@ -403,12 +412,12 @@ func TestCancelARunningPlan(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
+		_, err := e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 		done <- err
 	}()
 	<-started
-	require.True(t, e.orch.Running(res.PlanID))
-	p, err := e.orch.Cancel(ctx, res.PlanID, alice)
+	require.True(t, e.orch.Control().Running(res.Plan.ID))
+	p, err := e.orch.Control().Cancel(ctx, res.Plan.ID, alice)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, p.Status)
 	require.NoError(t, <-done)
@@ -419,7 +428,7 @@ func TestAgentReview(t *testing.T) {
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0),
 		Reviewer: verdicts("changes_requested:Take a backup first.", "approved:Safe now.")}, nil)
 	ctx := context.Background()
-	tool := e.orch.CreatePlanTool(origin(""))
+	tool := e.orch.Tools().CreatePlanTool(origin(""))
 	call := func(args string) tools.Outcome {
 		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
 		require.NoError(t, err)
@@ -429,7 +438,7 @@ func TestAgentReview(t *testing.T) {
 	first := call(`{"goal":"Migrate","mode":"agent_review","steps":[{"number":1,"title":"Migrate","executor_required":true}]}`)
 	require.True(t, first.Success, first.Content)
 	require.Contains(t, first.Content, "Take a backup first.", "the comments reach the planner")
-	planID := first.Result.PlanID
+	planID := touched(t, first)
 	require.Contains(t, first.Content, planID)
 	p := mustPlan(t, e, planID)
 	require.Equal(t, planning.StatusInReview, p.Status, "a plan the reviewer did not approve never runs")
@@ -454,8 +463,8 @@ func TestReviewRoundsExhaustedWaitForAHuman(t *testing.T) {
 		func(c *planning.Config) { c.ReviewRounds = 1 })
 	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 	require.NoError(t, err)
-	require.True(t, res.AwaitUser)
-	p := mustPlan(t, e, res.PlanID)
+	require.True(t, res.AwaitsUser())
+	p := mustPlan(t, e, res.Plan.ID)
 	require.Equal(t, planning.StatusPendingReview, p.Status)
 	require.Contains(t, p.Reason, "No.")
 }
@@ -502,10 +511,10 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.orch.Approve(ctx, res.PlanID, alice, nil, "", e.em)
+		_, _ = e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
 	}()
-	require.Eventually(t, func() bool { return e.orch.Running(res.PlanID) }, 5*time.Second, time.Millisecond)
-	w := e.orch.Hub().Subscribe(res.PlanID)
+	require.Eventually(t, func() bool { return e.orch.Control().Running(res.Plan.ID) }, 5*time.Second, time.Millisecond)
+	w := e.orch.Hub().Subscribe(res.Plan.ID)
 	close(release)
 	var got []event.Type
 	for env := range w.Events {
@@ -528,7 +537,7 @@ func TestRestartMidRun(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
-			p, err := e.orch.ClaimApproval(ctx, res.PlanID, alice, nil, "", e.em)
+			p, err := e.orch.Control().ClaimApproval(ctx, res.Plan.ID, alice, nil, "", e.em)
 			require.NoError(t, err)
 			// What the dead process wrote before it died: step 1 done, step 2 running.
 			now := time.Now()
@@ -554,7 +563,7 @@ func TestRestartMidRun(t *testing.T) {
 				mu.Unlock()
 				return answers(0)(ctx, task)
 			}})
-			resumed, err := next.orch.Resume(ctx, p.ID, next.em)
+			resumed, err := next.orch.Control().Resume(ctx, p.ID, next.em)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, resumed.Status)
 			require.Equal(t, []int{2, 3}, ran, "only the steps that did not complete run again")
@@ -592,11 +601,11 @@ func TestStepErrorsAreCallerSafe(t *testing.T) {
 	}}, nil)
 	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2)}}, e.em)
 	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.PlanID)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, "the executor failed: internal error", p.Steps[0].Error)
 	require.Equal(t, "the executor failed: model provider openai failed (3 attempts)", p.Steps[1].Error)
-	execs, err := e.store.ListExecutions(context.Background(), res.PlanID)
+	execs, err := e.store.ListExecutions(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.Len(t, execs, 2)
 	for _, x := range execs {
@@ -607,7 +616,7 @@ func TestStepErrorsAreCallerSafe(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(data), "svc_secret", "event %s", env.Event.Type())
 	}
-	require.NotContains(t, res.Content, "svc_secret", "what the planner is told")
+	require.NotContains(t, res.Outcome, "svc_secret", "what the planner is told")
 }
 
 // The same for a reviewer that fails: its comments, which the planner and
@@ -621,7 +630,7 @@ func TestReviewerErrorsAreCallerSafe(t *testing.T) {
 	}, nil)
 	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 	require.NoError(t, err)
-	reviews, err := e.store.ListReviews(context.Background(), res.PlanID)
+	reviews, err := e.store.ListReviews(context.Background(), res.Plan.ID)
 	require.NoError(t, err)
 	require.NotEmpty(t, reviews)
 	for _, r := range reviews {
@@ -632,5 +641,5 @@ func TestReviewerErrorsAreCallerSafe(t *testing.T) {
 		require.NoError(t, err)
 		require.NotContains(t, string(data), "svc_secret", "event %s", env.Event.Type())
 	}
-	require.NotContains(t, res.Content, "svc_secret", "what the planner is told")
+	require.NotContains(t, res.Outcome, "svc_secret", "what the planner is told")
 }

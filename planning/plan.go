@@ -1,9 +1,29 @@
 // Package planning owns plans: the Plan and Step types, validation of a plan
-// as a dependency graph, the scheduler that runs independent steps in
-// parallel, the orchestrator that takes a plan through its mode (auto
-// execution, human review, agent review), the executor coordinator that runs
-// a focused executor agent per step, and the create_plan tool the planner
-// calls.
+// as a dependency graph (Validate), and the parts that take a plan from the
+// planner's create_plan call to its end, composed by a small wrapper, the
+// Orchestrator (Submit: create or revise, review, run):
+//
+//   - the scheduler (Schedule, Unfinished, Outcome; scheduler.go): a pure
+//     state machine saying which steps start, are skipped or are cancelled,
+//     and how the plan ends;
+//   - the run of a plan (run.go): drives the scheduler and the executor
+//     coordinator, one goroutine per started step;
+//   - the executor coordinator (steps.go): runs one step, a focused executor
+//     agent or a direct tool call, and records it;
+//   - review (review.go): the reviewer agent's rounds, revisions, handing a
+//     plan to a human;
+//   - Control (control.go): approve, reject, cancel, resume, their claims,
+//     and the registry of running plans;
+//   - Tools (plantools.go): create_plan and approve_plan, thin adapters
+//     that report the plans they touch as the Touched effect;
+//   - Settler (settle.go) and Synthesizer (synthesize.go): the end of a
+//     planner's turn for its plans, and the answer of a plan that ran
+//     outside a turn;
+//   - the journal (journal.go): the one seam through which every row a
+//     plan's life writes together with its event is written, then announced.
+//
+// Store is the persistence it needs; the agent loop and the tools runtime
+// are injected too (AgentRunner, ToolRunner).
 package planning
 
 import (

@@ -4,11 +4,52 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 )
+
+// The run of a plan: a runner takes an executing plan to its end. It asks
+// the scheduler (Schedule, a pure state machine) which steps start, are
+// skipped or are cancelled, has the executor coordinator (stepRunner) run
+// each started step in a goroutine of its own, and records every step's
+// start and end and the plan's end through the journal — each before the
+// event that announces it.
+
+// runner runs executing plans, each at most once at a time in this process
+// (the registry).
+type runner struct {
+	*base
+	journal  journal
+	registry *registry
+	// coordinator is the executor coordinator: it runs one step.
+	coordinator *stepRunner
+}
+
+// run runs an executing plan's steps as a dependency graph: a step starts
+// once every step it depends on completed, at most MaxParallelSteps at
+// once; a failed step skips its dependents while independent branches go
+// on; cancellation cancels what runs and what waits. It returns the plan as
+// it ended (completed, failed or cancelled; interrupted when ctx was
+// cancelled with agents.Shutdown).
+func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitter) (Plan, error) {
+	ctx, active, release, err := r.registry.register(ctx, p.ID)
+	if err != nil {
+		return p, err
+	}
+	defer release()
+	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
+		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
+		unsaved: map[int]Step{}}
+	pr.sys.Emit(ctx, event.AgentState{State: event.StateExecutingPlan, Details: p.Goal})
+	for i := range pr.p.Steps {
+		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]
+	}
+	pr.drive()
+	return pr.end()
+}
 
 // stepOutcome is how one step ended.
 type stepOutcome struct {
@@ -17,157 +58,158 @@ type stepOutcome struct {
 	usage  event.Usage
 }
 
-// execute runs an executing plan's steps as a dependency graph: a step
-// starts once every step it depends on completed, at most MaxParallelSteps
-// at once; a failed step skips its dependents while independent branches go
-// on; cancellation cancels what runs and what waits. Every step write
-// happens before the event that announces it. It returns the plan as it
-// ended (completed, failed or cancelled; interrupted when ctx was cancelled
-// with agents.Shutdown).
-func (o *Orchestrator) execute(ctx context.Context, p Plan, origin Origin, em event.Emitter) (Plan, error) {
-	ctx, run, release, err := o.register(ctx, p.ID)
-	if err != nil {
-		return p, err
-	}
-	defer release()
-	start := o.cfg.Now()
-	sys := o.planEmitter(em, p.ID, event.RoleSystem)
-	sys.Emit(ctx, event.AgentState{State: event.StateExecutingPlan, Details: p.Goal})
+// planRun is one run of one plan. The goroutine that drives it owns the
+// steps' states; each started step's goroutine reports back on results.
+type planRun struct {
+	*runner
+	ctx    context.Context
+	active *activeRun
+	p      Plan
+	origin Origin
+	em     event.Emitter
+	// sys is the plan's system emitter (step and plan events).
+	sys   event.Emitter
+	start time.Time
+	// steps indexes p.Steps by number.
+	steps   map[int]*Step
+	results chan stepOutcome
+	// usage is what this run's steps spent: added to the plan's, never
+	// overwriting it.
+	usage event.Usage
 
-	steps := map[int]*Step{}
-	for i := range p.Steps {
-		steps[p.Steps[i].Number] = &p.Steps[i]
-	}
-	results := make(chan stepOutcome)
-	var usage event.Usage // what this run's steps spent; added to the plan's, never overwriting it
-	// storeEnd writes a step's final state, then announces it — only once
-	// it is stored: an event never says what the database does not (the
-	// store has retried transient errors already). A step whose end could
-	// not be stored is tried once more before the plan ends.
-	var unsavedMu sync.Mutex
-	unsaved := map[int]Step{}
-	storeEnd := func(s Step) {
-		wctx, cancel := o.persist(ctx)
-		defer cancel()
-		if err := o.cfg.Store.UpdateStep(wctx, p.ID, s); err != nil {
-			o.cfg.Logger.Error().Ctx(wctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store step state; not announced")
-			unsavedMu.Lock()
-			unsaved[s.Number] = s
-			unsavedMu.Unlock()
-			return
-		}
-		sys.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number}).
-			Emit(wctx, event.StepComplete{PlanID: p.ID, Step: stepState(s)})
-	}
-	// finish ends a step that never ran (skipped or cancelled).
-	finish := func(s *Step, status StepStatus, why string) {
-		now := o.cfg.Now()
-		s.Status, s.Error, s.CompletedAt = status, why, &now
-		storeEnd(*s)
-	}
-	// launch runs a step in a goroutine of its own, which writes the step's
-	// row (start and end) before announcing it, so steps that start
-	// together do not wait for each other's writes.
-	launch := func(st *Step) {
-		now := o.cfg.Now()
-		st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
-		snapshot := *st
-		deps := o.steps.dependencies(steps, snapshot)
-		go func() {
-			src := event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: snapshot.Number}
-			if err := o.cfg.Store.UpdateStep(ctx, p.ID, snapshot); err != nil {
-				// A start that is not stored is not announced, and the
-				// step does not run.
-				o.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
-				notRun := snapshot
-				notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
-				if ctx.Err() != nil {
-					notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
-				}
-				end := o.cfg.Now()
-				notRun.CompletedAt = &end
-				storeEnd(notRun)
-				results <- stepOutcome{number: notRun.Number, step: notRun}
-				return
-			}
-			sys.With(src).Emit(ctx, event.StepStart{PlanID: p.ID, Step: stepState(snapshot)})
-			out := o.steps.runStep(ctx, p, origin, snapshot, deps, em)
-			end := o.cfg.Now()
-			out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
-			storeEnd(out.step)
-			results <- out
-		}()
-	}
+	unsavedMu sync.Mutex
+	// unsaved are step ends the database did not take; they get one more
+	// window before the plan ends.
+	unsaved map[int]Step
+}
 
+// drive runs the scheduler's moves until nothing runs and nothing can
+// start.
+func (pr *planRun) drive() {
 	for {
-		next := Schedule(p.Steps, o.cfg.MaxParallelSteps, ctx.Err() != nil)
+		next := Schedule(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil)
 		for _, sk := range next.Skip {
-			finish(steps[sk.Number], StepSkipped, sk.Reason)
+			pr.finish(pr.steps[sk.Number], StepSkipped, sk.Reason)
 		}
 		for _, n := range next.Start {
-			launch(steps[n])
+			pr.launch(pr.steps[n])
 		}
 		if next.Done {
-			break
+			return
 		}
-		out := <-results
-		*steps[out.number] = out.step
-		usage = usage.Add(out.usage)
+		out := <-pr.results
+		*pr.steps[out.number] = out.step
+		pr.usage = pr.usage.Add(out.usage)
 	}
-	// Whatever never started was cancelled.
-	shutdown := false
-	if c, ok := agents.CauseOf(ctx); ok && c == agents.Shutdown {
-		shutdown = true
+}
+
+// launch marks a step running and runs it in a goroutine of its own, which
+// stores the step's start and end before announcing them, so steps that
+// start together do not wait for each other's writes. A start that is not
+// stored is not announced, and the step does not run.
+func (pr *planRun) launch(st *Step) {
+	now := pr.cfg.Now()
+	st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
+	snapshot := *st
+	deps := pr.coordinator.dependencies(pr.steps, snapshot)
+	go func() {
+		if err := pr.journal.stepStarted(pr.ctx, pr.sys, pr.p.ID, snapshot); err != nil {
+			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
+			notRun := snapshot
+			notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
+			if pr.ctx.Err() != nil {
+				notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
+			}
+			end := pr.cfg.Now()
+			notRun.CompletedAt = &end
+			pr.storeEnd(notRun)
+			pr.results <- stepOutcome{number: notRun.Number, step: notRun}
+			return
+		}
+		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, pr.em)
+		end := pr.cfg.Now()
+		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
+		pr.storeEnd(out.step)
+		pr.results <- out
+	}()
+}
+
+// finish ends a step that never ran (skipped or cancelled).
+func (pr *planRun) finish(s *Step, status StepStatus, why string) {
+	now := pr.cfg.Now()
+	s.Status, s.Error, s.CompletedAt = status, why, &now
+	pr.storeEnd(*s)
+}
+
+// storeEnd stores a step's final state, then announces it — only once it is
+// stored: an event never says what the database does not (the store has
+// retried transient errors already). A step end that could not be stored
+// is kept for one more try before the plan ends.
+func (pr *planRun) storeEnd(s Step) {
+	if err := pr.journal.stepEnded(pr.ctx, pr.sys, pr.p.ID, s); err != nil {
+		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", s.Number).Msg("store step state; not announced")
+		pr.unsavedMu.Lock()
+		pr.unsaved[s.Number] = s
+		pr.unsavedMu.Unlock()
 	}
-	for _, n := range Unfinished(p.Steps) {
+}
+
+// end closes the run: what never started is cancelled, step ends the
+// database did not take are tried once more, and the plan moves to how it
+// ended (Outcome) with plan_complete.
+func (pr *planRun) end() (Plan, error) {
+	cause, cancelled := agents.CauseOf(pr.ctx)
+	shutdown := cancelled && cause == agents.Shutdown
+	for _, n := range Unfinished(pr.p.Steps) {
 		why := "cancelled: the plan was cancelled before this step ran"
 		if shutdown {
 			why = "cancelled: the service shut down before this step ran"
 		}
-		finish(steps[n], StepCancelled, why)
+		pr.finish(pr.steps[n], StepCancelled, why)
 	}
-
-	// Step ends the database did not take get one more window now.
-	unsavedMu.Lock()
-	retry := unsaved
-	unsaved = map[int]Step{}
-	unsavedMu.Unlock()
+	pr.unsavedMu.Lock()
+	retry := pr.unsaved
+	pr.unsaved = map[int]Step{}
+	pr.unsavedMu.Unlock()
 	for _, s := range retry {
-		storeEnd(s)
+		pr.storeEnd(s)
 	}
 
-	final := Outcome(p.Steps, ctx.Err() != nil, shutdown)
+	final := Outcome(pr.p.Steps, pr.ctx.Err() != nil, shutdown)
 	counts := map[StepStatus]int{}
-	for _, s := range p.Steps {
+	for _, s := range pr.p.Steps {
 		counts[s.Status]++
 	}
-	wctx, cancel := o.persist(ctx)
-	defer cancel()
-	end := o.cfg.Now()
-	reason := ""
-	var cancelled *Cancellation
-	switch final {
-	case StatusCancelled:
-		if by := o.cancelledBy(run); by != nil {
-			reason = fmt.Sprintf("cancelled by %s %s", by.Role(), by.UserID)
-			cancelled = &Cancellation{By: by.Role(), UserID: by.UserID, At: end}
-		} else if c, ok := agents.CauseOf(ctx); ok {
-			reason = "cancelled: " + string(c)
-		}
-	case StatusFailed:
-		reason = fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped])
-	case StatusInterrupted:
-		reason = "the service shut down while the plan ran; resume it to run the steps that did not complete"
-	}
-	ended, err := o.cfg.Store.TransitionPlan(wctx, p.ID, []Status{StatusExecuting}, final, func(q *Plan) {
-		q.CompletedAt, q.Reason, q.CancelledBy = &end, reason, cancelled
+	end := pr.cfg.Now()
+	reason, cancelledBy := pr.reason(final, counts, end)
+	usage := pr.usage
+	ended, err := pr.journal.planEnded(pr.ctx, pr.sys, final, func(q *Plan) {
+		q.CompletedAt, q.Reason, q.CancelledBy = &end, reason, cancelledBy
 		q.Usage.InputTokens += usage.InputTokens
 		q.Usage.OutputTokens += usage.OutputTokens
-	})
+	}, event.PlanComplete{PlanID: pr.p.ID, Status: string(final), Completed: counts[StepCompleted], Failed: counts[StepFailed],
+		Skipped: counts[StepSkipped], DurationMS: end.Sub(pr.start).Milliseconds()})
 	if err != nil {
-		return p, err
+		return pr.p, err
 	}
-	sys.Emit(wctx, event.PlanComplete{PlanID: p.ID, Status: string(final), Completed: counts[StepCompleted],
-		Failed: counts[StepFailed], Skipped: counts[StepSkipped], DurationMS: end.Sub(start).Milliseconds()})
 	return ended, nil
+}
+
+// reason says why a plan ended as it did, and who cancelled it through
+// Control.Cancel, if anyone did.
+func (pr *planRun) reason(final Status, counts map[StepStatus]int, at time.Time) (string, *Cancellation) {
+	switch final {
+	case StatusCancelled:
+		if by := pr.registry.cancelledBy(pr.active); by != nil {
+			return fmt.Sprintf("cancelled by %s %s", by.Role(), by.UserID), &Cancellation{By: by.Role(), UserID: by.UserID, At: at}
+		}
+		if c, ok := agents.CauseOf(pr.ctx); ok {
+			return "cancelled: " + string(c), nil
+		}
+	case StatusFailed:
+		return fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped]), nil
+	case StatusInterrupted:
+		return "the service shut down while the plan ran; resume it to run the steps that did not complete", nil
+	}
+	return "", nil
 }

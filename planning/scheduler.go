@@ -5,8 +5,8 @@ import "fmt"
 // The scheduler is the plan's dependency rule as a pure state machine: given
 // the steps and their states it says which steps start, which are skipped,
 // which are cancelled and how the plan ends. It touches no database and
-// starts no goroutine; execute drives it, running what it starts and
-// feeding back how each step ended.
+// starts no goroutine; the run of a plan (planRun.drive, run.go) drives it,
+// running what it starts and feeding back how each step ended.
 
 // Skip is a pending step that can no longer run, and why.
 type Skip struct {

@@ -12,18 +12,20 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
-	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/tools"
 )
 
 // The executor coordinator: a stepRunner runs one step of a plan — a direct
 // tool call, or a focused executor agent with the results of the steps it
 // depends on — and records it (the agent, its session and transcript, the
-// execution and its outcome). The scheduler decides when; execute starts
-// it and stores the step's row.
+// execution and its outcome, through the journal). The scheduler decides
+// when; the plan's run (run.go) starts it and stores the step's row.
 
 // stepRunner runs single steps.
-type stepRunner struct{ *base }
+type stepRunner struct {
+	*base
+	journal journal
+}
 
 func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependency {
 	deps := make([]agents.Dependency, 0, len(s.DependsOn))
@@ -104,9 +106,9 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 	data, task := executorRequest(r.cfg.Executor, p, s, deps, stepTools)
 	exec := Execution{ID: execID, PlanID: p.ID, StepNumber: s.Number, AgentID: agentID, AgentSessionID: sessionID,
 		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
-	sctx, cancel := r.persist(ctx)
-	defer cancel()
-	err := r.cfg.Store.StartExecution(sctx,
+	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
+	xem := r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
+	err := r.journal.executorStarted(ctx, xem,
 		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
 			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: r.cfg.Executor.Model, CreatedAt: started},
 		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
@@ -116,9 +118,6 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)
 		return s, event.Usage{}
 	}
-	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
-	xem := r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
-	xem.Emit(ctx, event.ExecutorSpawned{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID})
 
 	res, runErr := r.cfg.Runner.Run(ctx, agents.Task{
 		Role:  r.cfg.Executor,
@@ -148,16 +147,10 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		s.Status, s.Result = StepCompleted, res.Text
 	}
 	// The outcome's window opens now, however long the executor ran.
-	wctx, cancelWrite := r.persist(ctx)
-	defer cancelWrite()
-	if err := r.cfg.Store.FinishExecution(wctx, exec); err != nil {
+	if err := r.journal.executorFinished(ctx, xem, exec); err != nil {
 		// Not stored, not announced.
-		r.cfg.Logger.Error().Ctx(wctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
-		return s, usage
+		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
 	}
-	eu := usage
-	xem.Emit(wctx, event.ExecutorResult{PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID, Status: string(exec.Status),
-		Summary: textcut.Cut(res.Text, 500), Error: exec.Error, Usage: &eu})
 	return s, usage
 }
 

@@ -226,7 +226,7 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome 
 	} else {
 		text = truncate(strings.ToValidUTF8(r.errorText(ctx, eff, err), "\uFFFD"), r.cfg.MaxResultChars)
 		o.Content = "error: " + text
-		o.Result = Result{AwaitUser: res.AwaitUser}
+		o.Result = Result{Effects: res.Effects}
 	}
 	r.record(ctx, eff, start, o, text)
 	ev := event.ToolResult{ToolCallID: eff.ID, Name: eff.Name, Success: o.Success, DurationMS: o.Duration.Milliseconds()}
@@ -375,8 +375,9 @@ func (r *Runtime) attempt(ctx context.Context, tool Tool, call Call, timeout tim
 	case errors.Is(context.Cause(runCtx), errTimedOut):
 		return Result{}, fmt.Errorf("tool %q %w after %s", call.Name, ErrTimeout, timeout)
 	}
-	// A tool's own error may still leave the turn waiting on the user.
-	return Result{AwaitUser: res.AwaitUser}, err
+	// A tool's own error may still come with effects (the turn waits on
+	// the user).
+	return Result{Effects: res.Effects}, err
 }
 
 // retryable reports whether a failed attempt may be tried again: not once

@@ -711,20 +711,47 @@ func TestRunRoundInvalidToolSchemaIsInternal(t *testing.T) {
 	require.Contains(t, f.logs.String(), "invalid schema")
 }
 
-func TestRunRoundPassesResultFields(t *testing.T) {
+// effect is an effect a caller of the runtime would define.
+type effect struct{ name string }
+
+func (effect) ToolEffect() {}
+
+// The runtime passes a result on whole, effects included, without reading
+// them; a tool that fails keeps only the effects it returned with its error
+// (approve_plan's refusal still leaves the turn waiting on the user).
+func TestRunRoundPassesEffects(t *testing.T) {
 	t.Parallel()
+	cases := []struct {
+		name    string
+		res     tools.Result
+		err     error
+		success bool
+		want    tools.Result
+	}{
+		{"a result passes whole", tools.Result{Content: "Which project?", Effects: []tools.Effect{effect{"halt"}, effect{"await"}}},
+			nil, true, tools.Result{Content: "Which project?", Effects: []tools.Effect{effect{"halt"}, effect{"await"}}}},
+		{"no effects", tools.Result{Content: "done"}, nil, true, tools.Result{Content: "done"}},
+		{"a failed call keeps its effects, not its content", tools.Result{Content: "ignored", Effects: []tools.Effect{effect{"await"}}},
+			apperr.New(apperr.Conflict, "not yours to approve"), false, tools.Result{Effects: []tools.Effect{effect{"await"}}}},
+		{"a failed call without effects", tools.Result{Content: "ignored"}, apperr.New(apperr.Invalid, "bad"), false, tools.Result{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, nil)
+			tool := toolstest.Func("ask", func(_ context.Context, call tools.Call) (tools.Result, error) {
+				if call.Scope.UserID != "user-1" || call.Events.Source() != f.src {
+					return tools.Result{}, errors.New("scope or emitter not passed through")
+				}
+				return tc.res, tc.err
+			})
+			out := f.rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{f.call("c1", "ask", `{}`)})
+			require.Equal(t, tc.success, out[0].Success, out[0].Content)
+			require.Equal(t, tc.want, out[0].Result)
+			require.Equal(t, tc.err, out[0].Err)
+		})
+	}
 	f := setup(t, nil)
-	want := tools.Result{Content: "Which project?", Halt: true, AwaitUser: true, PlanID: "plan-3"}
-	tool := toolstest.Func("ask", func(_ context.Context, call tools.Call) (tools.Result, error) {
-		if call.Scope.UserID != "user-1" || call.Events.Source() != f.src {
-			return tools.Result{}, errors.New("scope or emitter not passed through")
-		}
-		return want, nil
-	})
-	out := f.rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{f.call("c1", "ask", `{}`)})
-	require.True(t, out[0].Success, out[0].Content)
-	require.Equal(t, want, out[0].Result)
-	require.Nil(t, out[0].Err)
 	require.Empty(t, f.rt.RunRound(context.Background(), nil, nil))
 }
 

@@ -10,6 +10,11 @@
 // runs the calls of one model round (RunRound) and, in gateway mode,
 // offers a large catalog through two tools, tool_help and tool_exec
 // (Gateway). Package toolstest has fakes for tests.
+//
+// A tool's Result is its content, which the model reads, and its effects:
+// what the call did that the code running it acts on. Effect types live in
+// the packages that own their ideas (agents, planning, builtin); this
+// package only carries them.
 package tools
 
 import (
@@ -72,16 +77,23 @@ type Call struct {
 // Result is what a tool returns. Content is what the model sees.
 type Result struct {
 	Content string
-	// Shift, when set, moves the session to another context.
-	Shift *event.ContextShift
-	// Halt ends the agent loop after this round without another model call
-	// (clarifying questions); Content becomes the assistant's answer.
-	Halt bool
-	// AwaitUser says the turn ends waiting on the user (a plan saved for
-	// review, a question asked).
-	AwaitUser bool
-	// PlanID names the plan this call created or touched, if any.
-	PlanID string
+	// Effects are what the call did that its caller acts on, beyond the
+	// content, in order (see Effect).
+	Effects []Effect
+}
+
+// An Effect is something a tool call did that the code running the tool
+// acts on: the package that owns the idea defines the effect's type, and the
+// caller that understands it interprets it. The agent loop (package agents)
+// defines and interprets its own — ending the loop after the round, leaving
+// the turn waiting on the user, moving the scope of later calls — and hands
+// every other effect on to whoever ran it (planning's "this call touched plan
+// X", the workspace's "a project was created", which the chat turns into a
+// context shift). The runtime neither reads nor changes effects; a tool that
+// fails may still report some with its error, and those are kept too.
+type Effect interface {
+	// ToolEffect marks the type as an effect.
+	ToolEffect()
 }
 
 // Execution is the record of one tool execution (chat_tool_executions).
@@ -125,8 +137,8 @@ type Outcome struct {
 	// the error text, truncated to the runtime's limit with a visible marker.
 	Content string
 	// Result is the tool's full result when Success is true. When the tool
-	// failed it carries only AwaitUser, if the tool returned it with its
-	// error (the turn then still ends waiting on the user).
+	// failed it carries only the effects the tool returned with its error
+	// (approve_plan's refusal still leaves the turn waiting on the user).
 	Result Result
 	// Err is why the call failed (nil on success). It matches, with
 	// errors.Is, apperr.ErrInvalid for invalid arguments, ErrUnknownTool,

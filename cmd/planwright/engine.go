@@ -167,9 +167,9 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 		Logger: log.With().Str("component", "context").Logger()})
 	return chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
-		AfterTurn: orch.AfterTurn,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
-			Plans: orch, Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
+			Plans: orch.Tools(), Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }
 
 // newRunLog starts the run log's writer, which publishes committed events to
@@ -199,7 +199,7 @@ func newAPIRoutes(cfg config.Config, stores persistence.Stores, plans persistenc
 		Chat:        svc,
 		Sessions:    stores.Chats,
 		PlanStore:   plans,
-		Plans:       orch,
+		Plans:       orch.Control(),
 		Definitions: stores.Definitions,
 		Projects:    stores.Workspace,
 		KnownTool: func(name string) bool {

@@ -1,6 +1,10 @@
 // Package chat owns chat sessions, their messages, and the turn: resolving a
 // session, persisting the user's message idempotently, running the planner,
-// and persisting the answer.
+// and persisting the answer. It interprets what the planner's tools did
+// (their effects): the context shift of a created project (shift.go), the
+// plans the turn touched (planning.PlanIDs, settled by Config.AfterTurn).
+// ContinuePlan carries a conversation on after a plan approved or resumed
+// outside its turn.
 package chat
 
 import (

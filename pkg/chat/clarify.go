@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/tools"
@@ -44,7 +45,7 @@ func clarifyTool() tools.Tool {
 			for i, q := range qs {
 				fmt.Fprintf(&b, "\n%d. %s", i+1, q)
 			}
-			return tools.Result{Content: b.String(), Halt: true, AwaitUser: true}, nil
+			return tools.Result{Content: b.String(), Effects: []tools.Effect{agents.Halt{}, agents.AwaitUser{}}}, nil
 		})
 }
 

@@ -3,14 +3,20 @@ package chat
 import (
 	"context"
 
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 )
 
-// PlanRunner runs a claimed plan and has the synthesizer answer from it
-// (planning.Orchestrator implements it).
+// PlanRunner runs a plan claimed by an approval or a resume to its end
+// (planning.Control implements it).
 type PlanRunner interface {
 	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
+}
+
+// Synthesizer writes the answer to a plan that ran outside its turn
+// (planning.Synthesizer implements it).
+type Synthesizer interface {
 	Synthesize(ctx context.Context, p planning.Plan, em event.Emitter) (string, event.Usage, error)
 }
 
@@ -32,14 +38,18 @@ type PlanOutcome struct {
 // claimed by an approval or a resume, has the synthesizer answer, and
 // appends that answer to the plan's chat session, as the turn that made the
 // plan would have. A failed synthesis answers with the plan's summary; a
-// failed store is logged (the answer is still returned).
-func (s *Service) ContinuePlan(ctx context.Context, plans PlanRunner, p planning.Plan, em event.Emitter) (PlanOutcome, error) {
-	ended, err := plans.Run(ctx, p, em)
+// failed store is logged (the answer is still returned). It needs
+// Config.Plans and Config.Synthesizer.
+func (s *Service) ContinuePlan(ctx context.Context, p planning.Plan, em event.Emitter) (PlanOutcome, error) {
+	if s.cfg.Plans == nil || s.cfg.Synthesizer == nil {
+		return PlanOutcome{}, apperr.New(apperr.Internal, "chat: continuing a plan needs Config.Plans and Config.Synthesizer")
+	}
+	ended, err := s.cfg.Plans.Run(ctx, p, em)
 	if err != nil {
 		return PlanOutcome{}, err
 	}
 	out := PlanOutcome{Plan: ended}
-	text, usage, err := plans.Synthesize(ctx, ended, em)
+	text, usage, err := s.cfg.Synthesizer.Synthesize(ctx, ended, em)
 	out.Usage = ended.Usage.Add(usage)
 	if err != nil {
 		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("plan_id", ended.ID).Msg("synthesis failed; answering with the summary")

@@ -9,7 +9,7 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
-// PlanTools makes a turn's plan tools (the planning orchestrator).
+// PlanTools makes a turn's plan tools (planning.Tools implements it).
 type PlanTools interface {
 	CreatePlanTool(origin planning.Origin) tools.Tool
 	ApprovePlanTool(origin planning.Origin) tools.Tool

@@ -19,6 +19,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/pkg/textcut"
+	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -111,10 +112,15 @@ type Config struct {
 	// MaxMessageBytes bounds a user message (default 32 KiB).
 	MaxMessageBytes int
 	// AfterTurn, when set, is called with the plans a turn created or
-	// touched, and the planner's usage, once the turn ends (the
-	// orchestrator settles plans left in review and counts the planner's
-	// tokens on the plan).
+	// touched (planning.PlanIDs of its effects), and the planner's usage,
+	// once the turn ends (planning.Settler.AfterTurn settles plans left in
+	// review and counts the planner's tokens on the plan).
 	AfterTurn func(ctx context.Context, planIDs []string, planner event.Usage)
+	// Plans and Synthesizer, when set, continue a conversation after a plan
+	// approved or resumed outside its turn (ContinuePlan): Plans runs it
+	// (planning.Control), Synthesizer answers from it (planning.Synthesizer).
+	Plans       PlanRunner
+	Synthesizer Synthesizer
 	// PersistTimeout bounds the writes that end a turn, which run even after
 	// the turn was cancelled (default 10 s).
 	PersistTimeout time.Duration
@@ -573,8 +579,9 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	answer := Message{SessionID: t.Session.ID, UserID: t.User.UserID, Role: RoleAssistant, Content: res.Text,
 		ClientTurnID: t.User.ClientTurnID, StreamRunID: t.RunID, ToolCalls: toolCalls(res.ToolCalls),
 		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
-	if n := len(res.PlanIDs); n > 0 {
-		answer.PlanID = res.PlanIDs[n-1]
+	planIDs := planning.PlanIDs(res.Effects)
+	if n := len(planIDs); n > 0 {
+		answer.PlanID = planIDs[n-1]
 	}
 	interrupted, why := res.Interrupted, string(res.Cause)
 	if out.Err != nil {
@@ -597,14 +604,15 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 		}
 	}
 	out.Assistant = answer
-	if s.cfg.AfterTurn != nil && len(res.PlanIDs) > 0 {
-		s.cfg.AfterTurn(pctx, res.PlanIDs, answer.Usage)
+	if s.cfg.AfterTurn != nil && len(planIDs) > 0 {
+		s.cfg.AfterTurn(pctx, planIDs, answer.Usage)
 	}
 
 	// Shifts (announced when they happened; any left are announced now), the
 	// turn's facts and its summary move the session for the next turn.
 	meta := SessionMetadata(t.Session)
-	for _, sh := range res.Shifts[min(t.shifted, len(res.Shifts)):] {
+	shifts := shiftsOf(res.Effects)
+	for _, sh := range shifts[min(t.shifted, len(shifts)):] {
 		t.applyShift(pctx, sys, sh)
 	}
 	turnFacts := facts.all()
@@ -733,14 +741,18 @@ func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode planmo
 		Tools:    f.tools,
 		Scope:    f.scope,
 		Events:   em.With(event.Source{Role: event.RolePlanner, AgentID: s.cfg.NewID()}),
-		OnShift: func(ctx context.Context, sh event.ContextShift) (agents.Reframe, error) {
+		OnEffect: func(ctx context.Context, e tools.Effect) (*agents.Reframe, error) {
+			sh, ok := shiftOf(e)
+			if !ok {
+				return nil, nil
+			}
 			t.applyShift(ctx, sys, sh)
 			next, err := t.frame(ctx, planMode, def, history, facts.all())
 			if err != nil {
-				return agents.Reframe{}, err
+				return nil, err
 			}
 			prepared := next.built.Prepared
-			return agents.Reframe{System: next.built.System, Tools: next.tools, Scope: next.scope, Prepared: &prepared}, nil
+			return &agents.Reframe{System: next.built.System, Tools: next.tools, Scope: next.scope, Prepared: &prepared}, nil
 		},
 	})
 }

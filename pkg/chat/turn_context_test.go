@@ -75,8 +75,8 @@ func newTurnEnv(t *testing.T, driver, script string, opts turnOpts) turnEnv {
 	}
 	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions,
 		Context:   chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: stores.Workspace, Plans: stores.Plans, Cache: cache}),
-		AfterTurn: orch.AfterTurn,
-		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch, Profiles: profiles,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch.Tools(), Profiles: profiles,
 			Gateway: rt.Gateway, GatewayShare: opts.gatewayShare})})
 	require.NoError(t, err)
 	return turnEnv{workspace: stores.Workspace, model: model, svc: svc, cache: cache, ws: ws}

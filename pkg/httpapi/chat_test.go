@@ -113,8 +113,8 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
 	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions,
-		AfterTurn: orch.AfterTurn,
-		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 	t.Cleanup(runs.Close)
 	env.runs = runs
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
-		PlanStore: stores.PlanRecords, Plans: orch, Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
+		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
 		Runs: runs, Feed: feed}
 	if mutate != nil {
 		mutate(&cfg)

@@ -15,17 +15,17 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// PlanControl approves, rejects, cancels, resumes and watches plans (the
-// planning orchestrator implements it).
+// PlanControl claims approvals and resumes, rejects, cancels and watches
+// plans (planning.Control implements it). Running a claimed plan and
+// answering from it is the chat's (chat.Service.ContinuePlan).
 type PlanControl interface {
 	ClaimApproval(ctx context.Context, planID string, by planning.Actor, edits []planning.Step, note string, em event.Emitter) (planning.Plan, error)
 	ClaimResume(ctx context.Context, planID string) (planning.Plan, error)
-	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
 	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
 	Cancel(ctx context.Context, planID string, by planning.Actor) (planning.Plan, error)
-	Synthesize(ctx context.Context, p planning.Plan, em event.Emitter) (string, event.Usage, error)
-	Running(planID string) bool
-	Hub() *planning.Hub
+	// Watch starts watching a plan's events and says whether it runs in
+	// this process (a watch of a plan that does not is closed already).
+	Watch(planID string) (*planning.Watch, bool)
 }
 
 // ApproveRequest is the body of POST /api/plans/{id}/approve.
@@ -137,7 +137,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	produce := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
 		var out PlanRunResult
-		o, err := a.cfg.Chat.ContinuePlan(ctx, a.cfg.Plans, p, em)
+		o, err := a.cfg.Chat.ContinuePlan(ctx, p, em)
 		if err == nil {
 			out = PlanRunResult{Plan: planView(o.Plan), Answer: o.Answer, MessageID: o.MessageID, Usage: o.Usage}
 		}
@@ -228,11 +228,7 @@ func (a *API) watchPlan(c echo.Context) error {
 	if a.logged() {
 		return a.watchPlanLog(c, plan)
 	}
-	w := a.cfg.Plans.Hub().Subscribe(plan.ID) // before the check: no event falls between
-	live := a.cfg.Plans.Running(plan.ID)
-	if !live {
-		w.Close()
-	}
+	w, live := a.cfg.Plans.Watch(plan.ID)
 	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: plan.ID})
 		sink := em.Sink()

@@ -104,7 +104,7 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 			// A watcher attached mid-run sees every later event.
 			watchFrames := make(chan []frame, 1)
 			go func() {
-				require.Eventually(t, func() bool { return e.orch.Running(planID) }, 10*time.Second, time.Millisecond)
+				require.Eventually(t, func() bool { return e.orch.Control().Running(planID) }, 10*time.Second, time.Millisecond)
 				watchFrames <- readStream(t, e.request(t, ctx, "ops", "GET", "/api/plans/"+planID+"/events", nil))
 			}()
 

@@ -292,8 +292,7 @@ func (w workspace) createProject() tools.Tool {
 				operation(ctx, c, "create", ch)
 			}
 			msg := fmt.Sprintf("Created project %q (id %s) with %d item(s).", t.Project.Title, t.Project.ID, len(t.Children))
-			return tools.Result{Content: msg, Shift: &event.ContextShift{NewContext: "project", EntityID: t.Project.ID,
-				EntityName: t.Project.Title, Message: "Now working in project " + t.Project.Title}}, nil
+			return tools.Result{Content: msg, Effects: []tools.Effect{ProjectCreated{ID: t.Project.ID, Title: t.Project.Title}}}, nil
 		})
 }
 

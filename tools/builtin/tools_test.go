@@ -61,9 +61,11 @@ func TestWorkspaceTools(t *testing.T) {
 			out := w.call(t, "alice", "create_project", map[string]any{"title": "Launch", "tasks": []string{"Write copy", "Book venue"},
 				"goals": []string{"Ship by May"}, "documents": []map[string]string{{"title": "Brief", "content": "The launch brief"}}})
 			require.True(t, out.Success, out.Content)
-			require.NotNil(t, out.Result.Shift)
-			require.Equal(t, "project", out.Result.Shift.NewContext)
-			projectID := out.Result.Shift.EntityID
+			require.Len(t, out.Result.Effects, 1)
+			created, ok := out.Result.Effects[0].(builtin.ProjectCreated)
+			require.True(t, ok, "create_project reports the project it created")
+			require.Equal(t, "Launch", created.Title)
+			projectID := created.ID
 
 			inProject := tools.Scope{ContextType: "project", EntityID: projectID}
 			out = w.call(t, "alice", "create_task", map[string]any{"title": "Send invites", "description": "to the press"}, inProject)

@@ -1,0 +1,200 @@
+package planning
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// Control owns what people (and the approve_plan tool, for them) do to
+// plans: approve, reject, cancel, resume. A claim (ClaimApproval,
+// ClaimResume) moves a plan to executing in one compare-and-set, so of
+// several concurrent claims exactly one wins, and the caller can answer 409
+// or 400 before it starts the run (Run). Control also keeps the registry of
+// plans running in this process, through which Cancel stops them and
+// watchers learn whether a plan is live. It is safe for concurrent use.
+type Control struct {
+	*base
+	journal  journal
+	registry *registry
+	runs     *runner
+}
+
+// Approve runs a plan waiting for a human: ClaimApproval, then Run. It
+// returns the plan as its run ended.
+func (c *Control) Approve(ctx context.Context, planID string, by Actor, edits []Step, note string, em event.Emitter) (Plan, error) {
+	p, err := c.ClaimApproval(ctx, planID, by, edits, note, em)
+	if err != nil {
+		return Plan{}, err
+	}
+	return c.Run(ctx, p, em)
+}
+
+// ClaimApproval moves a plan waiting for a human to executing, recording
+// by as its approval (with note). Edits, when given, replace its steps
+// after the same validation as the planner's (nothing changes when they are
+// invalid) and are kept as a revision by "user" (plan_revised); the
+// approval and the revision are one transaction. Of several concurrent
+// claims exactly one succeeds; the others are a Conflict naming the status.
+func (c *Control) ClaimApproval(ctx context.Context, planID string, by Actor, edits []Step, note string, em event.Emitter) (Plan, error) {
+	p, err := c.cfg.Store.GetPlan(ctx, planID)
+	if err != nil {
+		return Plan{}, err
+	}
+	if p.Status != StatusPendingReview {
+		return Plan{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan pending review can be approved", p.ID, p.Status)
+	}
+	now := c.cfg.Now()
+	var rev *Revision
+	if edits != nil {
+		if err := Validate(Plan{Goal: p.Goal, Steps: edits}, ValidateConfig{MaxSteps: c.cfg.MaxSteps, Tool: c.cfg.Lookup}); err != nil {
+			return Plan{}, err
+		}
+		rev = &Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: edits, Author: "user", Reason: note, CreatedAt: now}
+	}
+	return c.journal.approved(ctx, c.planEmitter(em, planID, ""), planID, Approval{By: by.Role(), UserID: by.UserID, At: now, Note: note}, rev)
+}
+
+// Resume reruns the steps of a failed, cancelled or interrupted plan that
+// did not complete; completed steps keep their results.
+func (c *Control) Resume(ctx context.Context, planID string, em event.Emitter) (Plan, error) {
+	p, err := c.ClaimResume(ctx, planID)
+	if err != nil {
+		return Plan{}, err
+	}
+	return c.Run(ctx, p, em)
+}
+
+// ClaimResume moves a failed, cancelled or interrupted plan back to
+// executing and resets the steps that did not complete, in one
+// transaction. Only a plan that had an approval resumes: one that never had
+// (cancelled while it waited for review) is a Conflict saying so.
+func (c *Control) ClaimResume(ctx context.Context, planID string) (Plan, error) {
+	return c.cfg.Store.ResumePlan(ctx, planID, c.cfg.Now())
+}
+
+// Run runs an executing plan (claimed by ClaimApproval or ClaimResume) to
+// its end, and returns it as it ended. A plan already running in this
+// process is a Conflict.
+func (c *Control) Run(ctx context.Context, p Plan, em event.Emitter) (Plan, error) {
+	return c.runs.run(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+}
+
+// Reject closes a plan waiting for review (a human's or the reviewer's).
+func (c *Control) Reject(ctx context.Context, planID, reason string) (Plan, error) {
+	now := c.cfg.Now()
+	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusRejected, func(q *Plan) {
+		q.Reason, q.CompletedAt = strings.TrimSpace("rejected: "+reason), &now
+	})
+}
+
+// Cancel stops a running plan (its running steps end cancelled, the rest
+// never start), waiting until its run ended, or closes one that waits,
+// recording by as who cancelled it. A plan that waited (pending_review,
+// in_review) never had an approval, so its cancel is terminal: it can never
+// be resumed. A finished plan is a Conflict.
+func (c *Control) Cancel(ctx context.Context, planID string, by Actor) (Plan, error) {
+	if run, ok := c.registry.cancel(planID, by); ok {
+		select {
+		case <-run.done:
+		case <-ctx.Done():
+			return Plan{}, context.Cause(ctx)
+		}
+		return c.cfg.Store.GetPlan(ctx, planID)
+	}
+	now := c.cfg.Now()
+	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusCancelled, func(q *Plan) {
+		q.Reason = fmt.Sprintf("cancelled by %s %s before it was approved; it never ran and cannot be resumed", by.Role(), by.UserID)
+		q.CompletedAt, q.CancelledBy = &now, &Cancellation{By: by.Role(), UserID: by.UserID, At: now}
+	})
+}
+
+// Running reports whether planID is running in this process.
+func (c *Control) Running(planID string) bool { return c.registry.running(planID) }
+
+// Watch starts watching planID's events from now on and reports whether
+// the plan is running in this process. The watch is taken before the check,
+// so no event falls between; a plan that is not running gets a watch that
+// is closed already.
+func (c *Control) Watch(planID string) (*Watch, bool) {
+	w := c.cfg.Hub.Subscribe(planID)
+	live := c.registry.running(planID)
+	if !live {
+		w.Close()
+	}
+	return w, live
+}
+
+// registry is the set of plans running in this process, with what cancels
+// each. A plan runs at most once at a time.
+type registry struct {
+	hub   *Hub
+	mu    sync.Mutex
+	plans map[string]*activeRun
+}
+
+// activeRun is one running plan.
+type activeRun struct {
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	// cancelledBy is who cancelled the run through Control.Cancel (guarded
+	// by registry.mu).
+	cancelledBy *Actor
+}
+
+// register marks planID as running and returns the run's context (what
+// cancel cancels) and release, which ends the registration and closes the
+// plan's watchers. A plan already running is a Conflict.
+func (r *registry) register(ctx context.Context, planID string) (context.Context, *activeRun, func(), error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, busy := r.plans[planID]; busy {
+		return nil, nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
+	}
+	rctx, cancel := context.WithCancelCause(ctx)
+	run := &activeRun{cancel: cancel, done: make(chan struct{})}
+	r.plans[planID] = run
+	return rctx, run, func() {
+		r.mu.Lock()
+		delete(r.plans, planID)
+		r.mu.Unlock()
+		cancel(nil)
+		close(run.done)
+		r.hub.end(planID)
+	}, nil
+}
+
+// cancel cancels planID's run with agents.UserCancelled, recording by as
+// who cancelled it (the first to do so), if it is running.
+func (r *registry) cancel(planID string, by Actor) (*activeRun, bool) {
+	r.mu.Lock()
+	run, ok := r.plans[planID]
+	if ok && run.cancelledBy == nil {
+		run.cancelledBy = &by
+	}
+	r.mu.Unlock()
+	if ok {
+		run.cancel(agents.UserCancelled)
+	}
+	return run, ok
+}
+
+// cancelledBy is who cancelled run through Control.Cancel, if anyone did.
+func (r *registry) cancelledBy(run *activeRun) *Actor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return run.cancelledBy
+}
+
+// running reports whether planID is running.
+func (r *registry) running(planID string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.plans[planID]
+	return ok
+}
