@@ -96,7 +96,7 @@ func TestDroppedConnectionsNeverContradictTheEvents(t *testing.T) {
 			case event.StepStart:
 				announced[ev.Step.Number] = planning.StepRunning
 			case event.StepComplete:
-				announced[ev.Step.Number] = planning.StepStatus(ev.Step.Status)
+				announced[ev.Step.Number] = ev.Step.Status
 			case event.PlanComplete:
 				end = &ev
 			}
@@ -109,7 +109,7 @@ func TestDroppedConnectionsNeverContradictTheEvents(t *testing.T) {
 			require.Equal(t, want, s.Status, "plan %d step %d: the row says what the last event said", i, s.Number)
 		}
 		if end != nil {
-			require.Equal(t, string(p.Status), end.Status, "plan %d", i)
+			require.Equal(t, p.Status, end.Status, "plan %d", i)
 		} else {
 			require.Equal(t, planning.StatusExecuting, p.Status, "plan %d: no plan_complete, so the row did not end", i)
 		}

@@ -103,7 +103,7 @@ func (j journal) executorFinished(ctx context.Context, xem event.Emitter, e Exec
 		return err
 	}
 	u := e.Usage
-	xem.Emit(wctx, event.ExecutorResult{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID, Status: string(e.Status),
+	xem.Emit(wctx, event.ExecutorResult{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID, Status: e.Status,
 		Summary: textcut.Cut(e.Result, 500), Error: e.Error, Usage: &u})
 	return nil
 }
@@ -116,7 +116,7 @@ func (j journal) reviewed(ctx context.Context, rem event.Emitter, r Review) erro
 	if err := j.cfg.Store.AddReview(wctx, r); err != nil {
 		return err
 	}
-	rem.Emit(wctx, event.PlanReview{PlanID: r.PlanID, Round: r.Round, Verdict: string(r.Verdict), Comments: r.Comments})
+	rem.Emit(wctx, event.PlanReview{PlanID: r.PlanID, Round: r.Round, Verdict: r.Verdict, Comments: r.Comments})
 	return nil
 }
 
@@ -141,11 +141,11 @@ func stepEmitter(sys event.Emitter, planID string, number int) event.Emitter {
 
 // eventPlan is a plan as events carry it.
 func eventPlan(p Plan) event.Plan {
-	out := event.Plan{ID: p.ID, SessionID: p.SessionID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
+	out := event.Plan{ID: p.ID, SessionID: p.SessionID, Goal: p.Goal, Mode: p.Mode, Status: p.Status,
 		Version: p.Version, Steps: make([]event.PlanStep, 0, len(p.Steps))}
 	for _, s := range p.Steps {
 		out.Steps = append(out.Steps, event.PlanStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: string(s.Status),
+			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: s.Status,
 			Result: s.Result, Error: s.Error})
 	}
 	return out
@@ -153,5 +153,5 @@ func eventPlan(p Plan) event.Plan {
 
 // stepState is a step as step events carry it.
 func stepState(s Step) event.StepState {
-	return event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: textcut.Cut(s.Result, 1000), Error: s.Error}
+	return event.StepState{Number: s.Number, Title: s.Title, Status: s.Status, Result: textcut.Cut(s.Result, 1000), Error: s.Error}
 }

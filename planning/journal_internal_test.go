@@ -49,7 +49,7 @@ func TestJournal(t *testing.T) {
 			return j.reviewed(ctx, em, Review{PlanID: "p1", Round: 1, Verdict: VerdictApproved})
 		}},
 		{"the plan ends", "TransitionPlan", event.TypePlanComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
-			_, err := j.planEnded(ctx, em, StatusCompleted, nil, event.PlanComplete{PlanID: "p1", Status: string(StatusCompleted)})
+			_, err := j.planEnded(ctx, em, StatusCompleted, nil, event.PlanComplete{PlanID: "p1", Status: StatusCompleted})
 			return err
 		}},
 	}

@@ -87,7 +87,7 @@ func TestShutdownInterruptsThePlan(t *testing.T) {
 					last = pc
 				}
 			}
-			require.Equal(t, string(planning.StatusInterrupted), last.Status, "the event says what the row says")
+			require.Equal(t, planning.StatusInterrupted, last.Status, "the event says what the row says")
 
 			claimed, err := e.orch.Control().ClaimResume(context.Background(), p.ID)
 			require.NoError(t, err)

@@ -479,12 +479,12 @@ func TestWritesPrecedeEvents(t *testing.T) {
 		switch ev := env.Event.(type) {
 		case event.StepComplete:
 			p, err := e.store.GetPlan(context.Background(), ev.PlanID)
-			if err != nil || string(p.Steps[ev.Step.Number-1].Status) != ev.Step.Status {
+			if err != nil || p.Steps[ev.Step.Number-1].Status != ev.Step.Status {
 				mismatches.Add(1)
 			}
 		case event.PlanComplete:
 			p, err := e.store.GetPlan(context.Background(), ev.PlanID)
-			if err != nil || string(p.Status) != ev.Status {
+			if err != nil || p.Status != ev.Status {
 				mismatches.Add(1)
 			}
 		}

@@ -34,32 +34,34 @@ import (
 	"github.com/planwright/planwright/pkg/planmode"
 )
 
-// Status is a plan's state.
-type Status string
+// Status is a plan's state: event.PlanStatus, the one type that events,
+// the API, the store and the client carry too. The constants below are
+// event's, under the names planning reads best with.
+type Status = event.PlanStatus
 
 // Plan statuses.
 const (
-	StatusPendingReview Status = "pending_review" // waiting for a human
-	StatusInReview      Status = "in_review"      // a reviewer agent is working
-	StatusExecuting     Status = "executing"
-	StatusCompleted     Status = "completed"
-	StatusFailed        Status = "failed"
-	StatusCancelled     Status = "cancelled"
-	StatusRejected      Status = "rejected"
-	StatusInterrupted   Status = "interrupted" // the process stopped while it ran
+	StatusPendingReview = event.PlanPendingReview // waiting for a human
+	StatusInReview      = event.PlanInReview      // a reviewer agent is working
+	StatusExecuting     = event.PlanExecuting
+	StatusCompleted     = event.PlanCompleted
+	StatusFailed        = event.PlanFailed
+	StatusCancelled     = event.PlanCancelled
+	StatusRejected      = event.PlanRejected
+	StatusInterrupted   = event.PlanInterrupted // the process stopped while it ran
 )
 
-// StepStatus is a step's state.
-type StepStatus string
+// StepStatus is a step's state (event.StepStatus).
+type StepStatus = event.StepStatus
 
 // Step statuses.
 const (
-	StepPending   StepStatus = "pending"
-	StepRunning   StepStatus = "running"
-	StepCompleted StepStatus = "completed"
-	StepFailed    StepStatus = "failed"
-	StepSkipped   StepStatus = "skipped"
-	StepCancelled StepStatus = "cancelled"
+	StepPending   = event.StepPending
+	StepRunning   = event.StepRunning
+	StepCompleted = event.StepCompleted
+	StepFailed    = event.StepFailed
+	StepSkipped   = event.StepSkipped
+	StepCancelled = event.StepCancelled
 )
 
 // Plan is a goal broken into numbered steps joined by dependencies.
@@ -170,13 +172,13 @@ type Revision struct {
 	CreatedAt time.Time
 }
 
-// Verdict is a reviewer agent's answer.
-type Verdict string
+// Verdict is a reviewer agent's answer (event.Verdict).
+type Verdict = event.Verdict
 
 // Review verdicts.
 const (
-	VerdictApproved         Verdict = "approved"
-	VerdictChangesRequested Verdict = "changes_requested"
+	VerdictApproved         = event.VerdictApproved
+	VerdictChangesRequested = event.VerdictChangesRequested
 )
 
 // Review is one round of a reviewer agent's review.
@@ -192,15 +194,15 @@ type Review struct {
 	CreatedAt time.Time
 }
 
-// ExecutionStatus is an executor run's state.
-type ExecutionStatus string
+// ExecutionStatus is an executor run's state (event.ExecutionStatus).
+type ExecutionStatus = event.ExecutionStatus
 
 // Execution statuses.
 const (
-	ExecutionRunning   ExecutionStatus = "running"
-	ExecutionCompleted ExecutionStatus = "completed"
-	ExecutionFailed    ExecutionStatus = "failed"
-	ExecutionCancelled ExecutionStatus = "cancelled"
+	ExecutionRunning   = event.ExecutionRunning
+	ExecutionCompleted = event.ExecutionCompleted
+	ExecutionFailed    = event.ExecutionFailed
+	ExecutionCancelled = event.ExecutionCancelled
 )
 
 // Execution is one executor agent's run of one step (agent_executions).

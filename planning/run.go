@@ -187,7 +187,7 @@ func (pr *planRun) end() (Plan, error) {
 		q.CompletedAt, q.Reason, q.CancelledBy = &end, reason, cancelledBy
 		q.Usage.InputTokens += usage.InputTokens
 		q.Usage.OutputTokens += usage.OutputTokens
-	}, event.PlanComplete{PlanID: pr.p.ID, Status: string(final), Completed: counts[StepCompleted], Failed: counts[StepFailed],
+	}, event.PlanComplete{PlanID: pr.p.ID, Status: final, Completed: counts[StepCompleted], Failed: counts[StepFailed],
 		Skipped: counts[StepSkipped], DurationMS: end.Sub(pr.start).Milliseconds()})
 	if err != nil {
 		return pr.p, err

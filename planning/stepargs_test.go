@@ -47,7 +47,7 @@ func TestStepDefinitionRoundTrip(t *testing.T) {
 	var wire []event.PlanStep
 	for _, s := range steps {
 		wire = append(wire, event.PlanStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: string(s.Status),
+			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: s.Status,
 			Result: s.Result, Error: s.Error})
 	}
 	raw, err := json.Marshal(wire)

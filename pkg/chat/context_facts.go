@@ -107,13 +107,13 @@ func (c *factCollector) observe(ev event.Event) {
 		}
 		f = Fact{Kind: FactEntity, Action: action, Type: e.EntityType, ID: e.EntityID, Name: e.EntityName}
 	case event.PlanCreated:
-		f = Fact{Kind: FactPlan, Action: "made", ID: e.Plan.ID, Name: e.Plan.Goal, Status: e.Plan.Status}
+		f = Fact{Kind: FactPlan, Action: "made", ID: e.Plan.ID, Name: e.Plan.Goal, Status: string(e.Plan.Status)}
 	case event.PlanRevised:
-		f = Fact{Kind: FactPlan, Action: "made", ID: e.Plan.ID, Name: e.Plan.Goal, Status: e.Plan.Status}
+		f = Fact{Kind: FactPlan, Action: "made", ID: e.Plan.ID, Name: e.Plan.Goal, Status: string(e.Plan.Status)}
 	case event.PlanReadyForReview:
-		f = Fact{Kind: FactPlan, Action: "made", ID: e.Plan.ID, Name: e.Plan.Goal, Status: e.Plan.Status}
+		f = Fact{Kind: FactPlan, Action: "made", ID: e.Plan.ID, Name: e.Plan.Goal, Status: string(e.Plan.Status)}
 	case event.PlanComplete:
-		f = Fact{Kind: FactPlan, Action: "made", ID: e.PlanID, Status: e.Status}
+		f = Fact{Kind: FactPlan, Action: "made", ID: e.PlanID, Status: string(e.Status)}
 	default:
 		return
 	}

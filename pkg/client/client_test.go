@@ -63,7 +63,7 @@ func TestJSONCalls(t *testing.T) {
 	require.Contains(t, string(list.Raw), "future_field", "the server's JSON is kept whole")
 	p, err := c.Reject(context.Background(), "p1", "no")
 	require.NoError(t, err)
-	require.Equal(t, "rejected", p.Status)
+	require.Equal(t, event.PlanRejected, p.Status)
 	require.Equal(t, []string{
 		"GET /api/plans?cursor=c1&limit=5&status=completed%2Cfailed ",
 		`POST /api/plans/p1/reject {"reason":"no"}`,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 )
 
 // The API's answers, as this client reads them. Each field has the name the
@@ -70,41 +71,41 @@ type SessionDetail struct {
 
 // Step is a plan step.
 type Step struct {
-	Number           int             `json:"number"`
-	Title            string          `json:"title"`
-	Description      string          `json:"description,omitempty"`
-	Tools            []string        `json:"tools,omitempty"`
-	ExecutorRequired bool            `json:"executor_required"`
-	DependsOn        []int           `json:"depends_on,omitempty"`
-	Tool             string          `json:"tool,omitempty"`
-	Args             json.RawMessage `json:"args,omitempty"`
-	Status           string          `json:"status"`
-	Result           string          `json:"result,omitempty"`
-	Error            string          `json:"error,omitempty"`
-	StartedAt        *time.Time      `json:"started_at,omitempty"`
-	CompletedAt      *time.Time      `json:"completed_at,omitempty"`
-	DurationMS       int64           `json:"duration_ms,omitempty"`
+	Number           int              `json:"number"`
+	Title            string           `json:"title"`
+	Description      string           `json:"description,omitempty"`
+	Tools            []string         `json:"tools,omitempty"`
+	ExecutorRequired bool             `json:"executor_required"`
+	DependsOn        []int            `json:"depends_on,omitempty"`
+	Tool             string           `json:"tool,omitempty"`
+	Args             json.RawMessage  `json:"args,omitempty"`
+	Status           event.StepStatus `json:"status"`
+	Result           string           `json:"result,omitempty"`
+	Error            string           `json:"error,omitempty"`
+	StartedAt        *time.Time       `json:"started_at,omitempty"`
+	CompletedAt      *time.Time       `json:"completed_at,omitempty"`
+	DurationMS       int64            `json:"duration_ms,omitempty"`
 }
 
 // Plan is a plan with its steps.
 type Plan struct {
-	ID          string          `json:"id"`
-	SessionID   string          `json:"session_id,omitempty"`
-	UserID      string          `json:"user_id"`
-	Goal        string          `json:"goal"`
-	Mode        string          `json:"mode"`
-	Status      string          `json:"status"`
-	Version     int             `json:"version"`
-	Reason      string          `json:"reason,omitempty"`
-	Approval    *Approval       `json:"approval,omitempty"`
-	CancelledBy *Cancellation   `json:"cancelled_by,omitempty"`
-	Steps       []Step          `json:"steps"`
-	Usage       event.Usage     `json:"usage"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StartedAt   *time.Time      `json:"started_at,omitempty"`
-	CompletedAt *time.Time      `json:"completed_at,omitempty"`
-	DurationMS  int64           `json:"duration_ms,omitempty"`
-	Raw         json.RawMessage `json:"-"`
+	ID          string           `json:"id"`
+	SessionID   string           `json:"session_id,omitempty"`
+	UserID      string           `json:"user_id"`
+	Goal        string           `json:"goal"`
+	Mode        planmode.Mode    `json:"mode"`
+	Status      event.PlanStatus `json:"status"`
+	Version     int              `json:"version"`
+	Reason      string           `json:"reason,omitempty"`
+	Approval    *Approval        `json:"approval,omitempty"`
+	CancelledBy *Cancellation    `json:"cancelled_by,omitempty"`
+	Steps       []Step           `json:"steps"`
+	Usage       event.Usage      `json:"usage"`
+	CreatedAt   time.Time        `json:"created_at"`
+	StartedAt   *time.Time       `json:"started_at,omitempty"`
+	CompletedAt *time.Time       `json:"completed_at,omitempty"`
+	DurationMS  int64            `json:"duration_ms,omitempty"`
+	Raw         json.RawMessage  `json:"-"`
 }
 
 // Approval records who let a plan run: by is user, operator, auto or
@@ -132,20 +133,20 @@ type PlanList struct {
 
 // Review is one reviewer round.
 type Review struct {
-	Round    int    `json:"round"`
-	Version  int    `json:"version"`
-	Verdict  string `json:"verdict"`
-	Comments string `json:"comments"`
+	Round    int           `json:"round"`
+	Version  int           `json:"version"`
+	Verdict  event.Verdict `json:"verdict"`
+	Comments string        `json:"comments"`
 }
 
 // Execution is one executor run of a step.
 type Execution struct {
-	ID         string      `json:"id"`
-	StepNumber int         `json:"step_number"`
-	Status     string      `json:"status"`
-	Usage      event.Usage `json:"usage"`
-	ToolCalls  int         `json:"tool_calls"`
-	DurationMS int64       `json:"duration_ms"`
+	ID         string                `json:"id"`
+	StepNumber int                   `json:"step_number"`
+	Status     event.ExecutionStatus `json:"status"`
+	Usage      event.Usage           `json:"usage"`
+	ToolCalls  int                   `json:"tool_calls"`
+	DurationMS int64                 `json:"duration_ms"`
 }
 
 // PlanDetail is a plan with what was recorded about it.

@@ -5,11 +5,21 @@
 // or maps: they emit a struct through an Emitter, which stamps the source and
 // the time. The stream that delivers events stamps the sequence number, and
 // the SSE encoder is the only place that turns an event into text.
+//
+// Events are written in the service's shared vocabulary, so it lives here,
+// below every package that emits or reads them: Usage, the agent State, the
+// FinishedReason of runs and turns, and the named states of plans
+// (PlanStatus), steps (StepStatus), reviews (Verdict) and executions
+// (ExecutionStatus). planning, persistence, the HTTP API and the client use
+// these same types (planning under aliases), so a status is never a plain
+// string between them.
 package event
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/planwright/planwright/pkg/planmode"
 )
 
 // Type names an event on the wire (the SSE `event:` field and the JSON `type`).
@@ -195,6 +205,65 @@ type Operation struct {
 	EntityID   string `json:"entity_id,omitempty"`
 }
 
+// PlanStatus is a plan's state. planning calls it Status; the API, the
+// store and the client carry this same type.
+type PlanStatus string
+
+// Plan statuses. (PlanCompleted is a status; PlanComplete is the event that
+// reports how a run ended.)
+const (
+	PlanPendingReview PlanStatus = "pending_review" // waiting for a human
+	PlanInReview      PlanStatus = "in_review"      // a reviewer agent is working
+	PlanExecuting     PlanStatus = "executing"
+	PlanCompleted     PlanStatus = "completed"
+	PlanFailed        PlanStatus = "failed"
+	PlanCancelled     PlanStatus = "cancelled"
+	PlanRejected      PlanStatus = "rejected"
+	PlanInterrupted   PlanStatus = "interrupted" // the process stopped while it ran
+)
+
+// Valid reports whether s is a known plan status ("" is not).
+func (s PlanStatus) Valid() bool {
+	switch s {
+	case PlanPendingReview, PlanInReview, PlanExecuting, PlanCompleted, PlanFailed, PlanCancelled, PlanRejected, PlanInterrupted:
+		return true
+	}
+	return false
+}
+
+// StepStatus is a plan step's state.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPending   StepStatus = "pending"
+	StepRunning   StepStatus = "running"
+	StepCompleted StepStatus = "completed"
+	StepFailed    StepStatus = "failed"
+	StepSkipped   StepStatus = "skipped"
+	StepCancelled StepStatus = "cancelled"
+)
+
+// Verdict is a reviewer agent's answer on a plan.
+type Verdict string
+
+// Review verdicts.
+const (
+	VerdictApproved         Verdict = "approved"
+	VerdictChangesRequested Verdict = "changes_requested"
+)
+
+// ExecutionStatus is the state of an executor agent's run of a step.
+type ExecutionStatus string
+
+// Execution statuses.
+const (
+	ExecutionRunning   ExecutionStatus = "running"
+	ExecutionCompleted ExecutionStatus = "completed"
+	ExecutionFailed    ExecutionStatus = "failed"
+	ExecutionCancelled ExecutionStatus = "cancelled"
+)
+
 // PlanStep is a step as clients see it inside a plan.
 type PlanStep struct {
 	Number           int             `json:"number"`
@@ -205,20 +274,20 @@ type PlanStep struct {
 	DependsOn        []int           `json:"depends_on,omitempty"`
 	Tool             string          `json:"tool,omitempty"`
 	Args             json.RawMessage `json:"args,omitempty"`
-	Status           string          `json:"status"`
+	Status           StepStatus      `json:"status"`
 	Result           string          `json:"result,omitempty"`
 	Error            string          `json:"error,omitempty"`
 }
 
 // Plan is a plan as clients see it.
 type Plan struct {
-	ID        string     `json:"id"`
-	SessionID string     `json:"session_id,omitempty"`
-	Goal      string     `json:"goal"`
-	Mode      string     `json:"mode"`
-	Status    string     `json:"status"`
-	Version   int        `json:"version"`
-	Steps     []PlanStep `json:"steps"`
+	ID        string        `json:"id"`
+	SessionID string        `json:"session_id,omitempty"`
+	Goal      string        `json:"goal"`
+	Mode      planmode.Mode `json:"mode"`
+	Status    PlanStatus    `json:"status"`
+	Version   int           `json:"version"`
+	Steps     []PlanStep    `json:"steps"`
 }
 
 // PlanCreated announces a validated plan.
@@ -239,19 +308,19 @@ type PlanReadyForReview struct {
 
 // PlanReview reports a reviewer agent's verdict.
 type PlanReview struct {
-	PlanID   string `json:"plan_id"`
-	Round    int    `json:"round"`
-	Verdict  string `json:"verdict"`
-	Comments string `json:"comments"`
+	PlanID   string  `json:"plan_id"`
+	Round    int     `json:"round"`
+	Verdict  Verdict `json:"verdict"`
+	Comments string  `json:"comments"`
 }
 
 // StepState is a step's state in step events.
 type StepState struct {
-	Number int    `json:"number"`
-	Title  string `json:"title"`
-	Status string `json:"status"`
-	Result string `json:"result,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Number int        `json:"number"`
+	Title  string     `json:"title"`
+	Status StepStatus `json:"status"`
+	Result string     `json:"result,omitempty"`
+	Error  string     `json:"error,omitempty"`
 }
 
 // StepStart says a step began running.
@@ -275,23 +344,23 @@ type ExecutorSpawned struct {
 
 // ExecutorResult reports how an executor agent ended.
 type ExecutorResult struct {
-	PlanID      string `json:"plan_id"`
-	StepNumber  int    `json:"step_number"`
-	ExecutionID string `json:"execution_id"`
-	Status      string `json:"status,omitempty"`
-	Summary     string `json:"summary,omitempty"`
-	Error       string `json:"error,omitempty"`
-	Usage       *Usage `json:"usage,omitempty"`
+	PlanID      string          `json:"plan_id"`
+	StepNumber  int             `json:"step_number"`
+	ExecutionID string          `json:"execution_id"`
+	Status      ExecutionStatus `json:"status,omitempty"`
+	Summary     string          `json:"summary,omitempty"`
+	Error       string          `json:"error,omitempty"`
+	Usage       *Usage          `json:"usage,omitempty"`
 }
 
 // PlanComplete says a plan run ended.
 type PlanComplete struct {
-	PlanID     string `json:"plan_id"`
-	Status     string `json:"status"`
-	Completed  int    `json:"completed"`
-	Failed     int    `json:"failed"`
-	Skipped    int    `json:"skipped"`
-	DurationMS int64  `json:"duration_ms"`
+	PlanID     string     `json:"plan_id"`
+	Status     PlanStatus `json:"status"`
+	Completed  int        `json:"completed"`
+	Failed     int        `json:"failed"`
+	Skipped    int        `json:"skipped"`
+	DurationMS int64      `json:"duration_ms"`
 }
 
 // ContextShift moves the session to another context (e.g. a new project).

@@ -109,7 +109,7 @@ func TestPlannerCannotApproveItsOwnPlan(t *testing.T) {
 				require.Contains(t, last.Last, "created in this turn", "the model receives why")
 
 				detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-				require.Equal(t, "pending_review", detail.Plan.Status)
+				require.Equal(t, planning.StatusPendingReview, detail.Plan.Status)
 				require.Nil(t, detail.Plan.Approval)
 				require.Nil(t, detail.Plan.StartedAt)
 				require.Empty(t, detail.Executions, "no executor ran")
@@ -117,7 +117,7 @@ func TestPlannerCannotApproveItsOwnPlan(t *testing.T) {
 				require.NoError(t, err)
 				require.Empty(t, execs)
 				for _, s := range detail.Plan.Steps {
-					require.Equal(t, "pending", s.Status)
+					require.Equal(t, planning.StepPending, s.Status)
 				}
 
 				// The user asks for it in the next turn: now it runs, approved by them.
@@ -126,7 +126,7 @@ func TestPlannerCannotApproveItsOwnPlan(t *testing.T) {
 					map[string]any{"message": "yes, go ahead", "session_id": sessionID, "stream": false}))
 				require.Equal(t, "Done.", res.AssistantMessage.Content)
 				detail = decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-				require.Equal(t, "completed", detail.Plan.Status)
+				require.Equal(t, planning.StatusCompleted, detail.Plan.Status)
 				require.NotNil(t, detail.Plan.Approval)
 				require.Equal(t, planning.ByUser, detail.Plan.Approval.By)
 				require.Equal(t, "alice", detail.Plan.Approval.UserID)
@@ -151,7 +151,7 @@ func TestCancelAndApprovalOverHTTP(t *testing.T) {
 			// Cancelled while it waited: terminal, resume is a 409 that says why.
 			planID, _ := draftPlan(t, e)
 			cancelled := decodeBody[httpapi.PlanView](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/cancel", nil))
-			require.Equal(t, "cancelled", cancelled.Status)
+			require.Equal(t, planning.StatusCancelled, cancelled.Status)
 			require.Nil(t, cancelled.Approval)
 			require.NotNil(t, cancelled.CancelledBy)
 			require.Equal(t, planning.ByUser, cancelled.CancelledBy.By)
@@ -161,7 +161,7 @@ func TestCancelAndApprovalOverHTTP(t *testing.T) {
 			errBody := decodeBody[httpapi.ErrorResponse](t, resp)
 			require.Contains(t, errBody.Error.Message, "never approved")
 			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-			require.Equal(t, "cancelled", detail.Plan.Status)
+			require.Equal(t, planning.StatusCancelled, detail.Plan.Status)
 			require.Empty(t, detail.Executions)
 
 			// Approved by its owner; an operator cancels it mid-run: both recorded.
@@ -173,7 +173,7 @@ func TestCancelAndApprovalOverHTTP(t *testing.T) {
 			}, 10*time.Second, 5*time.Millisecond)
 			byOps := decodeBody[httpapi.PlanView](t, e.request(t, ctx, "ops", "POST", "/api/plans/"+planID+"/cancel", nil))
 			readStream(t, approve)
-			require.Equal(t, "cancelled", byOps.Status)
+			require.Equal(t, planning.StatusCancelled, byOps.Status)
 			require.Equal(t, "cancelled by operator ops", byOps.Reason)
 			require.NotContains(t, byOps.Reason, "user_cancelled")
 			require.Equal(t, planning.ByOperator, byOps.CancelledBy.By)
@@ -193,7 +193,7 @@ func TestCancelAndApprovalOverHTTP(t *testing.T) {
 
 			// It had an approval: its owner may resume it.
 			res := decodeBody[httpapi.PlanRunResult](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/resume", map[string]any{"stream": false}))
-			require.Equal(t, "completed", res.Plan.Status)
+			require.Equal(t, planning.StatusCompleted, res.Plan.Status)
 			require.Nil(t, res.Plan.CancelledBy)
 		})
 	}

@@ -273,10 +273,10 @@ func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
 	}
 	var ms []moment
 	for i, s := range p.Steps {
-		st := event.StepState{Number: s.Number, Title: s.Title, Status: string(s.Status), Result: s.Result, Error: s.Error}
+		st := event.StepState{Number: s.Number, Title: s.Title, Status: s.Status, Result: s.Result, Error: s.Error}
 		if s.StartedAt != nil {
 			ms = append(ms, moment{at: s.StartedAt.UnixNano(), order: i, step: s.Number,
-				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: string(planning.StepRunning)}}})
+				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: planning.StepRunning}}})
 		}
 		if s.CompletedAt != nil {
 			ms = append(ms, moment{at: s.CompletedAt.UnixNano(), order: i, step: s.Number, ev: event.StepComplete{PlanID: p.ID, Step: st}})
@@ -304,7 +304,7 @@ func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
 		if p.StartedAt != nil && p.CompletedAt != nil {
 			dur = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()
 		}
-		em.Emit(ctx, event.PlanComplete{PlanID: p.ID, Status: string(p.Status), Completed: counts[planning.StepCompleted],
+		em.Emit(ctx, event.PlanComplete{PlanID: p.ID, Status: p.Status, Completed: counts[planning.StepCompleted],
 			Failed: counts[planning.StepFailed], Skipped: counts[planning.StepSkipped], DurationMS: dur})
 	}
 }

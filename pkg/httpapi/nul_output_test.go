@@ -12,6 +12,7 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/planning"
 )
 
 // nulScript has models write NUL characters ("\0" in YAML) everywhere they
@@ -99,16 +100,16 @@ func TestNULFromModelsAndToolsIsStored(t *testing.T) {
 
 			// The plan, its step, its execution with transcript and tool call.
 			detail := decodeBody[httpapi.PlanDetail](t, env.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-			require.Equal(t, "completed", detail.Plan.Status, "the plan ended")
+			require.Equal(t, planning.StatusCompleted, detail.Plan.Status, "the plan ended")
 			require.Equal(t, "Launch\x00", detail.Plan.Goal)
 			require.Len(t, detail.Plan.Steps, 1)
 			step := detail.Plan.Steps[0]
 			require.Equal(t, "Draft\x00", step.Title)
-			require.Equal(t, "completed", step.Status)
+			require.Equal(t, planning.StepCompleted, step.Status)
 			require.Contains(t, step.Result, "Exec\x00utor done.")
 			require.Len(t, detail.Executions, 1)
 			exec := detail.Executions[0]
-			require.Equal(t, "completed", exec.Status, "the execution is closed")
+			require.Equal(t, planning.ExecutionCompleted, exec.Status, "the execution is closed")
 			require.Contains(t, exec.Result, "Exec\x00utor done.")
 			require.Equal(t, 1, exec.ToolCalls)
 

@@ -55,7 +55,7 @@ func (a *API) listPlans(c echo.Context) error {
 	var problems []apperr.FieldError
 	if s := c.QueryParam("status"); s != "" {
 		for _, st := range strings.Split(s, ",") {
-			if !slices.Contains(planStatuses, planning.Status(st)) {
+			if !planning.Status(st).Valid() {
 				problems = append(problems, apperr.FieldError{Field: "status", Message: fmt.Sprintf("unknown plan status %q", st)})
 			}
 			q.Status = append(q.Status, planning.Status(st))
@@ -98,11 +98,6 @@ func (a *API) listPlans(c echo.Context) error {
 		out.Plans = append(out.Plans, planView(pl))
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-var planStatuses = []planning.Status{
-	planning.StatusPendingReview, planning.StatusInReview, planning.StatusExecuting, planning.StatusCompleted,
-	planning.StatusFailed, planning.StatusCancelled, planning.StatusRejected, planning.StatusInterrupted,
 }
 
 // RevisionView is a stored version of a plan, with what changed from the
@@ -159,36 +154,36 @@ func sameDefinition(a, b planning.Step) bool {
 
 // ReviewView is one reviewer round.
 type ReviewView struct {
-	Round     int         `json:"round"`
-	Version   int         `json:"version"`
-	Verdict   string      `json:"verdict"`
-	Comments  string      `json:"comments"`
-	AgentID   string      `json:"agent_id,omitempty"`
-	Usage     event.Usage `json:"usage"`
-	CreatedAt time.Time   `json:"created_at"`
+	Round     int              `json:"round"`
+	Version   int              `json:"version"`
+	Verdict   planning.Verdict `json:"verdict"`
+	Comments  string           `json:"comments"`
+	AgentID   string           `json:"agent_id,omitempty"`
+	Usage     event.Usage      `json:"usage"`
+	CreatedAt time.Time        `json:"created_at"`
 }
 
 // ExecutionView is one executor run of a step.
 type ExecutionView struct {
-	ID             string      `json:"id"`
-	PlanID         string      `json:"plan_id"`
-	StepNumber     int         `json:"step_number"`
-	AgentID        string      `json:"agent_id"`
-	AgentSessionID string      `json:"agent_session_id"`
-	Status         string      `json:"status"`
-	Task           string      `json:"task"`
-	Result         string      `json:"result,omitempty"`
-	Error          string      `json:"error,omitempty"`
-	Usage          event.Usage `json:"usage"`
-	ToolCalls      int         `json:"tool_calls"`
-	StartedAt      time.Time   `json:"started_at"`
-	CompletedAt    *time.Time  `json:"completed_at,omitempty"`
-	DurationMS     int64       `json:"duration_ms"`
+	ID             string                   `json:"id"`
+	PlanID         string                   `json:"plan_id"`
+	StepNumber     int                      `json:"step_number"`
+	AgentID        string                   `json:"agent_id"`
+	AgentSessionID string                   `json:"agent_session_id"`
+	Status         planning.ExecutionStatus `json:"status"`
+	Task           string                   `json:"task"`
+	Result         string                   `json:"result,omitempty"`
+	Error          string                   `json:"error,omitempty"`
+	Usage          event.Usage              `json:"usage"`
+	ToolCalls      int                      `json:"tool_calls"`
+	StartedAt      time.Time                `json:"started_at"`
+	CompletedAt    *time.Time               `json:"completed_at,omitempty"`
+	DurationMS     int64                    `json:"duration_ms"`
 }
 
 func executionView(e planning.Execution) ExecutionView {
 	return ExecutionView{ID: e.ID, PlanID: e.PlanID, StepNumber: e.StepNumber, AgentID: e.AgentID, AgentSessionID: e.AgentSessionID,
-		Status: string(e.Status), Task: e.Task, Result: e.Result, Error: e.Error, Usage: e.Usage, ToolCalls: e.ToolCalls,
+		Status: e.Status, Task: e.Task, Result: e.Result, Error: e.Error, Usage: e.Usage, ToolCalls: e.ToolCalls,
 		StartedAt: e.StartedAt, CompletedAt: e.CompletedAt, DurationMS: e.DurationMS}
 }
 
@@ -231,7 +226,7 @@ func (a *API) getPlan(c echo.Context) error {
 		out.Revisions = append(out.Revisions, v)
 	}
 	for _, r := range reviews {
-		out.Reviews = append(out.Reviews, ReviewView{Round: r.Round, Version: r.Version, Verdict: string(r.Verdict), Comments: r.Comments,
+		out.Reviews = append(out.Reviews, ReviewView{Round: r.Round, Version: r.Version, Verdict: r.Verdict, Comments: r.Comments,
 			AgentID: r.AgentID, Usage: r.Usage, CreatedAt: r.CreatedAt})
 	}
 	for _, e := range execs {

@@ -84,7 +84,7 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 			ctx := context.Background()
 			planID, sessionID := draftPlan(t, e)
 			p := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-			require.Equal(t, "pending_review", p.Plan.Status)
+			require.Equal(t, planning.StatusPendingReview, p.Plan.Status)
 
 			// Someone else's plan does not exist for them.
 			resp := e.request(t, ctx, "bob", "POST", "/api/plans/"+planID+"/approve", nil)
@@ -98,7 +98,7 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 			resp.Body.Close()
 			require.Contains(t, string(body), "depends on itself")
 			p = decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-			require.Equal(t, "pending_review", p.Plan.Status)
+			require.Equal(t, planning.StatusPendingReview, p.Plan.Status)
 			require.Equal(t, 1, p.Plan.Version)
 
 			// A watcher attached mid-run sees every later event.
@@ -142,7 +142,7 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 			require.Equal(t, "done", watched[len(watched)-1])
 
 			p = decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-			require.Equal(t, "completed", p.Plan.Status)
+			require.Equal(t, planning.StatusCompleted, p.Plan.Status)
 			require.Len(t, p.Executions, 3)
 			msgs, err := e.stores.Chats.ListMessages(ctx, sessionID, 0)
 			require.NoError(t, err)
@@ -184,7 +184,7 @@ func TestRejectCancelResumeOverHTTP(t *testing.T) {
 	resp := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/reject", map[string]any{"reason": "not now"})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	rejected := decodeBody[httpapi.PlanView](t, resp)
-	require.Equal(t, "rejected", rejected.Status)
+	require.Equal(t, planning.StatusRejected, rejected.Status)
 	require.Contains(t, rejected.Reason, "not now")
 
 	// Cancel mid-run, then resume: only what did not complete runs again.
@@ -197,17 +197,17 @@ func TestRejectCancelResumeOverHTTP(t *testing.T) {
 	resp = e.request(t, ctx, "ops", "POST", "/api/plans/"+planID+"/cancel", nil)
 	require.Equal(t, http.StatusOK, resp.StatusCode, "operators cancel every plan")
 	cancelled := decodeBody[httpapi.PlanView](t, resp)
-	require.Equal(t, "cancelled", cancelled.Status)
+	require.Equal(t, planning.StatusCancelled, cancelled.Status)
 	frames := readStream(t, approve)
 	require.Equal(t, "cancelled", frames[len(frames)-1].Env["finished_reason"])
-	require.Equal(t, "completed", cancelled.Steps[0].Status)
-	require.Equal(t, "cancelled", cancelled.Steps[2].Status)
+	require.Equal(t, planning.StepCompleted, cancelled.Steps[0].Status)
+	require.Equal(t, planning.StepCancelled, cancelled.Steps[2].Status)
 
 	resp = e.request(t, ctx, "bob", "POST", "/api/plans/"+planID+"/resume", nil)
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 	resp.Body.Close()
 	res := decodeBody[httpapi.PlanRunResult](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/resume", map[string]any{"stream": false}))
-	require.Equal(t, "completed", res.Plan.Status)
+	require.Equal(t, planning.StatusCompleted, res.Plan.Status)
 	require.NotEmpty(t, res.Answer)
 	execs, err := e.stores.Executions.ListExecutions(ctx, planID)
 	require.NoError(t, err)
@@ -256,13 +256,13 @@ default:
 		}
 	}
 	detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-	require.Equal(t, "pending_review", detail.Plan.Status)
+	require.Equal(t, planning.StatusPendingReview, detail.Plan.Status)
 	require.Equal(t, 2, detail.Plan.Version)
 	require.Len(t, detail.Reviews, 2)
 	require.Empty(t, detail.Executions, "a plan the reviewer did not approve never ran")
 
 	res := decodeBody[httpapi.PlanRunResult](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"stream": false}))
-	require.Equal(t, "completed", res.Plan.Status)
+	require.Equal(t, planning.StatusCompleted, res.Plan.Status)
 	require.Equal(t, "Migrated.", res.Answer)
 }
 

@@ -5,38 +5,39 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
 
 // StepView is a plan step as the API returns it.
 type StepView struct {
-	Number           int             `json:"number"`
-	Title            string          `json:"title"`
-	Description      string          `json:"description,omitempty"`
-	Tools            []string        `json:"tools,omitempty"`
-	ExecutorRequired bool            `json:"executor_required"`
-	DependsOn        []int           `json:"depends_on,omitempty"`
-	Tool             string          `json:"tool,omitempty"`
-	Args             json.RawMessage `json:"args,omitempty"`
-	Status           string          `json:"status"`
-	Result           string          `json:"result,omitempty"`
-	Error            string          `json:"error,omitempty"`
-	StartedAt        *time.Time      `json:"started_at,omitempty"`
-	CompletedAt      *time.Time      `json:"completed_at,omitempty"`
-	DurationMS       int64           `json:"duration_ms,omitempty"`
+	Number           int                 `json:"number"`
+	Title            string              `json:"title"`
+	Description      string              `json:"description,omitempty"`
+	Tools            []string            `json:"tools,omitempty"`
+	ExecutorRequired bool                `json:"executor_required"`
+	DependsOn        []int               `json:"depends_on,omitempty"`
+	Tool             string              `json:"tool,omitempty"`
+	Args             json.RawMessage     `json:"args,omitempty"`
+	Status           planning.StepStatus `json:"status"`
+	Result           string              `json:"result,omitempty"`
+	Error            string              `json:"error,omitempty"`
+	StartedAt        *time.Time          `json:"started_at,omitempty"`
+	CompletedAt      *time.Time          `json:"completed_at,omitempty"`
+	DurationMS       int64               `json:"duration_ms,omitempty"`
 }
 
 // PlanView is a plan as the API returns it.
 type PlanView struct {
-	ID          string `json:"id"`
-	SessionID   string `json:"session_id,omitempty"`
-	UserID      string `json:"user_id"`
-	Goal        string `json:"goal"`
-	Mode        string `json:"mode"`
-	Status      string `json:"status"`
-	Version     int    `json:"version"`
-	ReviewRound int    `json:"review_round,omitempty"`
-	Reason      string `json:"reason,omitempty"`
+	ID          string          `json:"id"`
+	SessionID   string          `json:"session_id,omitempty"`
+	UserID      string          `json:"user_id"`
+	Goal        string          `json:"goal"`
+	Mode        planmode.Mode   `json:"mode"`
+	Status      planning.Status `json:"status"`
+	Version     int             `json:"version"`
+	ReviewRound int             `json:"review_round,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
 	// Approval is who let the plan run (absent: it never had an approval,
 	// and can never run through resume).
 	Approval *ApprovalView `json:"approval,omitempty"`
@@ -70,7 +71,7 @@ type CancellationView struct {
 
 func stepView(s planning.Step) StepView {
 	v := StepView{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools, ExecutorRequired: s.ExecutorRequired,
-		DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: string(s.Status), Result: s.Result, Error: s.Error,
+		DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: s.Status, Result: s.Result, Error: s.Error,
 		StartedAt: s.StartedAt, CompletedAt: s.CompletedAt}
 	if s.StartedAt != nil && s.CompletedAt != nil {
 		v.DurationMS = s.CompletedAt.Sub(*s.StartedAt).Milliseconds()
@@ -79,7 +80,7 @@ func stepView(s planning.Step) StepView {
 }
 
 func planView(p planning.Plan) PlanView {
-	v := PlanView{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
+	v := PlanView{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: p.Mode, Status: p.Status,
 		Version: p.Version, ReviewRound: p.ReviewRound, Reason: p.Reason, Steps: make([]StepView, 0, len(p.Steps)), Usage: p.Usage,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, StartedAt: p.StartedAt, CompletedAt: p.CompletedAt}
 	for _, s := range p.Steps {

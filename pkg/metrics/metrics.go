@@ -188,7 +188,7 @@ func (m *Metrics) observe(e event.Envelope) {
 		m.stepStarts[stepKey{ev.PlanID, ev.Step.Number}] = e.TS
 		m.mu.Unlock()
 	case event.StepComplete:
-		m.steps.WithLabelValues(ev.Step.Status).Inc()
+		m.steps.WithLabelValues(string(ev.Step.Status)).Inc()
 		k := stepKey{ev.PlanID, ev.Step.Number}
 		m.mu.Lock()
 		start, ok := m.stepStarts[k]
@@ -198,7 +198,7 @@ func (m *Metrics) observe(e event.Envelope) {
 			m.stepDuration.Observe(e.TS.Sub(start).Seconds())
 		}
 	case event.PlanComplete:
-		m.plans.WithLabelValues(ev.Status).Inc()
+		m.plans.WithLabelValues(string(ev.Status)).Inc()
 		m.mu.Lock()
 		for k := range m.stepStarts {
 			if k.plan == ev.PlanID {

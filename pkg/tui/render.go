@@ -26,17 +26,17 @@ import (
 var Spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 // Mark is the sign of a step status that is not running.
-func Mark(status string) string {
+func Mark(status event.StepStatus) string {
 	switch status {
-	case "completed":
+	case event.StepCompleted:
 		return "✓"
-	case "failed":
+	case event.StepFailed:
 		return "✗"
-	case "skipped":
+	case event.StepSkipped:
 		return "↷"
-	case "cancelled":
+	case event.StepCancelled:
 		return "■"
-	case "running":
+	case event.StepRunning:
 		return "▸"
 	}
 	return "○"
@@ -82,7 +82,7 @@ type stepRow struct {
 	number    int
 	title     string
 	deps      []int
-	status    string
+	status    event.StepStatus
 	started   time.Time
 	ended     time.Time
 	errorText string
@@ -196,7 +196,7 @@ func (r *Renderer) setPlan(id, goal string, steps []client.Step) {
 			row.status, row.started, row.ended = o.status, o.started, o.ended
 		}
 		if row.status == "" {
-			row.status = "pending"
+			row.status = event.StepPending
 		}
 		if s.StartedAt != nil {
 			row.started = *s.StartedAt
@@ -273,7 +273,7 @@ func (r *Renderer) Event(ev client.Event) {
 		r.line(fmt.Sprintf("reviewer, round %d: %s — %s", e.Round, e.Verdict, Cut(e.Comments, 200)))
 	case event.StepStart:
 		row := r.row(e.Step)
-		row.status, row.started, row.ended = "running", at, time.Time{}
+		row.status, row.started, row.ended = event.StepRunning, at, time.Time{}
 		if r.live {
 			r.redraw()
 		} else {
@@ -289,7 +289,7 @@ func (r *Renderer) Event(ev client.Event) {
 			r.redraw()
 		} else {
 			msg := fmt.Sprintf("  %s step %d %s: %s", Mark(row.status), row.number, row.title, row.status)
-			if !row.started.IsZero() && row.status != "skipped" {
+			if !row.started.IsZero() && row.status != event.StepSkipped {
 				msg += " in " + Duration(row.ended.Sub(row.started))
 			}
 			if row.errorText != "" {
@@ -299,8 +299,8 @@ func (r *Renderer) Event(ev client.Event) {
 		}
 	case event.PlanComplete:
 		for _, row := range r.steps {
-			if row.status == "running" && e.Status == "cancelled" {
-				row.status, row.ended = "cancelled", at
+			if row.status == event.StepRunning && e.Status == event.PlanCancelled {
+				row.status, row.ended = event.StepCancelled, at
 			}
 		}
 		if r.live {
@@ -337,7 +337,7 @@ func (r *Renderer) planHead(what string, p event.Plan) {
 	r.endLine()
 	r.planID, r.goal = "", ""
 	r.steps = map[int]*stepRow{}
-	r.line(fmt.Sprintf("%s %s: %s (%d steps, %s)", what, p.ID, p.Goal, len(p.Steps), strings.ReplaceAll(p.Mode, "_", " ")))
+	r.line(fmt.Sprintf("%s %s: %s (%d steps, %s)", what, p.ID, p.Goal, len(p.Steps), strings.ReplaceAll(string(p.Mode), "_", " ")))
 	if !r.live {
 		for _, s := range p.Steps {
 			after := ""
@@ -353,7 +353,7 @@ func (r *Renderer) planHead(what string, p event.Plan) {
 func (r *Renderer) row(s event.StepState) *stepRow {
 	row, ok := r.steps[s.Number]
 	if !ok {
-		row = &stepRow{number: s.Number, title: s.Title, status: "pending"}
+		row = &stepRow{number: s.Number, title: s.Title, status: event.StepPending}
 		r.steps[s.Number] = row
 	}
 	if s.Title != "" {
@@ -374,7 +374,7 @@ func (r *Renderer) Tick() {
 
 func (r *Renderer) running() bool {
 	for _, row := range r.steps {
-		if row.status == "running" {
+		if row.status == event.StepRunning {
 			return true
 		}
 	}
@@ -429,7 +429,7 @@ func (r *Renderer) tableLines() []string {
 		mark := Mark(row.status)
 		elapsed := ""
 		switch {
-		case row.status == "running":
+		case row.status == event.StepRunning:
 			mark = Spinner[r.frame%len(Spinner)]
 			elapsed = Duration(r.now().Sub(row.started).Truncate(100 * time.Millisecond))
 		case !row.started.IsZero() && !row.ended.IsZero():
