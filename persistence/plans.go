@@ -144,8 +144,8 @@ func stepToRow(planID string, s planning.Step) stepRow {
 }
 
 func (r stepRow) step() planning.Step {
-	s := planning.Step{Number: r.Number, Title: r.Title, Description: r.Description, Tools: fromJSON[[]string](r.Tools),
-		ExecutorRequired: r.ExecutorRequired, DependsOn: fromJSON[[]int](r.DependsOn), Tool: r.Tool,
+	s := planning.Step{StepDefinition: event.StepDefinition{Number: r.Number, Title: r.Title, Description: r.Description,
+		Tools: fromJSON[[]string](r.Tools), ExecutorRequired: r.ExecutorRequired, DependsOn: fromJSON[[]int](r.DependsOn), Tool: r.Tool},
 		Status: planning.StepStatus(r.Status), Result: r.Result, Error: r.Error, StartedAt: utcPtr(r.StartedAt),
 		CompletedAt: utcPtr(r.CompletedAt)}
 	if len(r.Args) > 0 {
@@ -154,8 +154,12 @@ func (r stepRow) step() planning.Step {
 	return s
 }
 
-// revisionStep is how a step is kept in a revision's JSON: its definition,
-// not its run state.
+// revisionStep is how a revision stores a step: its definition
+// (event.StepDefinition), not its run state, in the stored form that
+// predates that type, which leaves out an empty title and a false
+// executor_required. Only the tags differ, so the two convert into each
+// other as types, and a field added to the definition that is not added
+// here stops the build.
 type revisionStep struct {
 	Number           int             `json:"number"`
 	Title            string          `json:"title,omitempty"`
@@ -170,8 +174,7 @@ type revisionStep struct {
 func revisionSteps(steps []planning.Step) []revisionStep {
 	out := make([]revisionStep, len(steps))
 	for i, s := range steps {
-		out[i] = revisionStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args}
+		out[i] = revisionStep(s.StepDefinition)
 	}
 	return out
 }
@@ -180,8 +183,7 @@ func (r revisionRow) revision() planning.Revision {
 	rev := planning.Revision{ID: r.ID, PlanID: r.PlanID, Version: r.Version, Goal: r.Goal, Author: r.Author, Reason: r.Reason,
 		CreatedAt: r.CreatedAt.UTC()}
 	for _, s := range fromJSON[[]revisionStep](r.Steps) {
-		rev.Steps = append(rev.Steps, planning.Step{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: planning.StepPending})
+		rev.Steps = append(rev.Steps, planning.Step{StepDefinition: event.StepDefinition(s), Status: planning.StepPending})
 	}
 	return rev
 }

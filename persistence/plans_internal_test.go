@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -16,10 +17,10 @@ import (
 func TestRevisionStepsKeepTheirStoredForm(t *testing.T) {
 	t.Parallel()
 	steps := []planning.Step{
-		{Number: 1, Title: "Fetch", Description: "fetch the page", Tools: []string{"web_fetch"}, ExecutorRequired: true,
-			DependsOn: []int{2}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`), Status: planning.StepFailed,
-			Result: "not stored", Error: "not stored"},
-		{Number: 2, Status: planning.StepCompleted},
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "Fetch", Description: "fetch the page", Tools: []string{"web_fetch"},
+			ExecutorRequired: true, DependsOn: []int{2}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)},
+			Status: planning.StepFailed, Result: "not stored", Error: "not stored"},
+		{StepDefinition: event.StepDefinition{Number: 2}, Status: planning.StepCompleted},
 	}
 	const stored = `[{"number":1,"title":"Fetch","description":"fetch the page","tools":["web_fetch"],"executor_required":true,` +
 		`"depends_on":[2],"tool":"web_fetch","args":{"url":"u"}},{"number":2}]`
@@ -27,9 +28,10 @@ func TestRevisionStepsKeepTheirStoredForm(t *testing.T) {
 
 	read := revisionRow{Steps: jsonCol(stored)}.revision().Steps
 	want := []planning.Step{
-		{Number: 1, Title: "Fetch", Description: "fetch the page", Tools: []string{"web_fetch"}, ExecutorRequired: true,
-			DependsOn: []int{2}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`), Status: planning.StepPending},
-		{Number: 2, Status: planning.StepPending},
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "Fetch", Description: "fetch the page", Tools: []string{"web_fetch"},
+			ExecutorRequired: true, DependsOn: []int{2}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)},
+			Status: planning.StepPending},
+		{StepDefinition: event.StepDefinition{Number: 2}, Status: planning.StepPending},
 	}
 	require.Equal(t, want, read)
 	require.Equal(t, stored, string(mustJSON(revisionSteps(read))), "a revision read back is stored alike")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
@@ -27,7 +28,7 @@ func TestRetriesADroppedConnection(t *testing.T) {
 	require.NoError(t, err)
 	store := dbtest.NewStores(t, db).PlanRecords
 	p := planning.Plan{UserID: "alice", Goal: "g", Mode: planmode.AutoExecute, Status: planning.StatusExecuting,
-		Steps: []planning.Step{{Number: 1, Title: "a", Status: planning.StepPending}}}
+		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "a"}, Status: planning.StepPending}}}
 	require.NoError(t, store.CreatePlan(ctx, &p))
 
 	for round := range 3 {

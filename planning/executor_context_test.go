@@ -9,6 +9,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 	"github.com/planwright/planwright/planning"
@@ -60,9 +61,9 @@ rules:
 				c.Runner, c.Executor = r, roles.Executor
 			})
 			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Market report", Steps: []planning.Step{
-				{Number: 1, Title: "Research A", ExecutorRequired: true},
-				{Number: 2, Title: "Research B", ExecutorRequired: true},
-				{Number: 3, Title: "Summarise", ExecutorRequired: true, DependsOn: []int{1, 2}, Tools: []string{"create_task"}},
+				{StepDefinition: event.StepDefinition{Number: 1, Title: "Research A", ExecutorRequired: true}},
+				{StepDefinition: event.StepDefinition{Number: 2, Title: "Research B", ExecutorRequired: true}},
+				{StepDefinition: event.StepDefinition{Number: 3, Title: "Summarise", ExecutorRequired: true, DependsOn: []int{1, 2}, Tools: []string{"create_task"}}},
 			}}, e.em)
 			require.NoError(t, err)
 			require.Contains(t, res.Outcome, "3 of 3 steps completed")

@@ -144,14 +144,14 @@ func eventPlan(p Plan) event.Plan {
 	out := event.Plan{ID: p.ID, SessionID: p.SessionID, Goal: p.Goal, Mode: p.Mode, Status: p.Status,
 		Version: p.Version, Steps: make([]event.PlanStep, 0, len(p.Steps))}
 	for _, s := range p.Steps {
-		out.Steps = append(out.Steps, event.PlanStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: s.Status,
-			Result: s.Result, Error: s.Error})
+		out.Steps = append(out.Steps, s.PlanStep())
 	}
 	return out
 }
 
-// stepState is a step as step events carry it.
+// stepState is a step as step events carry it, its result cut.
 func stepState(s Step) event.StepState {
-	return event.StepState{Number: s.Number, Title: s.Title, Status: s.Status, Result: textcut.Cut(s.Result, 1000), Error: s.Error}
+	st := s.State()
+	st.Result = textcut.Cut(st.Result, 1000)
+	return st
 }

@@ -34,10 +34,10 @@ func TestJournal(t *testing.T) {
 			return err
 		}},
 		{"a step starts", "UpdateStep", event.TypeStepStart, false, func(ctx context.Context, j journal, em event.Emitter) error {
-			return j.stepStarted(ctx, em, "p1", Step{Number: 1, Status: StepRunning})
+			return j.stepStarted(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepRunning})
 		}},
 		{"a step ends", "UpdateStep", event.TypeStepComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
-			return j.stepEnded(ctx, em, "p1", Step{Number: 1, Status: StepCompleted})
+			return j.stepEnded(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted})
 		}},
 		{"an executor starts", "StartExecution", event.TypeExecutorSpawned, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.executorStarted(ctx, em, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})

@@ -137,7 +137,8 @@ func TestAutoExecuteRunsTheGraph(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Launch", Steps: []planning.Step{
 				exec(1), exec(2), exec(3, 1, 2),
-				{Number: 4, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"x/{{steps.3.result}}"}`), DependsOn: []int{3}},
+				{StepDefinition: event.StepDefinition{Number: 4, Title: "fetch", Tool: "web_fetch",
+					Args: json.RawMessage(`{"url":"x/{{steps.3.result}}"}`), DependsOn: []int{3}}},
 			}}, e.em)
 			require.NoError(t, err)
 			require.NotEmpty(t, res.Plan.ID)

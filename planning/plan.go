@@ -24,6 +24,13 @@
 //
 // Store is the persistence it needs; the agent loop and the tools runtime
 // are injected too (AgentRunner, ToolRunner).
+//
+// A Step is a step's definition (event.StepDefinition, the one definition
+// events, the API, stored revisions and the client share) with its run
+// state; StepArgs is that definition as create_plan and the approve route
+// accept it, and StepsFrom its one conversion. Status, StepStatus, Verdict
+// and ExecutionStatus are aliases of pkg/event's types, which sit below
+// planning so that events carry them too.
 package planning
 
 import (
@@ -139,22 +146,26 @@ func (a Actor) Role() ActorRole {
 	return ByUser
 }
 
-// Step is one unit of a plan. It runs either a focused executor agent
-// (ExecutorRequired, with Tools only) or one tool directly (Tool with Args).
+// Step is one unit of a plan: what it is to do, its event.StepDefinition (a
+// focused executor agent with the listed Tools only, or one Tool called
+// directly with Args), and how its run stands.
 type Step struct {
-	Number           int
-	Title            string
-	Description      string
-	Tools            []string
-	ExecutorRequired bool
-	DependsOn        []int
-	Tool             string
-	Args             json.RawMessage
-	Status           StepStatus
-	Result           string
-	Error            string
-	StartedAt        *time.Time
-	CompletedAt      *time.Time
+	event.StepDefinition
+	Status      StepStatus
+	Result      string
+	Error       string
+	StartedAt   *time.Time
+	CompletedAt *time.Time
+}
+
+// PlanStep is the step as plan events and the API show it.
+func (s Step) PlanStep() event.PlanStep {
+	return event.PlanStep{StepDefinition: s.StepDefinition, Status: s.Status, Result: s.Result, Error: s.Error}
+}
+
+// State is the step as step events carry it, with its whole result.
+func (s Step) State() event.StepState {
+	return event.StepState{Number: s.Number, Title: s.Title, Status: s.Status, Result: s.Result, Error: s.Error}
 }
 
 // Revision is a stored version of a plan's steps.

@@ -33,37 +33,31 @@ type CreatePlanArgs struct {
 	Steps  []StepArgs    `json:"steps"`
 }
 
-// StepArgs is a step as the planner writes it. "id" is accepted for
-// "number".
+// StepArgs is a step as the planner (create_plan) or a person (the approve
+// route) writes it: a step definition in which every field may be left
+// out, and "id" is accepted for "number". StepsFrom is its one conversion.
 type StepArgs struct {
-	Number           int             `json:"number,omitempty"`
-	ID               int             `json:"id,omitempty"`
-	Title            string          `json:"title,omitempty"`
-	Description      string          `json:"description,omitempty"`
-	Tools            []string        `json:"tools,omitempty"`
-	ExecutorRequired bool            `json:"executor_required,omitempty"`
-	DependsOn        []int           `json:"depends_on,omitempty"`
-	Tool             string          `json:"tool,omitempty"`
-	Args             json.RawMessage `json:"args,omitempty"`
+	event.StepDefinition
+	ID int `json:"id,omitempty"`
 }
 
 func (a CreatePlanArgs) steps() []Step { return StepsFrom(a.Steps) }
 
 // StepsFrom turns steps as the planner (or a human editing a plan) writes
-// them into plan steps.
+// them into pending plan steps: a step without a number takes its "id", a
+// step without a title the start of its description.
 func StepsFrom(in []StepArgs) []Step {
 	out := make([]Step, 0, len(in))
 	for _, s := range in {
-		n := s.Number
-		if n == 0 {
-			n = s.ID
+		d := s.StepDefinition
+		if d.Number == 0 {
+			d.Number = s.ID
 		}
-		title := strings.TrimSpace(s.Title)
-		if title == "" {
-			title = textcut.Cut(strings.TrimSpace(s.Description), 60)
+		d.Title = strings.TrimSpace(d.Title)
+		if d.Title == "" {
+			d.Title = textcut.Cut(strings.TrimSpace(d.Description), 60)
 		}
-		out = append(out, Step{Number: n, Title: title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: StepPending})
+		out = append(out, Step{StepDefinition: d, Status: StepPending})
 	}
 	return out
 }

@@ -47,7 +47,7 @@ func TestReviewRound(t *testing.T) {
 			t.Parallel()
 			log := &ledger{}
 			store := &fakeStore{log: log, plan: Plan{ID: "p1", UserID: "alice", Goal: "Migrate", Status: StatusInReview, Version: 1,
-				ReviewRound: tc.round, Usage: event.Usage{InputTokens: 100}, Steps: []Step{{Number: 1, Title: "Migrate"}}}}
+				ReviewRound: tc.round, Usage: event.Usage{InputTokens: 100}, Steps: []Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Migrate"}}}}}
 			b := testBase(store)
 			b.cfg.Runner = tc.reviewer
 			r := &reviewer{base: b, journal: journal{b}}

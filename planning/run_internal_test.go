@@ -51,8 +51,8 @@ func TestRunRecordsThroughTheJournal(t *testing.T) {
 			t.Parallel()
 			log := &ledger{}
 			p := Plan{ID: "p1", UserID: "alice", Goal: "g", Status: StatusExecuting,
-				Steps: []Step{{Number: 1, Title: "a", ExecutorRequired: true, Status: StepPending},
-					{Number: 2, Title: "b", ExecutorRequired: true, DependsOn: []int{1}, Status: StepPending}}}
+				Steps: []Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "a", ExecutorRequired: true}, Status: StepPending},
+					{StepDefinition: event.StepDefinition{Number: 2, Title: "b", ExecutorRequired: true, DependsOn: []int{1}}, Status: StepPending}}}
 			store := &fakeStore{log: log, failAt: map[string][]int{"UpdateStep": tc.failAt}, plan: p}
 			b := testBase(store)
 			b.cfg.MaxParallelSteps = 4

@@ -7,12 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 )
 
 // st builds a step in a state.
 func st(n int, status planning.StepStatus, deps ...int) planning.Step {
-	return planning.Step{Number: n, Title: "step", ExecutorRequired: true, DependsOn: deps, Status: status}
+	return planning.Step{StepDefinition: event.StepDefinition{Number: n, Title: "step", ExecutorRequired: true, DependsOn: deps}, Status: status}
 }
 
 const (

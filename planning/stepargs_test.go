@@ -41,14 +41,14 @@ func TestStepsFromTheInput(t *testing.T) {
 func TestStepDefinitionRoundTrip(t *testing.T) {
 	t.Parallel()
 	steps := []planning.Step{
-		{Number: 1, Title: "Draft", Description: "draft it", Tools: []string{"create_task"}, ExecutorRequired: true, Status: planning.StepCompleted, Result: "done"},
-		{Number: 2, Title: "Fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`), DependsOn: []int{1}, Status: planning.StepFailed, Error: "e"},
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft", Description: "draft it", Tools: []string{"create_task"},
+			ExecutorRequired: true}, Status: planning.StepCompleted, Result: "done"},
+		{StepDefinition: event.StepDefinition{Number: 2, Title: "Fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`),
+			DependsOn: []int{1}}, Status: planning.StepFailed, Error: "e"},
 	}
 	var wire []event.PlanStep
 	for _, s := range steps {
-		wire = append(wire, event.PlanStep{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools,
-			ExecutorRequired: s.ExecutorRequired, DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: s.Status,
-			Result: s.Result, Error: s.Error})
+		wire = append(wire, s.PlanStep())
 	}
 	raw, err := json.Marshal(wire)
 	require.NoError(t, err)

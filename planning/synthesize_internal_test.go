@@ -22,7 +22,7 @@ func TestSynthesize(t *testing.T) {
 		return agents.Result{Text: "Launched.", Usage: event.Usage{InputTokens: 7, OutputTokens: 3}}, nil
 	})
 	p := Plan{ID: "p1", UserID: "alice", SessionID: "s1", Goal: "Launch", Status: StatusCompleted,
-		Steps: []Step{{Number: 1, Title: "Draft", Status: StepCompleted, Result: "drafted"}}}
+		Steps: []Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft"}, Status: StepCompleted, Result: "drafted"}}}
 	text, usage, err := (&Synthesizer{b}).Synthesize(t.Context(), p, event.Emitter{})
 	require.NoError(t, err)
 	require.Equal(t, "Launched.", text)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -39,14 +40,14 @@ func allowed(names ...string) func(string) (tools.Tool, bool) {
 }
 
 func exec(n int, deps ...int) planning.Step {
-	return planning.Step{Number: n, Title: "step", ExecutorRequired: true, DependsOn: deps}
+	return planning.Step{StepDefinition: event.StepDefinition{Number: n, Title: "step", ExecutorRequired: true, DependsOn: deps}}
 }
 
 func TestValidate(t *testing.T) {
 	t.Parallel()
 	cfg := planning.ValidateConfig{MaxSteps: 4, Tool: allowed("web_fetch", "create_task")}
 	direct := func(n int, args string, deps ...int) planning.Step {
-		return planning.Step{Number: n, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(args), DependsOn: deps}
+		return planning.Step{StepDefinition: event.StepDefinition{Number: n, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(args), DependsOn: deps}}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -60,14 +61,14 @@ func TestValidate(t *testing.T) {
 		{"unknown dependency", []planning.Step{exec(1, 7)}, []string{"depends on step 7, which does not exist"}},
 		{"self dependency", []planning.Step{exec(1, 1)}, []string{"step 1 depends on itself"}},
 		{"cycle", []planning.Step{exec(1), exec(2, 4), exec(3, 1), exec(4, 2)}, []string{"cycle: 2 → 4 → 2"}},
-		{"unknown tool", []planning.Step{{Number: 1, Title: "x", ExecutorRequired: true, Tools: []string{"rm_rf"}}}, []string{`tool "rm_rf"`}},
-		{"unknown direct tool", []planning.Step{{Number: 1, Title: "x", Tool: "launch_missiles"}}, []string{`calls tool "launch_missiles"`}},
-		{"neither executor nor tool", []planning.Step{{Number: 1, Title: "x"}}, []string{"needs either executor_required"}},
-		{"both executor and tool", []planning.Step{{Number: 1, Title: "x", ExecutorRequired: true, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)}},
+		{"unknown tool", []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "x", ExecutorRequired: true, Tools: []string{"rm_rf"}}}}, []string{`tool "rm_rf"`}},
+		{"unknown direct tool", []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "x", Tool: "launch_missiles"}}}, []string{`calls tool "launch_missiles"`}},
+		{"neither executor nor tool", []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "x"}}}, []string{"needs either executor_required"}},
+		{"both executor and tool", []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "x", ExecutorRequired: true, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)}}},
 			[]string{"choose one"}},
 		{"bad direct args", []planning.Step{direct(1, `{"link":"u"}`)}, []string{"arguments for web_fetch"}},
 		{"reference to a non-dependency", []planning.Step{exec(1), direct(2, `{"url":"{{steps.1.result}}"}`)}, []string{"uses the result of step 1"}},
-		{"all problems at once", []planning.Step{exec(1, 1), exec(1), {Number: 2, Title: "x"}},
+		{"all problems at once", []planning.Step{exec(1, 1), exec(1), {StepDefinition: event.StepDefinition{Number: 2, Title: "x"}}},
 			[]string{"depends on itself", "used more than once", "needs either"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

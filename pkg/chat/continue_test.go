@@ -52,7 +52,7 @@ func TestContinuePlan(t *testing.T) {
 	sess := chat.Session{UserID: "alice", Title: "launch", ContextType: chat.ContextGlobal}
 	require.NoError(t, store.CreateSession(ctx, &sess))
 	p := planning.Plan{ID: "plan-1", SessionID: sess.ID, UserID: "alice", Goal: "launch", Status: planning.StatusExecuting,
-		Steps: []planning.Step{{Number: 1, Title: "Draft", Status: planning.StepCompleted, Result: "drafted"}}}
+		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft"}, Status: planning.StepCompleted, Result: "drafted"}}}
 
 	t.Run("the answer joins the session", func(t *testing.T) {
 		out, err := continuing(planRunner{

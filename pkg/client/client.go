@@ -1,7 +1,9 @@
 // Package client talks to a planwright server over its HTTP API: JSON
 // calls, and the Server-Sent Event streams of chat turns and plan runs,
 // decoded into pkg/event's typed events. Errors the server answers are
-// *Error values that keep its own words.
+// *Error values that keep its own words. The answer types mirror the
+// server's views field by field; a plan's steps and the statuses, verdicts
+// and modes they hold are pkg/event's (and pkg/planmode's) own types.
 //
 // A Client is safe for concurrent use.
 package client

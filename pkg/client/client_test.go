@@ -162,6 +162,7 @@ func TestTypesMatchTheServer(t *testing.T) {
 		{client.TurnRequest{}, httpapi.StreamRequest{}},
 		{client.ApproveRequest{}, httpapi.ApproveRequest{}},
 	}
+	require.Contains(t, fields(reflect.TypeOf(httpapi.StepView{})), "executor_required", "fields of embedded structs count")
 	for _, p := range pairs {
 		server := fields(reflect.TypeOf(p.server))
 		for name, kind := range fields(reflect.TypeOf(p.client)) {
@@ -171,10 +172,14 @@ func TestTypesMatchTheServer(t *testing.T) {
 	}
 }
 
+// fields maps the JSON names of t's fields, those of embedded structs
+// included, to their kinds.
 func fields(t reflect.Type) map[string]reflect.Kind {
 	out := map[string]reflect.Kind{}
-	for i := range t.NumField() {
-		f := t.Field(i)
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			continue // its fields are listed after it
+		}
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "-" || name == "" {
 			continue

@@ -69,22 +69,13 @@ type SessionDetail struct {
 	Raw      json.RawMessage `json:"-"`
 }
 
-// Step is a plan step.
+// Step is a plan step: as plan events show it (its definition, status,
+// result and error), with its times.
 type Step struct {
-	Number           int              `json:"number"`
-	Title            string           `json:"title"`
-	Description      string           `json:"description,omitempty"`
-	Tools            []string         `json:"tools,omitempty"`
-	ExecutorRequired bool             `json:"executor_required"`
-	DependsOn        []int            `json:"depends_on,omitempty"`
-	Tool             string           `json:"tool,omitempty"`
-	Args             json.RawMessage  `json:"args,omitempty"`
-	Status           event.StepStatus `json:"status"`
-	Result           string           `json:"result,omitempty"`
-	Error            string           `json:"error,omitempty"`
-	StartedAt        *time.Time       `json:"started_at,omitempty"`
-	CompletedAt      *time.Time       `json:"completed_at,omitempty"`
-	DurationMS       int64            `json:"duration_ms,omitempty"`
+	event.PlanStep
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	DurationMS  int64      `json:"duration_ms,omitempty"`
 }
 
 // Plan is a plan with its steps.
@@ -184,22 +175,11 @@ type TurnRequest struct {
 	StreamRunID  string `json:"stream_run_id,omitempty"`
 }
 
-// StepEdit is a step as a reviewer edits it before approving.
-type StepEdit struct {
-	Number           int             `json:"number"`
-	Title            string          `json:"title,omitempty"`
-	Description      string          `json:"description,omitempty"`
-	Tools            []string        `json:"tools,omitempty"`
-	ExecutorRequired bool            `json:"executor_required,omitempty"`
-	DependsOn        []int           `json:"depends_on,omitempty"`
-	Tool             string          `json:"tool,omitempty"`
-	Args             json.RawMessage `json:"args,omitempty"`
-}
-
-// ApproveRequest approves a plan, optionally with edited steps.
+// ApproveRequest approves a plan, optionally with edited steps: each the
+// step's definition, as a plan's steps carry it.
 type ApproveRequest struct {
-	Steps []StepEdit `json:"steps,omitempty"`
-	Note  string     `json:"note,omitempty"`
+	Steps []event.StepDefinition `json:"steps,omitempty"`
+	Note  string                 `json:"note,omitempty"`
 }
 
 // Project is a workspace project a chat can focus on.

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/pkg/client"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 )
 
@@ -19,10 +20,11 @@ func TestStepsReadAsTheServerWritesThem(t *testing.T) {
 	done := at.Add(time.Second)
 	server := httpapi.PlanView{ID: "p1", UserID: "u1", Goal: "g", Mode: "agent_review", Status: "failed", Version: 2,
 		Steps: []httpapi.StepView{
-			{Number: 1, Title: "Draft", Description: "d", Tools: []string{"create_task"}, ExecutorRequired: true, Status: "completed",
-				Result: "r", StartedAt: &at, CompletedAt: &done, DurationMS: 1000},
-			{Number: 2, Title: "Fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`), DependsOn: []int{1}, Status: "failed",
-				Error: "e"},
+			{PlanStep: event.PlanStep{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft", Description: "d",
+				Tools: []string{"create_task"}, ExecutorRequired: true}, Status: "completed", Result: "r"},
+				StartedAt: &at, CompletedAt: &done, DurationMS: 1000},
+			{PlanStep: event.PlanStep{StepDefinition: event.StepDefinition{Number: 2, Title: "Fetch", Tool: "web_fetch",
+				Args: json.RawMessage(`{"url":"u"}`), DependsOn: []int{1}}, Status: "failed", Error: "e"}},
 		}, CreatedAt: at}
 	raw, err := json.Marshal(server)
 	require.NoError(t, err)

@@ -8,15 +8,18 @@
 //
 // Events are written in the service's shared vocabulary, so it lives here,
 // below every package that emits or reads them: Usage, the agent State, the
-// FinishedReason of runs and turns, and the named states of plans
-// (PlanStatus), steps (StepStatus), reviews (Verdict) and executions
-// (ExecutionStatus). planning, persistence, the HTTP API and the client use
-// these same types (planning under aliases), so a status is never a plain
-// string between them.
+// FinishedReason of runs and turns, a plan step's definition
+// (StepDefinition), and the named states of plans (PlanStatus), steps
+// (StepStatus), reviews (Verdict) and executions (ExecutionStatus).
+// planning, persistence, the HTTP API and the client use these same types
+// (planning embeds the definition in its Step and aliases the states), so a
+// step is declared once and a status is never a plain string between them.
 package event
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/planwright/planwright/pkg/planmode"
@@ -264,8 +267,18 @@ const (
 	ExecutionCancelled ExecutionStatus = "cancelled"
 )
 
-// PlanStep is a step as clients see it inside a plan.
-type PlanStep struct {
+// StepDefinition is what a plan step is to do, the one definition of a
+// step: its number; its title and description; how it runs — a focused
+// executor agent with the listed Tools (ExecutorRequired), or one Tool
+// called directly with Args, where a string "{{steps.N.result}}" stands for
+// step N's result; and the steps it waits for (DependsOn).
+//
+// planning.Step embeds it with the step's run state; PlanStep (plan events)
+// and the API's step view carry it; a revision stores it. The two shapes
+// that must differ convert in one place each: the input of create_plan and
+// the approve route (planning.StepArgs: every field optional, "id" for
+// "number"), and a revision's stored form (persistence).
+type StepDefinition struct {
 	Number           int             `json:"number"`
 	Title            string          `json:"title"`
 	Description      string          `json:"description,omitempty"`
@@ -274,9 +287,23 @@ type PlanStep struct {
 	DependsOn        []int           `json:"depends_on,omitempty"`
 	Tool             string          `json:"tool,omitempty"`
 	Args             json.RawMessage `json:"args,omitempty"`
-	Status           StepStatus      `json:"status"`
-	Result           string          `json:"result,omitempty"`
-	Error            string          `json:"error,omitempty"`
+}
+
+// Equal reports whether d and o define the same step: equal fields, with
+// nil and empty lists alike and Args compared as written.
+func (d StepDefinition) Equal(o StepDefinition) bool {
+	return d.Number == o.Number && d.Title == o.Title && d.Description == o.Description && slices.Equal(d.Tools, o.Tools) &&
+		d.ExecutorRequired == o.ExecutorRequired && slices.Equal(d.DependsOn, o.DependsOn) && d.Tool == o.Tool &&
+		bytes.Equal(d.Args, o.Args)
+}
+
+// PlanStep is a step as clients see it inside a plan: its definition and
+// how its run stands.
+type PlanStep struct {
+	StepDefinition
+	Status StepStatus `json:"status"`
+	Result string     `json:"result,omitempty"`
+	Error  string     `json:"error,omitempty"`
 }
 
 // Plan is a plan as clients see it.

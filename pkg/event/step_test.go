@@ -18,15 +18,15 @@ func TestStepWireForms(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"full plan step", event.PlanStep{Number: 2, Title: "Fetch", Description: "fetch the page", Tools: []string{"web_fetch"},
-			ExecutorRequired: true, DependsOn: []int{1}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`), Status: "failed",
-			Result: "r", Error: "e"},
+		{"full plan step", event.PlanStep{StepDefinition: event.StepDefinition{Number: 2, Title: "Fetch", Description: "fetch the page",
+			Tools: []string{"web_fetch"}, ExecutorRequired: true, DependsOn: []int{1}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)},
+			Status: "failed", Result: "r", Error: "e"},
 			`{"number":2,"title":"Fetch","description":"fetch the page","tools":["web_fetch"],"executor_required":true,` +
 				`"depends_on":[1],"tool":"web_fetch","args":{"url":"u"},"status":"failed","result":"r","error":"e"}`},
-		{"bare plan step", event.PlanStep{Number: 1, Status: "pending"},
+		{"bare plan step", event.PlanStep{StepDefinition: event.StepDefinition{Number: 1}, Status: "pending"},
 			`{"number":1,"title":"","executor_required":false,"status":"pending"}`},
 		{"plan", event.Plan{ID: "p1", Goal: "g", Mode: "draft_only", Status: "pending_review", Version: 2,
-			Steps: []event.PlanStep{{Number: 1, Title: "a", Status: "pending"}}},
+			Steps: []event.PlanStep{{StepDefinition: event.StepDefinition{Number: 1, Title: "a"}, Status: "pending"}}},
 			`{"id":"p1","goal":"g","mode":"draft_only","status":"pending_review","version":2,` +
 				`"steps":[{"number":1,"title":"a","executor_required":false,"status":"pending"}]}`},
 		{"step state", event.StepState{Number: 3, Title: "t", Status: "skipped", Error: "step 2 failed"},

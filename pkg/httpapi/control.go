@@ -273,7 +273,7 @@ func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
 	}
 	var ms []moment
 	for i, s := range p.Steps {
-		st := event.StepState{Number: s.Number, Title: s.Title, Status: s.Status, Result: s.Result, Error: s.Error}
+		st := s.State()
 		if s.StartedAt != nil {
 			ms = append(ms, moment{at: s.StartedAt.UnixNano(), order: i, step: s.Number,
 				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: planning.StepRunning}}})

@@ -190,7 +190,7 @@ func operationID(op operation) string {
 
 type schemaGen struct{ schemas map[string]any }
 
-var forOptions = &jsonschema.ForOptions{
+var forOptions = withStepInput(&jsonschema.ForOptions{
 	IgnoreInvalidTypes: true,
 	TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[time.Time]():       {Type: "string", Format: "date-time"},
@@ -198,6 +198,21 @@ var forOptions = &jsonschema.ForOptions{
 		reflect.TypeFor[planning.ActorRole](): {Type: "string", Enum: []any{string(planning.ByUser), string(planning.ByOperator),
 			string(planning.ByAuto), string(planning.ByReviewer)}},
 	},
+})
+
+// withStepInput adds the schema of a step as the approve route takes it
+// (planning.StepArgs). It embeds the step's definition, whose number, title
+// and executor_required every answer and event holds, so they would be
+// required; but the input may leave each out (StepsFrom numbers a step from
+// "id" and titles it from its description), so it requires nothing. Should
+// the schema fail, nothing is added and OpenAPI reports the failure when it
+// reaches the type.
+func withStepInput(opts *jsonschema.ForOptions) *jsonschema.ForOptions {
+	if s, err := jsonschema.For[planning.StepArgs](opts); err == nil {
+		s.Required = nil
+		opts.TypeSchemas[reflect.TypeFor[planning.StepArgs]()] = s
+	}
+	return opts
 }
 
 func (g schemaGen) ref(v any) (map[string]any, error) {

@@ -47,3 +47,41 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	}
 	require.Contains(t, doc.Components.Schemas, "StreamRequest")
 }
+
+// TestOpenAPIStepShapes: a step the API writes requires what every answer
+// holds; a step the approve route takes requires nothing (a number may come
+// as "id", a title from the description), though both share the step's
+// definition.
+func TestOpenAPIStepShapes(t *testing.T) {
+	t.Parallel()
+	raw, err := httpapi.OpenAPI("test")
+	require.NoError(t, err)
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	stepsOf := func(schema string) map[string]any {
+		t.Helper()
+		steps, ok := doc.Components.Schemas[schema]["properties"].(map[string]any)["steps"].(map[string]any)
+		require.True(t, ok, schema)
+		items, ok := steps["items"].(map[string]any)
+		require.True(t, ok, schema)
+		return items
+	}
+	definition := []string{"number", "title", "description", "tools", "executor_required", "depends_on", "tool", "args"}
+
+	out := stepsOf("PlanView")
+	require.Equal(t, []any{"number", "title", "executor_required", "status"}, out["required"])
+	for _, f := range append(definition, "status", "result", "error", "started_at", "completed_at", "duration_ms") {
+		require.Contains(t, out["properties"], f)
+	}
+
+	in := stepsOf("ApproveRequest")
+	require.NotContains(t, in, "required")
+	require.Len(t, in["properties"], len(definition)+1)
+	for _, f := range append(definition, "id") {
+		require.Contains(t, in["properties"], f)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -134,7 +133,7 @@ func diffSteps(prev, next planning.Revision) StepDiff {
 		switch {
 		case !ok:
 			d.Added = append(d.Added, s.Number)
-		case !sameDefinition(o, s):
+		case !o.StepDefinition.Equal(s.StepDefinition):
 			d.Changed = append(d.Changed, s.Number)
 		}
 	}
@@ -144,12 +143,6 @@ func diffSteps(prev, next planning.Revision) StepDiff {
 		}
 	}
 	return d
-}
-
-func sameDefinition(a, b planning.Step) bool {
-	return a.Title == b.Title && a.Description == b.Description && slices.Equal(a.Tools, b.Tools) &&
-		a.ExecutorRequired == b.ExecutorRequired && slices.Equal(a.DependsOn, b.DependsOn) && a.Tool == b.Tool &&
-		string(a.Args) == string(b.Args)
 }
 
 // ReviewView is one reviewer round.

@@ -21,8 +21,8 @@ func seedPlan(t *testing.T, s planning.Store, user string, status planning.Statu
 	t.Helper()
 	p := planning.Plan{UserID: user, SessionID: "s-" + user, Goal: "launch " + user, Mode: planmode.DraftOnly, Status: status,
 		Steps: []planning.Step{
-			{Number: 1, Title: "draft", ExecutorRequired: true},
-			{Number: 2, Title: "publish", ExecutorRequired: true, DependsOn: []int{1}},
+			{StepDefinition: event.StepDefinition{Number: 1, Title: "draft", ExecutorRequired: true}},
+			{StepDefinition: event.StepDefinition{Number: 2, Title: "publish", ExecutorRequired: true, DependsOn: []int{1}}},
 		}}
 	require.NoError(t, s.CreatePlan(context.Background(), &p))
 	return p
@@ -41,8 +41,8 @@ func TestPlanInspection(t *testing.T) {
 			theirs := seedPlan(t, s, "bob", planning.StatusCompleted)
 
 			_, err := s.RevisePlan(ctx, mine.ID, planning.Revision{Author: "user", Reason: "split", Steps: []planning.Step{
-				{Number: 1, Title: "draft v2", ExecutorRequired: true},
-				{Number: 3, Title: "announce", ExecutorRequired: true, DependsOn: []int{1}},
+				{StepDefinition: event.StepDefinition{Number: 1, Title: "draft v2", ExecutorRequired: true}},
+				{StepDefinition: event.StepDefinition{Number: 3, Title: "announce", ExecutorRequired: true, DependsOn: []int{1}}},
 			}})
 			require.NoError(t, err)
 			require.NoError(t, s.AddReview(ctx, planning.Review{PlanID: mine.ID, Round: 1, Version: 1, Verdict: planning.VerdictChangesRequested, Comments: "split it"}))

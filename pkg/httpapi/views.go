@@ -9,22 +9,13 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// StepView is a plan step as the API returns it.
+// StepView is a plan step as the API returns it: as plan events show it
+// (its definition, status, result and error), with its times.
 type StepView struct {
-	Number           int                 `json:"number"`
-	Title            string              `json:"title"`
-	Description      string              `json:"description,omitempty"`
-	Tools            []string            `json:"tools,omitempty"`
-	ExecutorRequired bool                `json:"executor_required"`
-	DependsOn        []int               `json:"depends_on,omitempty"`
-	Tool             string              `json:"tool,omitempty"`
-	Args             json.RawMessage     `json:"args,omitempty"`
-	Status           planning.StepStatus `json:"status"`
-	Result           string              `json:"result,omitempty"`
-	Error            string              `json:"error,omitempty"`
-	StartedAt        *time.Time          `json:"started_at,omitempty"`
-	CompletedAt      *time.Time          `json:"completed_at,omitempty"`
-	DurationMS       int64               `json:"duration_ms,omitempty"`
+	event.PlanStep
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	CompletedAt *time.Time `json:"completed_at,omitempty"`
+	DurationMS  int64      `json:"duration_ms,omitempty"`
 }
 
 // PlanView is a plan as the API returns it.
@@ -70,9 +61,7 @@ type CancellationView struct {
 }
 
 func stepView(s planning.Step) StepView {
-	v := StepView{Number: s.Number, Title: s.Title, Description: s.Description, Tools: s.Tools, ExecutorRequired: s.ExecutorRequired,
-		DependsOn: s.DependsOn, Tool: s.Tool, Args: s.Args, Status: s.Status, Result: s.Result, Error: s.Error,
-		StartedAt: s.StartedAt, CompletedAt: s.CompletedAt}
+	v := StepView{PlanStep: s.PlanStep(), StartedAt: s.StartedAt, CompletedAt: s.CompletedAt}
 	if s.StartedAt != nil && s.CompletedAt != nil {
 		v.DurationMS = s.CompletedAt.Sub(*s.StartedAt).Milliseconds()
 	}

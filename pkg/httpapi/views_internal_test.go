@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
@@ -17,8 +18,8 @@ func TestStepAndPlanViewsWireForm(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 	end := start.Add(1500 * time.Millisecond)
-	full := planning.Step{Number: 2, Title: "Fetch", Description: "fetch the page", Tools: []string{"web_fetch"},
-		ExecutorRequired: true, DependsOn: []int{1}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`),
+	full := planning.Step{StepDefinition: event.StepDefinition{Number: 2, Title: "Fetch", Description: "fetch the page",
+		Tools: []string{"web_fetch"}, ExecutorRequired: true, DependsOn: []int{1}, Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)},
 		Status: planning.StepFailed, Result: "r", Error: "e", StartedAt: &start, CompletedAt: &end}
 	const fullJSON = `{"number":2,"title":"Fetch","description":"fetch the page","tools":["web_fetch"],"executor_required":true,` +
 		`"depends_on":[1],"tool":"web_fetch","args":{"url":"u"},"status":"failed","result":"r","error":"e",` +
@@ -27,7 +28,7 @@ func TestStepAndPlanViewsWireForm(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, fullJSON, string(got))
 
-	bare := planning.Step{Number: 1, Status: planning.StepPending}
+	bare := planning.Step{StepDefinition: event.StepDefinition{Number: 1}, Status: planning.StepPending}
 	got, err = json.Marshal(stepView(bare))
 	require.NoError(t, err)
 	require.Equal(t, `{"number":1,"title":"","executor_required":false,"status":"pending"}`, string(got))

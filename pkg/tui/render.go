@@ -212,7 +212,7 @@ func (r *Renderer) setPlan(id, goal string, steps []client.Step) {
 func stepsOf(p event.Plan) []client.Step {
 	out := make([]client.Step, len(p.Steps))
 	for i, s := range p.Steps {
-		out[i] = client.Step{Number: s.Number, Title: s.Title, DependsOn: s.DependsOn, Status: s.Status}
+		out[i] = client.Step{PlanStep: s}
 	}
 	return out
 }

@@ -31,7 +31,8 @@ var (
 // A plan run as a stream of events: text, a plan, steps, a tool call.
 func run() []client.Event {
 	plan := event.Plan{ID: "p1", Goal: "Launch", Mode: "auto_execute", Steps: []event.PlanStep{
-		{Number: 1, Title: "Draft", Status: "pending"}, {Number: 2, Title: "Publish", Status: "pending", DependsOn: []int{1}}}}
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft"}, Status: "pending"},
+		{StepDefinition: event.StepDefinition{Number: 2, Title: "Publish", DependsOn: []int{1}}, Status: "pending"}}}
 	return []client.Event{
 		ev(0, planner, event.Text{Content: "Planning."}),
 		ev(0, planner, event.PlanCreated{Plan: plan}),

@@ -33,8 +33,9 @@ func SamplePlan(user, session string) planning.Plan {
 	return planning.Plan{ID: NewID(), SessionID: session, UserID: user, Goal: "launch", Mode: planmode.AutoExecute,
 		Status: planning.StatusExecuting,
 		Steps: []planning.Step{
-			{Number: 1, Title: "draft", ExecutorRequired: true, Tools: []string{"create_document"}},
-			{Number: 2, Title: "post", Tool: "web_fetch", Args: json.RawMessage(`{"url":"{{steps.1.result}}"}`), DependsOn: []int{1}},
+			{StepDefinition: event.StepDefinition{Number: 1, Title: "draft", ExecutorRequired: true, Tools: []string{"create_document"}}},
+			{StepDefinition: event.StepDefinition{Number: 2, Title: "post", Tool: "web_fetch",
+				Args: json.RawMessage(`{"url":"{{steps.1.result}}"}`), DependsOn: []int{1}}},
 		}}
 }
 
@@ -158,7 +159,7 @@ func revisePlan(t *testing.T, s planning.Store, _ string) {
 	p.Status = planning.StatusPendingReview
 	require.NoError(t, s.CreatePlan(ctx, &p))
 	rev, err := s.RevisePlan(ctx, p.ID, planning.Revision{Author: "user", Reason: "shorter", Steps: []planning.Step{
-		{Number: 1, Title: "draft only", ExecutorRequired: true, Status: planning.StepCompleted, Result: "stale"},
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "draft only", ExecutorRequired: true}, Status: planning.StepCompleted, Result: "stale"},
 	}})
 	require.NoError(t, err)
 	require.Equal(t, 2, rev.Version)
@@ -212,7 +213,8 @@ func approvePlan(t *testing.T, s planning.Store, _ string) {
 	require.NoError(t, s.CreatePlan(ctx, &p))
 	at := time.Now()
 	a := planning.Approval{By: planning.ByUser, UserID: "alice", At: at, Note: "go"}
-	edits := &planning.Revision{Author: "user", Reason: "go", Steps: []planning.Step{{Number: 1, Title: "draft only", ExecutorRequired: true}}}
+	edits := &planning.Revision{Author: "user", Reason: "go", Steps: []planning.Step{
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "draft only", ExecutorRequired: true}}}}
 	got, err := s.ApprovePlan(ctx, p.ID, a, edits)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusExecuting, got.Status)

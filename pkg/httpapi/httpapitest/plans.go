@@ -76,12 +76,13 @@ func listRevisions(t *testing.T, s PlanRecords, _ string) {
 	p.Status = planning.StatusPendingReview
 	require.NoError(t, s.CreatePlan(ctx, &p))
 	_, err := s.RevisePlan(ctx, p.ID, planning.Revision{Author: "user", Reason: "shorter", Steps: []planning.Step{
-		{Number: 1, Title: "draft only", ExecutorRequired: true, Status: planning.StepCompleted, Result: "stale"},
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "draft only", ExecutorRequired: true}, Status: planning.StepCompleted, Result: "stale"},
 	}})
 	require.NoError(t, err)
 	_, err = s.ApprovePlan(ctx, p.ID, planning.Approval{By: planning.ByUser, UserID: "alice", At: time.Now()},
 		&planning.Revision{Author: "user", Reason: "one more", Steps: []planning.Step{
-			{Number: 1, Title: "draft"}, {Number: 2, Title: "review", DependsOn: []int{1}},
+			{StepDefinition: event.StepDefinition{Number: 1, Title: "draft"}},
+			{StepDefinition: event.StepDefinition{Number: 2, Title: "review", DependsOn: []int{1}}},
 		}})
 	require.NoError(t, err)
 
