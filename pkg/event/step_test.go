@@ -43,3 +43,30 @@ func TestStepWireForms(t *testing.T) {
 		require.Equal(t, tc.want, string(got), tc.name)
 	}
 }
+
+func TestStepDefinitionEqual(t *testing.T) {
+	t.Parallel()
+	d := event.StepDefinition{Number: 1, Title: "Fetch", Tools: []string{"web_fetch"}, DependsOn: []int{2},
+		Tool: "web_fetch", Args: json.RawMessage(`{"url":"u"}`)}
+	require.True(t, d.Equal(d))
+	same := d
+	same.Args = json.RawMessage(`{"url":"u"}`)
+	require.True(t, d.Equal(same), "args are compared as written")
+	bare := event.StepDefinition{Number: 1}
+	require.True(t, bare.Equal(event.StepDefinition{Number: 1, Tools: []string{}, DependsOn: []int{}, Args: json.RawMessage{}}),
+		"nil and empty lists are alike")
+	for name, change := range map[string]func(*event.StepDefinition){
+		"number":            func(o *event.StepDefinition) { o.Number = 3 },
+		"title":             func(o *event.StepDefinition) { o.Title = "Get" },
+		"description":       func(o *event.StepDefinition) { o.Description = "d" },
+		"tools":             func(o *event.StepDefinition) { o.Tools = []string{"web_search"} },
+		"executor_required": func(o *event.StepDefinition) { o.ExecutorRequired = true },
+		"depends_on":        func(o *event.StepDefinition) { o.DependsOn = []int{2, 3} },
+		"tool":              func(o *event.StepDefinition) { o.Tool = "web_search" },
+		"args":              func(o *event.StepDefinition) { o.Args = json.RawMessage(`{"url": "u"}`) },
+	} {
+		o := d
+		change(&o)
+		require.False(t, d.Equal(o), name)
+	}
+}

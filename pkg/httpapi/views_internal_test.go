@@ -42,3 +42,20 @@ func TestStepAndPlanViewsWireForm(t *testing.T) {
 		`"usage":{"input_tokens":0,"output_tokens":0,"total_tokens":0},`+
 		`"created_at":"2026-11-22T09:00:00Z","updated_at":"2026-11-22T09:00:00Z"}`, string(got))
 }
+
+// TestApproveBodyAcceptsTheStepInput: the approve route's steps take the
+// definition's fields and "id", by their exact names, and nothing else.
+func TestApproveBodyAcceptsTheStepInput(t *testing.T) {
+	t.Parallel()
+	var body ApproveRequest
+	require.NoError(t, decodeStrict([]byte(`{"steps": [{"id": 1, "number": 2, "title": "t", "description": "d", "tools": ["x"],
+		"executor_required": true, "depends_on": [3], "tool": "y", "args": {"a": 1}}], "note": "n"}`), &body))
+	require.Equal(t, []planning.StepArgs{{StepDefinition: event.StepDefinition{Number: 2, Title: "t", Description: "d",
+		Tools: []string{"x"}, ExecutorRequired: true, DependsOn: []int{3}, Tool: "y", Args: json.RawMessage(`{"a": 1}`)}, ID: 1}}, body.Steps)
+	for _, bad := range []string{`{"steps": [{"Number": 1}]}`, `{"steps": [{"number": 1, "status": "pending"}]}`,
+		`{"steps": [{"number": 1, "StepDefinition": {}}]}`} {
+		err := decodeStrict([]byte(bad), &ApproveRequest{})
+		require.Error(t, err, bad)
+		require.Contains(t, err.Error(), "steps[0].", bad)
+	}
+}
