@@ -42,6 +42,8 @@ func TestNewSession(t *testing.T) {
 			entity string
 		}{
 			{"the first line titles it", chat.Request{Message: "  Plan the launch\nwith every detail"}, "Plan the launch", chat.ContextGlobal, ""},
+			{"the first line's trailing spaces go", chat.Request{Message: "Plan the launch  \nwith every detail"}, "Plan the launch", chat.ContextGlobal, ""},
+			{"a CRLF line ending goes", chat.Request{Message: "Plan the launch\r\nwith every detail"}, "Plan the launch", chat.ContextGlobal, ""},
 			{"a long line is cut", chat.Request{Message: long}, long[:60] + "…", chat.ContextGlobal, ""},
 			{"general is global", chat.Request{Message: "hi", ContextType: "general"}, "hi", chat.ContextGlobal, ""},
 			{"a project context with its entity", chat.Request{Message: "status?", ContextType: "project", EntityID: "p-1"},
