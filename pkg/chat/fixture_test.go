@@ -158,6 +158,14 @@ type storeFunc struct {
 	chat.Store
 	AppendMessageFunc func(ctx context.Context, m *chat.Message) (bool, error)
 	UpdateSessionFunc func(ctx context.Context, s chat.Session) error
+	TurnMessageFunc   func(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error)
+}
+
+func (s storeFunc) TurnMessage(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
+	if s.TurnMessageFunc != nil {
+		return s.TurnMessageFunc(ctx, userID, clientTurnID, role)
+	}
+	return s.Store.TurnMessage(ctx, userID, clientTurnID, role)
 }
 
 func (s storeFunc) AppendMessage(ctx context.Context, m *chat.Message) (bool, error) {

@@ -267,3 +267,85 @@ func TestFocusAcrossTurns(t *testing.T) {
 		}
 	})
 }
+
+// A store that fails while a turn opens fails the turn with its error, and
+// the turn holds no slot.
+func TestOpenStoreFailures(t *testing.T) {
+	t.Parallel()
+	down := apperr.New(apperr.Unavailable, "the database is unavailable")
+	for _, tc := range []struct {
+		name  string
+		store func(chat.Store) chat.Store
+		req   chat.Request
+	}{
+		{"looking up the client turn", func(s chat.Store) chat.Store {
+			return storeFunc{Store: s, TurnMessageFunc: func(context.Context, string, string, chat.MessageRole) (chat.Message, error) {
+				return chat.Message{}, down
+			}}
+		}, chat.Request{UserID: "alice", Message: "hi", ClientTurnID: "turn-1"}},
+		{"storing the user's message", func(s chat.Store) chat.Store {
+			return storeFunc{Store: s, AppendMessageFunc: func(context.Context, *chat.Message) (bool, error) { return false, down }}
+		}, chat.Request{UserID: "alice", Message: "hi"}},
+		{"moving the session to the focus", func(s chat.Store) chat.Store {
+			return storeFunc{Store: s, UpdateSessionFunc: func(context.Context, chat.Session) error { return down }}
+		}, chat.Request{UserID: "alice", Message: "hi", ProjectFocus: &event.Focus{ProjectID: "p-1"}}},
+		{"looking up the answer of a stored turn", func(s chat.Store) chat.Store {
+			return storeFunc{Store: s, TurnMessageFunc: func(ctx context.Context, user, turn string, role chat.MessageRole) (chat.Message, error) {
+				if role == chat.RoleAssistant {
+					return chat.Message{}, down
+				}
+				return s.TurnMessage(ctx, user, turn, role)
+			}}
+		}, chat.Request{UserID: "alice", Message: "hi", ClientTurnID: "stored"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := sqliteFixture(t, fixtureOpts{config: func(c *chat.Config) { c.Store = tc.store(c.Store) }})
+			if tc.req.ClientTurnID == "stored" {
+				// The turn's message is stored; its answer is not.
+				sess := chat.Session{UserID: "alice", Title: "hi", ContextType: chat.ContextGlobal}
+				require.NoError(t, f.stores.Chats.CreateSession(context.Background(), &sess))
+				_, err := f.stores.Chats.AppendMessage(context.Background(),
+					&chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleUser, Content: "hi", ClientTurnID: "stored"})
+				require.NoError(t, err)
+			}
+			_, err := f.svc.Begin(context.Background(), tc.req)
+			require.ErrorIs(t, err, down)
+			require.Zero(t, f.svc.Running("alice"))
+		})
+	}
+}
+
+// Two replicas opening the same client turn at once: the one that stores
+// the user's message second takes the turn into the first one's session
+// (announcing no focus of its own) and runs it there.
+func TestOpenRacingAnotherReplica(t *testing.T) {
+	t.Parallel()
+	f := sqliteFixture(t, fixtureOpts{config: func(c *chat.Config) {
+		inner := c.Store
+		c.Store = storeFunc{Store: inner, TurnMessageFunc: func(ctx context.Context, user, turn string, role chat.MessageRole) (chat.Message, error) {
+			if role == chat.RoleUser {
+				// The lookup ran before the other replica stored the message.
+				return chat.Message{}, apperr.New(apperr.NotFound, "not yet")
+			}
+			return inner.TurnMessage(ctx, user, turn, role)
+		}}
+	}})
+	ctx := context.Background()
+	theirs := chat.Session{UserID: "alice", Title: "hi", ContextType: chat.ContextGlobal}
+	require.NoError(t, f.stores.Chats.CreateSession(ctx, &theirs))
+	stored := chat.Message{SessionID: theirs.ID, UserID: "alice", Role: chat.RoleUser, Content: "hi", ClientTurnID: "turn-1"}
+	_, err := f.stores.Chats.AppendMessage(ctx, &stored)
+	require.NoError(t, err)
+
+	out, rec, turn := f.turn(t, chat.Request{Message: "hi", ClientTurnID: "turn-1", ProjectFocus: &event.Focus{ProjectID: "p-1"}})
+	require.NoError(t, out.Err)
+	require.Equal(t, theirs.ID, turn.Session.ID)
+	require.Equal(t, stored.ID, turn.User.ID)
+	require.Nil(t, turn.FocusEvent)
+	require.Zero(t, count(rec.Types(), event.TypeFocusActive))
+	require.Equal(t, theirs.ID, only[event.Session](t, rec).Session.ID)
+	msgs := f.messages(t, theirs.ID)
+	require.Len(t, msgs, 2)
+	require.Equal(t, out.Assistant.ID, msgs[1].ID)
+}
