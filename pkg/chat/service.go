@@ -513,6 +513,7 @@ func (s *Service) resolveSession(ctx context.Context, req Request) (Session, eve
 
 func titleOf(msg string) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	line = strings.TrimSpace(line) // "title \r\n…" from a CRLF client
 	if r := []rune(line); len(r) > 60 {
 		return strings.TrimSpace(string(r[:60])) + "…"
 	}
