@@ -38,7 +38,20 @@ const (
 	// Shutdown: the process is stopping (SIGTERM). The partial work is kept;
 	// a plan ends interrupted, to be resumed.
 	Shutdown CancelCause = "shutdown"
+	// OwnerLost: the process lost the run to another (its lease expired,
+	// or it handed the run over). It writes nothing more for the run: its
+	// records stay as they are, and the next owner continues from them
+	// (Task.Resume, planning's takeover of a running plan). Work it started
+	// that no record says finished runs again there, once.
+	OwnerLost CancelCause = "owner_lost"
 )
+
+// OwnerGone reports whether ctx ended because the run's owner lost it
+// (OwnerLost): then nothing more of the run may be written.
+func OwnerGone(ctx context.Context) bool {
+	c, ok := CauseOf(ctx)
+	return ok && c == OwnerLost
+}
 
 // Error returns "cancelled: <cause>".
 func (c CancelCause) Error() string { return "cancelled: " + string(c) }

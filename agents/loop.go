@@ -61,35 +61,50 @@ func (s *run) run(system string) (Result, error) {
 		system += "\n\nEarlier in this conversation (summarised): " + hist.Summary
 	}
 	s.msgs = make([]llm.Message, 0, len(hist.Messages)+16)
-	if err := s.add(llm.Message{Role: llm.RoleSystem, Content: system}, event.Usage{}, false); err != nil {
-		return s.fail(err)
-	}
-	s.msgs = append(s.msgs, hist.Messages...)
-	input := llm.Message{Role: llm.RoleUser, Content: s.task.Input}
-	s.res.EstimatedTokens = s.usage(append(s.msgs[:len(s.msgs):len(s.msgs)], input), prepared)
-	s.res.Compressed = prepared.Compressed
-	if err := s.add(input, event.Usage{}, false); err != nil {
-		return s.fail(err)
+	var next *pendingRound
+	if r := s.task.Resume; r != nil && len(r.Transcript) > 0 {
+		var finished bool
+		next, finished = s.restore(r, hist.Messages, prepared)
+		if finished {
+			s.res.Finished = FinishCompleted
+			return s.done(nil)
+		}
+	} else {
+		if err := s.add(llm.Message{Role: llm.RoleSystem, Content: system}, event.Usage{}, false); err != nil {
+			return s.fail(err)
+		}
+		s.msgs = append(s.msgs, hist.Messages...)
+		input := llm.Message{Role: llm.RoleUser, Content: s.task.Input}
+		s.res.EstimatedTokens = s.usage(append(s.msgs[:len(s.msgs):len(s.msgs)], input), prepared)
+		s.res.Compressed = prepared.Compressed
+		if err := s.add(input, event.Usage{}, false); err != nil {
+			return s.fail(err)
+		}
 	}
 
 	ctx, budget, cancel := startBudget(s.ctx, s.role.Limits.TimeLimit, s.r.now)
 	defer cancel()
 	s.budget = budget
 	for {
-		s.toolRounds++
-		resp, text, err := s.call(ctx, s.defs)
-		if err != nil {
-			return s.callFailed(ctx, text, resp.Usage, err)
+		round := next
+		next = nil
+		if round == nil {
+			s.toolRounds++
+			resp, text, err := s.call(ctx, s.defs)
+			if err != nil {
+				return s.callFailed(ctx, text, resp.Usage, err)
+			}
+			calls := s.nameCalls(resp.ToolCalls)
+			if err := s.add(llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}, resp.Usage, false); err != nil {
+				return s.fail(err)
+			}
+			if len(calls) == 0 {
+				s.res.Finished = FinishCompleted
+				return s.done(nil)
+			}
+			round = &pendingRound{calls: calls}
 		}
-		calls := s.nameCalls(resp.ToolCalls)
-		if err := s.add(llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}, resp.Usage, false); err != nil {
-			return s.fail(err)
-		}
-		if len(calls) == 0 {
-			s.res.Finished = FinishCompleted
-			return s.done(nil)
-		}
-		end, err := s.toolRound(ctx, calls)
+		end, err := s.toolRound(ctx, round.calls, round.answered)
 		switch {
 		case err != nil:
 			return s.fail(err)
@@ -257,8 +272,9 @@ func (s *run) callFailed(ctx context.Context, text string, usage event.Usage, er
 }
 
 // toolRound runs the tool calls of one assistant message and says whether
-// the loop ends.
-func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, error) {
+// the loop ends. answered are calls of a resumed round that are not run
+// again (see Resume), by index in calls.
+func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall, answered map[int]answer) (roundEnd, error) {
 	lim := s.role.Limits
 	round := s.res.Rounds
 	records := make([]ToolCallRecord, len(calls))
@@ -271,6 +287,19 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 	for i, c := range calls {
 		keys[i] = callKey(c.Name, c.Arguments)
 		tc := tools.Call{ID: c.ID, Name: c.Name, Args: c.Arguments, Scope: s.task.Scope, Events: s.task.Events}
+		if a, ok := answered[i]; ok {
+			records[i] = a.record(round, tc)
+			if a.recorded != nil {
+				s.announceRecorded(c, *a.recorded)
+			}
+			if a.status == CallRan {
+				s.res.ToolCallCount++
+				if a.success {
+					s.seen[keys[i]] = true
+				}
+			}
+			continue
+		}
 		switch {
 		case s.seen[keys[i]] || pending[keys[i]]:
 			s.duplicates++
@@ -323,7 +352,9 @@ func (s *run) toolRound(ctx context.Context, calls []llm.ToolCall) (roundEnd, er
 	var passed []tools.Effect
 	for i, rec := range records {
 		msg := llm.Message{Role: llm.RoleTool, ToolCallID: calls[i].ID, Name: calls[i].Name, Content: rec.Outcome.Content}
-		if err := s.add(msg, event.Usage{}, false); err != nil {
+		if answered[i].inTranscript {
+			s.restored(msg)
+		} else if err := s.add(msg, event.Usage{}, false); err != nil {
 			return end, err
 		}
 		s.res.ToolCalls = append(s.res.ToolCalls, rec)
@@ -526,7 +557,9 @@ func (s *run) add(m llm.Message, usage event.Usage, interrupted bool) error {
 	if m.Role != llm.RoleSystem {
 		s.res.Messages = append(s.res.Messages, m)
 	}
-	if s.task.Transcript == nil {
+	if s.task.Transcript == nil || OwnerGone(s.ctx) {
+		// A run whose owner lost it writes nothing more: the next owner
+		// continues from the transcript as it stands.
 		return nil
 	}
 	s.seq++

@@ -133,6 +133,10 @@ type Task struct {
 	// is sent as it is (only repaired, see Compact), and context_usage
 	// reports what Prepared says was trimmed.
 	Prepared *Prepared
+	// Resume, when set with a transcript, continues an earlier attempt of
+	// the same run (a run taken over by another process) from what that
+	// attempt recorded, instead of starting afresh: see Resume.
+	Resume *Resume
 	// OnEffect, when set, is called after each round of tool calls with
 	// every effect of the round that is not the loop's own (see Halt,
 	// AwaitUser, ScopeChange; Result.Effects), in the order of the calls,
@@ -144,6 +148,27 @@ type Task struct {
 	// the next request. nil keeps the run as it is; so does an error, which
 	// is logged.
 	OnEffect func(ctx context.Context, e tools.Effect) (*Reframe, error)
+}
+
+// Resume is what an earlier attempt of a run left: the run continues from
+// its last completed tool round. The model is sent the recorded
+// conversation (the recorded system prompt, the task's History, the
+// recorded input and rounds); a recorded final answer ends the run at once
+// with no model call; in a round left unfinished, a call whose result was
+// recorded keeps it, a call whose execution was recorded (Recorded) is
+// answered from its record and not run again, and only the others run.
+// Result then covers the whole run: the earlier attempts' text (not emitted
+// again), messages, tool calls and usage included. New transcript entries
+// continue after the last recorded Seq. Effects of recorded calls are not
+// recorded, so Result.Effects holds only this attempt's.
+type Resume struct {
+	// Transcript is what the earlier attempts wrote through Task.Transcript,
+	// in Seq order: the system prompt first.
+	Transcript []TranscriptEntry
+	// Recorded are the executions recorded for the run's tool calls, by
+	// tool call id (only those that answer their call: tools.Execution.
+	// Answers).
+	Recorded map[string]tools.Execution
 }
 
 // Prepared describes a context the caller assembled within the budget.

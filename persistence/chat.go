@@ -273,3 +273,23 @@ func (s *Chats) ListMessages(ctx context.Context, sessionID string, limit int) (
 	}
 	return out, nil
 }
+
+// RunMessage returns userID's message of a run (stream_run_id) with the
+// given role, the first one stored: a turn that runs again finds what its
+// earlier attempt stored (NotFound when it stored nothing).
+func (s *Chats) RunMessage(ctx context.Context, userID, runID string, role chat.MessageRole) (chat.Message, error) {
+	if runID == "" {
+		return chat.Message{}, notFound(string(role)+" message of run", runID)
+	}
+	var rows []chatMessageRow
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		return g.Where("stream_run_id = ? AND user_id = ? AND role = ?", runID, userID, string(role)).
+			Order("created_at, id").Limit(1).Find(&rows).Error
+	}); err != nil {
+		return chat.Message{}, dbErr("get chat message of run", err)
+	}
+	if len(rows) == 0 {
+		return chat.Message{}, notFound(string(role)+" message of run", runID)
+	}
+	return rows[0].message(), nil
+}

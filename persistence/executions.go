@@ -21,6 +21,7 @@ type agentRow struct {
 	ID         string `gorm:"primaryKey"`
 	Role       string
 	UserID     string
+	RunID      string
 	SessionID  string
 	PlanID     string
 	StepNumber int
@@ -92,7 +93,7 @@ func (s *Executions) CreateAgent(ctx context.Context, a planning.AgentRecord) er
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	row := agentRow{ID: a.ID, Role: string(a.Role), UserID: a.UserID, SessionID: a.SessionID, PlanID: a.PlanID,
+	row := agentRow{ID: a.ID, Role: string(a.Role), UserID: a.UserID, RunID: a.RunID, SessionID: a.SessionID, PlanID: a.PlanID,
 		StepNumber: a.StepNumber, ParentID: a.ParentID, Model: a.Model, CreatedAt: Timestamp(a.CreatedAt)}
 	return dbErr("create agent", s.insert(ctx, &row))
 }
@@ -109,8 +110,84 @@ func (s *Executions) GetAgent(ctx context.Context, id string) (planning.AgentRec
 		}
 		return planning.AgentRecord{}, dbErr("get agent", err)
 	}
-	return planning.AgentRecord{ID: row.ID, Role: event.Role(row.Role), UserID: row.UserID, SessionID: row.SessionID,
-		PlanID: row.PlanID, StepNumber: row.StepNumber, ParentID: row.ParentID, Model: row.Model, CreatedAt: row.CreatedAt.UTC()}, nil
+	return row.agent(), nil
+}
+
+func (row agentRow) agent() planning.AgentRecord {
+	return planning.AgentRecord{ID: row.ID, Role: event.Role(row.Role), UserID: row.UserID, RunID: row.RunID, SessionID: row.SessionID,
+		PlanID: row.PlanID, StepNumber: row.StepNumber, ParentID: row.ParentID, Model: row.Model, CreatedAt: row.CreatedAt.UTC()}
+}
+
+// OpenAgent returns the agent of a's run and role (a.RunID, a.Role) with
+// its conversation, creating both from a and as when the run has none yet
+// (created says which), in one transaction. It is how a chat turn's planner
+// keeps one durable transcript across the attempts of its run: the attempt
+// that takes the run over finds the first one's. Two attempts racing get
+// the same agent.
+func (s *Executions) OpenAgent(ctx context.Context, a planning.AgentRecord, as planning.AgentSession) (planning.AgentRecord, planning.AgentSession, bool, error) {
+	if a.RunID == "" {
+		return planning.AgentRecord{}, planning.AgentSession{}, false, apperr.Invalidf(
+			[]apperr.FieldError{{Field: "run_id", Message: "is required"}}, "invalid agent")
+	}
+	if a.CreatedAt.IsZero() {
+		a.CreatedAt = s.now()
+	}
+	if as.CreatedAt.IsZero() {
+		as.CreatedAt = a.CreatedAt
+	}
+	a.CreatedAt, as.CreatedAt = Timestamp(a.CreatedAt), Timestamp(as.CreatedAt)
+	find := func(g *gorm.DB) (planning.AgentRecord, planning.AgentSession, bool, error) {
+		var row agentRow
+		if err := g.Where("run_id = ? AND role = ?", a.RunID, string(a.Role)).Limit(1).Find(&row).Error; err != nil || row.ID == "" {
+			return planning.AgentRecord{}, planning.AgentSession{}, false, err
+		}
+		var sess agentSessionRow
+		if err := g.Where("agent_id = ?", row.ID).Order("created_at, id").Limit(1).Find(&sess).Error; err != nil {
+			return planning.AgentRecord{}, planning.AgentSession{}, false, err
+		}
+		if sess.ID == "" {
+			return planning.AgentRecord{}, planning.AgentSession{}, false, apperr.New(apperr.Internal, "agent %s has no conversation", row.ID)
+		}
+		return row.agent(), planning.AgentSession{ID: sess.ID, AgentID: sess.AgentID, PlanID: sess.PlanID, StepNumber: sess.StepNumber,
+			UserID: sess.UserID, CreatedAt: sess.CreatedAt.UTC()}, true, nil
+	}
+	var (
+		agent   planning.AgentRecord
+		session planning.AgentSession
+		created bool
+	)
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		found, fs, ok, err := find(tx)
+		if err != nil || ok {
+			agent, session = found, fs
+			return err
+		}
+		inTx := &Executions{s.inTransaction(tx)}
+		if err := inTx.CreateAgent(ctx, a); err != nil {
+			return err
+		}
+		as.AgentID = a.ID
+		if err := inTx.CreateAgentSession(ctx, as); err != nil {
+			return err
+		}
+		agent, session, created = a, as, true
+		return nil
+	})
+	if apperr.CodeOf(dbErr("", err)) == apperr.Conflict {
+		// Another attempt created it first: it is the run's.
+		err = s.do(ctx, func(g *gorm.DB) error {
+			found, fs, ok, ferr := find(g)
+			if ferr == nil && !ok {
+				ferr = notFound("agent of run", a.RunID)
+			}
+			agent, session, created = found, fs, false
+			return ferr
+		})
+	}
+	if err != nil {
+		return planning.AgentRecord{}, planning.AgentSession{}, false, dbErr("open agent", err)
+	}
+	return agent, session, created, nil
 }
 
 // CreateAgentSession stores an agent's private conversation.

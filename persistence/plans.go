@@ -34,6 +34,7 @@ type planRow struct {
 	ReviewRound  int
 	Reason       string
 	StreamRunID  string
+	ToolCallID   string
 	InputTokens  int
 	OutputTokens int
 	CreatedAt    time.Time
@@ -86,7 +87,7 @@ func (revisionRow) TableName() string { return "agent_plan_revisions" }
 func planToRow(p planning.Plan) planRow {
 	r := planRow{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
 		Version: p.Version, ReviewRound: p.ReviewRound, Reason: p.Reason, StreamRunID: p.StreamRunID,
-		InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CreatedAt: Timestamp(p.CreatedAt),
+		ToolCallID: p.ToolCallID, InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CreatedAt: Timestamp(p.CreatedAt),
 		UpdatedAt: Timestamp(p.UpdatedAt), StartedAt: stampPtr(p.StartedAt), CompletedAt: stampPtr(p.CompletedAt)}
 	if a := p.Approval; a != nil {
 		at := Timestamp(a.At)
@@ -107,7 +108,7 @@ func (r planRow) provenance() map[string]any {
 func (r planRow) plan(steps []stepRow) planning.Plan {
 	p := planning.Plan{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Goal: r.Goal, Mode: planmode.Mode(r.Mode),
 		Status: planning.Status(r.Status), Version: r.Version, ReviewRound: r.ReviewRound, Reason: r.Reason,
-		StreamRunID: r.StreamRunID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		StreamRunID: r.StreamRunID, ToolCallID: r.ToolCallID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}
 	if r.ApprovalBy != "" {
 		a := &planning.Approval{By: planning.ActorRole(r.ApprovalBy), UserID: r.ApprovalUserID, Note: r.ApprovalNote}
@@ -533,6 +534,12 @@ func (s *Plans) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 	}
 	if f.SessionID != "" {
 		q = q.Where("session_id = ?", f.SessionID)
+	}
+	if f.StreamRunID != "" {
+		q = q.Where("stream_run_id = ?", f.StreamRunID)
+	}
+	if f.ToolCallID != "" {
+		q = q.Where("tool_call_id = ?", f.ToolCallID)
 	}
 	if !f.Since.IsZero() {
 		q = q.Where("created_at >= ?", Timestamp(f.Since))

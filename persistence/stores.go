@@ -59,6 +59,8 @@ var (
 	_ planning.Store   = PlanRecords{}
 	_ chat.Store       = (*Chats)(nil)
 	_ chat.Definitions = (*Definitions)(nil)
+	_ chat.Transcripts = (*Executions)(nil)
+	_ tools.Records    = (*ToolExecutions)(nil)
 	_ tools.Recorder   = (*ToolExecutions)(nil)
 	_ builtin.Store    = (*Workspace)(nil)
 	_ auth.KeyStore    = (*Keys)(nil)

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"gorm.io/gorm"
+
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/tools"
 )
@@ -24,6 +27,7 @@ type toolExecutionRow struct {
 	Result      string
 	Error       string
 	Success     bool
+	Cancelled   bool
 	DurationMS  int64 `gorm:"column:duration_ms"`
 	SourceRole  string
 	AgentID     string
@@ -37,8 +41,8 @@ func (toolExecutionRow) TableName() string { return "chat_tool_executions" }
 
 func (r toolExecutionRow) execution() tools.Execution {
 	return tools.Execution{ID: r.ID, UserID: r.UserID, SessionID: r.SessionID, ToolCallID: r.ToolCallID, ToolName: r.ToolName,
-		Arguments: json.RawMessage(r.Arguments), Result: r.Result, Error: r.Error, Success: r.Success, DurationMS: r.DurationMS,
-		Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID, StepNumber: r.StepNumber,
+		Arguments: json.RawMessage(r.Arguments), Result: r.Result, Error: r.Error, Success: r.Success, Cancelled: r.Cancelled,
+		DurationMS: r.DurationMS, Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID, StepNumber: r.StepNumber,
 			ExecutionID: r.ExecutionID},
 		CreatedAt: r.CreatedAt.UTC()}
 }
@@ -56,7 +60,7 @@ func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execut
 		args = mustJSON(string(e.Arguments)) // arguments the model garbled are kept as a JSON string
 	}
 	row := toolExecutionRow{ID: e.ID, UserID: e.UserID, SessionID: e.SessionID, ToolCallID: e.ToolCallID, ToolName: e.ToolName,
-		Arguments: args, Result: e.Result, Error: e.Error, Success: e.Success, DurationMS: e.DurationMS,
+		Arguments: args, Result: e.Result, Error: e.Error, Success: e.Success, Cancelled: e.Cancelled, DurationMS: e.DurationMS,
 		SourceRole: string(e.Source.Role), AgentID: e.Source.AgentID, PlanID: e.Source.PlanID, StepNumber: e.Source.StepNumber,
 		ExecutionID: e.Source.ExecutionID, CreatedAt: Timestamp(e.CreatedAt)}
 	return dbErr("record tool execution", s.insert(ctx, &row))
@@ -99,4 +103,30 @@ func (s *ToolExecutions) ListToolExecutions(ctx context.Context, userID string, 
 // ToolExecutionsOf lists the tool calls an executor run made, oldest first.
 func (s *ToolExecutions) ToolExecutionsOf(ctx context.Context, userID, executionID string) ([]tools.Execution, error) {
 	return s.ListToolExecutions(ctx, userID, ToolExecutionFilter{ExecutionID: executionID})
+}
+
+// RecordedCalls lists the executions an agent (q.AgentID) or a plan step
+// (q.PlanID, q.StepNumber) recorded, oldest first (tools.Records): what a
+// run taken over by another process answers from instead of running again.
+func (s *ToolExecutions) RecordedCalls(ctx context.Context, q tools.RecordQuery) ([]tools.Execution, error) {
+	if q.AgentID == "" && q.PlanID == "" {
+		return nil, apperr.Invalidf([]apperr.FieldError{{Field: "query", Message: "needs an agent id or a plan id"}}, "invalid record query")
+	}
+	var rows []toolExecutionRow
+	if err := s.do(ctx, func(g *gorm.DB) error {
+		if q.AgentID != "" {
+			g = g.Where("agent_id = ?", q.AgentID)
+		}
+		if q.PlanID != "" {
+			g = g.Where("plan_id = ? AND step_number = ?", q.PlanID, q.StepNumber)
+		}
+		return g.Order("created_at, id").Find(&rows).Error
+	}); err != nil {
+		return nil, dbErr("recorded calls", err)
+	}
+	out := make([]tools.Execution, len(rows))
+	for i, r := range rows {
+		out[i] = r.execution()
+	}
+	return out, nil
 }

@@ -79,10 +79,28 @@ func (c *Control) ClaimResume(ctx context.Context, planID string) (Plan, error) 
 }
 
 // Run runs an executing plan (claimed by ClaimApproval or ClaimResume) to
-// its end, and returns it as it ended. A plan already running in this
-// process is a Conflict.
+// its end, and returns it as it ended. It runs the plan as stored, so the
+// same call takes over a run whose earlier owner died: completed steps keep
+// their results, steps it left running run again (see the takeover in
+// run.go), and a plan that is no longer executing (its run ended) is
+// returned as it is, not run again. A plan already running in this process
+// is a Conflict.
 func (c *Control) Run(ctx context.Context, p Plan, em event.Emitter) (Plan, error) {
-	return c.runs.run(ctx, p, Origin{UserID: p.UserID, SessionID: p.SessionID}, em)
+	cur, err := c.cfg.Store.GetPlan(ctx, p.ID)
+	if err != nil {
+		return Plan{}, err
+	}
+	if cur.Status != StatusExecuting {
+		return cur, nil
+	}
+	return c.runs.run(ctx, cur, Origin{UserID: cur.UserID, SessionID: cur.SessionID}, em)
+}
+
+// PlansOfRun lists the plans userID's chat turn runID created, newest
+// first: a turn that runs again learns the plans its earlier attempt made.
+func (c *Control) PlansOfRun(ctx context.Context, userID, runID string) ([]Plan, error) {
+	plans, _, err := c.cfg.Store.ListPlans(ctx, ListQuery{UserID: userID, StreamRunID: runID, Limit: 200})
+	return plans, err
 }
 
 // Reject closes a plan waiting for review (a human's or the reviewer's).

@@ -48,6 +48,10 @@ type Config struct {
 	// SummaryChars bounds the outcome create_plan returns to the planner
 	// (default 2000).
 	SummaryChars int
+	// Records, when set, answers a direct step whose call an earlier owner
+	// of the plan's run recorded from its record instead of calling the
+	// tool again (see the takeover in run.go).
+	Records tools.Records
 	// Hub fans plan events out to watchers; a new one when nil.
 	Hub *Hub
 	// Observer, when set, sees every plan event once (metrics).
@@ -161,6 +165,10 @@ type Origin struct {
 	SessionID      string
 	StreamRunID    string
 	PlannerAgentID string
+	// CallID is the planner's create_plan call: with StreamRunID it names
+	// the plan the call creates, so a turn that runs again finds that plan
+	// and resumes it instead of creating another.
+	CallID string
 	// RequestMode is the request's plan_mode, if any.
 	RequestMode planmode.Mode
 	// Operator says the turn's user acts as an operator (their approvals in

@@ -85,8 +85,12 @@ type Plan struct {
 	ReviewRound int
 	// Reason explains a rejection, a failure, or why a plan waits for a human.
 	Reason string
-	// StreamRunID is the chat run that created the plan, if any.
+	// StreamRunID is the chat run that created the plan, if any, and
+	// ToolCallID the planner's create_plan call that did: a turn that runs
+	// again finds the plan its call created (ListQuery) instead of
+	// creating it twice.
 	StreamRunID string
+	ToolCallID  string
 	// Approval records who let the plan run; nil while it never had one (a
 	// plan without an approval never runs, not even through resume).
 	Approval *Approval
@@ -238,9 +242,12 @@ type Execution struct {
 // AgentRecord is one agent instance (agents): a planner, a step's executor,
 // a reviewer or a synthesizer.
 type AgentRecord struct {
-	ID         string
-	Role       event.Role
-	UserID     string
+	ID     string
+	Role   event.Role
+	UserID string
+	// RunID is the run the agent works for: a chat turn's planner is
+	// found again by it (one planner per run).
+	RunID      string
 	SessionID  string
 	PlanID     string
 	StepNumber int

@@ -119,6 +119,7 @@ func (t *Tools) CreatePlanTool(origin Origin) tools.Tool {
 		if og.PlannerAgentID == "" {
 			og.PlannerAgentID = call.Events.Source().AgentID
 		}
+		og.CallID = call.ID
 		mu.Lock()
 		if a.PlanID == "" {
 			a.PlanID = underReview

@@ -15,6 +15,9 @@ type ListQuery struct {
 	Status    []Status
 	Mode      planmode.Mode
 	SessionID string
+	// StreamRunID and ToolCallID select the plan a turn's create_plan call
+	// created.
+	StreamRunID, ToolCallID string
 	// Since and Until bound the creation time (Until exclusive).
 	Since, Until time.Time
 	// Limit is the page size (0: 50; at most 200).

@@ -47,6 +47,7 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 	for i := range pr.p.Steps {
 		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]
 	}
+	pr.takeOver()
 	pr.drive()
 	return pr.end()
 }
@@ -146,6 +147,9 @@ func (pr *planRun) finish(s *Step, status StepStatus, why string) {
 // retried transient errors already). A step end that could not be stored
 // is kept for one more try before the plan ends.
 func (pr *planRun) storeEnd(s Step) {
+	if agents.OwnerGone(pr.ctx) {
+		return // another process owns the run now: the row stays for it
+	}
 	if err := pr.journal.stepEnded(pr.ctx, pr.sys, pr.p.ID, s); err != nil {
 		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", s.Number).Msg("store step state; not announced")
 		pr.unsavedMu.Lock()
@@ -158,6 +162,11 @@ func (pr *planRun) storeEnd(s Step) {
 // database did not take are tried once more, and the plan moves to how it
 // ended (Outcome) with plan_complete.
 func (pr *planRun) end() (Plan, error) {
+	if agents.OwnerGone(pr.ctx) {
+		// The run is another process's now: this one writes nothing more,
+		// and leaves the plan and its steps as they stand for it.
+		return pr.p, context.Cause(pr.ctx)
+	}
 	cause, cancelled := agents.CauseOf(pr.ctx)
 	shutdown := cancelled && cause == agents.Shutdown
 	for _, n := range Unfinished(pr.p.Steps) {

@@ -12,6 +12,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -123,7 +124,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		Role:  r.cfg.Executor,
 		Data:  data,
 		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
-		Transcript: &transcript{store: r.cfg.Store, sessionID: sessionID, executionID: execID, now: r.cfg.Now},
+		Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: sessionID, ExecutionID: execID, Now: r.cfg.Now},
 	})
 	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	end := r.cfg.Now()
@@ -146,6 +147,11 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		exec.Status = ExecutionCompleted
 		s.Status, s.Result = StepCompleted, res.Text
 	}
+	if agents.OwnerGone(ctx) {
+		// Another process owns the run now: the execution stays running
+		// for it to close (owner_lost) and run the step again.
+		return s, usage
+	}
 	// The outcome's window opens now, however long the executor ran.
 	if err := r.journal.executorFinished(ctx, xem, exec); err != nil {
 		// Not stored, not announced.
@@ -154,23 +160,46 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 	return s, usage
 }
 
-// transcript writes every message of an executor's run to
-// agent_chat_messages.
-type transcript struct {
-	store       Store
-	sessionID   string
-	executionID string
-	now         func() time.Time
+// AgentMessages stores an agent's messages (Store has it; so does the
+// chat's planner transcript store).
+type AgentMessages interface {
+	AppendAgentMessage(ctx context.Context, m AgentMessage) error
 }
 
-func (t *transcript) Append(ctx context.Context, e agents.TranscriptEntry) error {
-	m := AgentMessage{AgentSessionID: t.sessionID, ExecutionID: t.executionID, Seq: e.Seq, Role: string(e.Message.Role),
+// Transcript writes every message of an agent's run to its conversation
+// (agent_chat_messages): an executor's, and the chat turn's planner's. It
+// is an agents.Transcript; TranscriptEntries reads one back.
+type Transcript struct {
+	Store          AgentMessages
+	AgentSessionID string
+	// ExecutionID is the executor's execution; empty for the planner.
+	ExecutionID string
+	Now         func() time.Time
+}
+
+// Append stores one message of the run.
+func (t *Transcript) Append(ctx context.Context, e agents.TranscriptEntry) error {
+	m := AgentMessage{AgentSessionID: t.AgentSessionID, ExecutionID: t.ExecutionID, Seq: e.Seq, Role: string(e.Message.Role),
 		Content: e.Message.Content, ToolCallID: e.Message.ToolCallID, Name: e.Message.Name,
-		Usage: event.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.now()}
+		Usage: event.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.Now()}
 	for _, c := range e.Message.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	return t.store.AppendAgentMessage(ctx, m)
+	return t.Store.AppendAgentMessage(ctx, m)
 }
 
-var _ agents.Transcript = (*transcript)(nil)
+// TranscriptEntries turns an agent's stored messages (in Seq order) back
+// into the loop's transcript (agents.Resume): what Transcript wrote.
+func TranscriptEntries(msgs []AgentMessage) []agents.TranscriptEntry {
+	out := make([]agents.TranscriptEntry, 0, len(msgs))
+	for _, m := range msgs {
+		msg := llm.Message{Role: llm.Role(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, c := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		out = append(out, agents.TranscriptEntry{Seq: m.Seq, Message: msg, Usage: m.Usage})
+	}
+	return out
+}
+
+var _ agents.Transcript = (*Transcript)(nil)

@@ -48,6 +48,10 @@ type Store interface {
 	// running execution in one transaction.
 	StartExecution(ctx context.Context, a AgentRecord, s AgentSession, e Execution) error
 	FinishExecution(ctx context.Context, e Execution) error
+	// ListExecutions lists a plan's executions by step, then start: a run
+	// that takes a plan over closes the ones its earlier owner left
+	// running.
+	ListExecutions(ctx context.Context, planID string) ([]Execution, error)
 	AppendAgentMessage(ctx context.Context, m AgentMessage) error
 	// ListPlans lists plans, newest first, one page at a time.
 	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)

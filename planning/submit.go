@@ -54,8 +54,14 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 		}
 		return o.reviewThenRun(ctx, origin, p, em)
 	}
-	p, err := o.create(ctx, origin, d, em)
+	p, found, err := o.created(ctx, origin)
 	if err != nil {
+		return Submission{}, err
+	}
+	if found {
+		return o.resume(ctx, origin, p, em)
+	}
+	if p, err = o.create(ctx, origin, d, em); err != nil {
 		return Submission{}, err
 	}
 	switch p.Status {
@@ -65,6 +71,38 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 		return o.reviewThenRun(ctx, origin, p, em)
 	}
 	return o.run(ctx, origin, p, em)
+}
+
+// created finds the plan an earlier attempt of the same turn created with
+// the same create_plan call (origin.StreamRunID, origin.CallID): a run
+// taken over by another process runs the call again, and must not create
+// the plan twice.
+func (o *Orchestrator) created(ctx context.Context, origin Origin) (Plan, bool, error) {
+	if origin.StreamRunID == "" || origin.CallID == "" {
+		return Plan{}, false, nil
+	}
+	plans, _, err := o.cfg.Store.ListPlans(ctx, ListQuery{UserID: origin.UserID, StreamRunID: origin.StreamRunID,
+		ToolCallID: origin.CallID, Limit: 1})
+	if err != nil || len(plans) == 0 {
+		return Plan{}, false, err
+	}
+	return plans[0], true, nil
+}
+
+// resume takes a plan an earlier attempt of the turn created on from where
+// it stands: it runs on when it was executing (completed steps keep their
+// results), the reviewer looks at it when it was in review, it waits for a
+// human when it did, and a plan that ended is only summed up.
+func (o *Orchestrator) resume(ctx context.Context, origin Origin, p Plan, em event.Emitter) (Submission, error) {
+	switch p.Status {
+	case StatusExecuting:
+		return o.run(ctx, origin, p, em)
+	case StatusInReview:
+		return o.reviewThenRun(ctx, origin, p, em)
+	case StatusPendingReview:
+		return o.review.awaitHuman(ctx, p, "", em), nil
+	}
+	return Submission{Plan: p, Outcome: Summary(p, o.cfg.SummaryChars)}, nil
 }
 
 // reviewThenRun has the reviewer look at a plan in review, and runs it when
@@ -94,7 +132,7 @@ func (o *Orchestrator) create(ctx context.Context, origin Origin, d Draft, em ev
 	status := map[planmode.Mode]Status{planmode.AutoExecute: StatusExecuting, planmode.DraftOnly: StatusPendingReview, planmode.AgentReview: StatusInReview}[mode]
 	now := o.cfg.Now()
 	p := Plan{ID: o.cfg.NewID(), SessionID: origin.SessionID, UserID: origin.UserID, Goal: strings.TrimSpace(d.Goal), Mode: mode,
-		Status: status, Version: 1, Steps: d.Steps, StreamRunID: origin.StreamRunID, CreatedAt: now, UpdatedAt: now}
+		Status: status, Version: 1, Steps: d.Steps, StreamRunID: origin.StreamRunID, ToolCallID: origin.CallID, CreatedAt: now, UpdatedAt: now}
 	for i := range p.Steps {
 		p.Steps[i].Status = StepPending
 	}

@@ -431,6 +431,7 @@ func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outc
 		ToolName:   call.Name,
 		Arguments:  jsonOrString(call.Args),
 		Success:    o.Success,
+		Cancelled:  !o.Success && errors.Is(o.Err, ErrCancelled),
 		DurationMS: o.Duration.Milliseconds(),
 		Source:     call.Events.Source(),
 		CreatedAt:  start,

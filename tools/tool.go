@@ -20,6 +20,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/planwright/planwright/pkg/event"
@@ -107,11 +108,50 @@ type Execution struct {
 	Result     string
 	Error      string
 	Success    bool
+	// Cancelled says the call was cancelled before it finished (its
+	// context ended): the record answers nothing, and a run that continues
+	// elsewhere runs the call again.
+	Cancelled  bool
 	DurationMS int64
 	// Source says who called: the planner, or a plan step's executor (with
 	// plan id, step number and execution id).
 	Source    event.Source
 	CreatedAt time.Time
+}
+
+// Answers says the record answers its call: the call finished, whether it
+// succeeded or failed. A run taken over by another process answers such a
+// call from its record instead of running it again.
+func (e Execution) Answers() bool { return !e.Cancelled }
+
+// Outcome is the call's outcome as the model is told it, rebuilt from the
+// record: the result, or "error: " and the error text (effects are not
+// recorded).
+func (e Execution) Outcome(c Call) Outcome {
+	if e.Success {
+		return Outcome{Call: c, Success: true, Content: e.Result, Result: Result{Content: e.Result},
+			Duration: time.Duration(e.DurationMS) * time.Millisecond}
+	}
+	return Outcome{Call: c, Content: "error: " + e.Error, Err: errors.New(e.Error),
+		Duration: time.Duration(e.DurationMS) * time.Millisecond}
+}
+
+// RecordQuery selects recorded executions. Empty fields match all, but a
+// query needs an AgentID or a PlanID.
+type RecordQuery struct {
+	// AgentID is the calling agent's (Source.AgentID).
+	AgentID string
+	// PlanID and StepNumber select a plan step's calls (Source).
+	PlanID     string
+	StepNumber int
+}
+
+// Records reads recorded executions back (persistence implements it; its
+// contract is toolstest.RecordsSuite). A run that continues an earlier
+// attempt's work answers the calls that attempt recorded from here.
+type Records interface {
+	// RecordedCalls lists the executions matching q, oldest first.
+	RecordedCalls(ctx context.Context, q RecordQuery) ([]Execution, error)
 }
 
 // Recorder stores tool executions. The runtime calls it from several

@@ -144,7 +144,7 @@ func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger) (
 func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *agents.Runner, rt *tools.Runtime, reg *tools.Registry,
 	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger) (*planning.Orchestrator, error) {
 	p := cfg.Planning
-	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get,
+	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get, Records: store,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer,
 		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
@@ -168,6 +168,7 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 	return chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		Transcripts: stores.Executions, Records: stores.ToolExecutions,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
 			Plans: orch.Tools(), Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
@@ -11,7 +12,11 @@ import (
 // PlanRunner runs a plan claimed by an approval or a resume to its end
 // (planning.Control implements it).
 type PlanRunner interface {
+	// Run runs p as stored: a plan whose run ended is returned as it is.
 	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
+	// PlansOfRun lists the plans userID's turn runID created, newest
+	// first.
+	PlansOfRun(ctx context.Context, userID, runID string) ([]planning.Plan, error)
 }
 
 // Synthesizer writes the answer to a plan that ran outside its turn
@@ -40,13 +45,34 @@ type PlanOutcome struct {
 // plan would have. A failed synthesis answers with the plan's summary; a
 // failed store is logged (the answer is still returned). It needs
 // Config.Plans and Config.Synthesizer.
-func (s *Service) ContinuePlan(ctx context.Context, p planning.Plan, em event.Emitter) (PlanOutcome, error) {
+//
+// runID is the run (the approval's or the resume's) ContinuePlan works
+// for; the answer is stored with it. The same call continues a run whose
+// earlier attempt died: an answer that attempt stored is returned as it is
+// (nothing runs, nothing is stored again); otherwise the plan runs on as
+// stored (planning.Control.Run: completed steps keep their results, steps
+// left running run again once, a plan whose run ended is not run again)
+// and is answered. A run taken from this process (agents.OwnerLost) stores
+// nothing and returns the cause.
+func (s *Service) ContinuePlan(ctx context.Context, runID string, p planning.Plan, em event.Emitter) (PlanOutcome, error) {
 	if s.cfg.Plans == nil || s.cfg.Synthesizer == nil {
 		return PlanOutcome{}, apperr.New(apperr.Internal, "chat: continuing a plan needs Config.Plans and Config.Synthesizer")
+	}
+	if p.SessionID != "" && runID != "" {
+		stored, err := s.cfg.Store.RunMessage(ctx, p.UserID, runID, RoleAssistant)
+		switch {
+		case err == nil:
+			return PlanOutcome{Plan: p, Answer: stored.Content, Usage: p.Usage, MessageID: stored.ID}, nil
+		case apperr.CodeOf(err) != apperr.NotFound:
+			return PlanOutcome{}, err
+		}
 	}
 	ended, err := s.cfg.Plans.Run(ctx, p, em)
 	if err != nil {
 		return PlanOutcome{}, err
+	}
+	if agents.OwnerGone(ctx) {
+		return PlanOutcome{}, context.Cause(ctx)
 	}
 	out := PlanOutcome{Plan: ended}
 	text, usage, err := s.cfg.Synthesizer.Synthesize(ctx, ended, em)
@@ -59,7 +85,7 @@ func (s *Service) ContinuePlan(ctx context.Context, p planning.Plan, em event.Em
 	if ended.SessionID == "" {
 		return out, nil
 	}
-	msg := Message{SessionID: ended.SessionID, UserID: ended.UserID, Role: RoleAssistant, Content: text, PlanID: ended.ID,
+	msg := Message{SessionID: ended.SessionID, UserID: ended.UserID, Role: RoleAssistant, Content: text, PlanID: ended.ID, StreamRunID: runID,
 		Usage: event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}, FinishedReason: event.FinishedCompleted}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PersistTimeout)
 	defer cancel()

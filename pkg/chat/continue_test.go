@@ -24,6 +24,8 @@ func (f planRunner) Run(ctx context.Context, p planning.Plan, _ event.Emitter) (
 	return f.RunFunc(ctx, p)
 }
 
+func (f planRunner) PlansOfRun(context.Context, string, string) ([]planning.Plan, error) { return nil, nil }
+
 func (f planRunner) Synthesize(ctx context.Context, p planning.Plan, _ event.Emitter) (string, event.Usage, error) {
 	return f.SynthesizeFunc(ctx, p)
 }
@@ -61,7 +63,7 @@ func TestContinuePlan(t *testing.T) {
 				require.Equal(t, planning.StatusCompleted, p.Status, "the synthesizer sees the plan as it ended")
 				return "All done.", event.Usage{InputTokens: 7, OutputTokens: 3}, nil
 			},
-		}).ContinuePlan(ctx, p, event.Emitter{})
+		}).ContinuePlan(ctx, "", p, event.Emitter{})
 		require.NoError(t, err)
 		require.Equal(t, "All done.", out.Answer)
 		require.Equal(t, 107, out.Usage.InputTokens)
@@ -82,7 +84,7 @@ func TestContinuePlan(t *testing.T) {
 			SynthesizeFunc: func(context.Context, planning.Plan) (string, event.Usage, error) {
 				return "", event.Usage{}, errors.New("provider down")
 			},
-		}).ContinuePlan(ctx, p, event.Emitter{})
+		}).ContinuePlan(ctx, "", p, event.Emitter{})
 		require.NoError(t, err)
 		require.Contains(t, out.Answer, "drafted")
 	})
@@ -94,7 +96,7 @@ func TestContinuePlan(t *testing.T) {
 			RunFunc: func(context.Context, planning.Plan) (planning.Plan, error) {
 				return planning.Plan{}, errors.New("claimed elsewhere")
 			},
-		}).ContinuePlan(ctx, p, event.Emitter{})
+		}).ContinuePlan(ctx, "", p, event.Emitter{})
 		require.Error(t, err)
 		after, err := store.ListMessages(ctx, sess.ID, 10)
 		require.NoError(t, err)
@@ -103,7 +105,7 @@ func TestContinuePlan(t *testing.T) {
 
 	t.Run("a service without a plan runner cannot continue plans", func(t *testing.T) {
 		svc, _ := newService(t, answers)
-		_, err := svc.ContinuePlan(ctx, p, event.Emitter{})
+		_, err := svc.ContinuePlan(ctx, "", p, event.Emitter{})
 		require.Equal(t, apperr.Internal, apperr.CodeOf(err))
 	})
 
@@ -113,7 +115,7 @@ func TestContinuePlan(t *testing.T) {
 			SynthesizeFunc: func(context.Context, planning.Plan) (string, event.Usage, error) {
 				return "ok", event.Usage{}, nil
 			},
-		}).ContinuePlan(ctx, planning.Plan{ID: "plan-2", UserID: "alice"}, event.Emitter{})
+		}).ContinuePlan(ctx, "", planning.Plan{ID: "plan-2", UserID: "alice"}, event.Emitter{})
 		require.NoError(t, err)
 		require.Empty(t, out.MessageID)
 	})

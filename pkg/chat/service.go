@@ -37,6 +37,24 @@ type Store interface {
 	// role, whichever session holds it (NotFound when none does).
 	TurnMessage(ctx context.Context, userID, clientTurnID string, role MessageRole) (Message, error)
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]Message, error)
+	// RunMessage returns userID's first message of run runID (its
+	// StreamRunID) with the given role (NotFound when there is none): a
+	// turn that runs again finds what its earlier attempt stored.
+	RunMessage(ctx context.Context, userID, runID string, role MessageRole) (Message, error)
+}
+
+// Transcripts keeps the planner's durable transcript, as executors have
+// theirs: an agents row per turn (found again by the turn's run id), its
+// agent_chat_session and its messages (persistence implements it; its
+// contract is chattest.TranscriptsSuite).
+type Transcripts interface {
+	// OpenAgent returns the agent of a.RunID and a.Role with its
+	// conversation, creating both from a and s when the run has none yet
+	// (created says which).
+	OpenAgent(ctx context.Context, a planning.AgentRecord, s planning.AgentSession) (planning.AgentRecord, planning.AgentSession, bool, error)
+	AppendAgentMessage(ctx context.Context, m planning.AgentMessage) error
+	// ListAgentMessages returns a conversation's messages in Seq order.
+	ListAgentMessages(ctx context.Context, agentSessionID string) ([]planning.AgentMessage, error)
 }
 
 // Runner runs an agent loop (agents.Runner).
@@ -121,6 +139,17 @@ type Config struct {
 	// (planning.Control), Synthesizer answers from it (planning.Synthesizer).
 	Plans       PlanRunner
 	Synthesizer Synthesizer
+	// Transcripts, when set, gives each turn's planner a durable transcript
+	// (an agents row found by the run id, its conversation and messages),
+	// the parent of the executors its plans spawn. A turn that runs again
+	// (same run id: its process died, another took the run over) resumes
+	// the planner from its last completed tool round (agents.Resume)
+	// instead of starting afresh. Without it every attempt starts afresh.
+	Transcripts Transcripts
+	// Records, when set with Transcripts, answers a call of the resumed
+	// round whose execution was recorded from its record, so it does not
+	// run again.
+	Records tools.Records
 	// PersistTimeout bounds the writes that end a turn, which run even after
 	// the turn was cancelled (default 10 s).
 	PersistTimeout time.Duration
@@ -274,6 +303,7 @@ type Turn struct {
 	announced bool    // agent_state thinking was emitted (AnnounceThinking)
 	operator  bool
 	shifted   int    // context shifts already applied and announced
+	resumed   bool   // the planner resumed an earlier attempt of the run
 	userID    string // set before the turn is registered; never changes
 	userKey   string
 	// stop and cancel are the turn's own cancellation, created with the
@@ -349,6 +379,16 @@ func (t *Turn) Open(ctx context.Context) error {
 		case apperr.CodeOf(err) != apperr.NotFound:
 			return err
 		}
+	} else {
+		// The same run again (its process died; another took it over):
+		// the turn is the one its earlier attempt stored.
+		prior, err := s.cfg.Store.RunMessage(ctx, req.UserID, t.RunID, RoleUser)
+		switch {
+		case err == nil:
+			return t.reopen(ctx, prior)
+		case apperr.CodeOf(err) != apperr.NotFound:
+			return err
+		}
 	}
 	sess, focusEv, err := s.resolveSession(ctx, req)
 	if err != nil {
@@ -378,6 +418,25 @@ func (t *Turn) Open(ctx context.Context) error {
 			return err
 		}
 		// No answer and not running: the earlier attempt died; run it again.
+	}
+	return nil
+}
+
+// reopen makes the turn the one an earlier attempt of its run stored: its
+// session and user message, and its answer as Replay when it stored one.
+func (t *Turn) reopen(ctx context.Context, user Message) error {
+	s := t.svc
+	sess, err := s.cfg.Store.GetSession(ctx, user.UserID, user.SessionID)
+	if err != nil {
+		return err
+	}
+	t.Session, t.User = sess, user
+	answer, err := s.cfg.Store.RunMessage(ctx, user.UserID, t.RunID, RoleAssistant)
+	switch {
+	case err == nil:
+		t.Replay = &answer
+	case apperr.CodeOf(err) != apperr.NotFound:
+		return err
 	}
 	return nil
 }
@@ -568,6 +627,12 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 		res.Finished, res.Interrupted, res.Cause, err = agents.FinishCancelled, true, cause, nil
 	}
 	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	if agents.OwnerGone(ctx) {
+		// Another process owns the run now and continues it from its
+		// records: this attempt stores and announces nothing more.
+		out.Finished = event.FinishedCancelled
+		return out
+	}
 	if res.Finished != "" {
 		out.Finished = res.Finished
 	}
@@ -580,7 +645,7 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	answer := Message{SessionID: t.Session.ID, UserID: t.User.UserID, Role: RoleAssistant, Content: res.Text,
 		ClientTurnID: t.User.ClientTurnID, StreamRunID: t.RunID, ToolCalls: toolCalls(res.ToolCalls),
 		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
-	planIDs := planning.PlanIDs(res.Effects)
+	planIDs := t.plansOf(pctx, res.Effects)
 	if n := len(planIDs); n > 0 {
 		answer.PlanID = planIDs[n-1]
 	}
@@ -642,6 +707,29 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	}
 	sys.Emit(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID})
 	return out
+}
+
+// plansOf are the plans the turn created or touched: those of effects and,
+// when the turn resumed an earlier attempt (whose effects are not
+// recorded), the plans that attempt created, oldest first.
+func (t *Turn) plansOf(ctx context.Context, effects []tools.Effect) []string {
+	ids := planning.PlanIDs(effects)
+	s := t.svc
+	if !t.resumed || s.cfg.Plans == nil {
+		return ids
+	}
+	earlier, err := s.cfg.Plans.PlansOfRun(ctx, t.User.UserID, t.RunID)
+	if err != nil {
+		s.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("run_id", t.RunID).Msg("list the plans of the turn's earlier attempt")
+		return ids
+	}
+	var out []string
+	for _, p := range slices.Backward(earlier) {
+		if !slices.Contains(ids, p.ID) {
+			out = append(out, p.ID)
+		}
+	}
+	return append(out, ids...)
 }
 
 // applyShift moves the session to a shifted context and announces it.
@@ -731,17 +819,23 @@ func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode planmo
 	if err != nil {
 		return agents.Result{}, err
 	}
+	agentID, transcript, resume, err := t.planner(ctx, f.role)
+	if err != nil {
+		return agents.Result{}, err
+	}
 	sys := em.With(event.Source{Role: event.RoleSystem})
 	prepared := f.built.Prepared
 	return s.cfg.Runner.Run(ctx, agents.Task{
-		Role:     f.role,
-		System:   f.built.System,
-		History:  f.built.History,
-		Prepared: &prepared,
-		Input:    t.User.Content,
-		Tools:    f.tools,
-		Scope:    f.scope,
-		Events:   em.With(event.Source{Role: event.RolePlanner, AgentID: s.cfg.NewID()}),
+		Role:       f.role,
+		System:     f.built.System,
+		History:    f.built.History,
+		Prepared:   &prepared,
+		Input:      t.User.Content,
+		Tools:      f.tools,
+		Scope:      f.scope,
+		Transcript: transcript,
+		Resume:     resume,
+		Events:     em.With(event.Source{Role: event.RolePlanner, AgentID: agentID}),
 		OnEffect: func(ctx context.Context, e tools.Effect) (*agents.Reframe, error) {
 			sh, ok := shiftOf(e)
 			if !ok {
@@ -756,6 +850,49 @@ func (t *Turn) runPlanner(ctx context.Context, em event.Emitter, planMode planmo
 			return &agents.Reframe{System: next.built.System, Tools: next.tools, Scope: next.scope, Prepared: &prepared}, nil
 		},
 	})
+}
+
+// planner opens the turn's planner agent: its agents row and conversation
+// (created by the run's first attempt, found again by the run id by a later
+// one), its transcript, and — when an earlier attempt of the run recorded
+// some of it — what the loop resumes from: that transcript and the
+// executions recorded for its tool calls. Without Config.Transcripts the
+// planner has an id but no records, and every attempt starts afresh.
+func (t *Turn) planner(ctx context.Context, role agents.Role) (string, agents.Transcript, *agents.Resume, error) {
+	s := t.svc
+	if s.cfg.Transcripts == nil {
+		return s.cfg.NewID(), nil, nil, nil
+	}
+	now := s.cfg.Now()
+	a, as, created, err := s.cfg.Transcripts.OpenAgent(ctx,
+		planning.AgentRecord{ID: s.cfg.NewID(), Role: event.RolePlanner, UserID: t.User.UserID, RunID: t.RunID, SessionID: t.Session.ID,
+			Model: role.Model, CreatedAt: now},
+		planning.AgentSession{ID: s.cfg.NewID(), UserID: t.User.UserID, CreatedAt: now})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	transcript := &planning.Transcript{Store: s.cfg.Transcripts, AgentSessionID: as.ID, Now: s.cfg.Now}
+	if created {
+		return a.ID, transcript, nil, nil
+	}
+	msgs, err := s.cfg.Transcripts.ListAgentMessages(ctx, as.ID)
+	if err != nil || len(msgs) == 0 {
+		return a.ID, transcript, nil, err
+	}
+	resume := &agents.Resume{Transcript: planning.TranscriptEntries(msgs), Recorded: map[string]tools.Execution{}}
+	if s.cfg.Records != nil {
+		recs, err := s.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{AgentID: a.ID})
+		if err != nil {
+			return "", nil, nil, err
+		}
+		for _, r := range recs {
+			if r.Answers() {
+				resume.Recorded[r.ToolCallID] = r
+			}
+		}
+	}
+	t.resumed = true
+	return a.ID, transcript, resume, nil
 }
 
 // history loads the messages before this turn's user message, oldest first.

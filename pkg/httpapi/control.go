@@ -132,12 +132,17 @@ func (a *API) resumePlan(c echo.Context) error {
 // into the plan's session, streaming everything (or answering JSON at the
 // end).
 func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
+	kind := "approve"
+	if c.Path() == "/api/plans/:id/resume" {
+		kind = "resume"
+	}
+	r := event.Run{ID: a.cfg.NewID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
 	// produce runs the plan, continues its conversation (chat) and ends the
 	// run's events with done.
 	produce := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
 		var out PlanRunResult
-		o, err := a.cfg.Chat.ContinuePlan(ctx, p, em)
+		o, err := a.cfg.Chat.ContinuePlan(ctx, r.ID, p, em)
 		if err == nil {
 			out = PlanRunResult{Plan: planView(o.Plan), Answer: o.Answer, MessageID: o.MessageID, Usage: o.Usage}
 		}
@@ -152,11 +157,6 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: out.Usage, SessionID: p.SessionID, MessageID: out.MessageID})
 		return out, err
 	}
-	kind := "approve"
-	if c.Path() == "/api/plans/:id/resume" {
-		kind = "resume"
-	}
-	r := event.Run{ID: a.cfg.NewID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
 	announce := func(ctx context.Context, em event.Emitter) {
 		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
 	}

@@ -1,0 +1,335 @@
+package chat_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/llm/scripted"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+)
+
+// takeoverEnv is the whole turn machinery over a real database, as a
+// process that takes runs over sees it: the scripted model, the agent loop,
+// the tools runtime recording every call, the orchestrator and the chat
+// service with the planner's transcripts and the tool records. Two points
+// block the first time they are reached, until the attempt is cancelled
+// with agents.OwnerLost — as if its process died there: the tool "slow",
+// and the executor of the step whose task says "Review".
+type takeoverEnv struct {
+	stores dbtest.Stores
+	model  *scripted.Model
+	svc    *chat.Service
+
+	// blocked is signalled when a blocking point is reached.
+	blocked chan string
+
+	mu   sync.Mutex
+	runs map[string]int // executions per tool, and per blocking point
+}
+
+const takeoverScript = `
+rules:
+  - when: {role: planner, after_tool: none}
+    reply: {text: "Looking it up.", tool_calls: [{name: lookup, args: {query: notes}}, {name: slow, args: {}}]}
+  - when: {role: planner, after_tool: slow}
+    reply:
+      text: "Planning it."
+      tool_calls:
+        - name: create_plan
+          args:
+            goal: "Write the note"
+            steps:
+              - {id: 1, description: "Draft the note", executor_required: true}
+              - {id: 2, description: "Review the note", executor_required: true, depends_on: [1]}
+  - when: {role: planner, after_tool: create_plan}
+    reply: {text: "All done."}
+  - when: {role: executor, contains: "Draft"}
+    reply: {text: "drafted"}
+  - when: {role: executor, contains: "Review"}
+    reply: {text: "reviewed"}
+  - when: {role: synthesizer}
+    reply: {text: "summary"}
+`
+
+func newTakeoverEnv(t *testing.T, db *persistence.DB) *takeoverEnv {
+	t.Helper()
+	e := &takeoverEnv{stores: dbtest.NewStores(t, db), blocked: make(chan string, 4), runs: map[string]int{}}
+	model, err := scripted.Parse([]byte(takeoverScript))
+	require.NoError(t, err)
+	e.model = model
+	client, err := llm.NewClient(llm.ClientConfig{Model: model, Provider: "scripted", Stream: true, MaxRetries: -1})
+	require.NoError(t, err)
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.stores.ToolExecutions, Retries: tools.NoRetries})
+	require.NoError(t, err)
+	runner, err := agents.New(agents.Config{Model: blockingModel{next: client, env: e}, Tools: rt})
+	require.NoError(t, err)
+	roles, err := agents.LoadRoles("../../configs/agents.yaml")
+	require.NoError(t, err)
+	reg := tools.NewRegistry()
+	require.NoError(t, reg.Register(e.tool("lookup", "3 notes"), e.tool("slow", "written")))
+	require.NoError(t, reg.DefineSet("notes", "lookup", "slow"))
+	orch, err := planning.NewOrchestrator(planning.Config{Store: e.stores.PlanRecords, Runner: runner, Tools: rt, Lookup: reg.Get,
+		Records: e.stores.ToolExecutions, Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
+	require.NoError(t, err)
+	e.svc, err = chat.NewService(chat.Config{Store: e.stores.Chats, Runner: runner,
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		Transcripts: e.stores.Executions, Records: e.stores.ToolExecutions,
+		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Plans: orch.Tools(),
+			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "Work across all projects.", ToolSets: []string{"notes"}}}})})
+	require.NoError(t, err)
+	return e
+}
+
+// block counts a visit of point and, the first time, blocks until ctx ends.
+func (e *takeoverEnv) block(ctx context.Context, point string) {
+	e.mu.Lock()
+	e.runs[point]++
+	first := e.runs[point] == 1
+	e.mu.Unlock()
+	if !first || point == "lookup" {
+		return
+	}
+	e.blocked <- point
+	<-ctx.Done()
+}
+
+func (e *takeoverEnv) count(point string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runs[point]
+}
+
+// tool is a tool that answers result; "slow" blocks the first time.
+func (e *takeoverEnv) tool(name, result string) tools.Tool {
+	return tools.New(tools.Spec{Name: name, Description: "a tool"}, func(ctx context.Context, _ tools.Call, _ struct {
+		Query string `json:"query,omitempty"`
+	}) (tools.Result, error) {
+		e.block(ctx, name)
+		if ctx.Err() != nil {
+			return tools.Result{}, context.Cause(ctx)
+		}
+		return tools.Result{Content: result}, nil
+	})
+}
+
+// blockingModel is the scripted client, except that the executor of the
+// "Review" step blocks the first time.
+type blockingModel struct {
+	next agents.Model
+	env  *takeoverEnv
+}
+
+func (m blockingModel) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+	if req.Role == string(event.RoleExecutor) && strings.Contains(req.Messages[len(req.Messages)-1].Content, "Review") {
+		m.env.block(ctx, "review")
+		if ctx.Err() != nil {
+			return llm.Response{}, context.Cause(ctx)
+		}
+	}
+	return m.next.Generate(ctx, req, onPart)
+}
+
+// attempt runs the turn req once, as the worker of a process does; when
+// kill is set, the attempt is cancelled with agents.OwnerLost once a
+// blocking point is reached and kill says the moment came, as if its process
+// died there.
+func (e *takeoverEnv) attempt(t *testing.T, req chat.Request, kill func(point string, rec *event.Recorder)) (chat.Outcome, *event.Recorder) {
+	t.Helper()
+	tr, err := e.svc.Begin(context.Background(), req)
+	require.NoError(t, err)
+	defer tr.Release()
+	require.Nil(t, tr.Replay, "the turn has no answer yet: it runs")
+	rec := &event.Recorder{}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan chat.Outcome, 1)
+	go func() { done <- tr.Run(ctx, event.NewEmitter(rec, event.Source{}, nil)) }()
+	if kill == nil {
+		return <-done, rec
+	}
+	select {
+	case point := <-e.blocked:
+		kill(point, rec)
+		cancel(agents.OwnerLost)
+	case out := <-done:
+		t.Fatalf("the attempt ended (%s) before its owner was lost", out.Finished)
+	}
+	return <-done, rec
+}
+
+func plannerCallRoles(c scripted.Call) []string {
+	var out []string
+	for _, m := range c.Messages {
+		out = append(out, m.Role)
+	}
+	return out
+}
+
+// A chat turn whose process dies twice — in the middle of a round of tool
+// calls, then while its plan runs — is run again each time with the same
+// run id, and continues from its records instead of starting again: the
+// planner is sent the rounds it completed; the call of the unfinished round
+// that was recorded is answered from its record and not run again (only the
+// one that was cut runs again); the plan the turn created is found and runs
+// on (the completed step keeps its result; the step that was running runs
+// once more, its old execution closed cancelled with cause owner_lost);
+// and the answer is stored once.
+func TestTurnTakenOverContinuesFromItsRecords(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnv(t, db)
+		req := chat.Request{UserID: "alice", Message: "Write the note", StreamRunID: persistence.NewID()}
+
+		// Attempt 1 dies while "slow" runs, once "lookup" (same round) is
+		// recorded.
+		out, rec := e.attempt(t, req, func(point string, rec *event.Recorder) {
+			require.Equal(t, "slow", point)
+			require.Eventually(t, func() bool {
+				recs, err := e.stores.ToolExecutions.RecordedCalls(ctx, tools.RecordQuery{AgentID: plannerOf(t, rec).ID})
+				return err == nil && len(recs) == 1 && recs[0].ToolName == "lookup"
+			}, 10*time.Second, 5*time.Millisecond)
+		})
+		require.Equal(t, event.FinishedCancelled, out.Finished)
+		require.Empty(t, eventsOf[event.Done](rec), "a run taken away announces nothing more")
+		planner := plannerOf(t, rec)
+		sessionID := only[event.Session](t, rec).Session.ID
+		require.Len(t, e.messages(t, sessionID), 1, "no answer is stored by the attempt that lost its run")
+
+		// Attempt 2 resumes the round: lookup from its record, slow again;
+		// then the plan runs until the Review step's executor, where it dies.
+		out, rec = e.attempt(t, req, func(point string, _ *event.Recorder) { require.Equal(t, "review", point) })
+		require.Equal(t, event.FinishedCancelled, out.Finished)
+		require.Equal(t, planner.ID, plannerOf(t, rec).ID, "the same planner agent")
+		require.Equal(t, 1, e.count("lookup"), "the recorded call is not run again")
+		require.Equal(t, 2, e.count("slow"), "the cut call runs again")
+		for _, c := range eventsOf[event.ToolCall](rec) {
+			require.NotEqual(t, "lookup", c.ToolCall.Name, "the recorded call is not announced as running")
+		}
+		results := map[string]bool{}
+		for _, r := range eventsOf[event.ToolResult](rec) {
+			if r.Name != "create_plan" { // cut by the lost owner
+				results[r.Name] = r.Success
+			}
+		}
+		require.Equal(t, map[string]bool{"lookup": true, "slow": true}, results, "the recorded call's result is told")
+
+		// Attempt 3 takes the plan over and finishes the turn.
+		out, rec = e.attempt(t, req, nil)
+		require.NoError(t, out.Err)
+		require.Equal(t, event.FinishedCompleted, out.Finished)
+		require.Equal(t, 1, e.count("lookup"))
+		require.Equal(t, 2, e.count("slow"))
+		require.Equal(t, 2, e.count("review"), "the step that was running runs once more")
+
+		// The planner was sent the rounds it completed, never asked again
+		// for them: three calls over three attempts.
+		var calls []scripted.Call
+		for _, c := range e.model.Calls() {
+			if c.Role == "planner" {
+				calls = append(calls, c)
+			}
+		}
+		require.Len(t, calls, 3)
+		require.Equal(t, []string{"system", "human"}, plannerCallRoles(calls[0]))
+		require.Equal(t, []string{"system", "human", "ai", "tool", "tool"}, plannerCallRoles(calls[1]))
+		require.Equal(t, []string{"system", "human", "ai", "tool", "tool", "ai", "tool"}, plannerCallRoles(calls[2]))
+		require.Equal(t, calls[0].System, calls[2].System, "the recorded system prompt")
+		require.Equal(t, []string{"lookup", "slow"}, []string{calls[1].Messages[2].ToolCalls[0].Name, calls[1].Messages[2].ToolCalls[1].Name})
+		require.Equal(t, "create_plan", calls[2].Messages[5].ToolCalls[0].Name)
+
+		// One plan, its steps completed, one completed execution per step;
+		// the execution the dead owner left running closed owner_lost.
+		plans, _, err := e.stores.Plans.ListPlans(ctx, planning.ListQuery{UserID: "alice", StreamRunID: req.StreamRunID})
+		require.NoError(t, err)
+		require.Len(t, plans, 1, "the plan is not created again")
+		p := plans[0]
+		require.Equal(t, planning.StatusCompleted, p.Status)
+		for _, s := range p.Steps {
+			require.Equal(t, planning.StepCompleted, s.Status, "step %d", s.Number)
+		}
+		execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
+		require.NoError(t, err)
+		byStep := map[int][]planning.Execution{}
+		for _, x := range execs {
+			byStep[x.StepNumber] = append(byStep[x.StepNumber], x)
+		}
+		require.Len(t, byStep[1], 1)
+		require.Equal(t, planning.ExecutionCompleted, byStep[1][0].Status)
+		require.Len(t, byStep[2], 2)
+		require.Equal(t, planning.ExecutionCancelled, byStep[2][0].Status)
+		require.Equal(t, string(agents.OwnerLost), byStep[2][0].Error)
+		require.NotNil(t, byStep[2][0].CompletedAt)
+		require.Equal(t, planning.ExecutionCompleted, byStep[2][1].Status)
+		for _, x := range execs {
+			a, err := e.stores.Executions.GetAgent(ctx, x.AgentID)
+			require.NoError(t, err)
+			require.Equal(t, planner.ID, a.ParentID, "an executor's parent is the turn's planner")
+		}
+
+		// The answer, stored once, is the whole turn's.
+		msgs := e.messages(t, sessionID)
+		require.Len(t, msgs, 2)
+		answer := msgs[1]
+		require.Equal(t, chat.RoleAssistant, answer.Role)
+		require.Equal(t, "Looking it up.\n\nPlanning it.\n\nAll done.", answer.Content)
+		require.Equal(t, p.ID, answer.PlanID)
+		require.Equal(t, req.StreamRunID, answer.StreamRunID)
+		require.Len(t, answer.ToolCalls, 3)
+
+		// The planner's transcript is whole and in order.
+		a, as, created, err := e.stores.Executions.OpenAgent(ctx, planning.AgentRecord{ID: persistence.NewID(), Role: event.RolePlanner,
+			UserID: "alice", RunID: req.StreamRunID}, planning.AgentSession{ID: persistence.NewID(), UserID: "alice"})
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, planner.ID, a.ID)
+		require.Equal(t, req.StreamRunID, a.RunID)
+		require.Equal(t, sessionID, a.SessionID)
+		transcript, err := e.stores.Executions.ListAgentMessages(ctx, as.ID)
+		require.NoError(t, err)
+		var roles []string
+		for i, m := range transcript {
+			require.Equal(t, i+1, m.Seq)
+			roles = append(roles, m.Role)
+		}
+		require.Equal(t, []string{"system", "user", "assistant", "tool", "tool", "assistant", "tool", "assistant"}, roles)
+
+		// Run once more, the finished turn replays its answer.
+		tr, err := e.svc.Begin(ctx, req)
+		require.NoError(t, err)
+		defer tr.Release()
+		require.NotNil(t, tr.Replay)
+		require.Equal(t, answer.ID, tr.Replay.ID)
+	})
+}
+
+// plannerOf is the planner agent whose events a recorder holds.
+func plannerOf(t *testing.T, rec *event.Recorder) planning.AgentRecord {
+	t.Helper()
+	for _, env := range rec.Events() {
+		if env.Source.Role == event.RolePlanner && env.Source.AgentID != "" {
+			return planning.AgentRecord{ID: env.Source.AgentID}
+		}
+	}
+	t.Fatalf("no planner event among %v", rec.Types())
+	return planning.AgentRecord{}
+}
+
+func (e *takeoverEnv) messages(t *testing.T, sessionID string) []chat.Message {
+	t.Helper()
+	msgs, err := e.stores.Chats.ListMessages(context.Background(), sessionID, 0)
+	require.NoError(t, err)
+	return msgs
+}

@@ -1,0 +1,96 @@
+package planning
+
+import (
+	"slices"
+	"time"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
+)
+
+// The takeover: a plan's run starts from the plan as stored, which is how a
+// process that takes a run over from a dead owner (or a lone process that
+// restarts) continues it, with the same call as a first run. Completed
+// steps keep their results and never run again; pending steps run as
+// usual. A step the earlier owner left running reruns once in this run:
+// its execution still marked running is closed cancelled with the cause
+// agents.OwnerLost (an executor step), or, for a direct tool step whose
+// call was recorded as finished, the record is its outcome and the tool is
+// not called again. A first run finds no running step, and the takeover
+// does nothing.
+
+// takeOver settles the steps an earlier owner of the run left running,
+// before the scheduler starts anything.
+func (pr *planRun) takeOver() {
+	var running []*Step
+	for i := range pr.p.Steps {
+		if pr.p.Steps[i].Status == StepRunning {
+			running = append(running, &pr.p.Steps[i])
+		}
+	}
+	if len(running) == 0 {
+		return
+	}
+	execs, err := pr.cfg.Store.ListExecutions(pr.ctx, pr.p.ID)
+	if err != nil {
+		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Msg("list the executions an earlier owner left; they stay open")
+	}
+	for _, st := range running {
+		pr.closeLost(execs, st.Number)
+		if st.Tool != "" && pr.fromRecord(st) {
+			continue
+		}
+		st.Status, st.StartedAt, st.CompletedAt, st.Result, st.Error = StepPending, nil, nil, "", ""
+	}
+}
+
+// closeLost closes the executions of step number that an earlier owner
+// left running: cancelled, with the cause agents.OwnerLost, and announced
+// (executor_result).
+func (pr *planRun) closeLost(execs []Execution, number int) {
+	for _, e := range execs {
+		if e.StepNumber != number || e.Status != ExecutionRunning {
+			continue
+		}
+		end := pr.cfg.Now()
+		e.Status, e.Error, e.CompletedAt = ExecutionCancelled, string(agents.OwnerLost), &end
+		e.DurationMS = end.Sub(e.StartedAt).Milliseconds()
+		src := event.Source{Role: event.RoleExecutor, AgentID: e.AgentID, PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID}
+		xem := pr.planEmitter(pr.em, pr.p.ID, event.RoleExecutor).With(src)
+		if err := pr.journal.executorFinished(pr.ctx, xem, e); err != nil {
+			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("close an execution an earlier owner left running")
+		}
+	}
+}
+
+// fromRecord ends a direct step the earlier owner left running from the
+// record of its tool call, when that call finished (recorded after the
+// step started, not cancelled): the tool is not called again. It says
+// whether it did.
+func (pr *planRun) fromRecord(st *Step) bool {
+	if pr.cfg.Records == nil {
+		return false
+	}
+	recs, err := pr.cfg.Records.RecordedCalls(pr.ctx, tools.RecordQuery{PlanID: pr.p.ID, StepNumber: st.Number})
+	if err != nil {
+		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", st.Number).Msg("read the step's recorded calls; it runs again")
+		return false
+	}
+	for _, r := range slices.Backward(recs) {
+		if r.Source.ExecutionID != "" || r.ToolName != st.Tool || !r.Answers() ||
+			(st.StartedAt != nil && r.CreatedAt.Before(st.StartedAt.Truncate(time.Microsecond))) {
+			continue
+		}
+		end := pr.cfg.Now()
+		st.CompletedAt = &end
+		if r.Success {
+			st.Status, st.Result, st.Error = StepCompleted, r.Result, ""
+		} else {
+			st.Status, st.Error = StepFailed, r.Error
+		}
+		pr.storeEnd(*st)
+		return true
+	}
+	return false
+}
