@@ -171,3 +171,17 @@ func TestSuitesAndProductionStayApart(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, suites)
 }
+
+func TestTranscriptsContract(t *testing.T) {
+	t.Parallel()
+	contract(t, func(t *testing.T, stores func(*testing.T) dbtest.Stores) {
+		chattest.TranscriptsSuite(t, func(t *testing.T) chat.Transcripts { return stores(t).Executions })
+	})
+}
+
+func TestRecordsContract(t *testing.T) {
+	t.Parallel()
+	contract(t, func(t *testing.T, stores func(*testing.T) dbtest.Stores) {
+		toolstest.RecordsSuite(t, func(t *testing.T) toolstest.RecordStore { return stores(t).ToolExecutions })
+	})
+}

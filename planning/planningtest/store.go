@@ -61,6 +61,8 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"executions and transcripts are written", executions},
 		{"StartExecution writes all three rows or none", startExecution},
 		{"InterruptRunning repairs what a stopped process left", interruptRunning},
+		{"a turn's plan is found by its run and create_plan call", planOfCall},
+		{"ListExecutions lists a plan's executions by step, then start", listExecutions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -431,4 +433,53 @@ func interruptRunning(t *testing.T, s planning.Store, _ string) {
 	n, err = s.InterruptRunning(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing is left to repair")
+}
+
+func planOfCall(t *testing.T, s planning.Store, anyUser string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.StreamRunID, p.ToolCallID = "run-1", "call-1"
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	other := SamplePlan("alice", "s1")
+	other.StreamRunID, other.ToolCallID = "run-1", "call-2"
+	require.NoError(t, s.CreatePlan(ctx, &other))
+
+	got, _, err := s.ListPlans(ctx, planning.ListQuery{UserID: "alice", StreamRunID: "run-1", ToolCallID: "call-1"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, p.ID, got[0].ID)
+	require.Equal(t, "call-1", got[0].ToolCallID)
+	require.Len(t, got[0].Steps, 2)
+
+	got, _, err = s.ListPlans(ctx, planning.ListQuery{UserID: anyUser, StreamRunID: "run-1"})
+	require.NoError(t, err)
+	require.Len(t, got, 2, "the run's plans")
+	got, _, err = s.ListPlans(ctx, planning.ListQuery{UserID: "bob", StreamRunID: "run-1", ToolCallID: "call-1"})
+	require.NoError(t, err)
+	require.Empty(t, got, "another user's")
+	stored, err := s.GetPlan(ctx, other.ID)
+	require.NoError(t, err)
+	require.Equal(t, "call-2", stored.ToolCallID)
+}
+
+func listExecutions(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	start := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
+	var ids []string
+	for i, step := range []int{2, 1, 1} {
+		agent, as, exec := ExecutorRun(p)
+		exec.StepNumber, exec.StartedAt = step, start.Add(time.Duration(i)*time.Second)
+		require.NoError(t, s.StartExecution(ctx, agent, as, exec))
+		ids = append(ids, exec.ID)
+	}
+	got, err := s.ListExecutions(ctx, p.ID)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Equal(t, []string{ids[1], ids[2], ids[0]}, []string{got[0].ID, got[1].ID, got[2].ID})
+	require.Equal(t, planning.ExecutionRunning, got[0].Status)
+	none, err := s.ListExecutions(ctx, NewID())
+	require.NoError(t, err)
+	require.Empty(t, none)
 }

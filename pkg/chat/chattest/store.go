@@ -44,6 +44,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) chat.Store, anyUser st
 		{"UpdateSession saves the context, only the owner's", updateSession},
 		{"AppendMessage stores a turn's message once", messagesIdempotentPerTurn},
 		{"AppendMessage is idempotent across the user's sessions", turnAcrossSessions},
+		{"RunMessage finds a run's first message of a role, only the user's", runMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -195,4 +196,34 @@ func turnAcrossSessions(t *testing.T, s chat.Store, _ string) {
 	require.NoError(t, err)
 	require.True(t, created)
 	require.NotEqual(t, m.ID, other.ID)
+}
+
+func runMessage(t *testing.T, s chat.Store, _ string) {
+	ctx := context.Background()
+	sess := NewSession(t, s, "alice")
+	_, err := s.RunMessage(ctx, "alice", "run-1", chat.RoleUser)
+	apperrtest.RequireCode(t, err, apperr.NotFound)
+
+	user := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleUser, Content: "hi", StreamRunID: "run-1"}
+	_, err = s.AppendMessage(ctx, &user)
+	require.NoError(t, err)
+	got, err := s.RunMessage(ctx, "alice", "run-1", chat.RoleUser)
+	require.NoError(t, err)
+	require.Equal(t, user.ID, got.ID)
+	require.Equal(t, sess.ID, got.SessionID)
+	_, err = s.RunMessage(ctx, "alice", "run-1", chat.RoleAssistant)
+	apperrtest.RequireCode(t, err, apperr.NotFound)
+	_, err = s.RunMessage(ctx, "bob", "run-1", chat.RoleUser)
+	apperrtest.RequireCode(t, err, apperr.NotFound)
+	_, err = s.RunMessage(ctx, "alice", "", chat.RoleUser)
+	apperrtest.RequireCode(t, err, apperr.NotFound)
+
+	for _, content := range []string{"first", "second"} {
+		m := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleAssistant, Content: content, StreamRunID: "run-1"}
+		_, err = s.AppendMessage(ctx, &m)
+		require.NoError(t, err)
+	}
+	got, err = s.RunMessage(ctx, "alice", "run-1", chat.RoleAssistant)
+	require.NoError(t, err)
+	require.Equal(t, "first", got.Content, "the first one stored")
 }
