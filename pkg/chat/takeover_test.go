@@ -227,7 +227,7 @@ func TestTurnTakenOverContinuesFromItsRecords(t *testing.T) {
 		require.Equal(t, map[string]bool{"lookup": true, "slow": true}, results, "the recorded call's result is told")
 
 		// Attempt 3 takes the plan over and finishes the turn.
-		out, rec = e.attempt(t, req, nil)
+		out, _ = e.attempt(t, req, nil)
 		require.NoError(t, out.Err)
 		require.Equal(t, event.FinishedCompleted, out.Finished)
 		require.Equal(t, 1, e.count("lookup"))
