@@ -5,6 +5,9 @@ GO      ?= go
 PKGS    ?= ./...
 # Extra flags for go test, e.g. make test TESTFLAGS="-run TestServe -count=1".
 TESTFLAGS ?=
+# A package's time limit: generous, since the PostgreSQL, process and browser
+# suites slow down on a loaded 2-core machine; CI's whole run has 90 minutes.
+TEST_TIMEOUT ?= 20m
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 # make run serves SQLite at data/planwright.db with the demo model, whatever
@@ -24,7 +27,7 @@ build:
 # run ends with one line each saying whether the PostgreSQL and browser suites
 # ran or were skipped (scripts/with-suite-report.sh).
 test: vet staticcheck
-	./scripts/with-postgres.sh ./scripts/with-suite-report.sh $(GO) test -race $(TESTFLAGS) $(PKGS)
+	./scripts/with-postgres.sh ./scripts/with-suite-report.sh $(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)
