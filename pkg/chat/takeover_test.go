@@ -31,6 +31,7 @@ type takeoverEnv struct {
 	stores dbtest.Stores
 	model  *scripted.Model
 	svc    *chat.Service
+	orch   *planning.Orchestrator
 
 	// blocked is signalled when a blocking point is reached.
 	blocked chan string
@@ -83,6 +84,7 @@ func newTakeoverEnv(t *testing.T, db *persistence.DB) *takeoverEnv {
 	orch, err := planning.NewOrchestrator(planning.Config{Store: e.stores.PlanRecords, Runner: runner, Tools: rt, Lookup: reg.Get,
 		Records: e.stores.ToolExecutions, Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
 	require.NoError(t, err)
+	e.orch = orch
 	e.svc, err = chat.NewService(chat.Config{Store: e.stores.Chats, Runner: runner,
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Transcripts: e.stores.Executions, Records: e.stores.ToolExecutions,
@@ -332,4 +334,117 @@ func (e *takeoverEnv) messages(t *testing.T, sessionID string) []chat.Message {
 	msgs, err := e.stores.Chats.ListMessages(context.Background(), sessionID, 0)
 	require.NoError(t, err)
 	return msgs
+}
+
+// continuePlan runs ContinuePlan once for run, as the worker of an approval
+// does; kill is as for attempt.
+func (e *takeoverEnv) continuePlan(t *testing.T, runID, planID string, kill func(point string)) (chat.PlanOutcome, error) {
+	t.Helper()
+	p, err := e.stores.Plans.GetPlan(context.Background(), planID)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	type result struct {
+		out chat.PlanOutcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := e.svc.ContinuePlan(ctx, runID, p, event.NewEmitter(&event.Recorder{}, event.Source{}, nil))
+		done <- result{out, err}
+	}()
+	if kill != nil {
+		select {
+		case point := <-e.blocked:
+			kill(point)
+			cancel(agents.OwnerLost)
+		case r := <-done:
+			t.Fatalf("the run ended (%v, %s) before its owner was lost", r.err, r.out.Plan.Status)
+		}
+	}
+	r := <-done
+	return r.out, r.err
+}
+
+// An approval's run whose process dies while a step runs is run again with
+// the same run id: completed steps keep their results, the step that was
+// running runs once more (its old execution closed cancelled with cause
+// owner_lost), a direct step whose tool call was recorded before the
+// process died ends from the record without calling the tool again, and the
+// answer is stored once — a third run finds it and runs nothing.
+func TestPlanRunTakenOverContinuesFromItsRecords(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnv(t, db)
+		sess := chat.Session{UserID: "alice", Title: "note", ContextType: chat.ContextGlobal}
+		require.NoError(t, e.stores.Chats.CreateSession(ctx, &sess))
+		now := time.Now()
+		p := planning.Plan{ID: persistence.NewID(), SessionID: sess.ID, UserID: "alice", Goal: "Write the note", Mode: "draft_only",
+			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByUser, UserID: "alice", At: now},
+			Steps: []planning.Step{
+				{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft", Description: "Draft the note", ExecutorRequired: true}},
+				{StepDefinition: event.StepDefinition{Number: 2, Title: "Review", Description: "Review the note", ExecutorRequired: true,
+					DependsOn: []int{1}}},
+				{StepDefinition: event.StepDefinition{Number: 3, Title: "Look up", Tool: "lookup", Args: []byte(`{"query":"notes"}`)}},
+			}}
+		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+		runID := persistence.NewID()
+
+		// Attempt 1 dies in the Review step's executor.
+		_, err := e.continuePlan(t, runID, p.ID, func(point string) {
+			require.Equal(t, "review", point)
+			require.Eventually(t, func() bool {
+				got, err := e.stores.Plans.GetPlan(ctx, p.ID)
+				return err == nil && got.Steps[2].Status == planning.StepCompleted
+			}, 10*time.Second, 5*time.Millisecond)
+		})
+		require.ErrorIs(t, err, agents.OwnerLost)
+		left, err := e.stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusExecuting, left.Status, "the lost owner leaves the plan as it stands")
+		require.Equal(t, planning.StepCompleted, left.Steps[0].Status)
+		require.Equal(t, planning.StepRunning, left.Steps[1].Status)
+		// As if the process had died after the direct step's tool call was
+		// recorded, but before the step's end was.
+		direct := left.Steps[2]
+		direct.Status, direct.Result, direct.CompletedAt = planning.StepRunning, "", nil
+		require.NoError(t, e.stores.Plans.UpdateStep(ctx, p.ID, direct))
+
+		// Attempt 2 takes the run over and finishes it.
+		out, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusCompleted, out.Plan.Status)
+		require.Equal(t, "summary", out.Answer)
+		require.NotEmpty(t, out.MessageID)
+		require.Equal(t, 1, e.count("lookup"), "the recorded direct call is not made again")
+		require.Equal(t, 2, e.count("review"), "the step that was running runs once more")
+		ended, err := e.stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, "drafted", ended.Steps[0].Result, "the completed step keeps its result")
+		require.Equal(t, "reviewed", ended.Steps[1].Result)
+		require.Equal(t, "3 notes", ended.Steps[2].Result, "the direct step's result is its record's")
+
+		execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
+		require.NoError(t, err)
+		completed := map[int]int{}
+		for _, x := range execs {
+			if x.Status == planning.ExecutionCompleted {
+				completed[x.StepNumber]++
+			}
+		}
+		require.Equal(t, map[int]int{1: 1, 2: 1}, completed, "exactly one completed execution per executor step")
+		require.Len(t, execs, 3)
+		require.Equal(t, planning.ExecutionCancelled, execs[1].Status)
+		require.Equal(t, string(agents.OwnerLost), execs[1].Error)
+
+		// Run once more: the stored answer, nothing runs again.
+		calls := len(e.model.Calls())
+		again, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, out.MessageID, again.MessageID)
+		require.Equal(t, "summary", again.Answer)
+		require.Len(t, e.model.Calls(), calls, "no model call")
+		require.Len(t, e.messages(t, sess.ID), 1, "the answer is stored once")
+	})
 }
