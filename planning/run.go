@@ -42,7 +42,7 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 	defer release()
 	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
 		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
-		unsaved: map[int]Step{}}
+		unsaved: map[int]Step{}, lost: map[int]Execution{}}
 	pr.sys.Emit(ctx, event.AgentState{State: event.StateExecutingPlan, Details: p.Goal})
 	for i := range pr.p.Steps {
 		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]
@@ -77,6 +77,10 @@ type planRun struct {
 	// usage is what this run's steps spent: added to the plan's, never
 	// overwriting it.
 	usage event.Usage
+
+	// lost are the executions an earlier owner of the run left running, by
+	// step (takeOver): the step's executor continues from them.
+	lost map[int]Execution
 
 	unsavedMu sync.Mutex
 	// unsaved are step ends the database did not take; they get one more
@@ -113,6 +117,11 @@ func (pr *planRun) launch(st *Step) {
 	st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
 	snapshot := *st
 	deps := pr.coordinator.dependencies(pr.steps, snapshot)
+	var lost *Execution
+	if e, ok := pr.lost[st.Number]; ok {
+		lost = &e
+		delete(pr.lost, st.Number) // once per takeover
+	}
 	go func() {
 		if err := pr.journal.stepStarted(pr.ctx, pr.sys, pr.p.ID, snapshot); err != nil {
 			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
@@ -127,7 +136,7 @@ func (pr *planRun) launch(st *Step) {
 			pr.results <- stepOutcome{number: notRun.Number, step: notRun}
 			return
 		}
-		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, pr.em)
+		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, pr.em)
 		end := pr.cfg.Now()
 		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
 		pr.storeEnd(out.step)

@@ -38,13 +38,15 @@ func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependen
 }
 
 // runStep runs one step: a direct tool call or an executor agent.
-func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) stepOutcome {
+// lost, when set, is the step's execution an earlier owner of the run lost:
+// an executor continues from it.
+func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, em event.Emitter) stepOutcome {
 	out := stepOutcome{number: s.Number, step: s}
 	if s.Tool != "" {
 		out.step = r.runDirect(ctx, p, origin, s, deps, em)
 		return out
 	}
-	out.step, out.usage = r.runExecutor(ctx, p, origin, s, deps, em)
+	out.step, out.usage = r.runExecutor(ctx, p, origin, s, deps, lost, em)
 	return out
 }
 
@@ -95,7 +97,7 @@ func scopeOf(p Plan, origin Origin) tools.Scope {
 // runExecutor is the executor coordinator for one step: it records the
 // agent, its conversation and the execution, runs a focused executor loop
 // limited to the step's tools, and closes the execution with its outcome.
-func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) (Step, event.Usage) {
+func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, em event.Emitter) (Step, event.Usage) {
 	agentID, sessionID, execID := r.cfg.NewID(), r.cfg.NewID(), r.cfg.NewID()
 	started := r.cfg.Now()
 	var stepTools []tools.Tool
@@ -125,6 +127,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		Data:  data,
 		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
 		Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: sessionID, ExecutionID: execID, Now: r.cfg.Now},
+		Resume:     r.resumeOf(ctx, lost, sessionID, execID),
 	})
 	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	end := r.cfg.Now()

@@ -53,6 +53,10 @@ type Store interface {
 	// running.
 	ListExecutions(ctx context.Context, planID string) ([]Execution, error)
 	AppendAgentMessage(ctx context.Context, m AgentMessage) error
+	// ListAgentMessages returns a conversation's messages in Seq order: an
+	// executor that reruns a step after a takeover continues from the lost
+	// execution's.
+	ListAgentMessages(ctx context.Context, agentSessionID string) ([]AgentMessage, error)
 	// ListPlans lists plans, newest first, one page at a time.
 	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)
 	// InterruptRunning marks plans a stopped process left executing or in

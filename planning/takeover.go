@@ -1,6 +1,7 @@
 package planning
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -37,7 +38,9 @@ func (pr *planRun) takeOver() {
 		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Msg("list the executions an earlier owner left; they stay open")
 	}
 	for _, st := range running {
-		pr.closeLost(execs, st.Number)
+		if lost, ok := pr.closeLost(execs, st.Number); ok {
+			pr.lost[st.Number] = lost
+		}
 		if st.Tool != "" && pr.fromRecord(st) {
 			continue
 		}
@@ -47,8 +50,9 @@ func (pr *planRun) takeOver() {
 
 // closeLost closes the executions of step number that an earlier owner
 // left running: cancelled, with the cause agents.OwnerLost, and announced
-// (executor_result).
-func (pr *planRun) closeLost(execs []Execution, number int) {
+// (executor_result). It returns the last one: the step's executor
+// continues from its transcript.
+func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, found bool) {
 	for _, e := range execs {
 		if e.StepNumber != number || e.Status != ExecutionRunning {
 			continue
@@ -61,7 +65,49 @@ func (pr *planRun) closeLost(execs []Execution, number int) {
 		if err := pr.journal.executorFinished(pr.ctx, xem, e); err != nil {
 			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("close an execution an earlier owner left running")
 		}
+		last, found = e, true
 	}
+	return last, found
+}
+
+// resumeOf is what the executor that reruns a step continues from: the
+// transcript of the execution the earlier owner lost, and the tool calls
+// that execution recorded (answered from their records, not made again).
+// It copies that transcript into the new execution's conversation, so the
+// new execution's transcript is whole. Without a lost execution, or when
+// it cannot be read, the executor starts afresh.
+func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, execID string) *agents.Resume {
+	if lost == nil {
+		return nil
+	}
+	msgs, err := r.cfg.Store.ListAgentMessages(ctx, lost.AgentSessionID)
+	if err != nil || len(msgs) == 0 {
+		if err != nil {
+			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", lost.ID).Msg("read the lost execution's transcript; the executor starts afresh")
+		}
+		return nil
+	}
+	res := &agents.Resume{Transcript: TranscriptEntries(msgs), Recorded: map[string]tools.Execution{}}
+	if r.cfg.Records != nil {
+		recs, err := r.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{AgentID: lost.AgentID})
+		if err != nil {
+			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", lost.ID).Msg("read the lost execution's tool calls; the executor starts afresh")
+			return nil
+		}
+		for _, rec := range recs {
+			if rec.Answers() {
+				res.Recorded[rec.ToolCallID] = rec
+			}
+		}
+	}
+	for _, m := range msgs {
+		m.ID, m.AgentSessionID, m.ExecutionID = "", sessionID, execID
+		if err := r.cfg.Store.AppendAgentMessage(ctx, m); err != nil {
+			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", execID).Msg("copy the lost execution's transcript; the executor starts afresh")
+			return nil
+		}
+	}
+	return res
 }
 
 // fromRecord ends a direct step the earlier owner left running from the

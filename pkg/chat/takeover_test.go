@@ -60,6 +60,10 @@ rules:
     reply: {text: "drafted"}
   - when: {role: executor, contains: "Review"}
     reply: {text: "reviewed"}
+  - when: {role: executor, contains: "Publish", after_tool: none}
+    reply: {text: "Stamping.", tool_calls: [{name: stamp, args: {}}]}
+  - when: {role: executor, after_tool: stamp}
+    reply: {text: "published"}
   - when: {role: synthesizer}
     reply: {text: "summary"}
 `
@@ -79,7 +83,7 @@ func newTakeoverEnv(t *testing.T, db *persistence.DB) *takeoverEnv {
 	roles, err := agents.LoadRoles("../../configs/agents.yaml")
 	require.NoError(t, err)
 	reg := tools.NewRegistry()
-	require.NoError(t, reg.Register(e.tool("lookup", "3 notes"), e.tool("slow", "written")))
+	require.NoError(t, reg.Register(e.tool("lookup", "3 notes"), e.tool("slow", "written"), e.tool("stamp", "stamped")))
 	require.NoError(t, reg.DefineSet("notes", "lookup", "slow"))
 	orch, err := planning.NewOrchestrator(planning.Config{Store: e.stores.PlanRecords, Runner: runner, Tools: rt, Lookup: reg.Get,
 		Records: e.stores.ToolExecutions, Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
@@ -100,7 +104,7 @@ func (e *takeoverEnv) block(ctx context.Context, point string) {
 	e.runs[point]++
 	first := e.runs[point] == 1
 	e.mu.Unlock()
-	if !first || point == "lookup" {
+	if !first || point == "lookup" || point == "stamp" {
 		return
 	}
 	e.blocked <- point
@@ -127,15 +131,25 @@ func (e *takeoverEnv) tool(name, result string) tools.Tool {
 }
 
 // blockingModel is the scripted client, except that the executor of the
-// "Review" step blocks the first time.
+// "Review" step blocks the first time, and the executor of the "Publish"
+// step the first time it is called after its stamp call.
 type blockingModel struct {
 	next agents.Model
 	env  *takeoverEnv
 }
 
 func (m blockingModel) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
-	if req.Role == string(event.RoleExecutor) && strings.Contains(req.Messages[len(req.Messages)-1].Content, "Review") {
-		m.env.block(ctx, "review")
+	last := req.Messages[len(req.Messages)-1]
+	point := ""
+	switch {
+	case req.Role != string(event.RoleExecutor):
+	case strings.Contains(last.Content, "Review"):
+		point = "review"
+	case last.Role == llm.RoleTool && last.Name == "stamp":
+		point = "publish"
+	}
+	if point != "" {
+		m.env.block(ctx, point)
 		if ctx.Err() != nil {
 			return llm.Response{}, context.Cause(ctx)
 		}
@@ -446,5 +460,60 @@ func TestPlanRunTakenOverContinuesFromItsRecords(t *testing.T) {
 		require.Equal(t, "summary", again.Answer)
 		require.Len(t, e.model.Calls(), calls, "no model call")
 		require.Len(t, e.messages(t, sess.ID), 1, "the answer is stored once")
+	})
+}
+
+// An executor whose owner died after one of its tool calls reruns its step
+// from where the lost execution stood: the new execution's transcript
+// starts with the lost one's, the model is sent that round, and the
+// recorded call is not made again.
+func TestExecutorTakenOverContinuesFromItsRecords(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnv(t, db)
+		now := time.Now()
+		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
+			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
+				ExecutorRequired: true, Tools: []string{"stamp"}}}}}
+		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+		runID := persistence.NewID()
+
+		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
+		require.ErrorIs(t, err, agents.OwnerLost)
+		require.Equal(t, 1, e.count("stamp"))
+
+		out, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusCompleted, out.Plan.Status)
+		require.Equal(t, 1, e.count("stamp"), "the recorded call is not made again")
+		require.Equal(t, 2, e.count("publish"))
+
+		var exec []scripted.Call
+		for _, c := range e.model.Calls() {
+			if c.Role == "executor" {
+				exec = append(exec, c)
+			}
+		}
+		require.Len(t, exec, 2, "the lost execution's first call (its second was cut), then one to finish")
+		require.Equal(t, []string{"system", "human", "ai", "tool"}, plannerCallRoles(exec[1]), "the new executor is sent the lost round")
+
+		execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
+		require.NoError(t, err)
+		require.Len(t, execs, 2)
+		require.Equal(t, planning.ExecutionCancelled, execs[0].Status)
+		require.Equal(t, string(agents.OwnerLost), execs[0].Error)
+		require.Equal(t, planning.ExecutionCompleted, execs[1].Status)
+		require.Equal(t, "Stamping.\n\npublished", execs[1].Result)
+		msgs, err := e.stores.Executions.ListAgentMessages(ctx, execs[1].AgentSessionID)
+		require.NoError(t, err)
+		var roles []string
+		for i, m := range msgs {
+			require.Equal(t, i+1, m.Seq)
+			require.Equal(t, execs[1].ID, m.ExecutionID)
+			roles = append(roles, m.Role)
+		}
+		require.Equal(t, []string{"system", "user", "assistant", "tool", "assistant"}, roles, "the new execution's transcript is whole")
 	})
 }

@@ -374,6 +374,14 @@ func executions(t *testing.T, s planning.Store, _ string) {
 	}
 	dupSeq := planning.AgentMessage{AgentSessionID: as.ID, Seq: 1, Role: "user"}
 	apperrtest.RequireCode(t, s.AppendAgentMessage(ctx, dupSeq), apperr.Conflict)
+	stored, err := s.ListAgentMessages(ctx, as.ID)
+	require.NoError(t, err)
+	require.Len(t, stored, len(Transcript(as, exec)))
+	for i, m := range stored {
+		require.Equal(t, i+1, m.Seq, "in order")
+		require.Equal(t, exec.ID, m.ExecutionID)
+	}
+	require.Equal(t, "create_document", stored[2].ToolCalls[0].Name)
 
 	exec.Status, exec.Result, exec.ToolCalls, exec.DurationMS = planning.ExecutionCompleted, "Done.", 1, 1500
 	exec.Usage = event.Usage{InputTokens: 4, OutputTokens: 2}
