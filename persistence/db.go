@@ -88,6 +88,7 @@ type DB struct {
 	driver string
 	target string // the DSN with any password redacted
 	lockID int64
+	pg     *pgx.ConnConfig // PostgreSQL: how to open a connection outside the pool (Listener)
 
 	maxIdle  int
 	idleMu   sync.Mutex
@@ -110,7 +111,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	case DriverSQLite:
 		db.gorm, err = openSQLite(cfg.DSN, gcfg)
 	case DriverPostgres:
-		db.gorm, err = openPostgres(cfg.DSN, cfg.ConnectTimeout, gcfg)
+		db.gorm, db.pg, err = openPostgres(cfg.DSN, cfg.ConnectTimeout, gcfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s %s: %w", cfg.Driver, db.target, err)
@@ -177,14 +178,15 @@ func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, error) {
 	return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg)
 }
 
-func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, error) {
+func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, *pgx.ConnConfig, error) {
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
+		return nil, nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
 	}
 	pc.ConnectTimeout = timeout
 	sqlDB := sql.OpenDB(nulSafeConnector{inner: stdlib.GetConnector(*pc)})
-	return gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
+	g, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
+	return g, pc.Copy(), err
 }
 
 // dropIdle closes the pool's idle connections (at most every 100 ms), so

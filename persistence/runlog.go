@@ -87,6 +87,10 @@ type RunLogConfig struct {
 	// OnFinish is called, after OnCommit of its last events, for each run
 	// whose Finish committed.
 	OnFinish func(runID string)
+	// Listener, when set (PostgreSQL), makes each batch's transaction
+	// NOTIFY the runs and plans it commits, so that followers in other
+	// processes wake (Listener.WakeOnCommit).
+	Listener *Listener
 	Now      func() time.Time
 	Logger   zerolog.Logger
 }
@@ -118,6 +122,7 @@ type runSeq struct {
 	// committed: the run's stream has ended (error, done) and nothing more
 	// of it is written or handed on.
 	broken bool
+	plans  map[string]bool // the plans its events were about (with a Listener)
 }
 
 type pendingEvent struct {
@@ -589,7 +594,7 @@ func (l *RunLog) tx(rows []runEventRow, fin []pendingFinish, retry bool) error {
 				return err
 			}
 		}
-		return nil
+		return l.notifyCommit(tx, rows, fin)
 	})
 }
 

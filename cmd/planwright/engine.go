@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
@@ -52,6 +53,7 @@ func engineOptions() fx.Option {
 			newOrchestrator,
 			newChatService,
 			event.NewFeed,
+			newListener,
 			newRunLog,
 			fx.Annotate(newAPIRoutes, fx.ResultTags(`group:"routes"`)),
 		),
@@ -176,9 +178,10 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 // newRunLog starts the run log's writer, which publishes committed events to
 // the feed; it stops (after committing what is pending) when the app stops,
 // after the HTTP server drained and before the database closes.
-func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed *event.Feed, log zerolog.Logger) (*persistence.RunLog, error) {
+func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed *event.Feed, listener *persistence.Listener,
+	log zerolog.Logger) (*persistence.RunLog, error) {
 	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close,
-		Logger: log.With().Str("component", "runlog").Logger()})
+		Listener: listener, Logger: log.With().Str("component", "runlog").Logger()})
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +192,32 @@ func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed 
 	return runs, nil
 }
 
-func newAPIRoutes(cfg config.Config, stores persistence.Stores, plans persistence.PlanRecords, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
+// newListener listens (PostgreSQL) for the notifications of other
+// processes: the commits of their run logs wake this one's followers of
+// their runs and plans. It stops when the app stops.
+func newListener(rc runContext, lc fx.Lifecycle, res *opened, db *persistence.DB, feed *event.Feed, log zerolog.Logger) (*persistence.Listener, error) {
+	l, err := persistence.NewListener(rc, db, persistence.ListenerConfig{Logger: log.With().Str("component", "listener").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	unsubscribe := l.WakeOnCommit(feed)
+	l.Start()
+	stop := sync.OnceValue(func() error { unsubscribe(); l.Close(); return nil })
+	res.add(stop)
+	lc.Append(fx.StopHook(stop))
+	return l, nil
+}
+
+// remotePoll is how often followers of runs elsewhere read the store anyway:
+// on PostgreSQL, where LISTEN/NOTIFY wakes them, a slow safety net.
+func remotePoll(db *persistence.DB) time.Duration {
+	if db.Driver() == persistence.DriverPostgres {
+		return 2 * time.Second
+	}
+	return 0 // the default
+}
+
+func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stores, plans persistence.PlanRecords, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
 	runs *persistence.RunLog, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
 	mode := httpapi.AuthNone
 	if cfg.Auth.Mode == config.AuthAPIKey {
@@ -210,6 +238,7 @@ func newAPIRoutes(cfg config.Config, stores persistence.Stores, plans persistenc
 		AnyUser:      persistence.AnyUser,
 		Runs:         runs,
 		Feed:         feed,
+		Poll:         remotePoll(db),
 		Metrics:      m,
 		Stream:       event.StreamConfig{KeepAlive: cfg.Server.KeepaliveInterval},
 		OnDisconnect: cfg.Server.OnDisconnect,

@@ -41,11 +41,14 @@ func PlanOf(e Envelope) string {
 // followers of a run or a plan read them from here and wait on its wake
 // channels. A Feed keeps the committed events of the runs that are live in
 // this process; a run that is not (it finished, or another process runs it)
-// is read from the store. It is safe for concurrent use.
+// is read from the store, and its followers wait on RunWake, which another
+// process's commits close (WakeRuns, called for the notices of PostgreSQL
+// LISTEN/NOTIFY). It is safe for concurrent use.
 type Feed struct {
-	mu    sync.Mutex
-	runs  map[string]*feedRun
-	plans map[string]chan struct{}
+	mu     sync.Mutex
+	runs   map[string]*feedRun
+	plans  map[string]*waiters
+	remote map[string]*waiters // runs not live here
 }
 
 type feedRun struct {
@@ -55,9 +58,17 @@ type feedRun struct {
 	plans  map[string]bool // the plans its events were about
 }
 
+// waiters is a wake channel and how many wait on it: the entry goes when
+// it is closed or its last waiter leaves, so ids nobody waits for do not
+// pile up.
+type waiters struct {
+	ch chan struct{}
+	n  int
+}
+
 // NewFeed returns an empty Feed.
 func NewFeed() *Feed {
-	return &Feed{runs: map[string]*feedRun{}, plans: map[string]chan struct{}{}}
+	return &Feed{runs: map[string]*feedRun{}, plans: map[string]*waiters{}, remote: map[string]*waiters{}}
 }
 
 // Open starts holding runID's events from seq after+1 on (a new run: 0).
@@ -67,6 +78,7 @@ func (f *Feed) Open(runID string, after int64) {
 	if _, ok := f.runs[runID]; !ok {
 		f.runs[runID] = &feedRun{base: after, wake: make(chan struct{}), plans: map[string]bool{}}
 	}
+	wake(f.remote, runID)
 }
 
 // Publish adds committed events of runID (in seq order) and wakes its
@@ -88,15 +100,8 @@ func (f *Feed) Publish(runID string, evs []Envelope) {
 			if r, ok := f.runs[runID]; ok {
 				r.plans[p] = true
 			}
-			f.wakePlan(p)
+			wake(f.plans, p)
 		}
-	}
-}
-
-func (f *Feed) wakePlan(planID string) {
-	if ch, ok := f.plans[planID]; ok {
-		close(ch)
-		delete(f.plans, planID)
 	}
 }
 
@@ -110,7 +115,7 @@ func (f *Feed) Close(runID string) {
 		close(r.wake)
 		delete(f.runs, runID)
 		for p := range r.plans {
-			f.wakePlan(p)
+			wake(f.plans, p)
 		}
 	}
 }
@@ -119,7 +124,7 @@ func (f *Feed) Close(runID string) {
 // closed when more are committed or the run closes. ok is false when the
 // feed cannot answer (the run is not live here, or after is older than what
 // it holds): read the store then, and wait on wake, which is nil for a run
-// that is not live here.
+// that is not live here (wait on RunWake then).
 func (f *Feed) Since(runID string, after int64) (evs []Envelope, wake <-chan struct{}, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -145,16 +150,86 @@ func (f *Feed) Live(runID string) bool {
 }
 
 // PlanWake returns a channel closed when an event about planID is next
-// published, or a run that published one closes.
-func (f *Feed) PlanWake(planID string) <-chan struct{} {
+// published (here or, through WakePlans, elsewhere), or a run that
+// published one closes; call release when done waiting. Take it before
+// reading the store, so that no event falls between.
+func (f *Feed) PlanWake(planID string) (wake <-chan struct{}, release func()) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	ch, ok := f.plans[planID]
-	if !ok {
-		ch = make(chan struct{})
-		f.plans[planID] = ch
+	return await(&f.mu, f.plans, planID)
+}
+
+// RunWake returns a channel closed when events of runID, a run that is not
+// live here, are committed elsewhere (WakeRuns) or the run opens here;
+// call release when done waiting. Take it before reading the store.
+func (f *Feed) RunWake(runID string) (wake <-chan struct{}, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return await(&f.mu, f.remote, runID)
+}
+
+// WakeRuns wakes the followers of runs whose events another process
+// committed.
+func (f *Feed) WakeRuns(ids ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		wake(f.remote, id)
 	}
-	return ch
+}
+
+// WakePlans wakes the watchers of plans that another process's commits
+// were about.
+func (f *Feed) WakePlans(ids ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, id := range ids {
+		wake(f.plans, id)
+	}
+}
+
+// WakeAll wakes every follower of a run not live here and every plan
+// watcher: notices from other processes may have been lost (the listener's
+// connection dropped), so they read the store again.
+func (f *Feed) WakeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.remote {
+		wake(f.remote, id)
+	}
+	for id := range f.plans {
+		wake(f.plans, id)
+	}
+}
+
+// await joins the waiters of id in m (mu held); release leaves them.
+func await(mu *sync.Mutex, m map[string]*waiters, id string) (<-chan struct{}, func()) {
+	w, ok := m[id]
+	if !ok {
+		w = &waiters{ch: make(chan struct{})}
+		m[id] = w
+	}
+	w.n++
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if m[id] == w {
+				if w.n--; w.n == 0 {
+					delete(m, id)
+				}
+			}
+		})
+	}
+}
+
+// wake closes id's wake channel in m (mu held).
+func wake(m map[string]*waiters, id string) {
+	if w, ok := m[id]; ok {
+		close(w.ch)
+		delete(m, id)
+	}
 }
 
 // Run is a run as its log records it: a chat turn or a plan operation

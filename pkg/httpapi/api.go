@@ -70,6 +70,12 @@ type APIConfig struct {
 	// log and serve /api/runs (see runs.go).
 	Runs RunLog
 	Feed *event.Feed
+	// Poll is how often a follower of a run that is not live in this
+	// process, and a plan watcher (4 × Poll), read the store even when
+	// nothing woke them (default 250 ms). With PostgreSQL LISTEN/NOTIFY
+	// waking them (persistence.Listener.WakeOnCommit) it is only a safety
+	// net and can be slow.
+	Poll time.Duration
 	// OnDisconnect is what a client's disconnect does to the run it
 	// started, unless its request says (OnContinue: the run goes on and
 	// the client rejoins with Last-Event-ID; OnCancel: it is cancelled with
@@ -107,6 +113,12 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	case OnContinue, OnCancel:
 	default:
 		return nil, fmt.Errorf("httpapi: APIConfig.OnDisconnect: %q is not %s or %s", cfg.OnDisconnect, OnContinue, OnCancel)
+	}
+	if cfg.Poll < 0 {
+		return nil, fmt.Errorf("httpapi: APIConfig.Poll: %s is negative", cfg.Poll)
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = 250 * time.Millisecond
 	}
 	if (cfg.Runs == nil) != (cfg.Feed == nil) {
 		return nil, errors.New("httpapi: APIConfig.Runs and APIConfig.Feed go together")

@@ -85,7 +85,14 @@ type chatEnv struct {
 
 func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
 	t.Helper()
-	db := dbtest.Open(t, driver)
+	return newChatEnvOn(t, dbtest.Open(t, driver), m, mutate, nil)
+}
+
+// newChatEnvOn is newChatEnv on db; with a listener, its run log NOTIFYs
+// its commits and the listener wakes its feed for other processes' (as
+// cmd wires a PostgreSQL replica).
+func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(*httpapi.APIConfig), listener *persistence.Listener) chatEnv {
+	t.Helper()
 	stores := dbtest.NewStores(t, db)
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions})
 	require.NoError(t, err)
@@ -130,8 +137,12 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 		env.keys[u] = secret
 	}
 	feed := event.NewFeed()
-	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger})
+	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger,
+		Listener: listener})
 	require.NoError(t, err)
+	if listener != nil {
+		t.Cleanup(listener.WakeOnCommit(feed))
+	}
 	runs.Start()
 	t.Cleanup(runs.Close)
 	env.runs = runs

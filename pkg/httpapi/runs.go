@@ -56,10 +56,6 @@ const (
 	runCancelled = "cancelled"
 )
 
-// pollInterval is how often a follower of a run that is not live in this
-// process (another replica runs it) reads the store for more.
-const pollInterval = 250 * time.Millisecond
-
 // logged reports whether streams are views of the run log.
 func (a *API) logged() bool { return a.cfg.Runs != nil && a.cfg.Feed != nil }
 
@@ -173,14 +169,24 @@ func (a *API) follow(ctx context.Context, w io.Writer, flush func(), runID strin
 	defer keep.Stop()
 	for {
 		evs, wake, ok := a.cfg.Feed.Since(runID, after)
+		remote, release := false, func() {}
 		if !ok {
+			if wake == nil {
+				// Not live here: finished, or run elsewhere, whose
+				// commits wake this (LISTEN/NOTIFY). Taken before
+				// reading, so no commit falls between.
+				wake, release = a.cfg.Feed.RunWake(runID)
+				remote = true
+			}
 			var err error
 			if evs, err = a.cfg.Runs.Events(ctx, runID, after, 500); err != nil {
+				release()
 				return err
 			}
 		}
 		for _, e := range evs {
 			if err := event.WriteFrame(w, e); err != nil {
+				release()
 				return err
 			}
 			after = e.Seq
@@ -189,44 +195,58 @@ func (a *API) follow(ctx context.Context, w io.Writer, flush func(), runID strin
 			flush()
 			keep.Reset(a.keepAlive())
 			if evs[len(evs)-1].Event.Type() == event.TypeDone {
+				release()
 				return nil
 			}
 			if !ok {
+				release()
 				continue // there may be more in the store
 			}
 		}
-		var poll *time.Timer
-		pollC := (<-chan time.Time)(nil)
-		if wake == nil {
-			// Not live here: finished (without done), or run elsewhere.
-			r, err := a.cfg.Runs.GetRun(ctx, a.cfg.AnyUser, runID)
-			if err != nil {
-				return err
-			}
-			if r.FinishedAt != nil && r.LastSeq <= after {
-				return nil
-			}
-			poll = time.NewTimer(pollInterval)
-			pollC = poll.C
-		}
-		var err error
-		select {
-		case <-wake:
-		case <-pollC:
-		case <-keep.C:
-			if err = event.WriteComment(w, "keep-alive"); err == nil {
-				flush()
-			}
-		case <-ctx.Done():
-			err = context.Cause(ctx)
-		}
-		if poll != nil {
-			poll.Stop()
+		err := a.await(ctx, w, flush, keep, runID, after, wake, remote)
+		release()
+		if errors.Is(err, errFollowed) {
+			return nil
 		}
 		if err != nil {
 			return err
 		}
 	}
+}
+
+// errFollowed ends follow: the run is over without done (its process
+// died) and everything it logged was written.
+var errFollowed = errors.New("followed to the end")
+
+// await waits for wake, a keep-alive or ctx; for a run that is not live
+// here (remote), also for the safety poll, unless the run is over.
+func (a *API) await(ctx context.Context, w io.Writer, flush func(), keep *time.Ticker, runID string, after int64,
+	wake <-chan struct{}, remote bool) error {
+	var pollC <-chan time.Time
+	if remote {
+		r, err := a.cfg.Runs.GetRun(ctx, a.cfg.AnyUser, runID)
+		if err != nil {
+			return err
+		}
+		if r.FinishedAt != nil && r.LastSeq <= after {
+			return errFollowed
+		}
+		poll := time.NewTimer(a.cfg.Poll)
+		defer poll.Stop()
+		pollC = poll.C
+	}
+	select {
+	case <-wake:
+	case <-pollC:
+	case <-keep.C:
+		if err := event.WriteComment(w, "keep-alive"); err != nil {
+			return err
+		}
+		flush()
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 func (a *API) keepAlive() time.Duration {
@@ -363,8 +383,14 @@ func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
 		_ = event.WriteFrameID(w, cur.String(), done)
 		w.Flush()
 	}
+	release := func() {}
+	defer func() { release() }()
 	for first := true; ; first = false {
-		wake := a.cfg.Feed.PlanWake(plan.ID) // before reading: no event falls between
+		// Before reading: no event falls between. Commits here and
+		// elsewhere (LISTEN/NOTIFY) close it.
+		release()
+		var wake <-chan struct{}
+		wake, release = a.cfg.Feed.PlanWake(plan.ID)
 		runs, err := a.cfg.Runs.PlanRuns(ctx, plan.ID)
 		if err != nil {
 			return nil
@@ -419,7 +445,7 @@ func (a *API) watchPlanLog(c echo.Context, plan planning.Plan) error {
 				return nil
 			}
 		}
-		poll := time.NewTimer(pollInterval * 4)
+		poll := time.NewTimer(a.cfg.Poll * 4)
 		select {
 		case <-wake:
 		case <-poll.C:

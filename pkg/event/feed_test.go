@@ -1,0 +1,78 @@
+package event
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Followers of runs not live here and plan watchers wait on channels that
+// other processes' commits close (WakeRuns, WakePlans, WakeAll); an entry
+// goes when it is woken or its last waiter leaves.
+func TestFeedRemoteWakes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		wake func(f *Feed)
+		// which of run r1, run r2, plan p1, plan p2 wake
+		want [4]bool
+	}{
+		{"runs", func(f *Feed) { f.WakeRuns("r1", "other") }, [4]bool{true, false, false, false}},
+		{"plans", func(f *Feed) { f.WakePlans("p2") }, [4]bool{false, false, false, true}},
+		{"all", func(f *Feed) { f.WakeAll() }, [4]bool{true, true, true, true}},
+		{"a run opens here", func(f *Feed) { f.Open("r2", 0) }, [4]bool{false, true, false, false}},
+		{"a local event about a plan", func(f *Feed) {
+			f.Open("r3", 0)
+			f.Publish("r3", []Envelope{{Seq: 1, Source: Source{PlanID: "p1"}, Event: Text{Content: "x"}}})
+		}, [4]bool{false, false, true, false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := NewFeed()
+			r1, rel1 := f.RunWake("r1")
+			r1b, rel1b := f.RunWake("r1") // two followers share one channel
+			r2, rel2 := f.RunWake("r2")
+			p1, relp1 := f.PlanWake("p1")
+			p2, relp2 := f.PlanWake("p2")
+			tt.wake(f)
+			got := [4]bool{closed(r1), closed(r2), closed(p1), closed(p2)}
+			require.Equal(t, tt.want, got)
+			require.Equal(t, closed(r1), closed(r1b))
+			for _, rel := range []func(){rel1, rel1b, rel1b, rel2, relp1, relp2} { // releasing twice is harmless
+				rel()
+			}
+			require.Empty(t, f.remote, "nobody waits: no entry is kept")
+			require.Empty(t, f.plans)
+		})
+	}
+}
+
+// A waiter that leaves does not take the channel from one that stays; a
+// channel once woken is not reused.
+func TestFeedWakeRelease(t *testing.T) {
+	t.Parallel()
+	f := NewFeed()
+	a, relA := f.RunWake("r")
+	b, relB := f.RunWake("r")
+	relA()
+	require.Len(t, f.remote, 1)
+	f.WakeRuns("r")
+	require.True(t, closed(a))
+	require.True(t, closed(b))
+	c, relC := f.RunWake("r")
+	require.False(t, closed(c), "a new wait gets a new channel")
+	relB() // b's entry is gone: this does not touch c's
+	require.Len(t, f.remote, 1)
+	relC()
+	require.Empty(t, f.remote)
+}
