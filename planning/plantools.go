@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 
@@ -167,6 +168,17 @@ func (t *Tools) ApprovePlanTool(origin Origin) tools.Tool {
 			if err != nil {
 				return tools.Result{}, err
 			}
+			if len(plans) == 0 && origin.StreamRunID != "" {
+				// A turn taken over: the plan this turn approved already.
+				plans, _, err = t.cfg.Store.ListPlans(ctx, ListQuery{UserID: call.Scope.UserID, SessionID: call.Scope.SessionID,
+					Status: []Status{StatusExecuting}, Limit: 20})
+				if err != nil {
+					return tools.Result{}, err
+				}
+				plans = slices.DeleteFunc(plans, func(p Plan) bool {
+					return p.Approval == nil || p.Approval.Note != approvalNote(origin)
+				})
+			}
 			if len(plans) == 0 {
 				return tools.Result{}, apperr.New(apperr.NotFound, "this session has no plan waiting for review")
 			}
@@ -183,13 +195,32 @@ func (t *Tools) ApprovePlanTool(origin Origin) tools.Tool {
 				"plan %s was created in this turn and waits for the user's review: only the user can approve it, "+
 					"with the approve button or by asking for it in their next message. Do not try again; tell the user the plan waits for their approval.", p.ID)
 		}
-		by := Actor{UserID: call.Scope.UserID, Operator: origin.Operator}
-		ended, err := t.control.Approve(ctx, id, by, nil, "approved in chat", call.Events)
+		note := approvalNote(origin)
+		var ended Plan
+		if p.Status == StatusExecuting && origin.StreamRunID != "" && p.Approval != nil && p.Approval.Note == note &&
+			!t.control.Running(p.ID) {
+			// This turn approved the plan before its process died: the turn
+			// taken over runs it on (its call runs again) instead of
+			// approving it twice.
+			ended, err = t.control.Run(ctx, p, call.Events)
+		} else {
+			by := Actor{UserID: call.Scope.UserID, Operator: origin.Operator}
+			ended, err = t.control.Approve(ctx, id, by, nil, note, call.Events)
+		}
 		if err != nil {
 			return tools.Result{}, err
 		}
 		return tools.Result{Content: Summary(ended, t.cfg.SummaryChars), Effects: []tools.Effect{Touched{id}}}, nil
 	})
+}
+
+// approvalNote is the note of an approval in chat: it names the turn's run,
+// so the turn, taken over, knows the plan it approved already.
+func approvalNote(origin Origin) string {
+	if origin.StreamRunID == "" {
+		return "approved in chat"
+	}
+	return "approved in chat (run " + origin.StreamRunID + ")"
 }
 
 // submitted is create_plan's answer: the outcome for the planner, the plan

@@ -42,6 +42,16 @@ type takeoverEnv struct {
 
 const takeoverScript = `
 rules:
+  - when: {role: planner, contains: "Draft it for me", after_tool: none}
+    reply:
+      text: "Drafted."
+      tool_calls:
+        - name: create_plan
+          args: {goal: "Review", mode: draft_only, steps: [{id: 1, description: "Review the note", executor_required: true}]}
+  - when: {role: planner, contains: "go ahead", after_tool: none}
+    reply: {tool_calls: [{name: approve_plan, args: {}}]}
+  - when: {role: planner, after_tool: approve_plan}
+    reply: {text: "Approved and done."}
   - when: {role: planner, after_tool: none}
     reply: {text: "Looking it up.", tool_calls: [{name: lookup, args: {query: notes}}, {name: slow, args: {}}]}
   - when: {role: planner, after_tool: slow}
@@ -516,4 +526,34 @@ func TestExecutorTakenOverContinuesFromItsRecords(t *testing.T) {
 		}
 		require.Equal(t, []string{"system", "user", "assistant", "tool", "assistant"}, roles, "the new execution's transcript is whole")
 	})
+}
+
+// A turn whose approve_plan call was running the plan when its process died
+// runs the call again on takeover: the plan this turn approved is run on,
+// not approved twice (nor refused as executing).
+func TestApprovalInChatTakenOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newTakeoverEnv(t, dbtest.Open(t, persistence.DriverSQLite))
+	first, _ := e.attempt(t, chat.Request{UserID: "alice", Message: "Draft it for me", StreamRunID: persistence.NewID()}, nil)
+	require.NoError(t, first.Err)
+	planID := first.Assistant.PlanID
+	require.NotEmpty(t, planID)
+
+	req := chat.Request{UserID: "alice", Message: "yes, go ahead", SessionID: first.Assistant.SessionID, StreamRunID: persistence.NewID()}
+	_, _ = e.attempt(t, req, func(point string, _ *event.Recorder) { require.Equal(t, "review", point) })
+	out, _ := e.attempt(t, req, nil)
+	require.NoError(t, out.Err)
+	require.Equal(t, "Approved and done.", out.Assistant.Content)
+	p, err := e.stores.Plans.GetPlan(ctx, planID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, p.Status)
+	require.Equal(t, planning.ByUser, p.Approval.By)
+	execs, err := e.stores.Executions.ListExecutions(ctx, planID)
+	require.NoError(t, err)
+	require.Len(t, execs, 2)
+	require.Equal(t, string(agents.OwnerLost), execs[0].Error)
+	require.Equal(t, planning.ExecutionCompleted, execs[1].Status)
+	require.Equal(t, 2, e.count("review"))
+	require.Len(t, e.messages(t, first.Assistant.SessionID), 4, "two turns, each answered once")
 }
