@@ -118,6 +118,7 @@ type runSeq struct {
 	next      int64 // seq of the next event
 	committed int64
 	flushed   chan struct{} // closed and replaced at each commit of this run
+	finishing bool // Finish was called
 	// broken is set when a batch with events of this run could not be
 	// committed: the run's stream has ended (error, done) and nothing more
 	// of it is written or handed on.
@@ -128,6 +129,18 @@ type runSeq struct {
 type pendingEvent struct {
 	runID string
 	env   event.Envelope
+	// write, when set, is the row write env announces (its Commit, taken):
+	// it runs in the transaction that stores env, and commit hears how
+	// that ended.
+	write  func(context.Context) error
+	commit *event.Commit
+}
+
+// resolve tells the event's Record, if any, how its write ended.
+func (p pendingEvent) resolve(err error) {
+	if p.write != nil {
+		p.commit.Resolve(err)
+	}
 }
 
 type pendingFinish struct {
@@ -366,8 +379,19 @@ func decodeEvents(rows []runEventRow) ([]event.Envelope, error) {
 // seq). runID must have been created by CreateRun in this process and not
 // finished.
 func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
+	p := pendingEvent{runID: runID, commit: e.Commit, write: e.Commit.Take()}
+	e.Commit = nil
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	seq, err := l.queueLocked(p, e)
+	if err != nil {
+		p.resolve(err)
+	}
+	return seq, err
+}
+
+func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
+	runID := p.runID
 	if l.closed {
 		return 0, apperr.New(apperr.Unavailable, "the run log is closed")
 	}
@@ -378,7 +402,7 @@ func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
 	if r.broken {
 		return 0, apperr.New(apperr.Unavailable, "the log of run %s failed", runID)
 	}
-	if t, isText := e.Event.(event.Text); isText && len(l.queue) > 0 {
+	if t, isText := e.Event.(event.Text); isText && p.write == nil && len(l.queue) > 0 {
 		// Only the run's last queued event may take it: the writer has
 		// not seen it, so no one has.
 		for i := len(l.queue) - 1; i >= 0; i-- {
@@ -386,7 +410,7 @@ func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
 			if last.runID != runID {
 				continue
 			}
-			if lt, ok := last.env.Event.(event.Text); ok && last.env.Source == e.Source && len(lt.Content)+len(t.Content) <= l.cfg.MaxText {
+			if lt, ok := last.env.Event.(event.Text); ok && last.write == nil && last.env.Source == e.Source && len(lt.Content)+len(t.Content) <= l.cfg.MaxText {
 				last.env.Event = event.Text{Content: lt.Content + t.Content}
 				return last.env.Seq, nil
 			}
@@ -395,17 +419,24 @@ func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
 	}
 	e.Seq = r.next
 	r.next++
-	l.queue = append(l.queue, pendingEvent{runID: runID, env: e})
+	p.env = e
+	l.queue = append(l.queue, p)
 	l.signal()
 	return e.Seq, nil
 }
 
 // Finish records runID's end with status once its appended events are
 // committed (in the same batch as its last ones) and closes its log for
-// appends.
+// appends. Only a run's first Finish counts.
 func (l *RunLog) Finish(runID, status string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if r, ok := l.runs[runID]; ok {
+		if r.finishing {
+			return // the first Finish says how it ended
+		}
+		r.finishing = true
+	}
 	l.finish = append(l.finish, pendingFinish{runID: runID, status: status, at: l.store.stamp()})
 	l.signal()
 }
@@ -469,28 +500,26 @@ func (l *RunLog) write() {
 }
 
 // commit writes one batch, retrying until it commits (or, once the log is
-// closed, until the retry policy gives up), then publishes it.
+// closed, until the retry policy gives up), then publishes it. An event's
+// write that fails for good is dropped with its event (its Record gets the
+// error; the run's later events move up a seq) and the rest is committed.
 func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool) {
-	rows := make([]runEventRow, len(batch))
-	for i, p := range batch {
-		data, err := json.Marshal(p.env)
-		if err != nil {
-			// A payload that cannot be encoded: log it as an error event
-			// so the run's seq has no gap.
-			l.cfg.Logger.Error().Err(err).Str("run_id", p.runID).Int64("seq", p.env.Seq).Msg("run log: encode event")
-			p.env.Event = event.Error{Error: event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}}
-			batch[i].env = p.env
-			data, _ = json.Marshal(p.env)
-		}
-		rows[i] = runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
-			Data: string(data), CreatedAt: Timestamp(p.env.TS)}
-	}
-	batch, rows = l.liveOnly(batch, rows)
+	batch = l.liveOnly(batch)
+	rows := l.eventRows(batch)
 	wait := l.cfg.Retry.Backoff
 	for attempt := 1; ; attempt++ {
-		err := l.tx(rows, fin, attempt > 1)
+		err := l.tx(batch, rows, fin, attempt > 1)
 		if err == nil {
 			break
+		}
+		var wf *writeFailed
+		if errors.As(err, &wf) {
+			// Not the batch's fault: drop that write and its event, and
+			// commit the rest at once.
+			batch = l.dropWrite(batch, wf.at, wf.err)
+			rows = l.eventRows(batch)
+			attempt--
+			continue
 		}
 		l.cfg.Logger.Warn().Err(err).Int("attempt", attempt).Int("events", len(rows)).Msg("run log: commit failed; retrying")
 		if !transient(err) && attempt >= l.cfg.Retry.Attempts {
@@ -515,29 +544,89 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 	l.publish(batch, fin)
 }
 
-// liveOnly drops from a batch the events of runs whose log failed.
-func (l *RunLog) liveOnly(batch []pendingEvent, rows []runEventRow) ([]pendingEvent, []runEventRow) {
+// eventRows encodes a batch's events as run_events rows.
+func (l *RunLog) eventRows(batch []pendingEvent) []runEventRow {
+	rows := make([]runEventRow, len(batch))
+	for i, p := range batch {
+		data, err := json.Marshal(p.env)
+		if err != nil {
+			// A payload that cannot be encoded: log it as an error event
+			// so the run's seq has no gap.
+			l.cfg.Logger.Error().Err(err).Str("run_id", p.runID).Int64("seq", p.env.Seq).Msg("run log: encode event")
+			p.env.Event = event.Error{Error: event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}}
+			batch[i].env = p.env
+			data, _ = json.Marshal(p.env)
+		}
+		rows[i] = runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
+			Data: string(data), CreatedAt: Timestamp(p.env.TS)}
+	}
+	return rows
+}
+
+// writeFailed is a batch that failed because one event's write did, for a
+// reason of its own (not a transient one): entry at of the batch.
+type writeFailed struct {
+	at  int
+	err error
+}
+
+func (w *writeFailed) Error() string { return w.err.Error() }
+
+// dropWrite removes entry at (whose write failed with err) from batch and
+// tells its Record; the run's later events, in the batch and still queued,
+// move up one seq, so the log has no gap (nobody has seen those seqs: they
+// are handed on only after the commit).
+func (l *RunLog) dropWrite(batch []pendingEvent, at int, err error) []pendingEvent {
+	gone := batch[at]
+	gone.resolve(err)
+	batch = append(batch[:at:at], batch[at+1:]...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := at; i < len(batch); i++ {
+		if batch[i].runID == gone.runID {
+			batch[i].env.Seq--
+		}
+	}
+	for i := range l.queue {
+		if l.queue[i].runID == gone.runID {
+			l.queue[i].env.Seq--
+		}
+	}
+	if r, ok := l.runs[gone.runID]; ok {
+		r.next--
+	}
+	return batch
+}
+
+// liveOnly drops from a batch the events of runs whose log failed (their
+// writes are not made: their Records get the error).
+func (l *RunLog) liveOnly(batch []pendingEvent) []pendingEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	keep := 0
-	for i, p := range batch {
+	for _, p := range batch {
 		if r, ok := l.runs[p.runID]; ok && r.broken {
+			p.resolve(apperr.New(apperr.Unavailable, "the log of run %s failed", p.runID))
 			continue
 		}
-		batch[keep], rows[keep] = batch[i], rows[i]
+		batch[keep] = p
 		keep++
 	}
-	return batch[:keep], rows[:keep]
+	return batch[:keep]
 }
 
 // breakRuns ends the runs of a batch that could not be committed: each
 // gets an error and done (handed on, not stored: the database refused
 // them), later appends fail, and what they had queued is dropped. Sync
-// returns for them. Runs finishing in the batch are closed as usual.
+// returns for them, and the batch's Records get the error. Runs finishing
+// in the batch are closed as usual.
 func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 	var order []string
 	ended := map[string][]event.Envelope{}
 	now := l.cfg.Now().UTC()
+	for _, p := range batch {
+		p.resolve(apperr.New(apperr.Unavailable, "the database did not take the run's events"))
+	}
 	l.mu.Lock()
 	for _, p := range batch {
 		r, ok := l.runs[p.runID]
@@ -568,9 +657,10 @@ func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 	l.publish(nil, fin)
 }
 
-// tx writes the batch in one transaction. After a failed attempt, rows that
-// are already there mean that attempt committed.
-func (l *RunLog) tx(rows []runEventRow, fin []pendingFinish, retry bool) error {
+// tx writes the batch in one transaction: the events' writes, in order,
+// then the events. After a failed attempt, rows that are already there
+// mean that attempt committed.
+func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinish, retry bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return l.db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -582,6 +672,18 @@ func (l *RunLog) tx(rows []runEventRow, fin []pendingFinish, retry bool) error {
 				}
 				if n > 0 {
 					return nil // the earlier attempt committed; only its answer was lost
+				}
+			}
+			wctx := withBatchTx(ctx, tx)
+			for i, p := range batch {
+				if p.write == nil {
+					continue
+				}
+				if err := p.write(wctx); err != nil {
+					if transient(err) || ctx.Err() != nil {
+						return err
+					}
+					return &writeFailed{at: i, err: err}
 				}
 			}
 			if err := insertEvents(tx, rows); err != nil {
@@ -636,6 +738,9 @@ func (l *RunLog) publish(batch []pendingEvent, fin []pendingFinish) {
 		for _, id := range order {
 			l.cfg.OnCommit(id, byRun[id])
 		}
+	}
+	for _, p := range batch {
+		p.resolve(nil)
 	}
 	l.mu.Lock()
 	for _, id := range order {

@@ -57,7 +57,7 @@ func (c *Control) ClaimApproval(ctx context.Context, planID string, by Actor, ed
 		}
 		rev = &Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: edits, Author: "user", Reason: note, CreatedAt: now}
 	}
-	return c.journal.approved(ctx, c.planEmitter(em, planID, ""), planID, Approval{By: by.Role(), UserID: by.UserID, At: now, Note: note}, rev)
+	return c.journal.approved(ctx, c.planEmitter(em, planID, ""), p, Approval{By: by.Role(), UserID: by.UserID, At: now, Note: note}, rev)
 }
 
 // Resume reruns the steps of a failed, cancelled or interrupted plan that

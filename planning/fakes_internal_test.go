@@ -45,6 +45,24 @@ func (l *ledger) emitter() event.Emitter {
 	}), event.Source{Role: event.RoleSystem}, time.Now)
 }
 
+// logEmitter is an emitter WithCommits whose sink acts as the run log:
+// it takes an event's commit ("take <type>"), runs its write on a context
+// of its own (the log's transaction), and records the event only when the
+// write succeeded.
+func (l *ledger) logEmitter() event.Emitter {
+	return event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+		if write := e.Commit.Take(); write != nil {
+			l.add("take " + string(e.Event.Type()))
+			if err := write(context.Background()); err != nil {
+				e.Commit.Resolve(err)
+				return
+			}
+			defer e.Commit.Resolve(nil)
+		}
+		l.add("event " + string(e.Event.Type()))
+	}), event.Source{Role: event.RoleSystem}, time.Now).WithCommits()
+}
+
 // fakeStore is a Store whose writes the ledger records ("write <method>");
 // a method named in fail refuses. Methods a test does not need panic (the
 // embedded nil interface).
@@ -91,9 +109,12 @@ func (f *fakeStore) RevisePlan(ctx context.Context, _ string, rev Revision) (Pla
 	return p, f.write(ctx, "RevisePlan")
 }
 
-func (f *fakeStore) ApprovePlan(ctx context.Context, _ string, a Approval, _ *Revision) (Plan, error) {
+func (f *fakeStore) ApprovePlan(ctx context.Context, _ string, a Approval, rev *Revision) (Plan, error) {
 	p := f.plan
 	p.Status, p.Approval = StatusExecuting, &a
+	if rev != nil {
+		p.Version, p.Steps = rev.Version, rev.Steps
+	}
 	return p, f.write(ctx, "ApprovePlan")
 }
 

@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/textcut"
 )
@@ -10,61 +11,120 @@ import (
 // journal is the one seam for the rows a plan's life writes together with
 // the event that announces them: a plan created or revised, a step's start
 // and end, an executor's start and finish, a review, the plan's final
-// transition. Each method writes, and only once the write succeeded emits
-// the event, so an event never says what the database does not; a write
-// that fails is returned and announces nothing (the caller decides what
-// that means for the run). Writes that must happen even when the run was
-// cancelled (a step's end, an executor's outcome, a review, the plan's end)
-// get a window of their own (base.persist), opened when the method is
-// called: call it when the work it records is done.
-//
-// Today each write is its own store transaction, followed by the event.
-// Issue 13 commits each write in the same transaction as its event, through
-// the run log's group-committing writer: that swap changes this type only.
+// transition. Each method records the write with its event
+// (event.Emitter.Record): through a run's log the write commits in the
+// same transaction as the event — a step_complete and the step's final row
+// commit together, or neither does — and without one (no run log) the
+// write comes first and the event only once it succeeded. Either way an
+// event never says what the database does not; a write that fails is
+// returned and announces nothing (the caller decides what that means for
+// the run). Writes that must happen even when the run was cancelled (a
+// step's end, an executor's outcome, a review, the plan's end) get a
+// window of their own (base.persist), opened when the method is called:
+// call it when the work it records is done.
 type journal struct{ *base }
 
 // created stores a new plan (its steps and first revision) and announces
 // it (plan_created).
 func (j journal) created(ctx context.Context, em event.Emitter, p *Plan) error {
-	if err := j.cfg.Store.CreatePlan(ctx, p); err != nil {
+	stored := *p
+	stored.Steps = append([]Step(nil), p.Steps...)
+	err := em.Record(ctx, event.PlanCreated{Plan: eventPlan(*p)}, func(ctx context.Context) error {
+		q := *p
+		q.Steps = append([]Step(nil), p.Steps...)
+		if err := j.cfg.Store.CreatePlan(ctx, &q); err != nil {
+			return err
+		}
+		stored = q
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	em.Emit(ctx, event.PlanCreated{Plan: eventPlan(*p)})
+	*p = stored
 	return nil
 }
 
-// revised stores a new version of a plan and announces it (plan_revised).
-func (j journal) revised(ctx context.Context, em event.Emitter, planID string, rev Revision) (Plan, error) {
-	p, err := j.cfg.Store.RevisePlan(ctx, planID, rev)
-	if err != nil {
-		return Plan{}, err
-	}
-	em.Emit(ctx, event.PlanRevised{Plan: eventPlan(p)})
-	return p, nil
+// revised stores a new version of plan p and announces it (plan_revised).
+// The event carries the version the store makes of p and rev (revision);
+// the write checks that it made that one.
+func (j journal) revised(ctx context.Context, em event.Emitter, p Plan, rev Revision) (Plan, error) {
+	want := revision(p, rev)
+	var out Plan
+	err := em.Record(ctx, event.PlanRevised{Plan: eventPlan(want)}, func(ctx context.Context) error {
+		got, err := j.cfg.Store.RevisePlan(ctx, p.ID, rev)
+		if err != nil {
+			return err
+		}
+		if err := sameVersion(got, want); err != nil {
+			return err
+		}
+		out = got
+		return nil
+	})
+	return out, err
 }
 
-// approved stores a person's approval, with their edits as a new version
-// when rev is set (one transaction); edits are announced (plan_revised).
-func (j journal) approved(ctx context.Context, em event.Emitter, planID string, a Approval, rev *Revision) (Plan, error) {
-	p, err := j.cfg.Store.ApprovePlan(ctx, planID, a, rev)
-	if err != nil {
-		return Plan{}, err
+// approved stores a person's approval of plan p (pending review), with
+// their edits as a new version when rev is set (one transaction); edits
+// are announced (plan_revised) with the write.
+func (j journal) approved(ctx context.Context, em event.Emitter, p Plan, a Approval, rev *Revision) (Plan, error) {
+	if rev == nil {
+		return j.cfg.Store.ApprovePlan(ctx, p.ID, a, nil)
 	}
-	if rev != nil {
-		em.Emit(ctx, event.PlanRevised{Plan: eventPlan(p)})
+	at := a.At
+	claimed := p
+	claimed.Status, claimed.StartedAt, claimed.CompletedAt, claimed.Reason, claimed.Approval = StatusExecuting, &at, nil, "", &a
+	want := revision(claimed, *rev)
+	var out Plan
+	err := em.Record(ctx, event.PlanRevised{Plan: eventPlan(want)}, func(ctx context.Context) error {
+		got, err := j.cfg.Store.ApprovePlan(ctx, p.ID, a, rev)
+		if err != nil {
+			return err
+		}
+		if err := sameVersion(got, want); err != nil {
+			return err
+		}
+		out = got
+		return nil
+	})
+	return out, err
+}
+
+// revision is p as the store makes it of rev (Store.RevisePlan): rev's goal
+// (p's when empty) and steps, reset to pending, as version rev.Version or
+// the next.
+func revision(p Plan, rev Revision) Plan {
+	if rev.Version > p.Version {
+		p.Version = rev.Version
+	} else {
+		p.Version++
 	}
-	return p, nil
+	if rev.Goal != "" {
+		p.Goal = rev.Goal
+	}
+	p.Steps = make([]Step, len(rev.Steps))
+	for i, st := range rev.Steps {
+		st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = StepPending, "", "", nil, nil
+		p.Steps[i] = st
+	}
+	return p
+}
+
+// sameVersion checks that the store made of a plan what its event says.
+func sameVersion(got, want Plan) error {
+	if got.Version != want.Version || got.Status != want.Status || got.Goal != want.Goal || len(got.Steps) != len(want.Steps) {
+		return apperr.New(apperr.Conflict, "plan %s changed meanwhile: it is version %d, %s", got.ID, got.Version, got.Status)
+	}
+	return nil
 }
 
 // stepStarted stores a step's start and announces it (step_start) through
 // the plan's system emitter sys. It takes the run's context as it is: a
 // cancelled run starts no step.
 func (j journal) stepStarted(ctx context.Context, sys event.Emitter, planID string, s Step) error {
-	if err := j.cfg.Store.UpdateStep(ctx, planID, s); err != nil {
-		return err
-	}
-	stepEmitter(sys, planID, s.Number).Emit(ctx, event.StepStart{PlanID: planID, Step: stepState(s)})
-	return nil
+	return stepEmitter(sys, planID, s.Number).Record(ctx, event.StepStart{PlanID: planID, Step: stepState(s)},
+		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) })
 }
 
 // stepEnded stores a step's final state and announces it (step_complete),
@@ -72,25 +132,18 @@ func (j journal) stepStarted(ctx context.Context, sys event.Emitter, planID stri
 func (j journal) stepEnded(ctx context.Context, sys event.Emitter, planID string, s Step) error {
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
-	if err := j.cfg.Store.UpdateStep(wctx, planID, s); err != nil {
-		return err
-	}
-	stepEmitter(sys, planID, s.Number).Emit(wctx, event.StepComplete{PlanID: planID, Step: stepState(s)})
-	return nil
+	return stepEmitter(sys, planID, s.Number).Record(wctx, event.StepComplete{PlanID: planID, Step: stepState(s)},
+		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) })
 }
 
 // executorStarted stores an executor's agent, its conversation and its
 // running execution in one transaction, also when the run was cancelled,
-// and announces it (executor_spawned) on the run's context. xem is the
-// executor's emitter.
+// and announces it (executor_spawned). xem is the executor's emitter.
 func (j journal) executorStarted(ctx context.Context, xem event.Emitter, a AgentRecord, s AgentSession, e Execution) error {
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
-	if err := j.cfg.Store.StartExecution(wctx, a, s, e); err != nil {
-		return err
-	}
-	xem.Emit(ctx, event.ExecutorSpawned{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID})
-	return nil
+	return xem.Record(wctx, event.ExecutorSpawned{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID},
+		func(ctx context.Context) error { return j.cfg.Store.StartExecution(ctx, a, s, e) })
 }
 
 // executorFinished stores how an execution ended and announces it
@@ -99,13 +152,10 @@ func (j journal) executorStarted(ctx context.Context, xem event.Emitter, a Agent
 func (j journal) executorFinished(ctx context.Context, xem event.Emitter, e Execution) error {
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
-	if err := j.cfg.Store.FinishExecution(wctx, e); err != nil {
-		return err
-	}
 	u := e.Usage
-	xem.Emit(wctx, event.ExecutorResult{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID, Status: e.Status,
-		Summary: textcut.Cut(e.Result, 500), Error: e.Error, Usage: &u})
-	return nil
+	return xem.Record(wctx, event.ExecutorResult{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID, Status: e.Status,
+		Summary: textcut.Cut(e.Result, 500), Error: e.Error, Usage: &u},
+		func(ctx context.Context) error { return j.cfg.Store.FinishExecution(ctx, e) })
 }
 
 // reviewed stores a reviewer's verdict and announces it (plan_review), also
@@ -113,11 +163,8 @@ func (j journal) executorFinished(ctx context.Context, xem event.Emitter, e Exec
 func (j journal) reviewed(ctx context.Context, rem event.Emitter, r Review) error {
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
-	if err := j.cfg.Store.AddReview(wctx, r); err != nil {
-		return err
-	}
-	rem.Emit(wctx, event.PlanReview{PlanID: r.PlanID, Round: r.Round, Verdict: r.Verdict, Comments: r.Comments})
-	return nil
+	return rem.Record(wctx, event.PlanReview{PlanID: r.PlanID, Round: r.Round, Verdict: r.Verdict, Comments: r.Comments},
+		func(ctx context.Context) error { return j.cfg.Store.AddReview(ctx, r) })
 }
 
 // planEnded moves an executing plan to its final status (mutate sets the
@@ -126,11 +173,15 @@ func (j journal) reviewed(ctx context.Context, rem event.Emitter, r Review) erro
 func (j journal) planEnded(ctx context.Context, sys event.Emitter, final Status, mutate func(*Plan), done event.PlanComplete) (Plan, error) {
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
-	ended, err := j.cfg.Store.TransitionPlan(wctx, done.PlanID, []Status{StatusExecuting}, final, mutate)
+	var ended Plan
+	err := sys.Record(wctx, done, func(ctx context.Context) error {
+		p, err := j.cfg.Store.TransitionPlan(ctx, done.PlanID, []Status{StatusExecuting}, final, mutate)
+		ended = p
+		return err
+	})
 	if err != nil {
 		return Plan{}, err
 	}
-	sys.Emit(wctx, done)
 	return ended, nil
 }
 

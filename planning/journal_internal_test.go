@@ -2,17 +2,21 @@ package planning
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/pkg/event"
 )
 
-// Every write of the journal comes before the event that announces it; a
-// write the database refuses announces nothing and is returned; the writes
-// that record finished work are made even when the run was cancelled, a
-// step's start is not.
+// Every write of the journal is recorded with the event that announces it:
+// through a run log (an emitter WithCommits) the write runs in the log's
+// transaction, before the event is stored, and without one the write comes
+// first; a write the database refuses announces nothing and is returned;
+// the writes that record finished work are made even when the run was
+// cancelled, the others (a step's start above all) are not.
 func TestJournal(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -26,11 +30,11 @@ func TestJournal(t *testing.T) {
 			return j.created(ctx, em, &Plan{ID: "p1"})
 		}},
 		{"a plan is revised", "RevisePlan", event.TypePlanRevised, false, func(ctx context.Context, j journal, em event.Emitter) error {
-			_, err := j.revised(ctx, em, "p1", Revision{Version: 2})
+			_, err := j.revised(ctx, em, Plan{ID: "p1", Status: StatusExecuting}, Revision{Version: 2})
 			return err
 		}},
 		{"a plan is approved with edits", "ApprovePlan", event.TypePlanRevised, false, func(ctx context.Context, j journal, em event.Emitter) error {
-			_, err := j.approved(ctx, em, "p1", Approval{By: ByUser}, &Revision{Version: 2})
+			_, err := j.approved(ctx, em, Plan{ID: "p1", Status: StatusPendingReview}, Approval{By: ByUser}, &Revision{Version: 2})
 			return err
 		}},
 		{"a step starts", "UpdateStep", event.TypeStepStart, false, func(ctx context.Context, j journal, em event.Emitter) error {
@@ -53,30 +57,59 @@ func TestJournal(t *testing.T) {
 			return err
 		}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			run := func(ctx context.Context, fail error) (*ledger, error) {
-				log := &ledger{}
-				store := &fakeStore{log: log, fail: map[string]error{tc.write: fail}, plan: Plan{ID: "p1", Status: StatusExecuting}}
-				return log, tc.call(ctx, journal{testBase(store)}, log.emitter())
-			}
+	for _, logged := range []bool{false, true} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("%s/logged=%v", tc.name, logged), func(t *testing.T) {
+				t.Parallel()
+				run := func(ctx context.Context, fail error) (*ledger, error) {
+					log := &ledger{}
+					store := &fakeStore{log: log, fail: map[string]error{tc.write: fail}, plan: Plan{ID: "p1", Status: StatusExecuting}}
+					em := log.emitter()
+					if logged {
+						em = log.logEmitter()
+					}
+					return log, tc.call(ctx, journal{testBase(store)}, em)
+				}
 
-			log, err := run(t.Context(), nil)
-			require.NoError(t, err)
-			require.Equal(t, []string{"write " + tc.write, "event " + string(tc.event)}, log.all(), "the write, then its event")
+				log, err := run(t.Context(), nil)
+				require.NoError(t, err)
+				want := []string{"write " + tc.write, "event " + string(tc.event)}
+				if logged {
+					want = []string{"take " + string(tc.event), "write " + tc.write, "event " + string(tc.event)}
+				}
+				require.Equal(t, want, log.all(), "the write, then its event")
 
-			log, err = run(t.Context(), errStore)
-			require.ErrorIs(t, err, errStore)
-			require.Equal(t, []string{"write " + tc.write}, log.all(), "a refused write is not announced")
+				log, err = run(t.Context(), errStore)
+				require.ErrorIs(t, err, errStore)
+				require.NotContains(t, log.all(), "event "+string(tc.event), "a refused write is not announced")
+				require.Contains(t, log.all(), "write "+tc.write)
 
-			cancelled, cancel := context.WithCancel(t.Context())
-			cancel()
-			log, err = run(cancelled, nil)
-			require.NoError(t, err)
-			require.Equal(t, !tc.always, log.cancelled[tc.write], "the write's context is the run's (false: a window of its own)")
-		})
+				cancelled, cancel := context.WithCancel(t.Context())
+				cancel()
+				log, err = run(cancelled, nil)
+				if tc.always {
+					require.NoError(t, err)
+					require.Equal(t, want, log.all(), "finished work is recorded in a window of its own")
+					require.False(t, log.cancelled[tc.write])
+				} else {
+					require.ErrorIs(t, err, context.Canceled)
+					require.Empty(t, log.all(), "a cancelled run writes and announces nothing")
+				}
+			})
+		}
 	}
+}
+
+// A logged event whose sink does not take its commit (the run's log ended)
+// is not stored, and neither is its write.
+func TestJournalEventNobodyStores(t *testing.T) {
+	t.Parallel()
+	log := &ledger{}
+	j := journal{testBase(&fakeStore{log: log, plan: Plan{ID: "p1", Status: StatusExecuting}})}
+	em := event.NewEmitter(event.SinkFunc(func(context.Context, event.Envelope) {}), event.Source{Role: event.RoleSystem}, time.Now).WithCommits()
+	err := j.stepEnded(t.Context(), em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted})
+	require.ErrorIs(t, err, event.ErrNotStored)
+	require.Empty(t, log.all())
 }
 
 // An approval without edits changes no steps, so it announces nothing.
@@ -84,7 +117,7 @@ func TestJournalApprovalWithoutEditsIsQuiet(t *testing.T) {
 	t.Parallel()
 	log := &ledger{}
 	j := journal{testBase(&fakeStore{log: log, plan: Plan{ID: "p1", Status: StatusPendingReview}})}
-	p, err := j.approved(t.Context(), log.emitter(), "p1", Approval{By: ByOperator, UserID: "ops"}, nil)
+	p, err := j.approved(t.Context(), log.emitter(), Plan{ID: "p1", Status: StatusPendingReview}, Approval{By: ByOperator, UserID: "ops"}, nil)
 	require.NoError(t, err)
 	require.Equal(t, StatusExecuting, p.Status)
 	require.Equal(t, []string{"write ApprovePlan"}, log.all())

@@ -199,7 +199,11 @@ func (b *base) planEmitter(em event.Emitter, planID string, role event.Role) eve
 			next.Emit(ctx, e)
 		})
 	}
-	return event.NewEmitter(sink, src, b.cfg.Now)
+	out := event.NewEmitter(sink, src, b.cfg.Now)
+	if em.Commits() {
+		out = out.WithCommits()
+	}
+	return out
 }
 
 // persist is the context of writes that must happen even when the run's

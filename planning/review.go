@@ -43,7 +43,7 @@ func (r *reviewer) revise(ctx context.Context, origin Origin, d Draft, em event.
 	if goal == "" {
 		goal = p.Goal
 	}
-	return r.journal.revised(ctx, r.planEmitter(em, p.ID, ""), p.ID, Revision{PlanID: p.ID, Version: p.Version + 1, Goal: goal,
+	return r.journal.revised(ctx, r.planEmitter(em, p.ID, ""), p, Revision{PlanID: p.ID, Version: p.Version + 1, Goal: goal,
 		Steps: d.Steps, Author: "planner", Reason: p.Reason, CreatedAt: r.cfg.Now()})
 }
 

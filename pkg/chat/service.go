@@ -663,13 +663,9 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 			answer.PartialTokens = agents.EstimateTokens([]llm.Message{{Role: llm.RoleAssistant, Content: res.Text}}, nil)
 		}
 	}
-	if _, perr := s.cfg.Store.AppendMessage(pctx, &answer); perr != nil {
-		s.cfg.Logger.Error().Ctx(pctx).Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
-		if out.Err == nil {
-			out.Err, out.Finished = perr, event.FinishedError
-		}
-	}
-	out.Assistant = answer
+	// The answer is stored with done (which names it): through the run's
+	// log in one transaction.
+	answer.ID = s.cfg.NewID()
 	if s.cfg.AfterTurn != nil && len(planIDs) > 0 {
 		s.cfg.AfterTurn(pctx, planIDs, answer.Usage)
 	}
@@ -705,7 +701,29 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	if out.Err != nil {
 		sys.Emit(pctx, event.Error{Error: ErrorInfo(out.Err)})
 	}
-	sys.Emit(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID})
+	stored := answer
+	perr := sys.Record(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID},
+		func(ctx context.Context) error {
+			m := answer
+			created, err := s.cfg.Store.AppendMessage(ctx, &m)
+			if err == nil && !created {
+				err = apperr.New(apperr.Conflict, "the answer of client turn %q is stored already", answer.ClientTurnID)
+			}
+			stored = m
+			return err
+		})
+	if perr != nil {
+		// Not stored, so not announced: the turn ends with the error.
+		s.cfg.Logger.Error().Ctx(pctx).Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
+		if out.Err == nil {
+			out.Err, out.Finished = perr, event.FinishedError
+			sys.Emit(pctx, event.Error{Error: ErrorInfo(perr)})
+		}
+		sys.Emit(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID})
+	} else {
+		answer = stored
+	}
+	out.Assistant = answer
 	return out
 }
 

@@ -84,9 +84,10 @@ var Discard Sink = SinkFunc(func(context.Context, Envelope) {})
 // bare event and the Emitter stamps who sent it and when. The zero Emitter
 // discards events. Emitters are values; With returns a copy.
 type Emitter struct {
-	sink Sink
-	src  Source
-	now  func() time.Time
+	sink    Sink
+	src     Source
+	now     func() time.Time
+	commits bool // the sink stores events and takes their commits (Commits)
 }
 
 // NewEmitter returns an Emitter. A nil sink discards; a nil clock is time.Now.
@@ -99,11 +100,14 @@ func (e Emitter) Emit(ctx context.Context, ev Event) {
 	if e.sink == nil {
 		return
 	}
-	now := time.Now
+	e.sink.Emit(ctx, Envelope{TS: e.clock()().UTC(), Source: e.src, Event: ev})
+}
+
+func (e Emitter) clock() func() time.Time {
 	if e.now != nil {
-		now = e.now
+		return e.now
 	}
-	e.sink.Emit(ctx, Envelope{TS: now().UTC(), Source: e.src, Event: ev})
+	return time.Now
 }
 
 // Source returns the emitter's source.

@@ -548,6 +548,10 @@ type Envelope struct {
 	TS     time.Time
 	Source Source
 	Event  Event
+	// Commit, when set, is the database write the event announces
+	// (Emitter.Record): the sink that stores events takes it and commits
+	// it with the event. It is not part of the wire form.
+	Commit *Commit
 }
 
 // header is the part of the wire form every event shares.

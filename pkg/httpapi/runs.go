@@ -74,11 +74,16 @@ func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
 	if s.done != nil {
 		return // done is always last
 	}
-	if d, ok := e.Event.(event.Done); ok {
+	d, isDone := e.Event.(event.Done)
+	if isDone {
 		s.done = &d
 	}
 	if _, err := s.api.cfg.Runs.Append(s.runID, e); err != nil {
 		s.api.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", s.runID).Msg("append to the run log")
+	}
+	if isDone {
+		// The run's row says how it ended in the batch that stores done.
+		s.api.cfg.Runs.Finish(s.runID, s.statusLocked())
 	}
 }
 
@@ -86,6 +91,10 @@ func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
 func (s *logSink) status() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.statusLocked()
+}
+
+func (s *logSink) statusLocked() string {
 	if s.done == nil {
 		return runFailed
 	}
@@ -143,7 +152,9 @@ func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, det
 	work, stop := workContext(c, detach)
 	defer stop()
 	guard := &shutdownSink{next: sink, work: work, req: ctx, now: a.cfg.Now}
-	produce(work, event.NewEmitter(guard, event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	// The log takes the writes events announce (Emitter.Record): each
+	// commits with its event.
+	produce(work, event.NewEmitter(guard, event.Source{Role: event.RoleSystem}, a.cfg.Now).WithCommits())
 	guard.finish()
 	if !sink.ended() {
 		// Every run ends with done, also one whose producer forgot.

@@ -297,7 +297,7 @@ func (a *API) logJSON(ctx context.Context, run event.Run, announce func(context.
 	}
 	a.cfg.Feed.Open(run.ID, 0)
 	sink := &logSink{api: a, runID: run.ID}
-	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now)
+	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now).WithCommits()
 	announce(ctx, em)
 	return em, func() {
 		if !sink.ended() {

@@ -1,0 +1,198 @@
+package persistence_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
+)
+
+// logEmitter is a run's emitter as the API builds it: its events go to the
+// run's log, which takes the writes they announce (WithCommits).
+func logEmitter(t *testing.T, l *persistence.RunLog, runID string) event.Emitter {
+	return event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+		if _, err := l.Append(runID, e); err != nil {
+			t.Logf("append: %v", err)
+		}
+	}), event.Source{Role: event.RoleSystem, PlanID: "p1"}, time.Now).WithCommits()
+}
+
+func newPlan(id string) planning.Plan {
+	steps := make([]planning.Step, 3)
+	for i := range steps {
+		steps[i].Number, steps[i].Title = i+1, fmt.Sprintf("step %d", i+1)
+	}
+	return planning.Plan{ID: id, UserID: "alice", Goal: "g", Mode: "auto_execute", Status: planning.StatusExecuting, Steps: steps}
+}
+
+// TestRunLogCommitsWritesWithTheirEvents: a write recorded with its event
+// (Emitter.Record) runs in the transaction that stores the event; one that
+// fails for a reason of its own (a missing row, a taken key) is returned
+// to its caller and dropped with its event, while the rest of its batch —
+// other runs' and its own run's events — commits, without a gap in seq.
+func TestRunLogCommitsWritesWithTheirEvents(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		stores := dbtest.NewStores(t, db)
+		pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
+		// A long linger gathers the concurrent records below in one batch.
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
+			Linger: 100 * time.Millisecond})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		em := logEmitter(t, l, "r1")
+
+		p := newPlan("00000000-0000-7000-8000-000000000001")
+		require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
+			q := p
+			return stores.Plans.CreatePlan(ctx, &q)
+		}))
+		got, err := stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err, "the plan is stored once its event is")
+		require.Len(t, got.Steps, 3)
+
+		// One batch: two steps start, one write names a step that does
+		// not exist, one creates the plan again, and a text goes between.
+		start := func(n int) func(context.Context) error {
+			return func(ctx context.Context) error {
+				return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: planning.StepRunning})
+			}
+		}
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		for i, w := range []func(context.Context) error{start(1), start(9), func(ctx context.Context) error {
+			q := p
+			return stores.Plans.CreatePlan(ctx, &q)
+		}, start(2)} {
+			wg.Go(func() {
+				errs[i] = em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: i + 1, Status: planning.StepRunning}}, w)
+			})
+			time.Sleep(5 * time.Millisecond)
+			_, err := l.Append("r1", event.Envelope{TS: time.Now(), Event: event.Text{Content: fmt.Sprint(i)}})
+			require.NoError(t, err)
+		}
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(errs[1]), "%v", errs[1])
+		require.Equal(t, apperr.Conflict, apperr.CodeOf(errs[2]), "%v", errs[2])
+		require.NoError(t, errs[3])
+		require.NoError(t, l.Sync(ctx, "r1"))
+
+		stored, err := l.Events(ctx, "r1", 0, 0)
+		require.NoError(t, err)
+		var seen []string
+		for i, e := range stored {
+			require.EqualValues(t, i+1, e.Seq, "no gap where the failed writes' events were")
+			switch ev := e.Event.(type) {
+			case event.StepStart:
+				seen = append(seen, fmt.Sprintf("start %d", ev.Step.Number))
+			case event.Text:
+				seen = append(seen, "text "+ev.Content)
+			default:
+				seen = append(seen, string(ev.Type()))
+			}
+		}
+		require.Equal(t, []string{"plan_created", "start 1", "text 0", "text 1", "text 2", "start 4", "text 3"}, seen)
+		pub.mu.Lock()
+		live := pub.events["r1"]
+		pub.mu.Unlock()
+		require.Len(t, live, len(stored), "what was handed on is what was stored")
+		for i, e := range live {
+			require.Equal(t, stored[i].Seq, e.Seq)
+			require.Equal(t, stored[i].Event, e.Event)
+		}
+		got, err = stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StepRunning, got.Steps[0].Status)
+		require.Equal(t, planning.StepRunning, got.Steps[1].Status)
+		require.Equal(t, planning.StepPending, got.Steps[2].Status)
+
+		// A run whose log ended takes no writes.
+		_, err = l.Append("r1", event.Envelope{TS: time.Now(), Event: event.Done{FinishedReason: event.FinishedCompleted}})
+		require.NoError(t, err)
+		require.NoError(t, l.Sync(ctx, "r1"))
+		l.Finish("r1", persistence.RunCompleted)
+		require.Eventually(t, func() bool {
+			pub.mu.Lock()
+			defer pub.mu.Unlock()
+			return pub.finished["r1"]
+		}, 30*time.Second, 5*time.Millisecond)
+		err = em.Record(ctx, event.StepStart{PlanID: p.ID}, start(3))
+		require.Error(t, err)
+		got, err = stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StepPending, got.Steps[2].Status, "the write of an event not stored is not made")
+	})
+}
+
+// TestRunLogCommitsWritesAcrossTerminatedConnections: the writer's
+// connections are terminated while runs record rows with their events;
+// afterwards every row has its event and every event its row, each once.
+func TestRunLogCommitsWritesAcrossTerminatedConnections(t *testing.T) {
+	t.Parallel()
+	cfg := dbtest.Config(t, persistence.DriverPostgres)
+	ctx := context.Background()
+	db, err := persistence.Open(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Migrate(ctx)
+	require.NoError(t, err)
+	stores := dbtest.NewStores(t, db)
+	l, pub := openRunLog(t, db)
+	p := newPlan(persistence.NewID())
+	require.NoError(t, stores.Plans.CreatePlan(ctx, &p))
+
+	const runs, perRun = 4, 60
+	var wg sync.WaitGroup
+	for i := range runs {
+		id := fmt.Sprintf("r%d", i)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: id, Kind: persistence.RunApprove, UserID: "alice"}))
+		em := logEmitter(t, l, id)
+		wg.Go(func() {
+			for j := range perRun {
+				round := i*perRun + j + 1
+				r := planning.Review{ID: persistence.NewID(), PlanID: p.ID, Round: round, Version: 1, Verdict: planning.VerdictApproved}
+				require.NoError(t, em.Record(ctx, event.PlanReview{PlanID: p.ID, Round: round, Verdict: planning.VerdictApproved},
+					func(ctx context.Context) error { return stores.Reviews.AddReview(ctx, r) }))
+			}
+		})
+	}
+	for range 3 {
+		dbtest.TerminateBackends(t, cfg.DSN)
+		time.Sleep(20 * time.Millisecond)
+	}
+	wg.Wait()
+
+	reviews, err := stores.Reviews.ListReviews(ctx, p.ID)
+	require.NoError(t, err)
+	require.Len(t, reviews, runs*perRun, "every row once")
+	rounds := map[int]int{}
+	for i := range runs {
+		id := fmt.Sprintf("r%d", i)
+		stored, err := l.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, stored, perRun, "every event once")
+		for j, e := range stored {
+			require.EqualValues(t, j+1, e.Seq)
+			rounds[e.Event.(event.PlanReview).Round]++
+		}
+		pub.mu.Lock()
+		require.Len(t, pub.events[id], perRun, "each event is handed on once")
+		pub.mu.Unlock()
+	}
+	for _, r := range reviews {
+		require.Equal(t, 1, rounds[r.Round], "the row of round %d has its event", r.Round)
+	}
+}

@@ -1,0 +1,93 @@
+package event
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/planwright/planwright/pkg/apperr"
+)
+
+// A Commit is a database write carried by the event that announces it
+// (Envelope.Commit) to the sink that stores events — the run log — which
+// runs it in the same transaction as the event and reports the outcome:
+// the row and its event are stored together or not at all. Emitter.Record
+// makes one; a sink takes it with Take and answers with Resolve.
+type Commit struct {
+	write func(context.Context) error
+	taken atomic.Bool
+	done  chan struct{}
+	err   error
+}
+
+// Take claims c for the sink that stores its event and returns its write,
+// to be run in that transaction (with the context the sink gives it); nil
+// when c is nil or already taken. The taker must Resolve c.
+func (c *Commit) Take() func(context.Context) error {
+	if c == nil || !c.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return c.write
+}
+
+// Resolve reports the outcome of a taken commit: nil once the write and its
+// event are committed, else why neither is. Only the first call counts.
+func (c *Commit) Resolve(err error) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	c.err = err
+	close(c.done)
+}
+
+// ErrNotStored is Record's error when the event reached no sink that stores
+// it (the run had ended, or its log failed): neither the write nor the
+// event happened.
+var ErrNotStored = apperr.New(apperr.Unavailable, "the run's log no longer takes events")
+
+// WithCommits returns an Emitter whose events end in a sink that stores
+// them and takes their commits (the run log): Record through it commits
+// the write in the transaction that stores the event. Emitters derived from
+// it (With, WithSink) keep that; a sink put in with WithSink must pass
+// events on.
+func (e Emitter) WithCommits() Emitter {
+	e.commits = true
+	return e
+}
+
+// Commits reports whether Record commits through the emitter's sink
+// (WithCommits).
+func (e Emitter) Commits() bool { return e.commits }
+
+// Record stores a write together with the event that announces it, and
+// returns once both are stored, or with the error that kept the write
+// (and so the event) from being stored: no event for a write that failed.
+// Nothing is written when ctx is already done (its cause is returned).
+// When the emitter's sink stores events (WithCommits), write runs inside the
+// transaction that stores ev, on the context that transaction gives it;
+// otherwise write runs first, on ctx, and ev is emitted only after it
+// succeeded. write may run more than once (a transaction that is retried
+// runs it again), so it must only set values.
+func (e Emitter) Record(ctx context.Context, ev Event, write func(context.Context) error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if !e.commits || e.sink == nil {
+		if err := write(ctx); err != nil {
+			return err
+		}
+		e.Emit(ctx, ev)
+		return nil
+	}
+	c := &Commit{write: write, done: make(chan struct{})}
+	e.sink.Emit(ctx, Envelope{TS: e.clock()().UTC(), Source: e.src, Event: ev, Commit: c})
+	if c.taken.CompareAndSwap(false, true) {
+		return ErrNotStored // no sink on the way took it
+	}
+	// The log resolves every commit it took (committed, refused, or its
+	// run broken), also when it closes; the wait outlives ctx because the
+	// write may still commit, and the caller must know whether it did.
+	<-c.done
+	return c.err
+}
