@@ -118,7 +118,7 @@ type runSeq struct {
 	next      int64 // seq of the next event
 	committed int64
 	flushed   chan struct{} // closed and replaced at each commit of this run
-	finishing bool // Finish was called
+	finishing bool          // Finish was called
 	// broken is set when a batch with events of this run could not be
 	// committed: the run's stream has ended (error, done) and nothing more
 	// of it is written or handed on.
