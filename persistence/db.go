@@ -174,7 +174,7 @@ func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, error) {
 	}
 	drv := probe.Driver()
 	_ = probe.Close()
-	sqlDB := sql.OpenDB(nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}})
+	sqlDB := sql.OpenDB(nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate()})
 	return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg)
 }
 

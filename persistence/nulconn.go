@@ -15,14 +15,20 @@ import (
 // writes and reads text and JSON, so gorm models, raw SQL and migrations
 // all store NUL characters the same way on both drivers, and callers never
 // see the escape.
-type nulSafeConnector struct{ inner driver.Connector }
+//
+// On SQLite it also carries the database's writeGate (sqlitegate.go): the
+// process's writers queue in it instead of in SQLite's busy handler.
+type nulSafeConnector struct {
+	inner driver.Connector
+	gate  *writeGate // nil: no gate (PostgreSQL)
+}
 
 func (c nulSafeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &nulSafeConn{inner: conn}, nil
+	return &nulSafeConn{inner: conn, gate: c.gate}, nil
 }
 
 func (c nulSafeConnector) Driver() driver.Driver { return c.inner.Driver() }
@@ -90,7 +96,11 @@ func namedToValues(args []driver.NamedValue) ([]driver.Value, error) {
 	return out, nil
 }
 
-type nulSafeConn struct{ inner driver.Conn }
+type nulSafeConn struct {
+	inner driver.Conn
+	gate  *writeGate
+	inTx  bool // holds the gate for its transaction (a conn is used by one goroutine at a time)
+}
 
 var (
 	_ driver.Conn               = (*nulSafeConn)(nil)
@@ -119,10 +129,28 @@ func (c *nulSafeConn) PrepareContext(ctx context.Context, query string) (driver.
 	if err != nil {
 		return nil, err
 	}
-	return &nulSafeStmt{inner: st, conn: c.inner}, nil
+	return &nulSafeStmt{inner: st, conn: c.inner, owner: c, writes: writes(query)}, nil
 }
 
-func (c *nulSafeConn) Close() error { return c.inner.Close() }
+func (c *nulSafeConn) Close() error {
+	if c.inTx {
+		c.inTx = false
+		c.gate.release()
+	}
+	return c.inner.Close()
+}
+
+// enter takes the write gate for a statement outside a transaction that
+// writes; leave gives it back.
+func (c *nulSafeConn) enter(ctx context.Context, write bool) (leave func(), err error) {
+	if c.gate == nil || c.inTx || !write {
+		return func() {}, nil
+	}
+	if err := c.gate.acquire(ctx); err != nil {
+		return nil, err
+	}
+	return c.gate.release, nil
+}
 
 // Begin is part of driver.Conn; database/sql calls BeginTx.
 func (c *nulSafeConn) Begin() (driver.Tx, error) {
@@ -130,6 +158,23 @@ func (c *nulSafeConn) Begin() (driver.Tx, error) {
 }
 
 func (c *nulSafeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if c.gate == nil {
+		return c.beginTx(ctx, opts)
+	}
+	// SQLite transactions begin IMMEDIATE: each one is a writer.
+	if err := c.gate.acquire(ctx); err != nil {
+		return nil, err
+	}
+	tx, err := c.beginTx(ctx, opts)
+	if err != nil {
+		c.gate.release()
+		return nil, err
+	}
+	c.inTx = true
+	return &gatedTx{inner: tx, conn: c}, nil
+}
+
+func (c *nulSafeConn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if b, ok := c.inner.(driver.ConnBeginTx); ok {
 		return b.BeginTx(ctx, opts)
 	}
@@ -140,10 +185,38 @@ func (c *nulSafeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	return c.inner.Begin()
 }
 
+// gatedTx gives the write gate back when its transaction ends.
+type gatedTx struct {
+	inner driver.Tx
+	conn  *nulSafeConn
+}
+
+func (t *gatedTx) Commit() error {
+	defer t.end()
+	return t.inner.Commit()
+}
+
+func (t *gatedTx) Rollback() error {
+	defer t.end()
+	return t.inner.Rollback()
+}
+
+func (t *gatedTx) end() {
+	if t.conn.inTx {
+		t.conn.inTx = false
+		t.conn.gate.release()
+	}
+}
+
 func (c *nulSafeConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
+	leave, err := c.enter(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	switch e := c.inner.(type) {
 	case driver.ExecerContext:
 		return e.ExecContext(ctx, query, args)
@@ -162,8 +235,11 @@ func (c *nulSafeConn) QueryContext(ctx context.Context, query string, args []dri
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
+	leave, err := c.enter(ctx, writes(query))
+	if err != nil {
+		return nil, err
+	}
 	var rows driver.Rows
-	var err error
 	switch q := c.inner.(type) {
 	case driver.QueryerContext:
 		rows, err = q.QueryContext(ctx, query, args)
@@ -174,12 +250,14 @@ func (c *nulSafeConn) QueryContext(ctx context.Context, query string, args []dri
 			rows, err = q.Query(query, values)
 		}
 	default:
+		leave()
 		return nil, driver.ErrSkip
 	}
 	if err != nil {
+		leave()
 		return nil, err
 	}
-	return &nulSafeRows{inner: rows}, nil
+	return &nulSafeRows{inner: rows, done: leave}, nil
 }
 
 func (c *nulSafeConn) Ping(ctx context.Context) error {
@@ -211,8 +289,10 @@ func (c *nulSafeConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 type nulSafeStmt struct {
-	inner driver.Stmt
-	conn  driver.Conn // whose NamedValueChecker applies when the statement has none
+	inner  driver.Stmt
+	conn   driver.Conn // whose NamedValueChecker applies when the statement has none
+	owner  *nulSafeConn
+	writes bool // the statement writes (see writes)
 }
 
 var (
@@ -236,6 +316,11 @@ func (s *nulSafeStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
+	leave, err := s.owner.enter(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	if e, ok := s.inner.(driver.StmtExecContext); ok {
 		return e.ExecContext(ctx, args)
 	}
@@ -251,8 +336,11 @@ func (s *nulSafeStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
+	leave, err := s.owner.enter(ctx, s.writes)
+	if err != nil {
+		return nil, err
+	}
 	var rows driver.Rows
-	var err error
 	if q, ok := s.inner.(driver.StmtQueryContext); ok {
 		rows, err = q.QueryContext(ctx, args)
 	} else {
@@ -263,9 +351,10 @@ func (s *nulSafeStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 		}
 	}
 	if err != nil {
+		leave()
 		return nil, err
 	}
-	return &nulSafeRows{inner: rows}, nil
+	return &nulSafeRows{inner: rows, done: leave}, nil
 }
 
 func (s *nulSafeStmt) CheckNamedValue(nv *driver.NamedValue) error {
@@ -288,7 +377,10 @@ func valuesToNamed(args []driver.Value) []driver.NamedValue {
 
 // nulSafeRows unescapes the text values of every row. The column type
 // methods return what database/sql assumes when a driver lacks them.
-type nulSafeRows struct{ inner driver.Rows }
+type nulSafeRows struct {
+	inner driver.Rows
+	done  func() // on Close: gives back the write gate a writing query took
+}
 
 var (
 	_ driver.RowsNextResultSet              = (*nulSafeRows)(nil)
@@ -300,7 +392,14 @@ var (
 )
 
 func (r *nulSafeRows) Columns() []string { return r.inner.Columns() }
-func (r *nulSafeRows) Close() error      { return r.inner.Close() }
+func (r *nulSafeRows) Close() error {
+	err := r.inner.Close()
+	if r.done != nil {
+		r.done()
+		r.done = nil
+	}
+	return err
+}
 
 func (r *nulSafeRows) Next(dest []driver.Value) error {
 	if err := r.inner.Next(dest); err != nil {

@@ -71,7 +71,9 @@ func (r runRow) run() Run {
 // RunLogConfig configures a RunLog.
 type RunLogConfig struct {
 	// Linger is how long the writer waits after the first pending append
-	// before it commits, gathering more (default 2 ms).
+	// before it commits, gathering more. Default 0: it commits at once,
+	// and what is appended while a batch commits joins the next one (a
+	// Record waits for its commit, so a linger would add to every step).
 	Linger time.Duration
 	// MaxBatch bounds the events of one transaction (default 512).
 	MaxBatch int
@@ -153,9 +155,7 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 	if db == nil {
 		return nil, errors.New("persistence: NewRunLog: nil database")
 	}
-	if cfg.Linger <= 0 {
-		cfg.Linger = 2 * time.Millisecond
-	}
+	cfg.Linger = max(cfg.Linger, 0)
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
 	}
@@ -472,7 +472,7 @@ func (l *RunLog) write() {
 		l.mu.Lock()
 		closed := l.closed
 		l.mu.Unlock()
-		if !closed {
+		if !closed && l.cfg.Linger > 0 {
 			// Gather: appends that arrive meanwhile join this batch.
 			linger.Reset(l.cfg.Linger)
 			<-linger.C

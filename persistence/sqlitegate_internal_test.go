@@ -1,0 +1,39 @@
+package persistence
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestWrites(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[string]bool{
+		"INSERT INTO t VALUES (1) RETURNING id": true,
+		"  update t SET a = 1":                  true,
+		"DELETE FROM t":                         true,
+		"replace into t values (1)":             true,
+		"SELECT * FROM t":                       false,
+		"WITH x AS (SELECT 1) SELECT * FROM x":  false,
+		"":                                      false,
+	} {
+		require.Equal(t, want, writes(q), q)
+	}
+}
+
+// The gate lets one writer through; the next waits until it is released,
+// or gives up with its context.
+func TestWriteGate(t *testing.T) {
+	t.Parallel()
+	g := newWriteGate()
+	require.NoError(t, g.acquire(t.Context()))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	require.ErrorIs(t, g.acquire(ctx), context.Canceled, "a second writer waits while the first holds it")
+	got := make(chan error, 1)
+	go func() { got <- g.acquire(t.Context()) }()
+	g.release()
+	require.NoError(t, <-got, "and goes through once it is released")
+	g.release()
+}
