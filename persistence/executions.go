@@ -93,9 +93,9 @@ func (s *Executions) CreateAgent(ctx context.Context, a planning.AgentRecord) er
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	row := agentRow{ID: a.ID, Role: string(a.Role), UserID: a.UserID, RunID: a.RunID, SessionID: a.SessionID, PlanID: a.PlanID,
-		StepNumber: a.StepNumber, ParentID: a.ParentID, Model: a.Model, CreatedAt: Timestamp(a.CreatedAt)}
-	return dbErr("create agent", s.insert(ctx, &row))
+	return dbErr("create agent", s.execInsert(ctx,
+		`INSERT INTO agents (id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		a.ID, string(a.Role), a.UserID, a.RunID, a.SessionID, a.PlanID, a.StepNumber, a.ParentID, a.Model, Timestamp(a.CreatedAt)))
 }
 
 // GetAgent returns one agent instance.
@@ -195,9 +195,9 @@ func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSes
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	row := agentSessionRow{ID: a.ID, AgentID: a.AgentID, PlanID: a.PlanID, StepNumber: a.StepNumber, UserID: a.UserID,
-		CreatedAt: Timestamp(a.CreatedAt)}
-	return dbErr("create agent session", s.insert(ctx, &row))
+	return dbErr("create agent session", s.execInsert(ctx,
+		`INSERT INTO agent_chat_sessions (id, agent_id, plan_id, step_number, user_id, created_at) VALUES (?,?,?,?,?,?)`,
+		a.ID, a.AgentID, a.PlanID, a.StepNumber, a.UserID, Timestamp(a.CreatedAt)))
 }
 
 // StartExecution records an executor's agent, its conversation and its
@@ -223,11 +223,11 @@ func (s *Executions) CreateExecution(ctx context.Context, e planning.Execution) 
 	if e.Status == "" {
 		e.Status = planning.ExecutionRunning
 	}
-	row := executionRow{ID: e.ID, PlanID: e.PlanID, StepNumber: e.StepNumber, AgentID: e.AgentID, AgentSessionID: e.AgentSessionID,
-		UserID: e.UserID, Status: string(e.Status), Task: e.Task, Result: e.Result, Error: e.Error,
-		InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens, ToolCalls: e.ToolCalls,
-		StartedAt: Timestamp(e.StartedAt), CompletedAt: stampPtr(e.CompletedAt), DurationMS: e.DurationMS}
-	return dbErr("create execution", s.insert(ctx, &row))
+	return dbErr("create execution", s.execInsert(ctx, `INSERT INTO agent_executions (id, plan_id, step_number, agent_id,
+		agent_session_id, user_id, status, task, result, error, input_tokens, output_tokens, tool_calls, started_at, completed_at,
+		duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		e.ID, e.PlanID, e.StepNumber, e.AgentID, e.AgentSessionID, e.UserID, string(e.Status), e.Task, e.Result, e.Error,
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS))
 }
 
 // FinishExecution closes an executor run with its outcome.
@@ -237,12 +237,9 @@ func (s *Executions) FinishExecution(ctx context.Context, e planning.Execution) 
 		now := s.now()
 		completed = &now
 	}
-	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
-		return g.Model(&executionRow{}).Where("id = ?", e.ID).Updates(map[string]any{
-			"status": string(e.Status), "result": e.Result, "error": e.Error, "input_tokens": e.Usage.InputTokens,
-			"output_tokens": e.Usage.OutputTokens, "tool_calls": e.ToolCalls, "completed_at": stampPtr(completed),
-			"duration_ms": e.DurationMS})
-	})
+	n, err := s.exec(ctx, `UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?,
+		tool_calls = ?, completed_at = ?, duration_ms = ? WHERE id = ?`,
+		string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, stampPtr(completed), e.DurationMS, e.ID)
 	if err != nil {
 		return dbErr("finish execution", err)
 	}
@@ -294,10 +291,10 @@ func (s *Executions) AppendAgentMessage(ctx context.Context, m planning.AgentMes
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now()
 	}
-	row := agentMessageRow{ID: m.ID, AgentSessionID: m.AgentSessionID, ExecutionID: m.ExecutionID, Seq: m.Seq, Role: m.Role,
-		Content: m.Content, ToolCalls: mustJSON(nonNil(m.ToolCalls)), ToolCallID: m.ToolCallID, Name: m.Name,
-		InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens, CreatedAt: Timestamp(m.CreatedAt)}
-	return dbErr("append agent message", s.insert(ctx, &row))
+	return dbErr("append agent message", s.execInsert(ctx, `INSERT INTO agent_chat_messages (id, agent_session_id, execution_id,
+		seq, role, content, tool_calls, tool_call_id, name, input_tokens, output_tokens, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		m.ID, m.AgentSessionID, m.ExecutionID, m.Seq, m.Role, m.Content, mustJSON(nonNil(m.ToolCalls)), m.ToolCallID, m.Name,
+		m.Usage.InputTokens, m.Usage.OutputTokens, Timestamp(m.CreatedAt)))
 }
 
 // ListAgentMessages returns an agent conversation's messages in order.

@@ -468,7 +468,9 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 
 // UpdateStep saves a step's run state: status, result, error and times.
 func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
-	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB { return updateStep(g, planID, st) })
+	n, err := s.exec(ctx, `UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ?
+		WHERE plan_id = ? AND number = ?`,
+		string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
 	if err != nil {
 		return dbErr("update plan step", err)
 	}

@@ -686,7 +686,7 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 					return &writeFailed{at: i, err: err}
 				}
 			}
-			if err := insertEvents(tx, rows); err != nil {
+			if err := l.insertEvents(ctx, tx, rows); err != nil {
 				return err
 			}
 		}
@@ -702,7 +702,7 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 
 // insertEvents writes rows with multi-row INSERTs (at most 100 rows, 600
 // parameters, per statement).
-func insertEvents(tx *gorm.DB, rows []runEventRow) error {
+func (l *RunLog) insertEvents(ctx context.Context, tx *gorm.DB, rows []runEventRow) error {
 	for len(rows) > 0 {
 		n := min(len(rows), 100)
 		var sb strings.Builder
@@ -715,7 +715,7 @@ func insertEvents(tx *gorm.DB, rows []runEventRow) error {
 			sb.WriteString("(?,?,?,?,?,?)")
 			args = append(args, r.RunID, r.Seq, r.Type, r.PlanID, r.Data, r.CreatedAt)
 		}
-		if err := tx.Exec(sb.String(), args...).Error; err != nil {
+		if _, err := tx.Statement.ConnPool.ExecContext(ctx, l.db.rebind(sb.String()), args...); err != nil {
 			return fmt.Errorf("insert run events: %w", err)
 		}
 		rows = rows[n:]

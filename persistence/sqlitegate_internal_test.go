@@ -37,3 +37,12 @@ func TestWriteGate(t *testing.T) {
 	require.NoError(t, <-got, "and goes through once it is released")
 	g.release()
 }
+
+func TestRebind(t *testing.T) {
+	t.Parallel()
+	const q = "UPDATE t SET a = ?, b = ? WHERE id = ?"
+	require.Equal(t, q, (&DB{driver: DriverSQLite}).rebind(q))
+	pg := &DB{driver: DriverPostgres}
+	require.Equal(t, "UPDATE t SET a = $1, b = $2 WHERE id = $3", pg.rebind(q))
+	require.Equal(t, "UPDATE t SET a = $1, b = $2 WHERE id = $3", pg.rebind(q), "from the cache")
+}
