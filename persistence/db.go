@@ -93,6 +93,20 @@ type DB struct {
 	maxIdle  int
 	idleMu   sync.Mutex
 	lastDrop time.Time
+
+	// reopen opens another pool of n connections to the same database,
+	// through the same connector (on SQLite: the same write gate).
+	reopen func(n int) (*gorm.DB, error)
+}
+
+// ownPool is a pool of its own of n connections (the run log's writer
+// commits on it, so its batches never queue behind the main pool's
+// requests); close it when done.
+func (db *DB) ownPool(n int) (*gorm.DB, error) {
+	if db.reopen == nil {
+		return db.gorm, nil
+	}
+	return db.reopen(n)
 }
 
 // Open opens the database and checks that it answers within the connect
@@ -109,9 +123,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	var err error
 	switch cfg.Driver {
 	case DriverSQLite:
-		db.gorm, err = openSQLite(cfg.DSN, gcfg)
+		db.gorm, db.reopen, err = openSQLite(cfg.DSN, gcfg)
 	case DriverPostgres:
-		db.gorm, db.pg, err = openPostgres(cfg.DSN, cfg.ConnectTimeout, gcfg)
+		db.gorm, db.pg, db.reopen, err = openPostgres(cfg.DSN, cfg.ConnectTimeout, gcfg)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("persistence: open %s %s: %w", cfg.Driver, db.target, err)
@@ -162,31 +176,48 @@ func sqliteDSN(dsn string) (string, error) {
 	return "file:" + path + "?" + strings.Join(params, "&"), nil
 }
 
-func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, error) {
+func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, func(int) (*gorm.DB, error), error) {
 	uri, err := sqliteDSN(dsn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The driver registered under "sqlite", behind nulSafeConnector.
 	probe, err := sql.Open(sqlite.DriverName, "")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	drv := probe.Driver()
 	_ = probe.Close()
-	sqlDB := sql.OpenDB(nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate()})
-	return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg)
+	conn := nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate()}
+	open := func(n int) (*gorm.DB, error) {
+		sqlDB := sql.OpenDB(conn)
+		if n > 0 {
+			sqlDB.SetMaxOpenConns(n)
+			sqlDB.SetMaxIdleConns(n)
+		}
+		return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg)
+	}
+	g, err := open(0)
+	return g, open, err
 }
 
-func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, *pgx.ConnConfig, error) {
+func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, *pgx.ConnConfig, func(int) (*gorm.DB, error), error) {
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
+		return nil, nil, nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
 	}
 	pc.ConnectTimeout = timeout
-	sqlDB := sql.OpenDB(nulSafeConnector{inner: stdlib.GetConnector(*pc)})
-	g, err := gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
-	return g, pc.Copy(), err
+	conn := nulSafeConnector{inner: stdlib.GetConnector(*pc)}
+	open := func(n int) (*gorm.DB, error) {
+		sqlDB := sql.OpenDB(conn)
+		if n > 0 {
+			sqlDB.SetMaxOpenConns(n)
+			sqlDB.SetMaxIdleConns(n)
+		}
+		return gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
+	}
+	g, err := open(0)
+	return g, pc.Copy(), open, err
 }
 
 // dropIdle closes the pool's idle connections (at most every 100 ms), so

@@ -104,6 +104,9 @@ type RunLog struct {
 	db    *DB
 	store *core
 	cfg   RunLogConfig
+	// pool is the writer's own connection: its batches, which every run's
+	// Records wait for, never queue behind the main pool's requests.
+	pool *gorm.DB
 
 	mu      sync.Mutex
 	runs    map[string]*runSeq
@@ -170,7 +173,11 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &RunLog{db: db, store: store, cfg: cfg, runs: map[string]*runSeq{}, kick: make(chan struct{}, 1),
+	pool, err := db.ownPool(1)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: the run log's connection: %w", err)
+	}
+	return &RunLog{db: db, store: store, cfg: cfg, pool: pool, runs: map[string]*runSeq{}, kick: make(chan struct{}, 1),
 		stopped: make(chan struct{})}, nil
 }
 
@@ -202,6 +209,11 @@ func (l *RunLog) Close() {
 		<-l.stopped
 	} else {
 		close(l.stopped)
+	}
+	if l.pool != l.db.gorm {
+		if sqlDB, err := l.pool.DB(); err == nil {
+			_ = sqlDB.Close()
+		}
 	}
 }
 
@@ -663,7 +675,7 @@ func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinish, retry bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return l.db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return l.pool.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if len(rows) > 0 {
 			if retry {
 				var n int64
