@@ -17,6 +17,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/pkg/textcut"
 	"github.com/planwright/planwright/planning"
@@ -111,6 +112,17 @@ type Definitions interface {
 	DefinitionFor(ctx context.Context, userID, id string) (agents.Definition, error)
 }
 
+// SessionTurns finds a session's running turns in the database, so that
+// turns of one session are ordered across processes (persistence.RunLog
+// implements it over the runs table: a turn's run is created when its
+// stream starts and ends after its answer is stored).
+type SessionTurns interface {
+	// RunningTurns returns the ids of sessionID's running turns, oldest
+	// first. With before set, only those created before that run (none when
+	// before has no run).
+	RunningTurns(ctx context.Context, sessionID, before string) ([]string, error)
+}
+
 // Config configures a Service.
 type Config struct {
 	Store   Store
@@ -153,9 +165,25 @@ type Config struct {
 	// PersistTimeout bounds the writes that end a turn, which run even after
 	// the turn was cancelled (default 10 s).
 	PersistTimeout time.Duration
-	Now            func() time.Time
-	NewID          func() string
-	Logger         zerolog.Logger
+	// Multitask is what a message to a session whose turn still runs does
+	// when its request does not say (default multitask.Reject).
+	Multitask multitask.Strategy
+	// Turns, when set, says which turns of a session run, from the
+	// database: a turn waits for (or rejects, or interrupts) the turns
+	// ahead of it whichever process runs them. Without it only this
+	// process's turns count.
+	Turns SessionTurns
+	// CancelTurn, when set, stops a running turn wherever it runs (an
+	// interrupting turn supersedes the turns ahead of it with it); default:
+	// Cancel, which reaches this process's turns only.
+	CancelTurn func(ctx context.Context, userID, runID string, cause agents.CancelCause) error
+	// QueuePoll is how often a turn waiting for the turns ahead of it asks
+	// Turns again (default 250 ms); a turn of this process that ends wakes
+	// it at once.
+	QueuePoll time.Duration
+	Now       func() time.Time
+	NewID     func() string
+	Logger    zerolog.Logger
 }
 
 // Service runs chat turns: it resolves the session, stores the user's
@@ -165,10 +193,12 @@ type Config struct {
 type Service struct {
 	cfg Config
 
-	mu     sync.Mutex
-	runs   map[string]*Turn // by stream run id
-	byTurn map[string]*Turn // by user + client turn id
-	perUse map[string]int   // running turns per user
+	mu        sync.Mutex
+	runs      map[string]*Turn   // by stream run id
+	byTurn    map[string]*Turn   // by user + client turn id
+	perUse    map[string]int     // running turns per user
+	bySession map[string][]*Turn // by session id, in the order they came
+	ended     chan struct{}      // closed and replaced when a turn is released
 }
 
 // NewService validates cfg and returns a Service.
@@ -181,6 +211,13 @@ func NewService(cfg Config) (*Service, error) {
 	apperr.Positive(&bad, "HistoryMessages", &cfg.HistoryMessages, 40)
 	apperr.Positive(&bad, "MaxMessageBytes", &cfg.MaxMessageBytes, 32<<10)
 	apperr.Positive(&bad, "PersistTimeout", &cfg.PersistTimeout, 10*time.Second)
+	apperr.Positive(&bad, "QueuePoll", &cfg.QueuePoll, 250*time.Millisecond)
+	if cfg.Multitask == "" {
+		cfg.Multitask = multitask.Reject
+	}
+	if !cfg.Multitask.Valid() {
+		bad.Add("Multitask", "unknown strategy %q (want %s)", cfg.Multitask, multitask.List())
+	}
 	if err := bad.Err("chat: invalid service config"); err != nil {
 		return nil, err
 	}
@@ -193,7 +230,8 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.Context == nil {
 		cfg.Context = NewContextBuilder(ContextBuilderConfig{Now: cfg.Now, Logger: cfg.Logger})
 	}
-	return &Service{cfg: cfg, runs: map[string]*Turn{}, byTurn: map[string]*Turn{}, perUse: map[string]int{}}, nil
+	return &Service{cfg: cfg, runs: map[string]*Turn{}, byTurn: map[string]*Turn{}, perUse: map[string]int{},
+		bySession: map[string][]*Turn{}, ended: make(chan struct{})}, nil
 }
 
 // Request is one chat turn as a client asks for it.
@@ -212,6 +250,9 @@ type Request struct {
 	// AgentDefinitionID binds a new session to an agent definition; an
 	// existing session keeps the one it was created with.
 	AgentDefinitionID string
+	// Multitask is what the message does while its session runs a turn
+	// (reject, enqueue, interrupt); empty: Config.Multitask.
+	Multitask multitask.Strategy
 }
 
 // Metadata is what a session keeps across turns.
@@ -279,6 +320,9 @@ func (s *Service) Validate(req Request) error {
 	if len(req.StreamRunID) > 128 {
 		problems = append(problems, apperr.FieldError{Field: "stream_run_id", Message: "is longer than 128 characters"})
 	}
+	if _, err := multitask.Parse(string(req.Multitask)); err != nil {
+		problems = append(problems, apperr.FieldError{Field: "multitask_strategy", Message: err.Error()})
+	}
 	if len(problems) > 0 {
 		return apperr.Invalidf(problems, "invalid chat request")
 	}
@@ -306,6 +350,8 @@ type Turn struct {
 	resumed   bool   // the planner resumed an earlier attempt of the run
 	userID    string // set before the turn is registered; never changes
 	userKey   string
+	multitask multitask.Strategy
+	session   string // the session id it is registered under (bySession), once known
 	// stop and cancel are the turn's own cancellation, created with the
 	// turn: a Cancel that arrives before Run is kept, and Run's context
 	// ends with its cause.
@@ -345,7 +391,11 @@ func (s *Service) Reserve(req Request) (*Turn, error) {
 	if req.UserID == "" {
 		return nil, apperr.New(apperr.Unauthorized, "no user")
 	}
-	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator, req: req}
+	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator, req: req,
+		multitask: req.Multitask} // validated
+	if t.multitask == "" {
+		t.multitask = s.cfg.Multitask
+	}
 	t.stop, t.cancel = context.WithCancelCause(context.Background())
 	if t.RunID == "" {
 		t.RunID = s.cfg.NewID()
@@ -366,6 +416,7 @@ func (s *Service) Reserve(req Request) (*Turn, error) {
 // and the store's.
 func (t *Turn) Open(ctx context.Context) error {
 	s, req := t.svc, t.req
+	retry := false
 	if req.ClientTurnID != "" {
 		// client_turn_id is unique per user: a retry finds its turn's
 		// session even without session_id (a JSON client whose answer was
@@ -375,7 +426,7 @@ func (t *Turn) Open(ctx context.Context) error {
 		case err == nil && req.SessionID != "" && req.SessionID != prior.SessionID:
 			return apperr.New(apperr.Conflict, "client_turn_id %q was already used in another session (%s)", req.ClientTurnID, prior.SessionID)
 		case err == nil:
-			req.SessionID = prior.SessionID
+			req.SessionID, retry = prior.SessionID, true
 		case apperr.CodeOf(err) != apperr.NotFound:
 			return err
 		}
@@ -394,6 +445,17 @@ func (t *Turn) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.admit(t, sess.ID, true); err != nil {
+		return err
+	}
+	if t.multitask == multitask.Reject && !retry && req.SessionID != "" {
+		// A turn of the session running in another process: refused
+		// before the message is stored. (Two that start at once are told
+		// apart by Run, in the order of their runs.)
+		if err := t.rejectBusy(ctx, sess.ID); err != nil {
+			return err
+		}
+	}
 	t.Session, t.FocusEvent = sess, focusEv
 	t.User = Message{SessionID: sess.ID, UserID: req.UserID, Role: RoleUser, Content: req.Message,
 		ClientTurnID: req.ClientTurnID, StreamRunID: t.RunID}
@@ -409,6 +471,9 @@ func (t *Turn) Open(ctx context.Context) error {
 				return err
 			}
 			t.FocusEvent = nil
+			if err := s.admit(t, t.Session.ID, false); err != nil {
+				return err
+			}
 		}
 		answer, err := s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleAssistant)
 		switch {
@@ -431,6 +496,10 @@ func (t *Turn) reopen(ctx context.Context, user Message) error {
 		return err
 	}
 	t.Session, t.User = sess, user
+	// Its run is ordered among the session's turns already.
+	if err := s.admit(t, sess.ID, false); err != nil {
+		return err
+	}
 	answer, err := s.cfg.Store.RunMessage(ctx, user.UserID, t.RunID, RoleAssistant)
 	switch {
 	case err == nil:
@@ -439,6 +508,122 @@ func (t *Turn) reopen(ctx context.Context, user Message) error {
 		return err
 	}
 	return nil
+}
+
+// rejectBusy is the Conflict of a turn with strategy reject when sessionID
+// runs another turn, as the database says (nil without Config.Turns).
+func (t *Turn) rejectBusy(ctx context.Context, sessionID string) error {
+	if t.svc.cfg.Turns == nil {
+		return nil
+	}
+	ids, err := t.svc.cfg.Turns.RunningTurns(ctx, sessionID, "")
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(ids, func(id string) bool { return id != t.RunID }) {
+		return errSessionBusy(sessionID)
+	}
+	return nil
+}
+
+// turnsAhead returns the running turns of the session that came before t:
+// from the database (their runs created before t's) when the service has
+// Turns, else this process's turns registered before it.
+func (t *Turn) turnsAhead(ctx context.Context) ([]string, error) {
+	s := t.svc
+	if s.cfg.Turns != nil {
+		return s.cfg.Turns.RunningTurns(ctx, t.Session.ID, t.RunID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []string
+	for _, o := range s.bySession[t.Session.ID] {
+		if o == t {
+			break
+		}
+		if o.userID == t.userID {
+			ids = append(ids, o.RunID)
+		}
+	}
+	return ids, nil
+}
+
+// await holds the turn until the turns of its session ahead of it ended,
+// following its strategy: reject is a Conflict when any runs; interrupt
+// cancels them (cause superseded: each stores its partial answer) and
+// waits for them to end; enqueue waits. It reports whether the turn waited;
+// when it did, the session is read again, as the turns ahead changed it.
+func (t *Turn) await(ctx context.Context, sys event.Emitter) (bool, error) {
+	s := t.svc
+	superseded := map[string]bool{}
+	waited := false
+	for {
+		s.mu.Lock()
+		ended := s.ended
+		s.mu.Unlock()
+		ahead, err := t.turnsAhead(ctx)
+		if err != nil {
+			return waited, err
+		}
+		if len(ahead) == 0 {
+			break
+		}
+		if t.multitask == multitask.Reject {
+			return false, errSessionBusy(t.Session.ID)
+		}
+		if t.multitask == multitask.Interrupt {
+			for _, id := range ahead {
+				if !superseded[id] {
+					superseded[id] = true
+					t.supersede(ctx, id)
+				}
+			}
+		}
+		if !waited {
+			waited = true
+			sys.Emit(ctx, event.AgentState{State: event.StateThinking, Details: "queued: waiting for the session's running turn to end"})
+		}
+		timer := time.NewTimer(s.cfg.QueuePoll)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return waited, context.Cause(ctx)
+		case <-ended:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+	if !waited {
+		return false, nil
+	}
+	// The turns ahead stored their answers and moved the session (facts,
+	// last turn, a context shift): continue from there, with this
+	// request's context, entity and focus applied again.
+	req := t.req
+	req.SessionID = t.Session.ID
+	sess, _, err := s.resolveSession(ctx, req)
+	if err != nil {
+		return true, err
+	}
+	t.Session = sess
+	return true, nil
+}
+
+// supersede cancels the turn runID, ahead of t in its session, with cause
+// superseded.
+func (t *Turn) supersede(ctx context.Context, runID string) {
+	s := t.svc
+	cancel := s.cfg.CancelTurn
+	if cancel == nil {
+		cancel = func(_ context.Context, userID, runID string, cause agents.CancelCause) error {
+			return s.Cancel(userID, runID, cause)
+		}
+	}
+	if err := cancel(ctx, t.userID, runID, agents.Superseded); err != nil {
+		// Not running here (another process runs it, or it just ended):
+		// the turn waits for it to end.
+		s.cfg.Logger.Debug().Ctx(ctx).Err(err).Str("run_id", runID).Msg("supersede a running turn")
+	}
 }
 
 // AnnounceThinking emits agent_state thinking, the first event of every
@@ -463,12 +648,64 @@ func (s *Service) register(user string, t *Turn) error {
 	if s.perUse[user] >= s.cfg.MaxStreamsPerUser {
 		return apperr.New(apperr.TooMany, "you have %d streams running; the limit is %d", s.perUse[user], s.cfg.MaxStreamsPerUser)
 	}
+	if sid := t.req.SessionID; sid != "" {
+		if err := s.admitLocked(t, sid, true); err != nil {
+			return err
+		}
+	}
 	s.runs[t.RunID] = t
 	if t.userKey != "" {
 		s.byTurn[t.userKey] = t
 	}
 	s.perUse[user]++
 	return nil
+}
+
+// admit registers t under its session once Open resolved it (a turn that
+// named its session was registered by Reserve); check says a running turn
+// of the session refuses it (strategy reject).
+func (s *Service) admit(t *Turn, sessionID string, check bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t.session == sessionID {
+		return nil
+	}
+	s.leaveLocked(t)
+	return s.admitLocked(t, sessionID, check)
+}
+
+// admitLocked registers t under sessionID; with reject (and check), a turn
+// of the session running in this process is a Conflict (turns of other
+// processes are found in the database, by Open and Run).
+func (s *Service) admitLocked(t *Turn, sessionID string, check bool) error {
+	if check && t.multitask == multitask.Reject {
+		for _, o := range s.bySession[sessionID] {
+			if o.userID == t.userID {
+				return errSessionBusy(sessionID)
+			}
+		}
+	}
+	t.session = sessionID
+	s.bySession[sessionID] = append(s.bySession[sessionID], t)
+	return nil
+}
+
+func (s *Service) leaveLocked(t *Turn) {
+	if t.session == "" {
+		return
+	}
+	rest := slices.DeleteFunc(s.bySession[t.session], func(o *Turn) bool { return o == t })
+	if len(rest) == 0 {
+		delete(s.bySession, t.session)
+	} else {
+		s.bySession[t.session] = rest
+	}
+	t.session = ""
+}
+
+func errSessionBusy(sessionID string) error {
+	return apperr.New(apperr.Conflict,
+		"session %s is running a turn; wait for it, or send multitask_strategy enqueue or interrupt", sessionID)
 }
 
 // Release unregisters the turn. It is idempotent.
@@ -491,6 +728,9 @@ func (t *Turn) Release() {
 	if s.perUse[t.userID]--; s.perUse[t.userID] <= 0 {
 		delete(s.perUse, t.userID)
 	}
+	s.leaveLocked(t)
+	close(s.ended) // wakes the turns waiting for the turns ahead of them
+	s.ended = make(chan struct{})
 }
 
 // Cancel stops userID's running turn runID with cause. Another user's run,
@@ -618,9 +858,21 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 		sys.Emit(ctx, t.FocusEvent)
 	}
 
+	_, waitErr := t.await(ctx, sys)
+	if apperr.CodeOf(waitErr) == apperr.Conflict {
+		// Rejected: another turn of the session came first. Nothing more
+		// is stored.
+		pctx := context.WithoutCancel(ctx)
+		sys.Emit(pctx, event.Error{Error: ErrorInfo(waitErr)})
+		sys.Emit(pctx, event.Done{FinishedReason: event.FinishedError, SessionID: t.Session.ID})
+		return Outcome{Finished: event.FinishedError, Err: waitErr}
+	}
 	out := Outcome{Finished: event.FinishedCompleted}
 	facts := &factCollector{}
-	res, err := t.runPlanner(ctx, em.WithSink(facts.tee(em.Sink())), planMode, facts)
+	res, err := agents.Result{}, waitErr // cancelled (or failed) while it waited
+	if waitErr == nil {
+		res, err = t.runPlanner(ctx, em.WithSink(facts.tee(em.Sink())), planMode, facts)
+	}
 	if cause, ok := agents.CauseOf(ctx); ok && err != nil && !res.Interrupted {
 		// Cancelled before the planner ran (while loading what it needs):
 		// a cancellation like any other, not a failure.
@@ -929,7 +1181,45 @@ func (s *Service) history(ctx context.Context, t *Turn) ([]Message, error) {
 		}
 		out = append(out, m)
 	}
-	return out, nil
+	return pairTurns(out), nil
+}
+
+// pairTurns puts each answer right after its user message (the same stream
+// run). Turns of one session that overlapped — one enqueued or interrupting
+// while another ran — stored their user messages before the earlier answer;
+// the planner reads the conversation turn by turn.
+func pairTurns(msgs []Message) []Message {
+	users := map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == RoleUser && m.StreamRunID != "" {
+			users[m.StreamRunID] = true
+		}
+	}
+	answers := map[string][]Message{}
+	for _, m := range msgs {
+		if m.Role == RoleAssistant && users[m.StreamRunID] {
+			answers[m.StreamRunID] = append(answers[m.StreamRunID], m)
+		}
+	}
+	if len(answers) == 0 {
+		return msgs
+	}
+	out := make([]Message, 0, len(msgs))
+	for _, m := range msgs {
+		switch {
+		case m.Role == RoleUser:
+			out = append(out, m)
+			if m.StreamRunID != "" {
+				out = append(out, answers[m.StreamRunID]...)
+				delete(answers, m.StreamRunID)
+			}
+		case m.Role == RoleAssistant && users[m.StreamRunID]:
+			// placed after its user message
+		default:
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func toolCalls(recs []agents.ToolCallRecord) []ToolCall {

@@ -17,6 +17,7 @@ package config
 import (
 	"time"
 
+	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
 )
 
@@ -25,17 +26,18 @@ const DefaultFile = "configs/planwright.yaml"
 
 // Config is the whole configuration of the service and its CLI.
 type Config struct {
-	Server   Server   `yaml:"server"`
-	Database Database `yaml:"database"`
-	Auth     Auth     `yaml:"auth"`
-	LLM      LLM      `yaml:"llm"`
-	Agents   Agents   `yaml:"agents"`
-	Tools    Tools    `yaml:"tools"`
-	Planning Planning `yaml:"planning"`
-	Context  Context  `yaml:"context"`
-	Limits   Limits   `yaml:"limits"`
-	Log      Log      `yaml:"log"`
-	Client   Client   `yaml:"client"`
+	Server    Server    `yaml:"server"`
+	Database  Database  `yaml:"database"`
+	Auth      Auth      `yaml:"auth"`
+	LLM       LLM       `yaml:"llm"`
+	Agents    Agents    `yaml:"agents"`
+	Tools     Tools     `yaml:"tools"`
+	Planning  Planning  `yaml:"planning"`
+	Context   Context   `yaml:"context"`
+	Limits    Limits    `yaml:"limits"`
+	Retention Retention `yaml:"retention"`
+	Log       Log       `yaml:"log"`
+	Client    Client    `yaml:"client"`
 
 	// Source is the file this configuration was read from; empty when only
 	// built-in defaults (and the environment) apply.
@@ -65,6 +67,11 @@ type Server struct {
 	// request does not say: continue (the run goes on; the client rejoins
 	// with Last-Event-ID) or cancel.
 	OnDisconnect string `yaml:"on_disconnect"`
+	// MultitaskStrategy is what a message to a session whose turn still
+	// runs does when the request does not say: reject (409), enqueue (it
+	// runs after that turn) or interrupt (that turn is cancelled as
+	// superseded, its partial answer kept).
+	MultitaskStrategy multitask.Strategy `yaml:"multitask_strategy"`
 }
 
 // Database drivers.
@@ -211,6 +218,19 @@ type Limits struct {
 	MaxConsecutiveFailures int `yaml:"max_consecutive_failures"`
 }
 
+// Retention says how long records of past work are kept; a sweep deletes
+// what is older (plans, steps, executions' summaries and chat messages are
+// kept).
+type Retention struct {
+	// Events: finished runs and their event logs.
+	Events time.Duration `yaml:"events"`
+	// Transcripts: the agents' transcripts (agent chat messages and
+	// sessions).
+	Transcripts time.Duration `yaml:"transcripts"`
+	// ToolExecutions: the records of chat tool calls.
+	ToolExecutions time.Duration `yaml:"tool_executions"`
+}
+
 // Log formats.
 const (
 	FormatAuto    = "auto" // console when stderr is a terminal, JSON otherwise
@@ -246,6 +266,7 @@ func Default() Config {
 			MaxStreamsPerUser: 4,
 			KeepaliveInterval: 15 * time.Second,
 			OnDisconnect:      "continue",
+			MultitaskStrategy: multitask.Reject,
 		},
 		Database: Database{
 			Driver:         DriverSQLite,
@@ -281,7 +302,8 @@ func Default() Config {
 			TurnTimeout:            90 * time.Second,
 			MaxConsecutiveFailures: 2,
 		},
-		Log:    Log{Level: "info", Format: FormatAuto},
-		Client: Client{Server: "http://127.0.0.1:8080"},
+		Retention: Retention{Events: 720 * time.Hour, Transcripts: 720 * time.Hour, ToolExecutions: 720 * time.Hour},
+		Log:       Log{Level: "info", Format: FormatAuto},
+		Client:    Client{Server: "http://127.0.0.1:8080"},
 	}
 }

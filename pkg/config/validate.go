@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
 )
 
@@ -34,6 +35,9 @@ func (c Config) Validate() error {
 	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
 	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
 	v.oneOf("server.on_disconnect", "value", c.Server.OnDisconnect, []string{"continue", "cancel"})
+	if !c.Server.MultitaskStrategy.Valid() {
+		v.add("server.multitask_strategy", fmt.Sprintf("unknown strategy %q (want %s)", c.Server.MultitaskStrategy, multitask.List()))
+	}
 
 	v.oneOf("database.driver", "driver", c.Database.Driver, drivers)
 	if strings.TrimSpace(c.Database.DSN) == "" {
@@ -108,6 +112,10 @@ func (c Config) Validate() error {
 	v.positive("limits.max_tool_calls", int64(c.Limits.MaxToolCalls))
 	v.positiveDuration("limits.turn_timeout", c.Limits.TurnTimeout)
 	v.positive("limits.max_consecutive_failures", int64(c.Limits.MaxConsecutiveFailures))
+
+	v.positiveDuration("retention.events", c.Retention.Events)
+	v.positiveDuration("retention.transcripts", c.Retention.Transcripts)
+	v.positiveDuration("retention.tool_executions", c.Retention.ToolExecutions)
 
 	v.oneOf("log.level", "level", c.Log.Level, levels)
 	v.oneOf("log.format", "format", c.Log.Format, formats)

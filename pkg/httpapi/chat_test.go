@@ -81,6 +81,7 @@ type chatEnv struct {
 	logs   *syncBuffer
 	srv    *httpapi.Server
 	runs   *persistence.RunLog
+	db     *persistence.DB
 }
 
 func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
@@ -119,13 +120,22 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 			return tools.Result{Content: "echo: " + a.Text}, nil
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
-	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions,
+	feed := event.NewFeed()
+	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger,
+		Listener: listener})
+	require.NoError(t, err)
+	if listener != nil {
+		t.Cleanup(listener.WakeOnCommit(feed))
+	}
+	runs.Start()
+	t.Cleanup(runs.Close)
+	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runs,
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
 	require.NoError(t, err)
-	env := chatEnv{stores: stores, svc: svc, orch: orch, keys: map[string]string{}}
+	env := chatEnv{stores: stores, svc: svc, orch: orch, keys: map[string]string{}, db: db}
 	for _, u := range []string{"alice", "bob", "ops"} {
 		role := auth.RoleUser
 		if u == "ops" {
@@ -136,15 +146,6 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 		require.NoError(t, stores.Keys.CreateKey(context.Background(), key))
 		env.keys[u] = secret
 	}
-	feed := event.NewFeed()
-	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger,
-		Listener: listener})
-	require.NoError(t, err)
-	if listener != nil {
-		t.Cleanup(listener.WakeOnCommit(feed))
-	}
-	runs.Start()
-	t.Cleanup(runs.Close)
 	env.runs = runs
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
 		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,

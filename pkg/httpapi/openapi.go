@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -197,6 +198,8 @@ var forOptions = withStepInput(&jsonschema.ForOptions{
 		reflect.TypeFor[json.RawMessage](): {},
 		reflect.TypeFor[planning.ActorRole](): {Type: "string", Enum: []any{string(planning.ByUser), string(planning.ByOperator),
 			string(planning.ByAuto), string(planning.ByReviewer)}},
+		reflect.TypeFor[multitask.Strategy](): {Type: "string", Enum: []any{string(multitask.Reject), string(multitask.Enqueue),
+			string(multitask.Interrupt)}},
 	},
 })
 

@@ -13,6 +13,7 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
+	"github.com/planwright/planwright/pkg/multitask"
 )
 
 // StreamRequest is the body of POST /api/agent/stream.
@@ -27,8 +28,12 @@ type StreamRequest struct {
 	StreamRunID  string       `json:"stream_run_id,omitempty"`
 	// OnDisconnect is continue or cancel (default: the server's
 	// on_disconnect).
-	OnDisconnect      string `json:"on_disconnect,omitempty"`
-	AgentDefinitionID string `json:"agent_definition_id,omitempty"`
+	OnDisconnect string `json:"on_disconnect,omitempty"`
+	// MultitaskStrategy is what the message does while its session runs a
+	// turn: reject, enqueue or interrupt (default: the server's
+	// multitask_strategy).
+	MultitaskStrategy multitask.Strategy `json:"multitask_strategy,omitempty"`
+	AgentDefinitionID string             `json:"agent_definition_id,omitempty"`
 	// Stream defaults to true; false returns one JSON document.
 	Stream *bool `json:"stream,omitempty"`
 }
@@ -68,6 +73,7 @@ func (a *API) stream(c echo.Context) error {
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
 		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
+		Multitask: body.MultitaskStrategy,
 	})
 	if err != nil {
 		return err
