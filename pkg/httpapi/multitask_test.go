@@ -60,6 +60,16 @@ func newDoubleTexting() *doubleTexting {
 	return d
 }
 
+// waitBlocked waits until "first" reached the model.
+func (d *doubleTexting) waitBlocked(t *testing.T) {
+	t.Helper()
+	select {
+	case <-d.blocked:
+	case <-time.After(time.Minute):
+		t.Fatal(`"first" never reached the model`)
+	}
+}
+
 func (d *doubleTexting) finishFirst() {
 	d.released.Store(true)
 	close(d.release)
@@ -110,7 +120,7 @@ func TestMultitaskRejectRefusesWhileATurnRuns(t *testing.T) {
 			ctx := context.Background()
 			sid := openSession(t, a)
 			first := a.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "first", "session_id": sid})
-			<-d.blocked
+			d.waitBlocked(t)
 
 			for _, tc := range []struct {
 				name string
@@ -147,13 +157,13 @@ func TestMultitaskRejectRefusesWhileATurnRuns(t *testing.T) {
 			for _, m := range msgs {
 				contents = append(contents, m.Content)
 			}
-			require.Equal(t, []string{"hello", "Hello.", "first", "First answer."}, contents, "the refused messages are not stored")
+			require.Equal(t, []string{"hello", "Hello.", "first", "partial First answer."}, contents, "the refused messages are not stored")
 			require.False(t, d.secondEarly.Load())
 
 			// Once the turn ended, the session takes the next message.
 			next := decodeBody[httpapi.TurnResult](t, b.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "second", "session_id": sid, "stream": false}))
 			require.Equal(t, "completed", string(next.FinishedReason))
-			require.Equal(t, []string{"user: hello", "assistant: Hello.", "user: first", "assistant: First answer.", "user: second"}, d.conversation())
+			require.Equal(t, []string{"user: hello", "assistant: Hello.", "user: first", "assistant: partial First answer.", "user: second"}, d.conversation())
 		})
 	}
 }
@@ -177,7 +187,7 @@ func TestMultitaskEnqueueRunsAfterTheRunningTurn(t *testing.T) {
 				ctx := context.Background()
 				sid := openSession(t, a)
 				first := a.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "first", "session_id": sid})
-				<-d.blocked
+				d.waitBlocked(t)
 				queued := second.request(t, ctx, "alice", "POST", "/api/agent/stream",
 					map[string]any{"message": "second", "session_id": sid, "multitask_strategy": "enqueue", "client_turn_id": "q-1"})
 				require.Equal(t, http.StatusOK, queued.StatusCode)
@@ -193,7 +203,7 @@ func TestMultitaskEnqueueRunsAfterTheRunningTurn(t *testing.T) {
 				require.Equal(t, "completed", lastFrame(t, frames).Env["finished_reason"])
 				require.Contains(t, types(frames), "text")
 				require.False(t, d.secondEarly.Load(), "the queued turn ran while the first one did")
-				require.Equal(t, []string{"user: hello", "assistant: Hello.", "user: first", "assistant: First answer.", "user: second"}, d.conversation())
+				require.Equal(t, []string{"user: hello", "assistant: Hello.", "user: first", "assistant: partial First answer.", "user: second"}, d.conversation())
 			})
 		}
 	}
@@ -212,7 +222,7 @@ func TestMultitaskInterruptSupersedesTheRunningTurn(t *testing.T) {
 			ctx := context.Background()
 			sid := openSession(t, e)
 			first := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "first", "session_id": sid})
-			<-d.blocked
+			d.waitBlocked(t)
 			res := decodeBody[httpapi.TurnResult](t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
 				map[string]any{"message": "second", "session_id": sid, "multitask_strategy": "interrupt", "stream": false}))
 			require.Equal(t, "completed", string(res.FinishedReason))

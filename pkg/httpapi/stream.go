@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -50,6 +51,9 @@ type TurnResult struct {
 	Replay           bool                 `json:"replay,omitempty"`
 	Error            *ErrorDetail         `json:"error,omitempty"`
 }
+
+// syncTimeout bounds how long a JSON answer waits for its run's log.
+const syncTimeout = 10 * time.Second
 
 // CancelRequest is the body of POST /api/agent/stream/cancel.
 type CancelRequest struct {
@@ -310,6 +314,11 @@ func (a *API) logJSON(ctx context.Context, run event.Run, announce func(context.
 			sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
 				Event: event.Done{FinishedReason: event.FinishedError}})
 		}
+		// The answer goes out once the log holds done, as a stream's
+		// does: the session's next message then finds this turn ended.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
+		_ = a.cfg.Runs.Sync(sctx, run.ID)
+		cancel()
 		a.cfg.Runs.Finish(run.ID, sink.status())
 	}
 }
