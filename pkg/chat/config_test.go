@@ -14,11 +14,12 @@ import (
 // used to turn negative values into defaults silently).
 func TestNewServiceReportsEveryBadValue(t *testing.T) {
 	t.Parallel()
-	_, err := chat.NewService(chat.Config{MaxStreamsPerUser: -1, HistoryMessages: -1, MaxMessageBytes: -5, PersistTimeout: -time.Second})
+	_, err := chat.NewService(chat.Config{MaxStreamsPerUser: -1, HistoryMessages: -1, MaxMessageBytes: -5, PersistTimeout: -time.Second,
+		QueuePoll: -time.Second, Multitask: "queue"})
 	require.ErrorIs(t, err, apperr.ErrInvalid)
 	var fields []string
 	for _, f := range apperr.FieldsOf(err) {
 		fields = append(fields, f.Field)
 	}
-	require.Equal(t, []string{"Store", "Runner", "Planner", "MaxStreamsPerUser", "HistoryMessages", "MaxMessageBytes", "PersistTimeout"}, fields)
+	require.Equal(t, []string{"Store", "Runner", "Planner", "MaxStreamsPerUser", "HistoryMessages", "MaxMessageBytes", "PersistTimeout", "QueuePoll", "Multitask"}, fields)
 }
