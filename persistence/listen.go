@@ -303,7 +303,10 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn) error {
 		l.mu.Lock()
 		l.interrupt = nil
 		l.mu.Unlock()
-		quiet := errors.Is(wctx.Err(), context.DeadlineExceeded)
+		// Read before cancel, which would make every wait look interrupted
+		// (and a dead connection spin here instead of reconnecting).
+		werr := wctx.Err()
+		quiet := errors.Is(werr, context.DeadlineExceeded)
 		cancel()
 		switch {
 		case err == nil:
@@ -317,7 +320,7 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn) error {
 			if err != nil {
 				return err
 			}
-		case wctx.Err() != nil:
+		case werr != nil:
 			// Interrupted: the channels changed.
 		default:
 			return err

@@ -120,6 +120,7 @@ func TestKilledServer(t *testing.T) {
 	require.NoError(t, err)
 	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
 	require.NoError(t, err)
+	t.Cleanup(runs.Close) // its writer has a connection pool of its own
 	var ids []string
 	require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT id FROM runs ORDER BY id`).Scan(&ids).Error)
 	require.NotEmpty(t, ids)
