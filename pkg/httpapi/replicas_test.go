@@ -2,14 +2,11 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
-	"iter"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
@@ -58,19 +55,15 @@ func TestFollowersWakeAcrossReplicas(t *testing.T) {
 		resp := a.request(t, ctx, "alice", "POST", "/api/agent/stream",
 			map[string]any{"message": "plan the launch", "plan_mode": "auto_execute", "stream_run_id": "run-replicas"})
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		next, stop := iter.Pull2(sse.Read(resp.Body, nil))
+		read, stop := readFrames(t, resp.Body)
 		defer func() { stop(); resp.Body.Close() }()
 		var ref []wireFrame
 		pull := func() bool {
-			ev, err, ok := next()
-			if !ok {
-				return false
+			f, ok := read()
+			if ok {
+				ref = append(ref, f)
 			}
-			require.NoError(t, err)
-			var data map[string]any
-			require.NoError(t, json.Unmarshal([]byte(ev.Data), &data))
-			ref = append(ref, wireFrame{ID: ev.LastEventID, Type: ev.Type, Data: data})
-			return true
+			return ok
 		}
 		require.True(t, pull())
 		require.True(t, pull()) // session: the run exists

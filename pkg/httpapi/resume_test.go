@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"iter"
 	"math/rand/v2"
 	"net/http"
@@ -121,18 +120,15 @@ func TestRunResumesOnAnotherReplica(t *testing.T) {
 	resp := a.request(t, ctx, "alice", "POST", "/api/agent/stream",
 		map[string]any{"message": "plan the launch", "plan_mode": "auto_execute", "stream_run_id": "run-hop"})
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	next, stop := iter.Pull2(sse.Read(resp.Body, nil))
+	read, stop := readFrames(t, resp.Body)
 	k := 2 + rng.IntN(20)
 	var first []wireFrame
 	for len(first) < k {
-		ev, err, ok := next()
+		f, ok := read()
 		if !ok {
 			break
 		}
-		require.NoError(t, err)
-		var data map[string]any
-		require.NoError(t, json.Unmarshal([]byte(ev.Data), &data))
-		first = append(first, wireFrame{ID: ev.LastEventID, Type: ev.Type, Data: data})
+		first = append(first, f)
 	}
 	stop()
 	resp.Body.Close() // the client goes away; the run goes on (on_disconnect: continue)

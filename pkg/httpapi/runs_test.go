@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"iter"
 	"math/rand/v2"
 	"net/http"
@@ -38,8 +39,16 @@ func openEvents(t *testing.T, e chatEnv, ctx context.Context, user, path, lastID
 	if resp.StatusCode != http.StatusOK {
 		return resp, nil, func() { resp.Body.Close() }
 	}
-	next, stop := iter.Pull2(sse.Read(resp.Body, nil))
-	read := func() (wireFrame, bool) {
+	read, stop := readFrames(t, resp.Body)
+	return resp, read, func() { stop(); resp.Body.Close() }
+}
+
+// readFrames returns a pull reader of the SSE frames of body, each with its
+// data decoded, and the function that stops it.
+func readFrames(t *testing.T, body io.Reader) (read func() (wireFrame, bool), stop func()) {
+	t.Helper()
+	next, stop := iter.Pull2(sse.Read(body, nil))
+	return func() (wireFrame, bool) {
 		ev, err, ok := next()
 		if !ok {
 			return wireFrame{}, false
@@ -48,8 +57,7 @@ func openEvents(t *testing.T, e chatEnv, ctx context.Context, user, path, lastID
 		var data map[string]any
 		require.NoError(t, json.Unmarshal([]byte(ev.Data), &data))
 		return wireFrame{ID: ev.LastEventID, Type: ev.Type, Data: data}, true
-	}
-	return resp, read, func() { stop(); resp.Body.Close() }
+	}, stop
 }
 
 // readAll reads frames to the end.
@@ -112,18 +120,14 @@ func TestRunStreamsResume(t *testing.T) {
 			resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream",
 				map[string]any{"message": "plan the launch", "plan_mode": "auto_execute", "stream_run_id": "run-a"})
 			require.Equal(t, http.StatusOK, resp.StatusCode)
-			next, stop := iter.Pull2(sse.Read(resp.Body, nil))
+			read, stop := readFrames(t, resp.Body)
 			var ref []wireFrame
 			pull := func() bool {
-				ev, err, ok := next()
-				if !ok {
-					return false
+				f, ok := read()
+				if ok {
+					ref = append(ref, f)
 				}
-				require.NoError(t, err)
-				var data map[string]any
-				require.NoError(t, json.Unmarshal([]byte(ev.Data), &data))
-				ref = append(ref, wireFrame{ID: ev.LastEventID, Type: ev.Type, Data: data})
-				return true
+				return ok
 			}
 			require.True(t, pull())
 			require.Equal(t, "run-a", ref[0].Data["run_id"], "the first frame names the run")
