@@ -529,7 +529,9 @@ export class ChatView {
       });
     } finally {
       this.status.textContent = followed ? "" : "Nothing of that turn runs any more; its messages are shown above.";
-      if (followed && this.sessionId) this.open(this.sessionId);
+      // Reopen the session either way: a turn that ended between the
+      // page's first load and this look has its answer stored by now.
+      if (this.sessionId) this.open(this.sessionId);
     }
   }
 
