@@ -285,16 +285,35 @@ func (s *Executions) ListExecutions(ctx context.Context, planID string) ([]plann
 
 // AppendAgentMessage stores one message of an agent's conversation.
 func (s *Executions) AppendAgentMessage(ctx context.Context, m planning.AgentMessage) error {
+	r := s.agentMessageRow(m)
+	return dbErr("append agent message", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
+}
+
+// QueueAgentMessage stores one message of an agent's conversation without
+// waiting for it: while a run log's writer runs on the database, the row
+// joins its next batch (committed before, or with, every event queued after
+// it) and done hears, from the writer's goroutine, how the insert ended;
+// without one, it is stored at once and done hears that before
+// QueueAgentMessage returns. done must not block.
+func (s *Executions) QueueAgentMessage(ctx context.Context, m planning.AgentMessage, done func(error)) {
+	r := s.agentMessageRow(m)
+	if s.queueInsert(ctx, r, func(err error) { done(dbErr("append agent message", err)) }) {
+		return
+	}
+	done(dbErr("append agent message", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...)))
+}
+
+func (s *Executions) agentMessageRow(m planning.AgentMessage) rowInsert {
 	if m.ID == "" {
 		m.ID = s.newID()
 	}
 	if m.CreatedAt.IsZero() {
 		m.CreatedAt = s.now()
 	}
-	return dbErr("append agent message", s.execInsert(ctx, `INSERT INTO agent_chat_messages (id, agent_session_id, execution_id,
-		seq, role, content, tool_calls, tool_call_id, name, input_tokens, output_tokens, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
-		m.ID, m.AgentSessionID, m.ExecutionID, m.Seq, m.Role, m.Content, mustJSON(nonNil(m.ToolCalls)), m.ToolCallID, m.Name,
-		m.Usage.InputTokens, m.Usage.OutputTokens, Timestamp(m.CreatedAt)))
+	return rowInsert{table: "agent_chat_messages", cols: `(id, agent_session_id, execution_id, seq, role, content, tool_calls,
+		tool_call_id, name, input_tokens, output_tokens, created_at)`,
+		args: []any{m.ID, m.AgentSessionID, m.ExecutionID, m.Seq, m.Role, m.Content, mustJSON(nonNil(m.ToolCalls)), m.ToolCallID, m.Name,
+			m.Usage.InputTokens, m.Usage.OutputTokens, Timestamp(m.CreatedAt)}}
 }
 
 // ListAgentMessages returns an agent conversation's messages in order.

@@ -75,6 +75,13 @@ type RunLogConfig struct {
 	// and what is appended while a batch commits joins the next one (a
 	// Record waits for its commit, so a linger would add to every step).
 	Linger time.Duration
+	// Idle is how long the writer gathers when nobody waits for what is
+	// pending (events that only inform, like text or tool calls, and
+	// queued rows; no Record, Sync or Finish): they ride with the next
+	// batch someone waits for, or commit once Idle passed. It bounds what
+	// such an event adds to its delivery. Default 5 ms; negative: commit
+	// at once. Used only without a Linger.
+	Idle time.Duration
 	// MaxBatch bounds the events of one transaction (default 512).
 	MaxBatch int
 	// MaxText bounds a coalesced text event, in bytes (default 4 KiB).
@@ -116,6 +123,11 @@ type RunLog struct {
 	closed  bool
 	stopped chan struct{}
 	started bool
+
+	// urgent: someone waits for what is pending (a Record, Sync, Finish,
+	// Close); hurry wakes a writer gathering for Idle.
+	urgent bool
+	hurry  chan struct{}
 }
 
 // runSeq is the writer's state of one open run.
@@ -139,12 +151,22 @@ type pendingEvent struct {
 	// that ended.
 	write  func(context.Context) error
 	commit *event.Commit
+	// row, when set, is a queued insert no event announces (runlog_rows.go):
+	// the entry has no run and no event, and done hears how it ended.
+	row  *rowInsert
+	done func(error)
+	// alone: insert row by itself, not in its table's multi-row INSERT.
+	alone bool
 }
 
-// resolve tells the event's Record, if any, how its write ended.
+// resolve tells the event's Record, if any, or the queued row's caller,
+// how its write ended.
 func (p pendingEvent) resolve(err error) {
 	if p.write != nil {
 		p.commit.Resolve(err)
+	}
+	if p.row != nil {
+		p.done(err)
 	}
 }
 
@@ -159,6 +181,9 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 		return nil, errors.New("persistence: NewRunLog: nil database")
 	}
 	cfg.Linger = max(cfg.Linger, 0)
+	if cfg.Idle == 0 {
+		cfg.Idle = 5 * time.Millisecond
+	}
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = 512
 	}
@@ -178,7 +203,7 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 		return nil, fmt.Errorf("persistence: the run log's connection: %w", err)
 	}
 	return &RunLog{db: db, store: store, cfg: cfg, pool: pool, runs: map[string]*runSeq{}, kick: make(chan struct{}, 1),
-		stopped: make(chan struct{})}, nil
+		hurry: make(chan struct{}, 1), stopped: make(chan struct{})}, nil
 }
 
 // Start starts the writer goroutine. Close ends it.
@@ -189,6 +214,7 @@ func (l *RunLog) Start() {
 		return
 	}
 	l.started = true
+	writers.Store(l.db, l)
 	go l.write()
 }
 
@@ -203,10 +229,12 @@ func (l *RunLog) Close() {
 	}
 	l.closed = true
 	started := l.started
+	l.urgeLocked()
 	l.mu.Unlock()
 	l.signal()
 	if started {
 		<-l.stopped
+		writers.CompareAndDelete(l.db, l)
 	} else {
 		close(l.stopped)
 	}
@@ -220,6 +248,16 @@ func (l *RunLog) Close() {
 func (l *RunLog) signal() {
 	select {
 	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// urgeLocked says someone waits for what is pending: the writer commits it
+// at once.
+func (l *RunLog) urgeLocked() {
+	l.urgent = true
+	select {
+	case l.hurry <- struct{}{}:
 	default:
 	}
 }
@@ -433,6 +471,9 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 	r.next++
 	p.env = e
 	l.queue = append(l.queue, p)
+	if p.write != nil {
+		l.urgeLocked() // its Record waits
+	}
 	l.signal()
 	return e.Seq, nil
 }
@@ -450,6 +491,7 @@ func (l *RunLog) Finish(runID, status string) {
 		r.finishing = true
 	}
 	l.finish = append(l.finish, pendingFinish{runID: runID, status: status, at: l.store.stamp()})
+	l.urgeLocked()
 	l.signal()
 }
 
@@ -464,6 +506,7 @@ func (l *RunLog) Sync(ctx context.Context, runID string) error {
 			return nil
 		}
 		ch := r.flushed
+		l.urgeLocked()
 		l.mu.Unlock()
 		select {
 		case <-ch:
@@ -482,12 +525,21 @@ func (l *RunLog) write() {
 	for {
 		<-l.kick
 		l.mu.Lock()
-		closed := l.closed
+		closed, urgent := l.closed, l.urgent
 		l.mu.Unlock()
 		if !closed && l.cfg.Linger > 0 {
 			// Gather: appends that arrive meanwhile join this batch.
 			linger.Reset(l.cfg.Linger)
 			<-linger.C
+		} else if !closed && !urgent && l.cfg.Idle > 0 {
+			// Nobody waits for what is pending: gather until someone
+			// does, or Idle passed.
+			linger.Reset(l.cfg.Idle)
+			select {
+			case <-linger.C:
+			case <-l.hurry:
+				linger.Stop()
+			}
 		}
 		for {
 			l.mu.Lock()
@@ -497,6 +549,13 @@ func (l *RunLog) write() {
 			var fin []pendingFinish
 			if len(l.queue) == 0 {
 				fin, l.finish = l.finish, nil
+				// All taken: what is appended from now on waits for a
+				// hurry of its own.
+				l.urgent = false
+				select {
+				case <-l.hurry:
+				default:
+				}
 			}
 			closed = l.closed
 			l.mu.Unlock()
@@ -523,6 +582,13 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 		err := l.tx(batch, rows, fin, attempt > 1)
 		if err == nil {
 			break
+		}
+		if errors.Is(err, errRowsFailed) {
+			// One of the queued rows is at fault: insert them one by one
+			// to find it (a writeFailed next).
+			rowsAlone(batch)
+			attempt--
+			continue
 		}
 		var wf *writeFailed
 		if errors.As(err, &wf) {
@@ -558,8 +624,11 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 
 // eventRows encodes a batch's events as run_events rows.
 func (l *RunLog) eventRows(batch []pendingEvent) []runEventRow {
-	rows := make([]runEventRow, len(batch))
+	rows := make([]runEventRow, 0, len(batch))
 	for i, p := range batch {
+		if p.row != nil {
+			continue
+		}
 		data, err := json.Marshal(p.env)
 		if err != nil {
 			// A payload that cannot be encoded: log it as an error event
@@ -569,8 +638,8 @@ func (l *RunLog) eventRows(batch []pendingEvent) []runEventRow {
 			batch[i].env = p.env
 			data, _ = json.Marshal(p.env)
 		}
-		rows[i] = runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
-			Data: string(data), CreatedAt: Timestamp(p.env.TS)}
+		rows = append(rows, runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
+			Data: string(data), CreatedAt: Timestamp(p.env.TS)})
 	}
 	return rows
 }
@@ -592,6 +661,9 @@ func (l *RunLog) dropWrite(batch []pendingEvent, at int, err error) []pendingEve
 	gone := batch[at]
 	gone.resolve(err)
 	batch = append(batch[:at:at], batch[at+1:]...)
+	if gone.row != nil {
+		return batch // a queued row: no event, no seq
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := at; i < len(batch); i++ {
@@ -676,14 +748,10 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return l.pool.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if len(rows) > 0 {
+		if len(batch) > 0 {
 			if retry {
-				var n int64
-				if err := tx.Model(&runEventRow{}).Where("run_id = ? AND seq = ?", rows[0].RunID, rows[0].Seq).Count(&n).Error; err != nil {
-					return err
-				}
-				if n > 0 {
-					return nil // the earlier attempt committed; only its answer was lost
+				if ok, err := l.landed(ctx, tx, batch, rows); err != nil || ok {
+					return err // ok: the earlier attempt committed; only its answer was lost
 				}
 			}
 			wctx := withBatchTx(ctx, tx)
@@ -697,6 +765,9 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 					}
 					return &writeFailed{at: i, err: err}
 				}
+			}
+			if err := l.insertRows(ctx, tx, batch); err != nil {
+				return err
 			}
 			if err := l.insertEvents(ctx, tx, rows); err != nil {
 				return err
@@ -741,6 +812,9 @@ func (l *RunLog) publish(batch []pendingEvent, fin []pendingFinish) {
 	var order []string
 	byRun := map[string][]event.Envelope{}
 	for _, p := range batch {
+		if p.row != nil {
+			continue
+		}
 		if _, ok := byRun[p.runID]; !ok {
 			order = append(order, p.runID)
 		}

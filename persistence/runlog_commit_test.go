@@ -2,6 +2,7 @@ package persistence_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
 )
 
 // logEmitter is a run's emitter as the API builds it: its events go to the
@@ -195,4 +197,110 @@ func TestRunLogCommitsWritesAcrossTerminatedConnections(t *testing.T) {
 	for _, r := range reviews {
 		require.Equal(t, 1, rounds[r.Round], "the row of round %d has its event", r.Round)
 	}
+}
+
+// TestRunLogQueuesRows: transcript messages and tool records queued while
+// the writer runs (QueueAgentMessage, QueueToolExecution) are stored in its
+// batches, without their callers waiting, before (or with) the events
+// queued after them; one that fails for a reason of its own — a taken seq,
+// a conversation that does not exist — is dropped and reported, and the
+// rest of its batch, rows and events, commits.
+func TestRunLogQueuesRows(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		stores := dbtest.NewStores(t, db)
+		pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
+		// A long linger gathers what is queued below in one batch.
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
+			Linger: 100 * time.Millisecond})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		em := logEmitter(t, l, "r1")
+
+		p := newPlan(persistence.NewID())
+		require.NoError(t, stores.Plans.CreatePlan(ctx, &p))
+		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
+		require.NoError(t, stores.Executions.StartExecution(ctx,
+			planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: p.ID, StepNumber: 1},
+			planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: 1, UserID: "alice"},
+			planning.Execution{ID: execID, PlanID: p.ID, StepNumber: 1, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice"}))
+
+		var mu sync.Mutex
+		outcome := map[string]error{}
+		pending := map[string]bool{}
+		queue := func(name string, m planning.AgentMessage) {
+			mu.Lock()
+			pending[name] = true
+			mu.Unlock()
+			stores.Executions.QueueAgentMessage(ctx, m, func(err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				outcome[name] = err
+				delete(pending, name)
+			})
+		}
+		msg := func(seq int) planning.AgentMessage {
+			return planning.AgentMessage{AgentSessionID: sessionID, ExecutionID: execID, Seq: seq, Role: "assistant",
+				Content: fmt.Sprintf("message %d", seq)}
+		}
+		queue("1", msg(1))
+		queue("2", msg(2))
+		queue("2 again", msg(2))
+		lost := msg(3)
+		lost.AgentSessionID = persistence.NewID()
+		queue("no conversation", lost)
+		queue("3", msg(3))
+		for i := range 2 {
+			require.NoError(t, stores.ToolExecutions.QueueToolExecution(ctx, tools.Execution{UserID: "alice", ToolCallID: fmt.Sprint("c", i),
+				ToolName: "work", Success: true, Source: event.Source{Role: event.RoleExecutor, PlanID: p.ID, StepNumber: 1, ExecutionID: execID}}))
+		}
+		require.NoError(t, em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: 1, Status: planning.StepRunning}},
+			func(ctx context.Context) error {
+				return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: 1}, Status: planning.StepRunning})
+			}))
+		mu.Lock()
+		require.Empty(t, pending, "rows queued before an event are done when it is")
+		require.NoError(t, outcome["1"])
+		require.NoError(t, outcome["2"])
+		require.NoError(t, outcome["3"])
+		require.Equal(t, apperr.Conflict, apperr.CodeOf(outcome["2 again"]), "%v", outcome["2 again"])
+		require.Error(t, outcome["no conversation"])
+		mu.Unlock()
+
+		msgs, err := stores.Executions.ListAgentMessages(ctx, sessionID)
+		require.NoError(t, err)
+		require.Len(t, msgs, 3)
+		for i, m := range msgs {
+			require.Equal(t, i+1, m.Seq)
+			require.Equal(t, fmt.Sprintf("message %d", i+1), m.Content)
+		}
+		recs, err := stores.ToolExecutions.ToolExecutionsOf(ctx, "alice", execID)
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		stored, err := l.Events(ctx, "r1", 0, 0)
+		require.NoError(t, err)
+		require.Len(t, stored, 1)
+
+		// Rows alone, with no event after them, are committed too.
+		done := make(chan error, 1)
+		stores.Executions.QueueAgentMessage(ctx, msg(4), func(err error) { done <- err })
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("a queued row was never stored")
+		}
+		msgs, err = stores.Executions.ListAgentMessages(ctx, sessionID)
+		require.NoError(t, err)
+		require.Len(t, msgs, 4)
+
+		// Without a writer, the row is stored before QueueAgentMessage returns.
+		l.Close()
+		var after error = errors.New("not called")
+		stores.Executions.QueueAgentMessage(ctx, msg(5), func(err error) { after = err })
+		require.NoError(t, after)
+	})
 }

@@ -49,6 +49,25 @@ func (r toolExecutionRow) execution() tools.Execution {
 
 // RecordToolExecution stores one tool execution (tools.Recorder).
 func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execution) error {
+	r := s.toolExecutionRow(e)
+	return dbErr("record tool execution", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
+}
+
+// QueueToolExecution stores one tool execution without waiting for it (a
+// tools.Recorder too): while a run log's writer runs on the database, the
+// row joins its next batch (committed before, or with, every event queued
+// after it, so a run's records are stored by the time its results are
+// announced) and the writer logs a failure; without one, it is stored at
+// once and the error returned.
+func (s *ToolExecutions) QueueToolExecution(ctx context.Context, e tools.Execution) error {
+	r := s.toolExecutionRow(e)
+	if s.queueInsert(ctx, r, nil) {
+		return nil
+	}
+	return dbErr("record tool execution", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
+}
+
+func (s *ToolExecutions) toolExecutionRow(e tools.Execution) rowInsert {
 	if e.ID == "" {
 		e.ID = s.newID()
 	}
@@ -59,11 +78,11 @@ func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execut
 	if len(args) > 0 && !json.Valid(args) {
 		args = mustJSON(string(e.Arguments)) // arguments the model garbled are kept as a JSON string
 	}
-	row := toolExecutionRow{ID: e.ID, UserID: e.UserID, SessionID: e.SessionID, ToolCallID: e.ToolCallID, ToolName: e.ToolName,
-		Arguments: args, Result: e.Result, Error: e.Error, Success: e.Success, Cancelled: e.Cancelled, DurationMS: e.DurationMS,
-		SourceRole: string(e.Source.Role), AgentID: e.Source.AgentID, PlanID: e.Source.PlanID, StepNumber: e.Source.StepNumber,
-		ExecutionID: e.Source.ExecutionID, CreatedAt: Timestamp(e.CreatedAt)}
-	return dbErr("record tool execution", s.insert(ctx, &row))
+	return rowInsert{table: "chat_tool_executions", cols: `(id, user_id, session_id, tool_call_id, tool_name, arguments, result,
+		error, success, cancelled, duration_ms, source_role, agent_id, plan_id, step_number, execution_id, created_at)`,
+		args: []any{e.ID, e.UserID, e.SessionID, e.ToolCallID, e.ToolName, args, e.Result, e.Error, e.Success, e.Cancelled,
+			e.DurationMS, string(e.Source.Role), e.Source.AgentID, e.Source.PlanID, e.Source.StepNumber, e.Source.ExecutionID,
+			Timestamp(e.CreatedAt)}}
 }
 
 // ToolExecutionFilter selects tool executions; empty fields match all.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planwright/planwright/agents"
@@ -169,15 +170,30 @@ type AgentMessages interface {
 	AppendAgentMessage(ctx context.Context, m AgentMessage) error
 }
 
+// AgentMessageQueue is AgentMessages that can also store a message without
+// the caller waiting (persistence queues it to the run log's writer, whose
+// batch commits it before, or with, every event announced after it). done
+// hears how the write ended, maybe from another goroutine, maybe before
+// QueueAgentMessage returns; it must not block.
+type AgentMessageQueue interface {
+	QueueAgentMessage(ctx context.Context, m AgentMessage, done func(error))
+}
+
 // Transcript writes every message of an agent's run to its conversation
 // (agent_chat_messages): an executor's, and the chat turn's planner's. It
-// is an agents.Transcript; TranscriptEntries reads one back.
+// is an agents.Transcript; TranscriptEntries reads one back. When Store is
+// an AgentMessageQueue, Append does not wait for the write: a write that
+// failed is the error of the next Append (so the run still ends on it), and
+// a run's later events are committed after its messages.
 type Transcript struct {
 	Store          AgentMessages
 	AgentSessionID string
 	// ExecutionID is the executor's execution; empty for the planner.
 	ExecutionID string
 	Now         func() time.Time
+
+	mu     sync.Mutex
+	failed error // the first queued write that failed
 }
 
 // Append stores one message of the run.
@@ -188,7 +204,30 @@ func (t *Transcript) Append(ctx context.Context, e agents.TranscriptEntry) error
 	for _, c := range e.Message.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
-	return t.Store.AppendAgentMessage(ctx, m)
+	q, ok := t.Store.(AgentMessageQueue)
+	if !ok {
+		return t.Store.AppendAgentMessage(ctx, m)
+	}
+	if err := t.err(); err != nil {
+		return err
+	}
+	q.QueueAgentMessage(ctx, m, func(err error) {
+		if err != nil {
+			t.mu.Lock()
+			if t.failed == nil {
+				t.failed = err
+			}
+			t.mu.Unlock()
+		}
+	})
+	return t.err()
+}
+
+// err is the first queued write that failed, if any.
+func (t *Transcript) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
 }
 
 // TranscriptEntries turns an agent's stored messages (in Seq order) back

@@ -135,7 +135,10 @@ func newRoles(cfg config.Config) (agents.Roles, error) {
 }
 
 func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Metrics, log zerolog.Logger) (*tools.Runtime, error) {
-	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(stores.ToolExecutions), Timeout: cfg.Tools.Timeout,
+	// Tool calls are recorded without the round waiting (QueueToolExecution:
+	// the run log's next batch stores them, before the results it announces).
+	rec := tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
+	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(rec), Timeout: cfg.Tools.Timeout,
 		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger()})
 }
 
