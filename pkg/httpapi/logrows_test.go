@@ -34,18 +34,22 @@ import (
 // stored once.
 //
 // after a kill (exact false), the log ends wherever the process died and
-// recovery (InterruptRunning) closed what it left running. What holds
-// today — rows are written before the event that announces them — is that
-// nothing was announced that the rows do not hold: a step announced
-// running is no longer pending, a final state announced is the row's, an
-// announced execution exists, a plan_complete's status is the plan's, and
-// done's message is stored. The converse (no row change without its event)
-// waits for the rows and their events to commit in one transaction (issue
-// 13, the log's writer): until then a kill between a row's commit and its
-// event's may leave the rows ahead of the log, and is not a failure.
+// recovery (InterruptRunning) closed what it left running (a running step
+// or execution is cancelled, "interrupted: …"). Nothing was announced that
+// the rows do not hold — a step announced running is running or was
+// interrupted, a final state announced is the row's, an announced
+// execution exists, a plan_complete's status is the plan's, done's message
+// is stored — and, since a row and the event announcing it commit in one
+// transaction, no row the log announces changed without its event: a step
+// never announced is pending, every execution of the plan was announced,
+// a plan without plan_complete is not over, and the session of a turn
+// without done's answer has no answer.
 //
 // Both: the log's seqs run 1, 2, … without a gap, and no step ends twice
-// in one run, nor does one execution.
+// in one run, nor does one execution. An execution announced ended has its
+// whole transcript (seq 1, 2, … ending with the executor's answer): its
+// messages are queued to the log's writer before the event, so they commit
+// before or with it.
 type logAgreement struct {
 	runs   *persistence.RunLog
 	stores dbtest.Stores
@@ -104,36 +108,47 @@ func (a logAgreement) check(t *testing.T, ctx context.Context, runID string) {
 		for _, s := range p.Steps {
 			said, ok := pl.steps[s.Number]
 			switch {
-			case a.exact && !ok:
+			case !ok:
 				require.Equal(t, planning.StepPending, s.Status, "run %s plan %s step %d: never announced", runID, id, s.Number)
-			case a.exact, ok && said != planning.StepRunning:
+			case a.exact, said != planning.StepRunning:
 				require.Equal(t, said, s.Status, "run %s plan %s step %d: the row says what the log said", runID, id, s.Number)
-			case ok:
-				require.NotEqual(t, planning.StepPending, s.Status, "run %s plan %s step %d: announced running", runID, id, s.Number)
+			case s.Status != planning.StepRunning:
+				require.Equal(t, planning.StepCancelled, s.Status, "run %s plan %s step %d: announced running", runID, id, s.Number)
+				require.Contains(t, s.Error, "interrupted", "run %s plan %s step %d: only recovery ends it unannounced", runID, id, s.Number)
 			}
 		}
 		execs, err := a.stores.PlanRecords.ListExecutions(ctx, id)
 		require.NoError(t, err)
-		rows := map[string]planning.ExecutionStatus{}
+		rows := map[string]planning.Execution{}
 		for _, x := range execs {
-			rows[x.ID] = x.Status
+			rows[x.ID] = x
 		}
 		for xid, said := range pl.execs {
 			got, ok := rows[xid]
 			require.True(t, ok, "run %s: announced execution %s is stored", runID, xid)
-			if said != "" {
-				require.Equal(t, said, got, "run %s: execution %s", runID, xid)
-			} else if a.exact {
-				require.Equal(t, planning.ExecutionRunning, got, "run %s: execution %s never announced ended", runID, xid)
+			switch {
+			case said != "":
+				require.Equal(t, said, got.Status, "run %s: execution %s", runID, xid)
+				a.wholeTranscript(t, ctx, runID, got)
+			case a.exact || got.Status == planning.ExecutionRunning:
+				require.Equal(t, planning.ExecutionRunning, got.Status, "run %s: execution %s never announced ended", runID, xid)
+			default:
+				require.Equal(t, planning.ExecutionCancelled, got.Status, "run %s: execution %s never announced ended", runID, xid)
+				require.Contains(t, got.Error, "interrupted", "run %s: execution %s: only recovery ends it unannounced", runID, xid)
 			}
 		}
-		if a.exact {
-			require.Len(t, rows, len(pl.execs), "run %s plan %s: every execution was announced", runID, id)
-		}
+		require.Len(t, rows, len(pl.execs), "run %s plan %s: every execution was announced", runID, id)
 		if pl.end != nil {
 			require.Equal(t, pl.end.Status, p.Status, "run %s plan %s", runID, id)
-		} else if a.exact {
+		} else {
 			require.False(t, planTerminal(p.Status), "run %s plan %s is %s without plan_complete", runID, id, p.Status)
+		}
+		if done == nil || done.MessageID == "" {
+			msgs, err := a.stores.Chats.ListMessages(ctx, p.SessionID, 100)
+			require.NoError(t, err)
+			for _, m := range msgs {
+				require.NotEqual(t, chat.RoleAssistant, m.Role, "run %s: an answer stored without done", runID)
+			}
 		}
 	}
 	if done != nil && done.MessageID != "" {
@@ -150,6 +165,22 @@ func (a logAgreement) check(t *testing.T, ctx context.Context, runID string) {
 		require.True(t, found, "run %s: done's answer %s is stored", runID, done.MessageID)
 		require.Equal(t, 1, answers, "run %s: the answer is stored once", runID)
 	}
+}
+
+// wholeTranscript checks that an execution announced ended has its
+// transcript stored whole: seq 1, 2, … ending with the executor's answer.
+func (a logAgreement) wholeTranscript(t *testing.T, ctx context.Context, runID string, x planning.Execution) {
+	t.Helper()
+	if x.Status != planning.ExecutionCompleted {
+		return // a failed or cancelled run may end on any message
+	}
+	msgs, err := a.stores.PlanRecords.ListAgentMessages(ctx, x.AgentSessionID)
+	require.NoError(t, err)
+	require.NotEmpty(t, msgs, "run %s: execution %s has its transcript", runID, x.ID)
+	for i, m := range msgs {
+		require.Equal(t, i+1, m.Seq, "run %s: execution %s: transcript without a gap", runID, x.ID)
+	}
+	require.Equal(t, "assistant", msgs[len(msgs)-1].Role, "run %s: execution %s: the transcript ends with the answer", runID, x.ID)
 }
 
 func planTerminal(s planning.Status) bool {
