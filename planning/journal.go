@@ -158,6 +158,18 @@ func (j journal) executorFinished(ctx context.Context, xem event.Emitter, e Exec
 		func(ctx context.Context) error { return j.cfg.Store.FinishExecution(ctx, e) })
 }
 
+// executorEnded is executorFinished without the wait (event.Emitter.Submit):
+// its caller would only log a failure, which done does, and the step's end
+// that follows commits with it or after it.
+func (j journal) executorEnded(ctx context.Context, xem event.Emitter, e Execution, done func(error)) {
+	wctx, cancel := j.persist(ctx) // without a log, the write is made before Submit returns
+	defer cancel()
+	u := e.Usage
+	xem.Submit(wctx, event.ExecutorResult{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID, Status: e.Status,
+		Summary: textcut.Cut(e.Result, 500), Error: e.Error, Usage: &u},
+		func(ctx context.Context) error { return j.cfg.Store.FinishExecution(ctx, e) }, done)
+}
+
 // reviewed stores a reviewer's verdict and announces it (plan_review), also
 // when the run was cancelled. rem is the reviewer's emitter.
 func (j journal) reviewed(ctx context.Context, rem event.Emitter, r Review) error {

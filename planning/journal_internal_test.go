@@ -49,6 +49,11 @@ func TestJournal(t *testing.T) {
 		{"an executor finishes", "FinishExecution", event.TypeExecutorResult, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.executorFinished(ctx, em, Execution{ID: "x1", PlanID: "p1", StepNumber: 1, Status: ExecutionCompleted})
 		}},
+		{"an executor ends, unwaited", "FinishExecution", event.TypeExecutorResult, true, func(ctx context.Context, j journal, em event.Emitter) error {
+			done := make(chan error, 1)
+			j.executorEnded(ctx, em, Execution{ID: "x1", PlanID: "p1", StepNumber: 1, Status: ExecutionCompleted}, func(err error) { done <- err })
+			return <-done
+		}},
 		{"a review is given", "AddReview", event.TypePlanReview, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.reviewed(ctx, em, Review{PlanID: "p1", Round: 1, Verdict: VerdictApproved})
 		}},
@@ -109,6 +114,9 @@ func TestJournalEventNobodyStores(t *testing.T) {
 	em := event.NewEmitter(event.SinkFunc(func(context.Context, event.Envelope) {}), event.Source{Role: event.RoleSystem}, time.Now).WithCommits()
 	err := j.stepEnded(t.Context(), em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted})
 	require.ErrorIs(t, err, event.ErrNotStored)
+	var submitted error
+	j.executorEnded(t.Context(), em, Execution{ID: "x1", PlanID: "p1", StepNumber: 1, Status: ExecutionCompleted}, func(err error) { submitted = err })
+	require.ErrorIs(t, submitted, event.ErrNotStored, "unwaited, the same")
 	require.Empty(t, log.all())
 }
 

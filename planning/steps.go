@@ -156,11 +156,14 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		// for it to close (owner_lost) and run the step again.
 		return s, usage
 	}
-	// The outcome's window opens now, however long the executor ran.
-	if err := r.journal.executorFinished(ctx, xem, exec); err != nil {
-		// Not stored, not announced.
-		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
-	}
+	// Nothing waits for the outcome (a failure is only logged): the
+	// step's end, stored next, commits with it or after it.
+	r.journal.executorEnded(ctx, xem, exec, func(err error) {
+		if err != nil {
+			// Not stored, not announced.
+			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
+		}
+	})
 	return s, usage
 }
 

@@ -179,6 +179,10 @@ func violationText(toolName string, e *argumentsError) string {
 	return b.String()
 }
 
+// compiledSchemas is the process's cache of typed tools' and ValidateArgs'
+// schemas (a Runtime has its own).
+var compiledSchemas schemaCache
+
 // schemaCache compiles each distinct schema once. It is keyed by the
 // schema's text, so two tools with the same schema share the compilation,
 // and a tool whose schema changes is compiled again.
@@ -219,7 +223,7 @@ func (c *schemaCache) get(raw json.RawMessage) (*argsSchema, error) {
 // problem. (Plans use it to check a direct step's arguments before the plan
 // is saved.)
 func ValidateArgs(tool Tool, args json.RawMessage) error {
-	s, err := compileSchema(tool.Spec().Schema)
+	s, err := compiledSchemas.get(tool.Spec().Schema)
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, err, "tool %s has an invalid schema", tool.Spec().Name)
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -36,14 +38,16 @@ type RunFunc[A any] func(ctx context.Context, call Call, args A) (Result, error)
 func New[A any](spec Spec, run RunFunc[A]) Tool {
 	t := &typedTool[A]{spec: spec, run: run}
 	if len(bytes.TrimSpace(spec.Schema)) == 0 {
-		raw, err := SchemaFor[A]()
+		raw, err := derivedSchema[A]()
 		if err != nil {
 			t.err = fmt.Errorf("tool %q: derive schema: %w", spec.Name, err)
 			return t
 		}
 		t.spec.Schema = raw
 	}
-	s, err := compileSchema(t.spec.Schema)
+	// Tools made per turn (create_plan, say) compile their schema once
+	// per process, not per turn.
+	s, err := compiledSchemas.get(t.spec.Schema)
 	if err != nil {
 		t.err = fmt.Errorf("tool %q: %w", spec.Name, err)
 		return t
@@ -71,6 +75,22 @@ func SchemaFor[A any]() (json.RawMessage, error) {
 		return nil, fmt.Errorf("encode derived schema: %w", err)
 	}
 	return raw, nil
+}
+
+// derived caches SchemaFor by type: New derives the same type's schema
+// whenever a tool is made again.
+var derived sync.Map // reflect.Type -> json.RawMessage
+
+func derivedSchema[A any]() (json.RawMessage, error) {
+	key := reflect.TypeFor[A]()
+	if raw, ok := derived.Load(key); ok {
+		return raw.(json.RawMessage), nil
+	}
+	raw, err := SchemaFor[A]()
+	if err == nil {
+		derived.Store(key, raw)
+	}
+	return raw, err
 }
 
 // compiled is implemented by tools that carry their compiled schema, which

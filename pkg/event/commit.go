@@ -17,6 +17,7 @@ type Commit struct {
 	taken atomic.Bool
 	done  chan struct{}
 	err   error
+	then  func(error) // Submit's callback, told in Resolve
 }
 
 // Take claims c for the sink that stores its event and returns its write,
@@ -39,6 +40,9 @@ func (c *Commit) Resolve(err error) {
 	}
 	c.err = err
 	close(c.done)
+	if c.then != nil {
+		c.then(err)
+	}
 }
 
 // ErrNotStored is Record's error when the event reached no sink that stores
@@ -90,4 +94,34 @@ func (e Emitter) Record(ctx context.Context, ev Event, write func(context.Contex
 	// write may still commit, and the caller must know whether it did.
 	<-c.done
 	return c.err
+}
+
+// Submit is Record without the wait, for a caller that would do nothing
+// with the outcome but log it: it hands ev with its write to the sink and
+// returns. The contract is Record's — the write and ev are stored together
+// or neither is, and ev is delivered only after the commit — and done, when
+// set, hears the outcome: from the sink's goroutine once the transaction
+// ended (it must not block), or before Submit returns when the emitter's
+// sink does not take commits (then write runs first, on ctx, as in Record).
+// Through a run log, what the caller records or emits after Submit commits
+// in the same transaction or a later one.
+func (e Emitter) Submit(ctx context.Context, ev Event, write func(context.Context) error, done func(error)) {
+	tell := func(err error) {
+		if done != nil {
+			done(err)
+		}
+	}
+	if ctx.Err() != nil {
+		tell(context.Cause(ctx))
+		return
+	}
+	if !e.commits || e.sink == nil {
+		tell(e.Record(ctx, ev, write))
+		return
+	}
+	c := &Commit{write: write, done: make(chan struct{}), then: tell}
+	e.sink.Emit(ctx, Envelope{TS: e.clock()().UTC(), Source: e.src, Event: ev, Commit: c})
+	if c.taken.CompareAndSwap(false, true) {
+		tell(ErrNotStored) // no sink on the way took it
+	}
 }
