@@ -38,6 +38,10 @@ import (
 	"github.com/planwright/planwright/migrations"
 )
 
+// sqliteDriverName is the database/sql name of the SQLite driver
+// (glebarez/modernc).
+const sqliteDriverName = sqlite.DriverName
+
 // Drivers.
 const (
 	DriverSQLite   = "sqlite"
@@ -89,6 +93,11 @@ type DB struct {
 	target string // the DSN with any password redacted
 	lockID int64
 	pg     *pgx.ConnConfig // PostgreSQL: how to open a connection outside the pool (Listener)
+	// dsn and connectTimeout open the job system's own connections;
+	// memory says the SQLite database is in memory (one pool only).
+	dsn            string
+	connectTimeout time.Duration
+	memory         bool
 
 	maxIdle  int
 	idleMu   sync.Mutex
@@ -118,7 +127,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.ConnectTimeout <= 0 {
 		cfg.ConnectTimeout = 5 * time.Second
 	}
-	db := &DB{driver: cfg.Driver, target: Redact(cfg.DSN), lockID: cfg.MigrationLockID}
+	db := &DB{driver: cfg.Driver, target: Redact(cfg.DSN), lockID: cfg.MigrationLockID, dsn: cfg.DSN,
+		connectTimeout: cfg.ConnectTimeout, memory: cfg.DSN == ":memory:"}
 	gcfg := &gorm.Config{Logger: logger.Discard, TranslateError: true, SkipDefaultTransaction: true}
 	var err error
 	switch cfg.Driver {
@@ -182,7 +192,7 @@ func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, func(int) (*gorm.DB, e
 		return nil, nil, err
 	}
 	// The driver registered under "sqlite", behind nulSafeConnector.
-	probe, err := sql.Open(sqlite.DriverName, "")
+	probe, err := sql.Open(sqliteDriverName, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -312,6 +322,17 @@ func (db *DB) Migrate(ctx context.Context) ([]MigrationState, error) {
 		out = append(out, MigrationState{Version: r.Source.Version, Name: filepath.Base(r.Source.Path), Applied: true})
 	}
 	return out, nil
+}
+
+// MigrateJobs applies River's pending migrations: the job system's tables,
+// which `planwright migrate up` and `serve` apply after the project's (a
+// store that runs no jobs, a test's, does without them).
+func (db *DB) MigrateJobs(ctx context.Context) ([]MigrationState, error) {
+	river, err := db.migrateRiver(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("persistence: migrate River on %s %s: %w", db.driver, db.target, err)
+	}
+	return river, nil
 }
 
 // MigrationStatus lists every known migration and whether it is applied.

@@ -38,10 +38,10 @@ func columns(t *testing.T, db *persistence.DB) map[string][]string {
 	var err error
 	if db.Driver() == persistence.DriverPostgres {
 		rows, err = db.SQL().QueryContext(ctx, `SELECT table_name, column_name FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name <> 'goose_db_version'`)
+			WHERE table_schema = current_schema() AND table_name <> 'goose_db_version' AND table_name NOT LIKE 'river\_%'`)
 	} else {
 		rows, err = db.SQL().QueryContext(ctx, `SELECT m.name, p.name FROM sqlite_master m JOIN pragma_table_info(m.name) p
-			WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> 'goose_db_version'`)
+			WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> 'goose_db_version' AND m.name NOT LIKE 'river\_%' ESCAPE '\'`)
 	}
 	require.NoError(t, err)
 	defer rows.Close()
@@ -59,10 +59,12 @@ func columns(t *testing.T, db *persistence.DB) map[string][]string {
 
 func indexes(t *testing.T, db *persistence.DB) []string {
 	t.Helper()
-	q := `SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`
+	// River's tables are River's (its SQLite schema is its own); only the
+	// project's are kept in lockstep.
+	q := `SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name NOT LIKE 'river\_%' ESCAPE '\'`
 	if db.Driver() == persistence.DriverPostgres {
 		q = `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND indexname NOT LIKE '%_pkey'
-			AND indexname NOT LIKE '%_key' AND tablename <> 'goose_db_version'`
+			AND indexname NOT LIKE '%_key' AND tablename <> 'goose_db_version' AND tablename NOT LIKE 'river\_%'`
 	}
 	rows, err := db.SQL().QueryContext(context.Background(), q)
 	require.NoError(t, err)

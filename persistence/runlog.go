@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -59,13 +60,26 @@ type runRow struct {
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
 	FinishedAt *time.Time
+	// A queued run's (runlease.go): what its worker rebuilds, its owner,
+	// lease and attempts, and a cancel asked of it.
+	Request       string `gorm:"default:{}"`
+	Owner         string
+	LeaseToken    int64
+	LeaseUntil    int64
+	Attempts      int
+	CancelRequest string
 }
 
 func (runRow) TableName() string { return "runs" }
 
 func (r runRow) run() Run {
-	return Run{ID: r.ID, Kind: r.Kind, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID, Status: r.Status,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt}
+	out := Run{ID: r.ID, Kind: r.Kind, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID, Status: r.Status,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Owner: r.Owner, LeaseToken: r.LeaseToken,
+		LeaseUntil: leaseTime(r.LeaseUntil), Attempts: r.Attempts}
+	if r.Request != "" && r.Request != "{}" {
+		out.Request = json.RawMessage(r.Request)
+	}
+	return out
 }
 
 // RunLogConfig configures a RunLog.
@@ -141,6 +155,12 @@ type runSeq struct {
 	// of it is written or handed on.
 	broken bool
 	plans  map[string]bool // the plans its events were about (with a Listener)
+	// token is the run's fencing token when this process owns it under a
+	// lease (OpenRun); 0 for a run that has none. Every batch checks it.
+	token int64
+	// fenced: another process owns the run now; nothing more of it is
+	// written here, and its Finish only closes it.
+	fenced bool
 }
 
 type pendingEvent struct {
@@ -484,11 +504,18 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 func (l *RunLog) Finish(runID, status string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if r, ok := l.runs[runID]; ok {
-		if r.finishing {
-			return // the first Finish says how it ended
-		}
-		r.finishing = true
+	r, ok := l.runs[runID]
+	if !ok {
+		return // not this process's (any more): its owner ends it
+	}
+	if r.fenced {
+		delete(l.runs, runID) // its new owner ends it
+		return
+	}
+	if r.finishing {
+		return // the first Finish says how it ended
+	}
+	r.finishing = true
 	}
 	l.finish = append(l.finish, pendingFinish{runID: runID, status: status, at: l.store.stamp()})
 	l.urgeLocked()
@@ -579,7 +606,16 @@ func (l *RunLog) commit(batch []pendingEvent, fin []pendingFinish, closing bool)
 	rows := l.eventRows(batch)
 	wait := l.cfg.Retry.Backoff
 	for attempt := 1; ; attempt++ {
-		err := l.tx(batch, rows, fin, attempt > 1)
+		err := l.tx(batch, rows, fin, attempt > 1, l.tokens(batch, fin))
+		var fenced errFenced
+		if errors.As(err, &fenced) {
+			// Runs this process lost (another owns them now): their
+			// events and ends are dropped, the rest goes on at once.
+			batch, fin = l.fence(fenced, batch, fin)
+			rows = l.eventRows(batch)
+			attempt--
+			continue
+		}
 		if err == nil {
 			break
 		}
@@ -743,11 +779,16 @@ func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 
 // tx writes the batch in one transaction: the events' writes, in order,
 // then the events. After a failed attempt, rows that are already there
-// mean that attempt committed.
-func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinish, retry bool) error {
+// mean that attempt committed. tokens are the fencing tokens of the
+// batch's runs that have one: a run whose token changed is refused
+// (errFenced) before anything is written.
+func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinish, retry bool, tokens map[string]int64) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return l.pool.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := checkTokens(tx, l.db.driver, tokens); err != nil {
+			return err
+		}
 		if len(batch) > 0 {
 			if retry {
 				if ok, err := l.landed(ctx, tx, batch, rows); err != nil || ok {
@@ -781,6 +822,143 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 		}
 		return l.notifyCommit(tx, rows, fin)
 	})
+}
+
+// errFenced names the runs of a batch whose fencing token changed.
+type errFenced []string
+
+func (e errFenced) Error() string {
+	return fmt.Sprintf("runs %v are owned by another process now", []string(e))
+}
+
+// tokens returns the fencing tokens of the runs in a batch that have one.
+func (l *RunLog) tokens(batch []pendingEvent, fin []pendingFinish) map[string]int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out map[string]int64
+	add := func(id string) {
+		if r, ok := l.runs[id]; ok && r.token > 0 {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[id] = r.token
+		}
+	}
+	for _, p := range batch {
+		add(p.runID)
+	}
+	for _, f := range fin {
+		add(f.runID)
+	}
+	return out
+}
+
+// checkTokens locks the runs' rows (PostgreSQL; SQLite's write
+// transaction excludes every other) and refuses the batch when a token
+// changed: a takeover either happened before — the batch is refused — or
+// waits until it committed, and then starts after its events.
+func checkTokens(tx *gorm.DB, driver string, tokens map[string]int64) error {
+	if len(tokens) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(tokens))
+	for id := range tokens {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	q := `SELECT id, lease_token FROM runs WHERE id IN ? ORDER BY id`
+	if driver == DriverPostgres {
+		q += ` FOR UPDATE`
+	}
+	var got []struct {
+		ID         string
+		LeaseToken int64
+	}
+	if err := tx.Raw(q, ids).Scan(&got).Error; err != nil {
+		return err
+	}
+	var fenced errFenced
+	for _, g := range got {
+		if tokens[g.ID] != g.LeaseToken {
+			fenced = append(fenced, g.ID)
+		}
+	}
+	if len(fenced) > 0 {
+		return fenced
+	}
+	return nil
+}
+
+// fence drops from a batch what belongs to runs this process lost (their
+// Records get an error), and closes their logs here without an end: later
+// appends fail, and their followers read what the new owner writes from
+// the store. A fenced run stays known until its Finish, so that what it
+// still had queued is dropped too (liveOnly).
+func (l *RunLog) fence(lost errFenced, batch []pendingEvent, fin []pendingFinish) ([]pendingEvent, []pendingFinish) {
+	gone := map[string]bool{}
+	for _, id := range lost {
+		gone[id] = true
+	}
+	l.cfg.Logger.Warn().Strs("runs", lost).Msg("run log: runs owned by another process now; their events here are dropped")
+	keep := 0
+	for _, p := range batch {
+		if gone[p.runID] {
+			p.resolve(apperr.New(apperr.Unavailable, "run %s is owned by another process now", p.runID))
+			continue
+		}
+		batch[keep] = p
+		keep++
+	}
+	batch = batch[:keep]
+	kept := fin[:0:0]
+	for _, f := range fin {
+		if !gone[f.runID] {
+			kept = append(kept, f)
+		}
+	}
+	l.mu.Lock()
+	for id := range gone {
+		if r, ok := l.runs[id]; ok && !r.fenced {
+			r.broken, r.fenced = true, true
+			r.committed = r.next - 1
+			close(r.flushed)
+			r.flushed = make(chan struct{})
+			if r.finishing {
+				delete(l.runs, id)
+			}
+		}
+	}
+	l.mu.Unlock()
+	if l.cfg.OnFinish != nil {
+		for id := range gone {
+			l.cfg.OnFinish(id)
+		}
+	}
+	return batch, kept
+}
+
+// OpenRun opens the log of runID, created elsewhere (a queued run this
+// process now owns), for appends after its last stored event; every write
+// of it then checks that token is still its fencing token. A run open here
+// already is reopened with the new token.
+func (l *RunLog) OpenRun(ctx context.Context, runID string, token int64) (int64, error) {
+	var last *int64
+	if err := l.store.do(ctx, func(g *gorm.DB) error {
+		return g.Raw(`SELECT MAX(seq) FROM run_events WHERE run_id = ?`, runID).Scan(&last).Error
+	}); err != nil {
+		return 0, dbErr("open run", err)
+	}
+	next := int64(1)
+	if last != nil {
+		next = *last + 1
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, apperr.New(apperr.Unavailable, "the run log is closed")
+	}
+	l.runs[runID] = &runSeq{next: next, committed: next - 1, flushed: make(chan struct{}), token: token}
+	return next - 1, nil
 }
 
 // insertEvents writes rows with multi-row INSERTs (at most 100 rows, 600

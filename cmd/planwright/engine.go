@@ -55,9 +55,10 @@ func engineOptions() fx.Option {
 			event.NewFeed,
 			newListener,
 			newRunLog,
+			newJobSystem,
 			fx.Annotate(newAPIRoutes, fx.ResultTags(`group:"routes"`)),
 		),
-		fx.Invoke(recoverInterruptedPlans, installDefaultDefinition, startRetention),
+		fx.Invoke(installDefaultDefinition, startRetention),
 	)
 }
 
@@ -222,7 +223,7 @@ func remotePoll(db *persistence.DB) time.Duration {
 }
 
 func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stores, plans persistence.PlanRecords, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
-	runs *persistence.RunLog, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
+	runs *persistence.RunLog, js jobSystem, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
 	mode := httpapi.AuthNone
 	if cfg.Auth.Mode == config.AuthAPIKey {
 		mode = httpapi.AuthAPIKey
@@ -241,6 +242,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		},
 		AnyUser:      persistence.AnyUser,
 		Runs:         runs,
+		Queue:        js.runs,
 		Feed:         feed,
 		Poll:         remotePoll(db),
 		Metrics:      m,
@@ -262,21 +264,6 @@ func readConfigFile(path, defaultPath string, embedded []byte) ([]byte, error) {
 		return embedded, nil
 	}
 	return data, err
-}
-
-// recoverInterruptedPlans marks plans a previous process left running as
-// interrupted, so they can be resumed. A database without the schema
-// (--no-migrate) only gets a warning: the server still starts.
-func recoverInterruptedPlans(rc runContext, stores persistence.Stores, log zerolog.Logger) error {
-	n, err := stores.Plans.InterruptRunning(rc)
-	if err != nil {
-		log.Warn().Err(err).Msg("could not check for interrupted plans (is the schema migrated?)")
-		return nil
-	}
-	if n > 0 {
-		log.Warn().Int("plans", n).Msg("plans left running by a stopped process are now interrupted; resume them with POST /api/plans/{id}/resume")
-	}
-	return nil
 }
 
 // installDefaultDefinition installs the default agent definition from the

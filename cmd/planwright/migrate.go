@@ -32,6 +32,11 @@ func newMigrateCommand(env Env, flags *globalFlags) *cobra.Command {
 					if err != nil {
 						return err
 					}
+					jobs, err := db.MigrateJobs(ctx)
+					if err != nil {
+						return err
+					}
+					applied = append(applied, jobs...)
 					if len(applied) == 0 {
 						_, err = fmt.Fprintln(env.Stdout, "no pending migrations")
 						return err

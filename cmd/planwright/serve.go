@@ -126,12 +126,14 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 		fx.Provide(
 			newLogger,
 			openDatabase,
-			func(db *persistence.DB) httpapi.Pinger { return db },
+			newReadiness,
 			newHTTPServer,
 		),
 		fx.Provide(migrate),
 		engineOptions(),
 		fx.Invoke(runHTTPServer),
+		// After the HTTP server: the job system stops first (see runJobSystem).
+		fx.Invoke(runJobSystem),
 		fx.StartTimeout(cfg.Database.ConnectTimeout+30*time.Second),
 		// OnStop hooks share this window: drain first, then close the database.
 		fx.StopTimeout(cfg.Server.DrainTimeout+10*time.Second),
@@ -173,6 +175,11 @@ func migrate(rc runContext, flags serveFlags, db *persistence.DB, log zerolog.Lo
 	if err != nil {
 		return schema{}, err
 	}
+	jobs, err := db.MigrateJobs(rc)
+	if err != nil {
+		return schema{}, err
+	}
+	applied = append(applied, jobs...)
 	for _, m := range applied {
 		log.Info().Int64("version", m.Version).Str("name", m.Name).Msg("migration applied")
 	}

@@ -36,12 +36,21 @@ type Config struct {
 	Context   Context   `yaml:"context"`
 	Limits    Limits    `yaml:"limits"`
 	Retention Retention `yaml:"retention"`
+	Runs      Runs      `yaml:"runs"`
 	Log       Log       `yaml:"log"`
 	Client    Client    `yaml:"client"`
 
 	// Source is the file this configuration was read from; empty when only
 	// built-in defaults (and the environment) apply.
 	Source string `yaml:"-"`
+}
+
+// Runs configures how runs (turns, plan approvals and resumes) run as jobs
+// across replicas.
+type Runs struct {
+	// LeaseTimeout bounds how long after its owner died (kill -9, a lost
+	// host) another replica takes a run over.
+	LeaseTimeout time.Duration `yaml:"lease_timeout"`
 }
 
 // Server configures the HTTP server.
@@ -268,6 +277,7 @@ func Default() Config {
 			OnDisconnect:      "continue",
 			MultitaskStrategy: multitask.Reject,
 		},
+		Runs: Runs{LeaseTimeout: 30 * time.Second},
 		Database: Database{
 			Driver:         DriverSQLite,
 			DSN:            "data/planwright.db",

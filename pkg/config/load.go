@@ -303,6 +303,7 @@ var envVars = []envVar{
 	{"PLANWRIGHT_LLM_SCRIPT", "llm.script", func(c *Config) reflect.Value { return reflect.ValueOf(&c.LLM.Script) }},
 	{"PLANWRIGHT_LLM_STREAM", "llm.stream", func(c *Config) reflect.Value { return reflect.ValueOf(&c.LLM.Stream) }},
 	{"PLANWRIGHT_AUTH_MODE", "auth.mode", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Auth.Mode) }},
+	{"PLANWRIGHT_RUNS_LEASE_TIMEOUT", "runs.lease_timeout", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Runs.LeaseTimeout) }},
 	{"PLANWRIGHT_LOG_LEVEL", "log.level", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Log.Level) }},
 	{"PLANWRIGHT_SERVER", "client.server", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Client.Server) }},
 	{"PLANWRIGHT_API_KEY", "", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Client.APIKey) }},

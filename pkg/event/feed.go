@@ -1,6 +1,7 @@
 package event
 
 import (
+	"encoding/json"
 	"sync"
 	"time"
 )
@@ -246,6 +247,16 @@ type Run struct {
 	FinishedAt *time.Time
 	// LastSeq is the seq of the run's last committed event (when read).
 	LastSeq int64
+	// Request is what the run's worker rebuilds the work from (a queued
+	// run's; its form is the worker's).
+	Request json.RawMessage
+	// Owner is the process that runs it now ("" when none does), under a
+	// lease until LeaseUntil with fencing token LeaseToken; Attempts counts
+	// the times a process took it.
+	Owner      string
+	LeaseToken int64
+	LeaseUntil *time.Time
+	Attempts   int
 }
 
 // PlanEvent is an event of a plan's history with the run that logged it.

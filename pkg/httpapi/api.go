@@ -76,6 +76,10 @@ type APIConfig struct {
 	// waking them (persistence.Listener.WakeOnCommit) it is only a safety
 	// net and can be slow.
 	Poll time.Duration
+	// Queue, when set (with Runs and Feed), makes runs jobs: handlers
+	// create them with their job and follow their log; a worker on any
+	// replica runs them (see queued.go).
+	Queue RunQueue
 	// OnDisconnect is what a client's disconnect does to the run it
 	// started, unless its request says (OnContinue: the run goes on and
 	// the client rejoins with Last-Event-ID; OnCancel: it is cancelled with

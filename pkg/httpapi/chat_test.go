@@ -147,6 +147,7 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 		env.keys[u] = secret
 	}
 	env.runs = runs
+	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
 		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
 		Runs: runs, Feed: feed}

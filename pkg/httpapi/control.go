@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -174,6 +175,11 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		}
 		return c.JSON(http.StatusOK, out)
 	}
+	if a.queued() {
+		c.Set(LogRunID, r.ID)
+		return a.enqueuePlanRun(c, r, event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
+			Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}})
+	}
 	if a.logged() {
 		c.Set(LogRunID, r.ID)
 		return a.serveRun(c, r, nil, a.cfg.OnDisconnect == OnContinue, func(ctx context.Context, em event.Emitter) {
@@ -211,11 +217,59 @@ func (a *API) cancelPlan(c echo.Context) error {
 	if PrincipalOf(c).Role != auth.RoleOperator && plan.UserID != PrincipalOf(c).UserID {
 		return apperr.New(apperr.NotFound, "plan %s not found", plan.ID)
 	}
+	if a.queued() && plan.Status == planning.StatusExecuting {
+		w, live := a.cfg.Plans.Watch(plan.ID)
+		w.Close()
+		if !live {
+			return a.cancelPlanElsewhere(c, plan)
+		}
+	}
 	p, err := a.cfg.Plans.Cancel(c.Request().Context(), plan.ID, actorOf(c))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, planView(p))
+}
+
+// cancelPlanElsewhere cancels a plan another replica runs: the cancel is
+// recorded on the plan's running runs, their owner carries it out (within
+// its poll interval), and the answer is the plan once it stopped running
+// (or as it is after 10 s).
+func (a *API) cancelPlanElsewhere(c echo.Context, plan planning.Plan) error {
+	ctx := c.Request().Context()
+	runs, err := a.cfg.Runs.PlanRuns(ctx, plan.ID)
+	if err != nil {
+		return err
+	}
+	by := actorOf(c)
+	for _, r := range runs {
+		if r.FinishedAt != nil {
+			continue
+		}
+		if err := a.cfg.Queue.Cancel(ctx, a.cfg.AnyUser, r.ID, runsCancelPlan(plan.ID, by)); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+			return err
+		}
+	}
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		p, err := a.cfg.PlanStore.PlanFor(ctx, a.readerOf(PrincipalOf(c)), plan.ID)
+		if err != nil {
+			return err
+		}
+		if p.Status != planning.StatusExecuting {
+			return c.JSON(http.StatusOK, planView(p))
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return c.JSON(http.StatusOK, planView(p))
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // watchPlan streams a plan's events: live while it runs (to any number of

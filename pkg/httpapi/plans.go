@@ -186,6 +186,10 @@ type PlanDetail struct {
 	Revisions  []RevisionView  `json:"revisions"`
 	Reviews    []ReviewView    `json:"reviews"`
 	Executions []ExecutionView `json:"executions"`
+	// Runs are the runs that ran the plan or logged events about it (the
+	// turn that made it, approvals, resumes), oldest first, with who owns
+	// each that still runs: for operators.
+	Runs []RunView `json:"runs"`
 }
 
 func (a *API) getPlan(c echo.Context) error {
@@ -224,6 +228,16 @@ func (a *API) getPlan(c echo.Context) error {
 	}
 	for _, e := range execs {
 		out.Executions = append(out.Executions, executionView(e))
+	}
+	out.Runs = []RunView{}
+	if a.logged() {
+		runs, err := a.cfg.Runs.PlanRuns(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			out.Runs = append(out.Runs, runView(r))
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }

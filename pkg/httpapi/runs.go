@@ -286,6 +286,22 @@ type RunView struct {
 	LastSeq    int64      `json:"last_seq"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	// Owner is the process that runs it now (empty when none does: it is
+	// finished, queued, or being handed over), under a lease that ends at
+	// LeaseExpiresAt unless renewed; Attempts counts the processes that
+	// took it (more than 1: it was taken over).
+	Owner          string     `json:"owner,omitempty"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
+	Attempts       int        `json:"attempts"`
+}
+
+func runView(r event.Run) RunView {
+	v := RunView{ID: r.ID, Kind: r.Kind, Status: r.Status, SessionID: r.SessionID, PlanID: r.PlanID,
+		LastSeq: r.LastSeq, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, Attempts: r.Attempts}
+	if r.FinishedAt == nil {
+		v.Owner, v.LeaseExpiresAt = r.Owner, r.LeaseUntil
+	}
+	return v
 }
 
 // runFor finds the caller's run (like sessions, a run is its user's only).
@@ -300,8 +316,7 @@ func (a *API) getRun(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, RunView{ID: r.ID, Kind: r.Kind, Status: r.Status, SessionID: r.SessionID, PlanID: r.PlanID,
-		LastSeq: r.LastSeq, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt})
+	return c.JSON(http.StatusOK, runView(r))
 }
 
 // runEvents streams a run's events after Last-Event-ID (or ?after=N), then

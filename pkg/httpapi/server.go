@@ -299,6 +299,9 @@ func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.ReadyTimeout)
 	defer cancel()
 	if err := s.cfg.DB.Ping(ctx); err != nil {
+		if apperr.CodeOf(err) == apperr.Unavailable {
+			return err // says what is not ready (the job system)
+		}
 		return apperr.Wrap(apperr.Unavailable, err, "database is not ready")
 	}
 	return c.JSON(http.StatusOK, Status{Status: "ready"})

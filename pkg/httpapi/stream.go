@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/multitask"
+	"github.com/planwright/planwright/pkg/runs"
 )
 
 // StreamRequest is the body of POST /api/agent/stream.
@@ -138,21 +139,13 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, ope
 	if run.UserID == "" {
 		run.UserID = PrincipalOf(c).UserID
 	}
-	produce := func(ctx context.Context, em event.Emitter) {
-		sys := em.With(event.Source{Role: event.RoleSystem})
-		if openErr != nil {
-			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(openErr)})
-			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
-			return
-		}
-		ctx = opened(ctx)
-		if turn.Replay != nil {
-			replay(ctx, em, turn)
-			return
-		}
-		turn.Run(ctx, em)
+	var err error
+	if a.queued() && openErr == nil && turn.Replay == nil {
+		c.Set(LogSessionID, turn.Session.ID)
+		err = a.enqueueTurn(c, turn, run, first, detach)
+	} else {
+		err = a.serveRun(c, run, &first, detach, a.produceTurn(turn, openErr, opened))
 	}
-	err := a.serveRun(c, run, &first, detach, produce)
 	if apperr.CodeOf(err) == apperr.Conflict {
 		// The run id names a run already: the client rejoins it when it
 		// is theirs (a retry of a finished turn), else it is told.
@@ -179,6 +172,25 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, ope
 		w.Flush()
 	}
 	return nil
+}
+
+// produceTurn is the work of a turn run in this handler (a replay, or a
+// turn that could not be opened, or every turn without a RunQueue).
+func (a *API) produceTurn(turn *chat.Turn, openErr error, opened func(context.Context) context.Context) func(ctx context.Context, em event.Emitter) {
+	return func(ctx context.Context, em event.Emitter) {
+		sys := em.With(event.Source{Role: event.RoleSystem})
+		if openErr != nil {
+			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(openErr)})
+			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
+			return
+		}
+		ctx = opened(ctx)
+		if turn.Replay != nil {
+			replay(ctx, em, turn)
+			return
+		}
+		turn.Run(ctx, em)
+	}
 }
 
 // replay answers a repeat of a finished turn with a short stream: the
@@ -284,7 +296,16 @@ func (a *API) cancel(c echo.Context) error {
 	if len(problems) > 0 {
 		return apperr.Invalidf(problems, "invalid cancel request")
 	}
-	if err := a.cfg.Chat.Cancel(PrincipalOf(c).UserID, body.StreamRunID, cause); err != nil {
+	user := PrincipalOf(c).UserID
+	var err error = apperr.New(apperr.NotFound, "stream run %s is not running", body.StreamRunID)
+	if a.queued() {
+		// Recorded on the run: its owner, on any replica, carries it out.
+		err = a.cfg.Queue.Cancel(c.Request().Context(), user, body.StreamRunID, runs.CancelRequest{Cause: string(cause)})
+	}
+	if apperr.CodeOf(err) == apperr.NotFound {
+		err = a.cfg.Chat.Cancel(user, body.StreamRunID, cause) // a run this handler runs
+	}
+	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "cancelling", "stream_run_id": body.StreamRunID})

@@ -38,6 +38,7 @@ type Metrics struct {
 	plans         *prometheus.CounterVec
 	steps         *prometheus.CounterVec
 	stepDuration  prometheus.Histogram
+	failovers     prometheus.Counter
 
 	mu         sync.Mutex
 	stepStarts map[stepKey]time.Time

@@ -1,0 +1,217 @@
+package persistence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// startJobs starts a job system over db whose worker sends each run id it
+// gets on the returned channel. Its start context is cancelled right after
+// Start: a start context ends (fx's does after the start timeout), the jobs
+// must not.
+func startJobs(t *testing.T, db *persistence.DB, periodic ...persistence.PeriodicTask) (*persistence.Jobs, <-chan string) {
+	t.Helper()
+	_, err := db.MigrateJobs(context.Background())
+	require.NoError(t, err)
+	applied, err := db.MigrateJobs(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, applied, "River's migrations are applied once")
+	got := make(chan string, 16)
+	jobs, err := persistence.NewJobs(context.Background(), db, persistence.JobsConfig{
+		Work: func(ctx context.Context, runID string) error {
+			select {
+			case got <- runID:
+			case <-ctx.Done():
+			}
+			return nil
+		},
+		Periodic: periodic,
+	})
+	require.NoError(t, err)
+	startCtx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, jobs.Start(startCtx))
+	cancel()
+	t.Cleanup(func() { require.NoError(t, jobs.Close()) })
+	require.True(t, jobs.Running())
+	return jobs, got
+}
+
+func queuedRun(t *testing.T, jobs *persistence.Jobs, id string) persistence.Run {
+	t.Helper()
+	r := persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice", SessionID: "s1", Request: []byte(`{"message_id":"m1"}`)}
+	first := event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem}, Event: event.AgentState{State: event.StateThinking, RunID: id}}
+	require.NoError(t, jobs.CreateRun(context.Background(), &r, first))
+	return r
+}
+
+func receive(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case id := <-ch:
+		return id
+	case <-time.After(10 * time.Second):
+		t.Fatal("no job was worked")
+		return ""
+	}
+}
+
+func TestJobsWorkAQueuedRunAfterTheStartContextEnded(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		jobs, got := startJobs(t, db)
+		id := persistence.NewID()
+		queuedRun(t, jobs, id)
+		require.Equal(t, id, receive(t, got))
+
+		// The run was created with its first event, and a second create
+		// of the same id is refused.
+		runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+		require.NoError(t, err)
+		r, err := runs.GetRun(context.Background(), "alice", id)
+		require.NoError(t, err)
+		require.Equal(t, persistence.RunRunning, r.Status)
+		require.EqualValues(t, 1, r.LastSeq)
+		require.JSONEq(t, `{"message_id":"m1"}`, string(r.Request))
+		dup := persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice"}
+		err = jobs.CreateRun(context.Background(), &dup, event.Envelope{Event: event.AgentState{State: event.StateThinking}})
+		require.ErrorIs(t, err, persistence.ErrRunExists)
+	})
+}
+
+func TestLeases(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		jobs, got := startJobs(t, db)
+		id := persistence.NewID()
+		queuedRun(t, jobs, id)
+		receive(t, got)
+
+		a, ok, err := jobs.Claim(ctx, id, "A", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "A", a.Owner)
+		require.Equal(t, 1, a.Attempts)
+		require.NotNil(t, a.LeaseUntil)
+
+		// A live owner's run is not claimable, nor taken over.
+		_, ok, err = jobs.Claim(ctx, id, "B", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok)
+		taken, err := jobs.TakeOverExpired(ctx)
+		require.NoError(t, err)
+		require.Empty(t, taken)
+		n, err := jobs.Renew(ctx, "A", time.Minute)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+
+		// Its lease expires: the leader hands it over with a new job.
+		_, err = jobs.Renew(ctx, "A", -time.Second)
+		require.NoError(t, err)
+		taken, err = jobs.TakeOverExpired(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []string{id}, taken)
+		require.Equal(t, id, receive(t, got))
+		b, ok, err := jobs.Claim(ctx, id, "B", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Greater(t, b.LeaseToken, a.LeaseToken)
+		require.Equal(t, 2, b.Attempts)
+
+		// A release with a stale token does nothing; with the owner's, the
+		// run is free and queued again at once.
+		released, err := jobs.Release(ctx, id, a.LeaseToken)
+		require.NoError(t, err)
+		require.False(t, released)
+		released, err = jobs.Release(ctx, id, b.LeaseToken)
+		require.NoError(t, err)
+		require.True(t, released)
+		require.Equal(t, id, receive(t, got))
+
+		// Cancel requests are recorded for the owner; another user's run is
+		// not found.
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(jobs.RequestCancel(ctx, "bob", id, persistence.CancelRequest{Cause: "user_cancelled"})))
+		require.NoError(t, jobs.RequestCancel(ctx, "alice", id, persistence.CancelRequest{Cause: "user_cancelled"}))
+		states, err := jobs.RunStates(ctx, []string{id})
+		require.NoError(t, err)
+		require.Len(t, states, 1)
+		require.Equal(t, "user_cancelled", states[0].Cancel.Cause)
+	})
+}
+
+func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		jobs, got := startJobs(t, db)
+		id := persistence.NewID()
+		queuedRun(t, jobs, id)
+		receive(t, got)
+		a, _, err := jobs.Claim(ctx, id, "A", time.Minute)
+		require.NoError(t, err)
+
+		var finished []string
+		logA, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnFinish: func(id string) { finished = append(finished, id) }})
+		require.NoError(t, err)
+		logA.Start()
+		defer logA.Close()
+		last, err := logA.OpenRun(ctx, id, a.LeaseToken)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, last)
+		text := func(s string) event.Envelope {
+			return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
+		}
+		seq, err := logA.Append(id, text("one"))
+		require.NoError(t, err)
+		require.EqualValues(t, 2, seq)
+		require.NoError(t, logA.Sync(ctx, id))
+
+		// B takes the run over: A's later writes are refused, B's go on
+		// after A's last committed event.
+		released, err := jobs.Release(ctx, id, a.LeaseToken)
+		require.NoError(t, err)
+		require.True(t, released)
+		receive(t, got)
+		b, ok, err := jobs.Claim(ctx, id, "B", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, err = logA.Append(id, text("stale"))
+		require.NoError(t, err)
+		logA.Finish(id, persistence.RunFailed)
+		require.NoError(t, logA.Sync(ctx, id))
+
+		logB, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+		require.NoError(t, err)
+		logB.Start()
+		defer logB.Close()
+		last, err = logB.OpenRun(ctx, id, b.LeaseToken)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, last)
+		_, err = logB.Append(id, text("two"))
+		require.NoError(t, err)
+		logB.Finish(id, persistence.RunCompleted)
+		require.NoError(t, logB.Sync(ctx, id))
+		require.Eventually(t, func() bool {
+			r, err := logB.GetRun(ctx, "alice", id)
+			return err == nil && r.Status == persistence.RunCompleted
+		}, 5*time.Second, 10*time.Millisecond)
+
+		evs, err := logB.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		var texts []string
+		for _, e := range evs {
+			if tx, ok := e.Event.(event.Text); ok {
+				texts = append(texts, tx.Content)
+			}
+		}
+		require.Equal(t, []string{"one", "two"}, texts)
+	})
+}

@@ -1,0 +1,364 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"gorm.io/gorm"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/runs"
+)
+
+// Queued runs and their leases. A queued run is created with its first
+// event and its job in one transaction (CreateRun); the process whose
+// worker takes the job claims the run (Claim): it becomes the run's owner
+// under a lease, with a new fencing token, and renews the lease while the
+// run goes on (Renew). Every write of the run's log checks the token
+// (RunLog.OpenRun), so a process that lost the run — its lease expired
+// and another took it, or it handed it over — writes nothing more of it.
+// Release hands a run over at once (SIGTERM); TakeOverExpired, run by the
+// job system's leader, hands over the runs whose owner stopped renewing.
+// Both insert a new job for the run in the transaction that frees it.
+
+// runTx is one transaction of the job system: a pgx transaction on River's
+// pool on PostgreSQL (River inserts jobs through pgx), a database/sql
+// transaction on the project's pool on SQLite.
+type runTx struct {
+	j    *Jobs
+	pg   pgx.Tx
+	lite *sql.Tx
+}
+
+// exec runs q (with ? placeholders) and returns the rows it touched. On
+// PostgreSQL, text arguments are NUL-escaped like the project's pool does.
+func (t runTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
+	if t.pg != nil {
+		esc, err := escapePgArgs(args)
+		if err != nil {
+			return 0, err
+		}
+		tag, err := t.pg.Exec(ctx, pgPlaceholders(q), esc...)
+		return tag.RowsAffected(), err
+	}
+	res, err := t.lite.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (t runTx) insertJob(ctx context.Context, runID string) error {
+	return t.j.insertRunJob(ctx, t.pg, t.lite, runID)
+}
+
+// inTx runs fn in one transaction, retrying transient failures.
+func (j *Jobs) inTx(ctx context.Context, fn func(tx runTx) error) error {
+	wait := j.core.retry.Backoff
+	for attempt := 1; ; attempt++ {
+		var err error
+		if j.pool != nil {
+			err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error { return fn(runTx{j: j, pg: tx}) })
+		} else {
+			err = j.liteTx(ctx, fn)
+		}
+		if err == nil || attempt >= j.core.retry.Attempts || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+		wait = min(2*wait, j.core.retry.MaxBackoff)
+	}
+}
+
+func (j *Jobs) liteTx(ctx context.Context, fn func(tx runTx) error) error {
+	tx, err := j.db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(runTx{j: j, lite: tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// pgPlaceholders turns ? placeholders into $1, $2, ….
+func pgPlaceholders(q string) string {
+	var sb strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			sb.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		sb.WriteByte(q[i])
+	}
+	return sb.String()
+}
+
+func escapePgArgs(args []any) ([]any, error) {
+	out := make([]any, len(args))
+	for i, a := range args {
+		v, err := escapeValue(a)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// CreateRun stores a new queued run (status running, no owner) with its
+// first event as seq 1, and inserts its job, in one transaction. ID, kind
+// and user are required; a taken id is ErrRunExists.
+func (j *Jobs) CreateRun(ctx context.Context, r *Run, first event.Envelope) error {
+	if r.ID == "" || r.UserID == "" || r.Kind == "" {
+		return apperr.New(apperr.Internal, "persistence: a run needs an id, a user and a kind")
+	}
+	req := string(r.Request)
+	if req == "" {
+		req = "{}"
+	}
+	first.Seq = 1
+	data, err := json.Marshal(first)
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "encode the run's first event")
+	}
+	now := j.core.stamp()
+	err = j.inTx(ctx, func(tx runTx) error {
+		if _, err := tx.exec(ctx, `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now); err != nil {
+			return err
+		}
+		if _, err := tx.exec(ctx, `INSERT INTO run_events (run_id, seq, type, plan_id, data, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
+			r.ID, string(first.Event.Type()), event.PlanOf(first), string(data), Timestamp(first.TS)); err != nil {
+			return err
+		}
+		return tx.insertJob(ctx, r.ID)
+	})
+	if isUniqueViolation(err) {
+		return ErrRunExists
+	}
+	if err != nil {
+		return dbErr("create run", err)
+	}
+	r.Status, r.CreatedAt, r.UpdatedAt, r.LastSeq, r.Request = RunRunning, now, now, 1, json.RawMessage(req)
+	return nil
+}
+
+// Claim makes owner the owner of runID under a lease of ttl, with a new
+// fencing token, when the run is still running and no live process owns it
+// (no owner, or an expired lease). It returns the run as claimed, and false
+// when the run is not claimable (finished, or owned by a live process).
+func (j *Jobs) Claim(ctx context.Context, runID, owner string, ttl time.Duration) (Run, bool, error) {
+	now := j.core.now()
+	var n int64
+	err := j.inTx(ctx, func(tx runTx) error {
+		var err error
+		n, err = tx.exec(ctx, `UPDATE runs SET owner = ?, lease_token = lease_token + 1, lease_until = ?, attempts = attempts + 1, updated_at = ?
+			WHERE id = ? AND status = ? AND (owner = '' OR lease_until < ?)`,
+			owner, now.Add(ttl).UnixMilli(), Timestamp(now), runID, RunRunning, now.UnixMilli())
+		return err
+	})
+	if err != nil {
+		return Run{}, false, dbErr("claim run", err)
+	}
+	if n == 0 {
+		return Run{}, false, nil
+	}
+	r, err := j.run(ctx, runID)
+	if err != nil {
+		return Run{}, false, err
+	}
+	return r, r.Owner == owner, nil
+}
+
+// Renew extends the leases of owner's running runs to ttl from now. It
+// returns how many it renewed.
+func (j *Jobs) Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error) {
+	var n int64
+	err := j.core.do(ctx, func(g *gorm.DB) error {
+		res := g.Exec(`UPDATE runs SET lease_until = ? WHERE owner = ? AND status = ?`, j.core.now().Add(ttl).UnixMilli(), owner, RunRunning)
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, dbErr("renew leases", err)
+	}
+	return n, nil
+}
+
+// Release hands runID over: when token is still its fencing token, the run
+// loses its owner, gets a new token (so the releasing process writes
+// nothing more of it) and a new job, at once. It reports whether it did.
+func (j *Jobs) Release(ctx context.Context, runID string, token int64) (bool, error) {
+	var n int64
+	err := j.inTx(ctx, func(tx runTx) error {
+		var err error
+		n, err = tx.exec(ctx, `UPDATE runs SET owner = '', lease_until = 0, lease_token = lease_token + 1, updated_at = ?
+			WHERE id = ? AND lease_token = ? AND status = ?`, j.core.stamp(), runID, token, RunRunning)
+		if err != nil || n == 0 {
+			return err
+		}
+		return tx.insertJob(ctx, runID)
+	})
+	if err != nil {
+		return false, dbErr("release run", err)
+	}
+	return n > 0, nil
+}
+
+// TakeOverExpired hands over every running run whose lease expired (its
+// owner stopped renewing it: it died or lost the database), each with a new
+// token and a new job, and returns their ids.
+func (j *Jobs) TakeOverExpired(ctx context.Context) ([]string, error) {
+	now := j.core.now().UnixMilli()
+	var ids []string
+	if err := j.core.do(ctx, func(g *gorm.DB) error {
+		ids = nil
+		return g.Raw(`SELECT id FROM runs WHERE status = ? AND owner <> '' AND lease_until < ? ORDER BY created_at`, RunRunning, now).
+			Scan(&ids).Error
+	}); err != nil {
+		return nil, dbErr("find expired leases", err)
+	}
+	var taken []string
+	for _, id := range ids {
+		var n int64
+		err := j.inTx(ctx, func(tx runTx) error {
+			var err error
+			n, err = tx.exec(ctx, `UPDATE runs SET owner = '', lease_until = 0, lease_token = lease_token + 1, updated_at = ?
+				WHERE id = ? AND status = ? AND owner <> '' AND lease_until < ?`, j.core.stamp(), id, RunRunning, now)
+			if err != nil || n == 0 {
+				return err
+			}
+			return tx.insertJob(ctx, id)
+		})
+		if err != nil {
+			return taken, dbErr("take over run", err)
+		}
+		if n > 0 {
+			taken = append(taken, id)
+		}
+	}
+	return taken, nil
+}
+
+// CancelRequest is a cancel asked of a run on any replica (runs.CancelRequest).
+type CancelRequest = runs.CancelRequest
+
+// RequestCancel records a cancel of userID's running run runID (AnyUser:
+// anyone's). A run that is not running, or another user's, is NotFound.
+func (j *Jobs) RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return apperr.Wrap(apperr.Internal, err, "encode cancel request")
+	}
+	var n int64
+	err = j.core.do(ctx, func(g *gorm.DB) error {
+		q := g.Model(&runRow{}).Where("id = ? AND status = ?", runID, RunRunning)
+		if userID != AnyUser {
+			q = q.Where("user_id = ?", userID)
+		}
+		res := q.Update("cancel_request", string(raw))
+		n = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return dbErr("request cancel", err)
+	}
+	if n == 0 {
+		return apperr.New(apperr.NotFound, "stream run %s is not running", runID)
+	}
+	return nil
+}
+
+// RunState is what a run's owner checks of it (runs.State).
+type RunState = runs.State
+
+// RunStates returns the states of the runs ids (those that exist).
+func (j *Jobs) RunStates(ctx context.Context, ids []string) ([]RunState, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	type row struct {
+		ID            string
+		Status        string
+		Owner         string
+		LeaseToken    int64
+		CancelRequest string
+	}
+	var rows []row
+	if err := j.core.do(ctx, func(g *gorm.DB) error {
+		rows = nil
+		return g.Raw(`SELECT id, status, owner, lease_token, cancel_request FROM runs WHERE id IN ?`, ids).Scan(&rows).Error
+	}); err != nil {
+		return nil, dbErr("read run states", err)
+	}
+	out := make([]RunState, 0, len(rows))
+	for _, r := range rows {
+		s := RunState{ID: r.ID, Status: r.Status, Owner: r.Owner, LeaseToken: r.LeaseToken}
+		if r.CancelRequest != "" {
+			var c CancelRequest
+			if err := json.Unmarshal([]byte(r.CancelRequest), &c); err == nil {
+				s.Cancel = &c
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// CountRuns counts runs by status, and the running ones by whether a live
+// process owns them (for the metrics).
+func (j *Jobs) CountRuns(ctx context.Context) (map[string]int64, error) {
+	type row struct {
+		Status string
+		N      int64
+	}
+	var rows []row
+	if err := j.core.do(ctx, func(g *gorm.DB) error {
+		rows = nil
+		return g.Raw(`SELECT status, COUNT(*) AS n FROM runs GROUP BY status`).Scan(&rows).Error
+	}); err != nil {
+		return nil, dbErr("count runs", err)
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// run reads one run's row.
+func (j *Jobs) run(ctx context.Context, id string) (Run, error) {
+	var row runRow
+	if err := j.core.do(ctx, func(g *gorm.DB) error { return g.Where("id = ?", id).Take(&row).Error }); err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return Run{}, notFound("run", id)
+		}
+		return Run{}, dbErr("get run", err)
+	}
+	return row.run(), nil
+}
+
+// leaseTime is a lease's end as a time (nil for none).
+func leaseTime(ms int64) *time.Time {
+	if ms <= 0 {
+		return nil
+	}
+	t := time.UnixMilli(ms).UTC()
+	return &t
+}
+
+var _ runs.Store = (*Jobs)(nil)

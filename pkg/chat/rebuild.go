@@ -1,0 +1,71 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// A turn runs as a job: the handler that received it opens it (its
+// session, its user message) and queues its run with a RunSpec; the worker
+// that takes the run — on any replica, again after a takeover — rebuilds
+// the turn from the spec and the stored rows (Rebuild) and runs it.
+
+// RunSpec is what a queued turn's worker needs, stored with its run.
+type RunSpec struct {
+	MessageID    string `json:"message_id"`
+	Message      string `json:"message"`
+	ClientTurnID string `json:"client_turn_id,omitempty"`
+	PlanMode     string `json:"plan_mode,omitempty"`
+	Operator     bool   `json:"operator,omitempty"`
+	// FocusActive or FocusChanged, when the request moved the session's
+	// focus (announced after the session).
+	FocusActive  *event.Focus `json:"focus_active,omitempty"`
+	FocusChanged *event.Focus `json:"focus_changed,omitempty"`
+}
+
+// Spec is the opened turn's RunSpec.
+func (t *Turn) Spec() RunSpec {
+	s := RunSpec{MessageID: t.User.ID, Message: t.User.Content, ClientTurnID: t.User.ClientTurnID, PlanMode: t.req.PlanMode,
+		Operator: t.operator}
+	switch f := t.FocusEvent.(type) {
+	case event.FocusActive:
+		s.FocusActive = &f.Focus
+	case event.FocusChanged:
+		s.FocusChanged = &f.Focus
+	}
+	return s
+}
+
+// Rebuild returns the turn of a queued run: run runID of userID in
+// sessionID, as its spec (the JSON of a RunSpec) says. The turn was
+// announced already (agent_state thinking is the run's first event); it is
+// not registered in this process (its run's owner cancels it through the
+// context given to Run). The caller must call Release when it is over.
+func (s *Service) Rebuild(ctx context.Context, runID, userID, sessionID string, spec []byte) (*Turn, error) {
+	var rs RunSpec
+	if err := json.Unmarshal(spec, &rs); err != nil {
+		return nil, apperr.Wrap(apperr.Internal, err, "decode the turn of run %s", runID)
+	}
+	sess, err := s.cfg.Store.GetSession(ctx, userID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	t := &Turn{svc: s, RunID: runID, userID: userID, operator: rs.Operator, announced: true, Session: sess,
+		req: Request{UserID: userID, Message: rs.Message, SessionID: sessionID, PlanMode: rs.PlanMode, ClientTurnID: rs.ClientTurnID,
+			StreamRunID: runID, Operator: rs.Operator},
+		User: Message{ID: rs.MessageID, SessionID: sessionID, UserID: userID, Role: RoleUser, Content: rs.Message,
+			ClientTurnID: rs.ClientTurnID, StreamRunID: runID},
+		// Not registered: Release has nothing to unregister.
+		done: true}
+	switch {
+	case rs.FocusActive != nil:
+		t.FocusEvent = event.FocusActive{Focus: *rs.FocusActive}
+	case rs.FocusChanged != nil:
+		t.FocusEvent = event.FocusChanged{Focus: *rs.FocusChanged}
+	}
+	t.stop, t.cancel = context.WithCancelCause(context.Background())
+	return t, nil
+}

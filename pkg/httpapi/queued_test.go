@@ -1,0 +1,178 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/runs"
+)
+
+// newQueuedEnv is a chat environment whose runs are River jobs worked by
+// a runs.Service in this process (as `serve` wires it).
+func newQueuedEnv(t *testing.T, driver string, m agents.Model) chatEnv {
+	t.Helper()
+	var svc *runs.Service
+	env := newChatEnv(t, driver, m, func(cfg *httpapi.APIConfig) {
+		cfg.Queue = queueFunc(func() *runs.Service { return svc })
+	})
+	db := env.db
+	_, err := db.MigrateJobs(context.Background())
+	require.NoError(t, err)
+	jobs, err := persistence.NewJobs(context.Background(), db, persistence.JobsConfig{
+		Work: func(ctx context.Context, runID string) error { return svc.Work(ctx, runID) },
+	})
+	require.NoError(t, err)
+	plan := runs.PlanWork(env.stores.PlanRecords, env.svc)
+	svc, err = runs.New(runs.Config{Store: jobs, Log: env.runs, Owner: persistence.NewID(), PollInterval: 50 * time.Millisecond,
+		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(env.svc), persistence.RunApprove: plan, persistence.RunResume: plan}})
+	require.NoError(t, err)
+	svc.Start()
+	require.NoError(t, jobs.Start(context.Background()))
+	t.Cleanup(func() {
+		require.NoError(t, jobs.Close())
+		svc.Stop()
+	})
+	return env
+}
+
+// queueFunc defers to the service built after the API.
+type queueFunc func() *runs.Service
+
+func (q queueFunc) Create(ctx context.Context, r *event.Run, first event.Envelope) error {
+	return q().Create(ctx, r, first)
+}
+
+func (q queueFunc) Cancel(ctx context.Context, userID, runID string, req runs.CancelRequest) error {
+	return q().Cancel(ctx, userID, runID, req)
+}
+
+func TestQueuedTurnRunsAsAJob(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			env := newQueuedEnv(t, driver, says("Hello there, Alice."))
+			ctx := context.Background()
+			frames := readStream(t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "client_turn_id": "t1", "stream_run_id": "run-q1"}))
+			got := types(frames)
+			require.Equal(t, []string{"agent_state", "session", "context_usage"}, got[:3])
+			require.Equal(t, "done", got[len(got)-1])
+			require.Equal(t, "completed", frames[len(frames)-1].Env["finished_reason"])
+			for i, f := range frames {
+				require.Equal(t, fmt.Sprint(i+1), f.ID, "ids count up from 1, each event once")
+			}
+
+			// The run was worked by a job: it has an owner's attempt, and it
+			// is finished.
+			require.Eventually(t, func() bool {
+				v := decodeBody[httpapi.RunView](t, env.request(t, ctx, "alice", "GET", "/api/runs/run-q1", nil))
+				return v.Status == "completed" && v.Attempts == 1 && v.Owner == ""
+			}, 10*time.Second, 20*time.Millisecond)
+			sessionID := frames[1].Env["session"].(map[string]any)["id"].(string)
+			msg, err := env.stores.Chats.MessageByTurn(ctx, sessionID, "t1", chat.RoleAssistant)
+			require.NoError(t, err)
+			require.Equal(t, "Hello there, Alice.", msg.Content)
+		})
+	}
+}
+
+func TestQueuedTurnCancelAndDisconnect(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	env := newQueuedEnv(t, persistence.DriverSQLite, stalls(started))
+	ctx := context.Background()
+
+	// Cancelled through the cancel route: recorded on the run, carried out
+	// by its owner.
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "long job", "stream_run_id": "run-qc", "client_turn_id": "tc"})
+	var frames []frame
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		frames = readStream(t, resp)
+	}()
+	<-started
+	r := env.request(t, ctx, "bob", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-qc"})
+	require.Equal(t, http.StatusNotFound, r.StatusCode)
+	r.Body.Close()
+	r = env.request(t, ctx, "alice", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-qc", "reason": "user_cancelled"})
+	require.Equal(t, http.StatusAccepted, r.StatusCode)
+	r.Body.Close()
+	<-done
+	require.Equal(t, "cancelled", frames[len(frames)-1].Env["finished_reason"])
+	sessionID := frames[1].Env["session"].(map[string]any)["id"].(string)
+	msg, err := env.stores.Chats.MessageByTurn(ctx, sessionID, "tc", chat.RoleAssistant)
+	require.NoError(t, err)
+	require.Equal(t, "user_cancelled", msg.InterruptedReason)
+
+	// on_disconnect: cancel — the client goes away, its run is cancelled.
+	cctx, cancel := context.WithCancel(ctx)
+	resp = env.request(t, cctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "go", "client_turn_id": "td", "on_disconnect": "cancel", "session_id": sessionID})
+	<-started
+	cancel()
+	resp.Body.Close()
+	require.Eventually(t, func() bool {
+		m, err := env.stores.Chats.MessageByTurn(ctx, sessionID, "td", chat.RoleAssistant)
+		return err == nil && m.Interrupted && m.InterruptedReason == "disconnect"
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+func TestQueuedTurnGoesOnWhenItsClientLeaves(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	env := newQueuedEnv(t, persistence.DriverSQLite, waitsFor(started, release, "All done."))
+	ctx := context.Background()
+	cctx, cancel := context.WithCancel(ctx)
+	resp := env.request(t, cctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "go", "client_turn_id": "tk", "stream_run_id": "run-qk"})
+	<-started
+	cancel()
+	resp.Body.Close()
+	close(release)
+
+	// The client rejoins and sees the whole run, each event once.
+	require.Eventually(t, func() bool {
+		v := decodeBody[httpapi.RunView](t, env.request(t, ctx, "alice", "GET", "/api/runs/run-qk", nil))
+		return v.Status == "completed"
+	}, 10*time.Second, 20*time.Millisecond)
+	frames := readStream(t, env.request(t, ctx, "alice", "GET", "/api/runs/run-qk/events", nil))
+	for i, f := range frames {
+		require.Equal(t, fmt.Sprint(i+1), f.ID)
+	}
+	require.Equal(t, "completed", frames[len(frames)-1].Env["finished_reason"])
+}
+
+// waitsFor streams "partial ", tells started, waits for release (not for
+// its context: the run goes on without its client), then answers text.
+func waitsFor(started chan<- struct{}, release <-chan struct{}, text string) *model {
+	return &model{GenerateFunc: func(ctx context.Context, _ llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+		onPart(llm.TextDelta{Text: "partial "})
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return llm.Response{Text: "partial "}, context.Cause(ctx)
+		}
+		onPart(llm.TextDelta{Text: text})
+		return llm.Response{Text: "partial " + text, StopReason: "stop"}, nil
+	}}
+}

@@ -1,0 +1,78 @@
+package runs
+
+import (
+	"context"
+
+	"github.com/planwright/planwright/agents"
+
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/logctx"
+	"github.com/planwright/planwright/planning"
+)
+
+// The work of each kind of run, rebuilt from the run's rows.
+
+// Turns rebuild and run queued chat turns (chat.Service implements it).
+type Turns interface {
+	Rebuild(ctx context.Context, runID, userID, sessionID string, spec []byte) (*chat.Turn, error)
+}
+
+// TurnWork runs a queued chat turn. A takeover runs the turn again (what it
+// recorded before is found, not repeated).
+func TurnWork(turns Turns) Work {
+	return func(ctx context.Context, r event.Run, em event.Emitter) {
+		t, err := turns.Rebuild(ctx, r.ID, r.UserID, r.SessionID, r.Request)
+		if err != nil {
+			fail(ctx, em.With(event.Source{Role: event.RoleSystem}), err)
+			return
+		}
+		defer t.Release()
+		t.Run(logctx.With(ctx, "session_id", r.SessionID), em)
+	}
+}
+
+// Plans reads plans (persistence.PlanRecords implements it).
+type Plans interface {
+	GetPlan(ctx context.Context, id string) (planning.Plan, error)
+}
+
+// PlanAnswers run a claimed plan and answer from it in its session
+// (chat.Service implements it).
+type PlanAnswers interface {
+	ContinuePlan(ctx context.Context, runID string, p planning.Plan, em event.Emitter) (chat.PlanOutcome, error)
+}
+
+// PlanWork runs a queued approval or resume: the plan was claimed by the
+// handler (it is executing); the work runs it and answers in its session.
+// A takeover runs the same: the plan runs on as stored (completed steps
+// keep their results, steps left running run again once), and an answer
+// the earlier attempt stored is not stored again (chat.Service.ContinuePlan).
+func PlanWork(plans Plans, answers PlanAnswers) Work {
+	return func(ctx context.Context, r event.Run, em event.Emitter) {
+		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: r.PlanID})
+		p, err := plans.GetPlan(ctx, r.PlanID)
+		if err != nil {
+			fail(ctx, sys, err)
+			return
+		}
+		o, err := answers.ContinuePlan(ctx, r.ID, p, em)
+		if agents.OwnerGone(ctx) {
+			return // another process continues the run
+		}
+		finished := event.FinishedCompleted
+		switch {
+		case err != nil:
+			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
+			finished = event.FinishedError
+		case o.Plan.Status == planning.StatusCancelled, o.Plan.Status == planning.StatusInterrupted:
+			finished = event.FinishedCancelled
+		}
+		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: o.Usage, SessionID: p.SessionID, MessageID: o.MessageID})
+	}
+}
+
+func fail(ctx context.Context, sys event.Emitter, err error) {
+	sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
+	sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
+}

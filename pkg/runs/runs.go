@@ -1,0 +1,442 @@
+// Package runs executes runs — chat turns, plan approvals and resumes — as
+// jobs, on whichever replica takes them. A handler creates a run with its
+// job (Create) and follows the run's log; the job system calls Work on some
+// process, which claims the run (its owner, under a lease with a fencing
+// token), rebuilds the work from the run's rows through the Work function
+// of the run's kind, and runs it with an emitter that appends to the run's
+// log. While it runs, the owner renews its leases and picks up cancels
+// asked on any replica (Cancel records them on the run); a run whose owner
+// died is taken over by another process once its lease expired (TakeOver,
+// a periodic task of the job system's leader); on SIGTERM the owner hands
+// its runs over at once (HandOver). A process that lost a run writes
+// nothing more of it: its log checks the token, and its work is cancelled
+// with agents.OwnerLost.
+package runs
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+)
+
+// CancelRequest is a cancel asked of a run on any replica.
+type CancelRequest struct {
+	// Cause is the run's cancellation cause (an agents.CancelCause).
+	Cause string `json:"cause,omitempty"`
+	// PlanID, when set, asks to cancel that plan (which the run runs) by
+	// UserID (an operator when Operator), not the run itself.
+	PlanID   string `json:"plan_id,omitempty"`
+	UserID   string `json:"user_id,omitempty"`
+	Operator bool   `json:"operator,omitempty"`
+}
+
+// State is what a run's owner checks of it while it runs.
+type State struct {
+	ID         string
+	Status     string
+	Owner      string
+	LeaseToken int64
+	Cancel     *CancelRequest
+}
+
+// Store keeps queued runs and their leases (persistence.Jobs implements it).
+type Store interface {
+	// CreateRun stores a new run with its first event (seq 1) and its job,
+	// in one transaction; a taken id is a Conflict.
+	CreateRun(ctx context.Context, r *event.Run, first event.Envelope) error
+	// Claim makes owner the run's owner under a lease of ttl with a new
+	// token; false when it is finished or a live process owns it.
+	Claim(ctx context.Context, runID, owner string, ttl time.Duration) (event.Run, bool, error)
+	// Renew extends owner's leases to ttl from now.
+	Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error)
+	// Release frees a run owned with token and queues it again.
+	Release(ctx context.Context, runID string, token int64) (bool, error)
+	// TakeOverExpired frees and queues again the runs whose lease expired.
+	TakeOverExpired(ctx context.Context) ([]string, error)
+	// RequestCancel records a cancel of userID's running run.
+	RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error
+	// RunStates returns the states of runs.
+	RunStates(ctx context.Context, ids []string) ([]State, error)
+}
+
+// Log is the run log (persistence.RunLog implements it).
+type Log interface {
+	OpenRun(ctx context.Context, runID string, token int64) (int64, error)
+	Append(runID string, e event.Envelope) (int64, error)
+	Finish(runID, status string)
+}
+
+// Work runs one run: it rebuilds the work from r (its kind, user, session,
+// plan and Request) and runs it, emitting to em, ending with done. Attempt
+// 2 and later are takeovers.
+type Work func(ctx context.Context, r event.Run, em event.Emitter)
+
+// Run statuses, as the log stores them.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Config configures a Service.
+type Config struct {
+	Store Store
+	Log   Log
+	// Kinds are the Work of each run kind.
+	Kinds map[string]Work
+	// Owner names this process (unique per process start).
+	Owner string
+	// LeaseTimeout is how long after its owner died a run is taken over
+	// at most (default 30 s): leases last two thirds of it, and are renewed
+	// and checked every sixth.
+	LeaseTimeout time.Duration
+	// PollInterval is how often the owner checks its runs for cancels and
+	// lost leases (default 500 ms).
+	PollInterval time.Duration
+	// CancelPlan cancels a plan running in this process (planning.Control).
+	CancelPlan func(ctx context.Context, planID, userID string, operator bool) error
+	// OnTakeOver is called for each run this process takes after another
+	// owner lost it (the metrics' failovers).
+	OnTakeOver func()
+	Now        func() time.Time
+	Logger     zerolog.Logger
+}
+
+// Service runs queued runs in this process. Start its loop before the job
+// system fetches; Stop it after the job system stopped. It is safe for
+// concurrent use.
+type Service struct {
+	cfg Config
+
+	mu     sync.Mutex
+	active map[string]*active
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// active is one run this process works.
+type active struct {
+	token  int64
+	cancel context.CancelCauseFunc
+	// lost is set once the run is not this process's any more: its sink
+	// drops what follows.
+	mu       sync.Mutex
+	lost     bool
+	canceled bool // a cancel request was carried out
+}
+
+func (a *active) lose() {
+	a.mu.Lock()
+	a.lost = true
+	a.mu.Unlock()
+	a.cancel(agents.OwnerLost)
+}
+
+func (a *active) isLost() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lost
+}
+
+// New validates cfg and returns a Service.
+func New(cfg Config) (*Service, error) {
+	var bad apperr.Problems
+	bad.Required("Store", cfg.Store == nil)
+	bad.Required("Log", cfg.Log == nil)
+	bad.Required("Owner", cfg.Owner == "")
+	bad.Required("Kinds", len(cfg.Kinds) == 0)
+	apperr.Positive(&bad, "LeaseTimeout", &cfg.LeaseTimeout, 30*time.Second)
+	apperr.Positive(&bad, "PollInterval", &cfg.PollInterval, 500*time.Millisecond)
+	if err := bad.Err("runs: invalid config"); err != nil {
+		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg, active: map[string]*active{}}, nil
+}
+
+// LeaseTTL is how long one lease lasts.
+func (s *Service) LeaseTTL() time.Duration { return s.cfg.LeaseTimeout * 2 / 3 }
+
+// Every is how often leases are renewed and expired ones looked for.
+func (s *Service) Every() time.Duration { return max(s.cfg.LeaseTimeout/6, 100*time.Millisecond) }
+
+// Create stores run r with its first event and its job (the handler's
+// part: the run then runs wherever a worker takes it).
+func (s *Service) Create(ctx context.Context, r *event.Run, first event.Envelope) error {
+	return s.cfg.Store.CreateRun(ctx, r, first)
+}
+
+// Cancel records a cancel of userID's running run (from any replica); when
+// this process owns the run it is carried out at once, else its owner
+// picks it up within PollInterval. A run that is not running is NotFound.
+func (s *Service) Cancel(ctx context.Context, userID, runID string, req CancelRequest) error {
+	if err := s.cfg.Store.RequestCancel(ctx, userID, runID, req); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	a := s.active[runID]
+	s.mu.Unlock()
+	if a != nil {
+		s.carryOut(ctx, a, req)
+	}
+	return nil
+}
+
+func (s *Service) carryOut(ctx context.Context, a *active, req CancelRequest) {
+	a.mu.Lock()
+	if a.canceled {
+		a.mu.Unlock()
+		return
+	}
+	a.canceled = true
+	a.mu.Unlock()
+	if req.PlanID != "" && s.cfg.CancelPlan != nil {
+		go func() {
+			// Cancelling a plan waits until its run ended: not on the loop.
+			if err := s.cfg.CancelPlan(context.WithoutCancel(ctx), req.PlanID, req.UserID, req.Operator); err != nil {
+				s.cfg.Logger.Warn().Err(err).Str("plan_id", req.PlanID).Msg("cancel a plan asked on another replica")
+			}
+		}()
+		return
+	}
+	cause, err := agents.ParseCancelCause(req.Cause)
+	if err != nil {
+		cause = agents.UserCancelled
+	}
+	a.cancel(cause)
+}
+
+// Work claims and runs runID (the job system's worker calls it). A run that
+// is finished or owned by a live process is left alone. Its error is the
+// store's (the job is retried); the run's own failure is in its log.
+func (s *Service) Work(ctx context.Context, runID string) error {
+	r, ok, err := s.cfg.Store.Claim(ctx, runID, s.cfg.Owner, s.LeaseTTL())
+	if err != nil || !ok {
+		return err
+	}
+	log := s.cfg.Logger.With().Str("run_id", r.ID).Str("kind", r.Kind).Int("attempt", r.Attempts).Logger()
+	if r.Attempts > 1 {
+		log.Info().Msg("taking over a run")
+		if s.cfg.OnTakeOver != nil {
+			s.cfg.OnTakeOver()
+		}
+	}
+	if _, err := s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken); err != nil {
+		// Not ours to run after all; free it for another attempt.
+		_, _ = s.cfg.Store.Release(context.WithoutCancel(ctx), r.ID, r.LeaseToken)
+		return err
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	a := &active{token: r.LeaseToken, cancel: cancel}
+	s.mu.Lock()
+	s.active[r.ID] = a
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.active, r.ID)
+		s.mu.Unlock()
+	}()
+
+	sink := &logSink{log: s.cfg.Log, runID: r.ID, lost: a.isLost, logger: log}
+	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, s.cfg.Now)
+	work, known := s.cfg.Kinds[r.Kind]
+	if !known {
+		sys := em.With(event.Source{Role: event.RoleSystem})
+		sys.Emit(wctx, event.Error{Error: event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}})
+		log.Error().Msg("no work for this run kind")
+	} else {
+		work(wctx, r, em)
+	}
+	if a.isLost() {
+		log.Info().Msg("run handed over; another process continues it")
+		return nil
+	}
+	if !sink.ended() {
+		// Every run ends with done, also one whose work forgot.
+		sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: s.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+			Event: event.Done{FinishedReason: event.FinishedError}})
+	}
+	s.cfg.Log.Finish(r.ID, sink.status())
+	return nil
+}
+
+// Start starts the loop that renews this process's leases and picks up
+// cancels and lost runs. Stop ends it.
+func (s *Service) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	s.stop = cancel
+	s.mu.Unlock()
+	s.wg.Go(func() { s.loop(ctx) })
+}
+
+// Stop ends the loop (after HandOver or once no run is left).
+func (s *Service) Stop() {
+	s.mu.Lock()
+	stop := s.stop
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	s.wg.Wait()
+}
+
+func (s *Service) loop(ctx context.Context) {
+	poll := time.NewTicker(s.cfg.PollInterval)
+	defer poll.Stop()
+	renew := time.NewTicker(s.Every())
+	defer renew.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+			if s.running() > 0 {
+				if _, err := s.cfg.Store.Renew(ctx, s.cfg.Owner, s.LeaseTTL()); err != nil && ctx.Err() == nil {
+					s.cfg.Logger.Warn().Err(err).Msg("renew leases")
+				}
+			}
+		case <-poll.C:
+			s.check(ctx)
+		}
+	}
+}
+
+func (s *Service) running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
+}
+
+// check reads the states of this process's runs: a cancel asked elsewhere
+// is carried out, a run another process owns now is let go.
+func (s *Service) check(ctx context.Context) {
+	s.mu.Lock()
+	ids := make([]string, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	states, err := s.cfg.Store.RunStates(ctx, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.cfg.Logger.Warn().Err(err).Msg("check running runs")
+		}
+		return
+	}
+	for _, st := range states {
+		s.mu.Lock()
+		a := s.active[st.ID]
+		s.mu.Unlock()
+		if a == nil {
+			continue
+		}
+		switch {
+		case st.Owner != s.cfg.Owner || st.LeaseToken != a.token:
+			s.cfg.Logger.Warn().Str("run_id", st.ID).Str("owner", st.Owner).Msg("lost a run to another process")
+			a.lose()
+		case st.Cancel != nil:
+			s.carryOut(ctx, a, *st.Cancel)
+		}
+	}
+}
+
+// TakeOver frees and queues again the runs whose owner stopped renewing
+// their lease (the leader's periodic task).
+func (s *Service) TakeOver(ctx context.Context) error {
+	ids, err := s.cfg.Store.TakeOverExpired(ctx)
+	if len(ids) > 0 {
+		s.cfg.Logger.Warn().Strs("runs", ids).Msg("runs whose owner stopped renewing their lease are queued again")
+	}
+	return err
+}
+
+// HandOver releases every run this process still works — each is queued
+// again at once for another process (or this one's next start) — and
+// cancels their work with agents.OwnerLost: nothing more of them is
+// written here. It returns how many it handed over.
+func (s *Service) HandOver(ctx context.Context) int {
+	s.mu.Lock()
+	runs := make(map[string]*active, len(s.active))
+	for id, a := range s.active {
+		runs[id] = a
+	}
+	s.mu.Unlock()
+	n := 0
+	for id, a := range runs {
+		a.mu.Lock()
+		a.lost = true // from now on its sink drops everything
+		a.mu.Unlock()
+		released, err := s.cfg.Store.Release(ctx, id, a.token)
+		if err != nil {
+			s.cfg.Logger.Error().Err(err).Str("run_id", id).Msg("hand a run over; it is taken over when its lease expires")
+		}
+		if released {
+			n++
+		}
+		a.cancel(agents.OwnerLost)
+	}
+	return n
+}
+
+// Running reports how many runs this process works now.
+func (s *Service) Running() int { return s.running() }
+
+// logSink appends a run's events to its log, done last; once the run is
+// lost it drops everything.
+type logSink struct {
+	log    Log
+	runID  string
+	lost   func() bool
+	logger zerolog.Logger
+	mu     sync.Mutex
+	done   *event.Done
+}
+
+func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done != nil || s.lost() {
+		return
+	}
+	if d, ok := e.Event.(event.Done); ok {
+		s.done = &d
+	}
+	if _, err := s.log.Append(s.runID, e); err != nil {
+		s.logger.Error().Ctx(ctx).Err(err).Msg("append to the run log")
+	}
+}
+
+func (s *logSink) ended() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done != nil
+}
+
+// status is the run's status from its done event (failed without one).
+func (s *logSink) status() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		return StatusFailed
+	}
+	switch s.done.FinishedReason {
+	case event.FinishedCompleted, event.FinishedLimit:
+		return StatusCompleted
+	case event.FinishedCancelled:
+		return StatusCancelled
+	}
+	return StatusFailed
+}
