@@ -516,7 +516,6 @@ func (l *RunLog) Finish(runID, status string) {
 		return // the first Finish says how it ended
 	}
 	r.finishing = true
-	}
 	l.finish = append(l.finish, pendingFinish{runID: runID, status: status, at: l.store.stamp()})
 	l.urgeLocked()
 	l.signal()

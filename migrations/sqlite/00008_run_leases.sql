@@ -4,7 +4,7 @@
 -- lease's end in Unix milliseconds, a fencing token every write of the run
 -- checks, and how many times it was taken). A cancel asked on any replica
 -- is recorded here for the owner to pick up. Kept in lockstep with
--- ../postgres/00005_run_leases.sql.
+-- ../postgres/00008_run_leases.sql.
 ALTER TABLE runs ADD COLUMN request text NOT NULL DEFAULT '{}';
 ALTER TABLE runs ADD COLUMN owner text NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;

@@ -2,10 +2,11 @@
 -- Runs are jobs: a run keeps what its worker needs to rebuild the work
 -- (request), and is owned by one live process through a lease (owner, the
 -- lease's end in Unix milliseconds, a fencing token every write of the run
--- checks, and how many times it was taken). A cancel asked on any replica
+-- checks, and how many times it was taken). request is text, not jsonb:
+-- a message may hold \u0000, which jsonb refuses. A cancel asked on any replica
 -- is recorded here for the owner to pick up. Kept in lockstep with
--- ../sqlite/00005_run_leases.sql.
-ALTER TABLE runs ADD COLUMN request jsonb NOT NULL DEFAULT '{}';
+-- ../sqlite/00008_run_leases.sql.
+ALTER TABLE runs ADD COLUMN request text NOT NULL DEFAULT '{}';
 ALTER TABLE runs ADD COLUMN owner text NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN lease_token bigint NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN lease_until bigint NOT NULL DEFAULT 0;
