@@ -129,7 +129,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	db := &DB{driver: cfg.Driver, target: Redact(cfg.DSN), lockID: cfg.MigrationLockID, dsn: cfg.DSN,
 		connectTimeout: cfg.ConnectTimeout, memory: cfg.DSN == ":memory:"}
-	gcfg := &gorm.Config{Logger: logger.Discard, TranslateError: true, SkipDefaultTransaction: true}
+	// Each pool gets a config of its own: gorm.Open fills in the one it is
+	// given, which the pools opened before it read.
+	gcfg := func() *gorm.Config {
+		return &gorm.Config{Logger: logger.Discard, TranslateError: true, SkipDefaultTransaction: true}
+	}
 	var err error
 	switch cfg.Driver {
 	case DriverSQLite:
@@ -186,7 +190,7 @@ func sqliteDSN(dsn string) (string, error) {
 	return "file:" + path + "?" + strings.Join(params, "&"), nil
 }
 
-func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, func(int) (*gorm.DB, error), error) {
+func openSQLite(dsn string, gcfg func() *gorm.Config) (*gorm.DB, func(int) (*gorm.DB, error), error) {
 	uri, err := sqliteDSN(dsn)
 	if err != nil {
 		return nil, nil, err
@@ -205,13 +209,13 @@ func openSQLite(dsn string, gcfg *gorm.Config) (*gorm.DB, func(int) (*gorm.DB, e
 			sqlDB.SetMaxOpenConns(n)
 			sqlDB.SetMaxIdleConns(n)
 		}
-		return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg)
+		return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg())
 	}
 	g, err := open(0)
 	return g, open, err
 }
 
-func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.DB, *pgx.ConnConfig, func(int) (*gorm.DB, error), error) {
+func openPostgres(dsn string, timeout time.Duration, gcfg func() *gorm.Config) (*gorm.DB, *pgx.ConnConfig, func(int) (*gorm.DB, error), error) {
 	pc, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
@@ -224,7 +228,7 @@ func openPostgres(dsn string, timeout time.Duration, gcfg *gorm.Config) (*gorm.D
 			sqlDB.SetMaxOpenConns(n)
 			sqlDB.SetMaxIdleConns(n)
 		}
-		return gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg)
+		return gorm.Open(postgres.New(postgres.Config{Conn: sqlDB}), gcfg())
 	}
 	g, err := open(0)
 	return g, pc.Copy(), open, err

@@ -590,11 +590,33 @@ func (s *Plans) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 // (pending_review), never unreviewed to a run. It returns how many plans it
 // changed.
 func (s *Plans) InterruptRunning(ctx context.Context) (int, error) {
+	return s.interrupt(ctx, func(q *gorm.DB) *gorm.DB { return q })
+}
+
+// InterruptOrphaned interrupts, as InterruptRunning does, the live plans
+// that no unfinished run is about (by its plan, or by an event it logged)
+// and that have not changed since idleSince: a plan claimed for a run whose
+// process died before it created the run (the claim and the run's job are
+// two transactions), or one a run left live when it ended. A plan that a
+// running run is about — its owner alive, or the run waiting to be taken
+// over — is left alone: with several replicas, no plan is interrupted
+// because some process started or stopped.
+func (s *Plans) InterruptOrphaned(ctx context.Context, idleSince time.Time) (int, error) {
+	return s.interrupt(ctx, func(q *gorm.DB) *gorm.DB {
+		return q.Where("updated_at < ?", Timestamp(idleSince)).Where(`NOT EXISTS (SELECT 1 FROM runs r WHERE r.finished_at IS NULL AND
+			(r.plan_id = agent_plans.id OR EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = r.id AND e.plan_id = agent_plans.id)))`)
+	})
+}
+
+// interrupt ends the live plans that which selects: running steps and
+// executions cancelled, executing plans interrupted, plans in review back
+// to pending review.
+func (s *Plans) interrupt(ctx context.Context, which func(*gorm.DB) *gorm.DB) (int, error) {
 	var n int
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		var ids []string
 		live := []string{string(planning.StatusExecuting), string(planning.StatusInReview)}
-		if err := tx.Model(&planRow{}).Where("status IN ?", live).Pluck("id", &ids).Error; err != nil {
+		if err := which(tx.Model(&planRow{}).Where("status IN ?", live)).Pluck("id", &ids).Error; err != nil {
 			return err
 		}
 		if len(ids) == 0 {

@@ -199,6 +199,40 @@ func TestInterruptRunningCancelsExecutions(t *testing.T) {
 	})
 }
 
+// Only plans no unfinished run is about, idle since the given time, are
+// interrupted: another replica's running plan is left alone.
+func TestInterruptOrphanedLeavesPlansOfRunningRuns(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		st := newStores(t, db)
+		ctx := context.Background()
+		orphan := planningtest.SamplePlan("alice", "s1") // executing
+		owned := planningtest.SamplePlan("alice", "s1")
+		for _, p := range []*planning.Plan{&orphan, &owned} {
+			p.CreatedAt = time.Now()
+			require.NoError(t, st.Plans.CreatePlan(ctx, p))
+		}
+		runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+		require.NoError(t, err)
+		require.NoError(t, runs.CreateRun(ctx, &persistence.Run{ID: persistence.NewID(), Kind: "approve", UserID: "alice",
+			SessionID: "s1", PlanID: owned.ID}))
+
+		n, err := st.Plans.InterruptOrphaned(ctx, time.Now().Add(-time.Hour))
+		require.NoError(t, err)
+		require.Zero(t, n, "plans changed within the idle window are left alone")
+
+		n, err = st.Plans.InterruptOrphaned(ctx, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		got, err := st.Plans.GetPlan(ctx, orphan.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusInterrupted, got.Status)
+		got, err = st.Plans.GetPlan(ctx, owned.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusExecuting, got.Status, "a plan of a running run is not interrupted")
+	})
+}
+
 // SQLite in WAL mode with a busy timeout: 50 goroutines writing at once
 // never see "database is locked".
 func TestSQLiteConcurrentWriters(t *testing.T) {

@@ -53,12 +53,13 @@ func engineOptions() fx.Option {
 			newOrchestrator,
 			newChatService,
 			event.NewFeed,
+			newTurnCanceller,
 			newListener,
 			newRunLog,
 			newJobSystem,
 			fx.Annotate(newAPIRoutes, fx.ResultTags(`group:"routes"`)),
 		),
-		fx.Invoke(installDefaultDefinition, startRetention),
+		fx.Invoke(installDefaultDefinition),
 	)
 }
 
@@ -168,12 +169,12 @@ func newContextCache(cfg config.Config) *chat.ContextCache {
 
 func newChatService(cfg config.Config, stores persistence.Stores, runner *agents.Runner, orch *planning.Orchestrator,
 	reg *tools.Registry, rt *tools.Runtime, profiles contextProfiles, roles agents.Roles, cache *chat.ContextCache,
-	runs *persistence.RunLog, log zerolog.Logger) (*chat.Service, error) {
+	runs *persistence.RunLog, cancel *turnCanceller, log zerolog.Logger) (*chat.Service, error) {
 	builder := chat.NewContextBuilder(chat.ContextBuilderConfig{Workspace: stores.Workspace, Plans: stores.Plans, Cache: cache,
 		Logger: log.With().Str("component", "context").Logger()})
 	return chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Context: builder,
 		MaxStreamsPerUser: cfg.Server.MaxStreamsPerUser, Logger: log.With().Str("component", "chat").Logger(),
-		Multitask: cfg.Server.MultitaskStrategy, Turns: runs,
+		Multitask: cfg.Server.MultitaskStrategy, Turns: runs, CancelTurn: cancel.Cancel,
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Transcripts: stores.Executions, Records: stores.ToolExecutions,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,

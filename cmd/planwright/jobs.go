@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"go.uber.org/fx"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
@@ -29,8 +31,13 @@ type jobSystem struct {
 // their rows, a lease per run owned by this process (a new owner id per
 // start), and the leader's periodic takeover of expired leases.
 func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog,
-	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, m *metrics.Metrics, log zerolog.Logger) (jobSystem, error) {
+	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics,
+	log zerolog.Logger) (jobSystem, error) {
 	owner := persistence.NewID()
+	retention, err := retentionTask(cfg, db, log)
+	if err != nil {
+		return jobSystem{}, err
+	}
 	log = log.With().Str("component", "runs").Str("owner", owner).Logger()
 	var rs *runs.Service
 	every := max(cfg.Runs.LeaseTimeout/6, 100e6)
@@ -39,7 +46,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 		Work:   func(ctx context.Context, runID string) error { return rs.Work(ctx, runID) },
 		Logger: log,
 		Periodic: []persistence.PeriodicTask{{Name: "runs.takeover", Every: every,
-			Run: func(ctx context.Context) error { return rs.TakeOver(ctx) }}},
+			Run: func(ctx context.Context) error { return rs.TakeOver(ctx) }}, retention},
 	})
 	if err != nil {
 		return jobSystem{}, err
@@ -53,15 +60,46 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})
 			return err
 		},
-		OnTakeOver: m.RunTakenOver,
+		OnTakeOver:        m.RunTakenOver,
+		InterruptOrphaned: plans.Plans.InterruptOrphaned,
 	})
 	if err != nil {
 		return jobSystem{}, err
 	}
+	cancel.set(func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
+		return rs.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
+	})
 	if err := m.CountRuns(jobs.CountRuns); err != nil {
 		return jobSystem{}, err
 	}
 	return jobSystem{jobs: jobs, runs: rs}, nil
+}
+
+// turnCanceller lets the chat service cancel a turn wherever it runs
+// (multitask interrupt) through the job system, which is built after it.
+type turnCanceller struct {
+	mu sync.Mutex
+	fn func(ctx context.Context, userID, runID string, cause agents.CancelCause) error
+}
+
+func newTurnCanceller() *turnCanceller { return &turnCanceller{} }
+
+func (c *turnCanceller) set(fn func(ctx context.Context, userID, runID string, cause agents.CancelCause) error) {
+	c.mu.Lock()
+	c.fn = fn
+	c.mu.Unlock()
+}
+
+// Cancel records a cancel of userID's run runID for its owner, on any
+// replica (before the job system exists: NotFound, and the turn waits).
+func (c *turnCanceller) Cancel(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
+	c.mu.Lock()
+	fn := c.fn
+	c.mu.Unlock()
+	if fn == nil {
+		return apperr.New(apperr.NotFound, "run %s is not running", runID)
+	}
+	return fn(ctx, userID, runID, cause)
 }
 
 // runJobSystem hooks the job system into the lifecycle, after the HTTP

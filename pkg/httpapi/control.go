@@ -161,6 +161,15 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	announce := func(ctx context.Context, em event.Emitter) {
 		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
 	}
+	if a.queued() {
+		c.Set(LogRunID, r.ID)
+		first := event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
+			Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
+		if stream != nil && !*stream {
+			return a.planJSONQueued(c, r, first)
+		}
+		return a.enqueuePlanRun(c, r, first)
+	}
 	if stream != nil && !*stream {
 		ctx, stop := workContext(c, a.cfg.OnDisconnect == OnContinue && a.logged())
 		defer stop()
@@ -174,11 +183,6 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 			return err
 		}
 		return c.JSON(http.StatusOK, out)
-	}
-	if a.queued() {
-		c.Set(LogRunID, r.ID)
-		return a.enqueuePlanRun(c, r, event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
-			Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}})
 	}
 	if a.logged() {
 		c.Set(LogRunID, r.ID)

@@ -95,6 +95,9 @@ func (a *API) stream(c echo.Context) error {
 			return err
 		}
 		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
+		if a.queued() && turn.Replay == nil {
+			return a.turnJSONQueued(c, turn, detach)
+		}
 		return a.turnJSON(c, turn, detach)
 	}
 	if a.logged() {

@@ -101,6 +101,12 @@ type Config struct {
 	PollInterval time.Duration
 	// CancelPlan cancels a plan running in this process (planning.Control).
 	CancelPlan func(ctx context.Context, planID, userID string, operator bool) error
+	// InterruptOrphaned, when set, interrupts the live plans that no
+	// unfinished run is about and that did not change since idleSince
+	// (persistence.Plans): TakeOver calls it with a lease timeout ago, so a
+	// plan whose claim outlived its process (it died before creating the
+	// plan's run) can be resumed instead of staying executing.
+	InterruptOrphaned func(ctx context.Context, idleSince time.Time) (int, error)
 	// OnTakeOver is called for each run this process takes after another
 	// owner lost it (the metrics' failovers).
 	OnTakeOver func()
@@ -355,10 +361,18 @@ func (s *Service) check(ctx context.Context) {
 
 // TakeOver frees and queues again the runs whose owner stopped renewing
 // their lease (the leader's periodic task).
+// It also interrupts orphaned plans (Config.InterruptOrphaned).
 func (s *Service) TakeOver(ctx context.Context) error {
 	ids, err := s.cfg.Store.TakeOverExpired(ctx)
 	if len(ids) > 0 {
 		s.cfg.Logger.Warn().Strs("runs", ids).Msg("runs whose owner stopped renewing their lease are queued again")
+	}
+	if err != nil || s.cfg.InterruptOrphaned == nil {
+		return err
+	}
+	n, err := s.cfg.InterruptOrphaned(ctx, s.cfg.Now().Add(-s.cfg.LeaseTimeout))
+	if n > 0 {
+		s.cfg.Logger.Warn().Int("plans", n).Msg("plans that no run was running were interrupted; they can be resumed")
 	}
 	return err
 }
