@@ -176,3 +176,23 @@ func waitsFor(started chan<- struct{}, release <-chan struct{}, text string) *mo
 		return llm.Response{Text: "partial " + text, StopReason: "stop"}, nil
 	}}
 }
+
+// "stream": false goes through the queue too: the run is a job, and the
+// JSON answer is read back from what the run stored.
+func TestQueuedTurnAnswersJSON(t *testing.T) {
+	t.Parallel()
+	env := newQueuedEnv(t, persistence.DriverSQLite, says("Hello there, Alice."))
+	ctx := context.Background()
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "hi", "stream": false, "stream_run_id": "run-json", "client_turn_id": "tj"})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out := decodeBody[httpapi.TurnResult](t, resp)
+	require.Equal(t, "Hello there, Alice.", out.AssistantMessage.Content)
+	require.Equal(t, event.FinishedCompleted, out.FinishedReason)
+	require.Equal(t, "hi", out.UserMessage.Content)
+	require.NotEmpty(t, out.Session.ID)
+	require.Nil(t, out.Error)
+	v := decodeBody[httpapi.RunView](t, env.request(t, ctx, "alice", "GET", "/api/runs/run-json", nil))
+	require.Equal(t, 1, v.Attempts, "a worker took the run's job")
+	require.Equal(t, "completed", v.Status)
+}

@@ -1,0 +1,327 @@
+package runs_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/runs"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeStore is a runs.Store whose methods are function fields.
+type fakeStore struct {
+	claim     func(ctx context.Context, runID, owner string, ttl time.Duration) (event.Run, bool, error)
+	renew     func(ctx context.Context, owner string, ttl time.Duration) (int64, error)
+	release   func(ctx context.Context, runID string, token int64) (bool, error)
+	takeOver  func(ctx context.Context) ([]string, error)
+	cancel    func(ctx context.Context, userID, runID string, req runs.CancelRequest) error
+	runStates func(ctx context.Context, ids []string) ([]runs.State, error)
+}
+
+func (f *fakeStore) CreateRun(context.Context, *event.Run, event.Envelope) error { return nil }
+func (f *fakeStore) Claim(ctx context.Context, runID, owner string, ttl time.Duration) (event.Run, bool, error) {
+	return f.claim(ctx, runID, owner, ttl)
+}
+func (f *fakeStore) Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error) {
+	if f.renew == nil {
+		return 0, nil
+	}
+	return f.renew(ctx, owner, ttl)
+}
+func (f *fakeStore) Release(ctx context.Context, runID string, token int64) (bool, error) {
+	return f.release(ctx, runID, token)
+}
+func (f *fakeStore) TakeOverExpired(ctx context.Context) ([]string, error) { return f.takeOver(ctx) }
+func (f *fakeStore) RequestCancel(ctx context.Context, userID, runID string, req runs.CancelRequest) error {
+	if f.cancel == nil {
+		return nil
+	}
+	return f.cancel(ctx, userID, runID, req)
+}
+func (f *fakeStore) RunStates(ctx context.Context, ids []string) ([]runs.State, error) {
+	if f.runStates == nil {
+		return nil, nil
+	}
+	return f.runStates(ctx, ids)
+}
+
+// fakeLog records what a run appends and how it finished.
+type fakeLog struct {
+	mu       sync.Mutex
+	opened   map[string]int64
+	events   []event.Envelope
+	finished map[string]string
+}
+
+func newFakeLog() *fakeLog {
+	return &fakeLog{opened: map[string]int64{}, finished: map[string]string{}}
+}
+
+func (l *fakeLog) OpenRun(_ context.Context, runID string, token int64) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opened[runID] = token
+	return 1, nil
+}
+
+func (l *fakeLog) Append(_ string, e event.Envelope) (int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+	return int64(len(l.events) + 1), nil
+}
+
+func (l *fakeLog) Finish(runID, status string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.finished[runID] = status
+}
+
+func (l *fakeLog) types() []event.Type {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]event.Type, len(l.events))
+	for i, e := range l.events {
+		out[i] = e.Event.Type()
+	}
+	return out
+}
+
+func (l *fakeLog) status(runID string) (string, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s, ok := l.finished[runID]
+	return s, ok
+}
+
+func claims(r event.Run) func(context.Context, string, string, time.Duration) (event.Run, bool, error) {
+	return func(_ context.Context, runID, owner string, _ time.Duration) (event.Run, bool, error) {
+		r.ID, r.Owner = runID, owner
+		return r, true, nil
+	}
+}
+
+func newService(t *testing.T, st *fakeStore, log *fakeLog, work runs.Work) *runs.Service {
+	t.Helper()
+	s, err := runs.New(runs.Config{Store: st, Log: log, Owner: "A", PollInterval: 10 * time.Millisecond,
+		Kinds: map[string]runs.Work{"turn": work}})
+	require.NoError(t, err)
+	return s
+}
+
+func say(ctx context.Context, em event.Emitter, reason event.FinishedReason) {
+	em.Emit(ctx, event.Text{Content: "hi"})
+	em.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: reason})
+}
+
+func TestNewReportsEveryBadValue(t *testing.T) {
+	t.Parallel()
+	_, err := runs.New(runs.Config{LeaseTimeout: -time.Second, PollInterval: -time.Second})
+	require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
+	var fields []string
+	for _, f := range apperr.FieldsOf(err) {
+		fields = append(fields, f.Field)
+	}
+	require.ElementsMatch(t, []string{"Store", "Log", "Owner", "Kinds", "LeaseTimeout", "PollInterval"}, fields)
+}
+
+// Work claims the run, runs its kind's work on a log opened with the
+// lease's token, and finishes the run as its done says.
+func TestWorkRunsAClaimedRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		kind   string
+		work   runs.Work
+		want   []event.Type
+		status string
+	}{
+		{"completed", "turn", func(ctx context.Context, _ event.Run, em event.Emitter) { say(ctx, em, event.FinishedCompleted) },
+			[]event.Type{event.TypeText, event.TypeDone}, runs.StatusCompleted},
+		{"cancelled", "turn", func(ctx context.Context, _ event.Run, em event.Emitter) { say(ctx, em, event.FinishedCancelled) },
+			[]event.Type{event.TypeText, event.TypeDone}, runs.StatusCancelled},
+		{"work without done", "turn", func(ctx context.Context, _ event.Run, em event.Emitter) { em.Emit(ctx, event.Text{Content: "x"}) },
+			[]event.Type{event.TypeText, event.TypeDone}, runs.StatusFailed},
+		{"unknown kind", "nope", nil, []event.Type{event.TypeError, event.TypeDone}, runs.StatusFailed},
+		{"only the first done counts", "turn", func(ctx context.Context, r event.Run, em event.Emitter) {
+			say(ctx, em, event.FinishedCompleted)
+			em.Emit(ctx, event.Done{FinishedReason: event.FinishedError})
+		}, []event.Type{event.TypeText, event.TypeDone}, runs.StatusCompleted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			log := newFakeLog()
+			st := &fakeStore{claim: claims(event.Run{Kind: tt.kind, LeaseToken: 7, Attempts: 1})}
+			work := tt.work
+			if work == nil {
+				work = func(context.Context, event.Run, event.Emitter) { t.Error("no work for an unknown kind") }
+			}
+			s := newService(t, st, log, work)
+			require.NoError(t, s.Work(context.Background(), "r1"))
+			require.Equal(t, tt.want, log.types())
+			got, ok := log.status("r1")
+			require.True(t, ok)
+			require.Equal(t, tt.status, got)
+			require.EqualValues(t, 7, log.opened["r1"], "the log checks the lease's token")
+			require.Zero(t, s.Running())
+		})
+	}
+}
+
+// A run that is finished, or owned by a live process, is left alone; a
+// store error is the job's (River retries it).
+func TestWorkLeavesRunsItCannotClaim(t *testing.T) {
+	t.Parallel()
+	boom := errors.New("connection reset")
+	for name, claim := range map[string]func(context.Context, string, string, time.Duration) (event.Run, bool, error){
+		"not claimable": func(context.Context, string, string, time.Duration) (event.Run, bool, error) { return event.Run{}, false, nil },
+		"store error":   func(context.Context, string, string, time.Duration) (event.Run, bool, error) { return event.Run{}, false, boom },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			log := newFakeLog()
+			s := newService(t, &fakeStore{claim: claim}, log, func(context.Context, event.Run, event.Emitter) { t.Error("worked") })
+			err := s.Work(context.Background(), "r1")
+			if name == "store error" {
+				require.ErrorIs(t, err, boom)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Empty(t, log.types())
+			_, finished := log.status("r1")
+			require.False(t, finished)
+		})
+	}
+}
+
+// waitsForCancel is work that ends when its context does, reporting the
+// cause, and emits done as a cancelled turn does.
+func waitsForCancel(started chan<- struct{}, cause chan<- error) runs.Work {
+	return func(ctx context.Context, _ event.Run, em event.Emitter) {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		em.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedCancelled})
+	}
+}
+
+// A cancel recorded on another replica reaches the owner through its poll
+// of the run's state; a cancel asked on the owner is carried out at once.
+func TestCancelReachesTheOwner(t *testing.T) {
+	t.Parallel()
+	for _, where := range []string{"elsewhere", "here"} {
+		t.Run(where, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var asked *runs.CancelRequest
+			st := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 3, Attempts: 1}),
+				runStates: func(_ context.Context, ids []string) ([]runs.State, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					return []runs.State{{ID: ids[0], Status: "running", Owner: "A", LeaseToken: 3, Cancel: asked}}, nil
+				}}
+			started, cause := make(chan struct{}), make(chan error, 1)
+			log := newFakeLog()
+			s := newService(t, st, log, waitsForCancel(started, cause))
+			s.Start()
+			defer s.Stop()
+			done := make(chan error, 1)
+			go func() { done <- s.Work(context.Background(), "r1") }()
+			<-started
+			req := runs.CancelRequest{Cause: string(agents.Superseded)}
+			if where == "here" {
+				require.NoError(t, s.Cancel(context.Background(), "alice", "r1", req))
+			} else {
+				mu.Lock()
+				asked = &req
+				mu.Unlock()
+			}
+			require.ErrorIs(t, <-cause, agents.Superseded)
+			require.NoError(t, <-done)
+			got, _ := log.status("r1")
+			require.Equal(t, runs.StatusCancelled, got)
+		})
+	}
+}
+
+// A run whose token changed (another process took it) is let go: its work
+// is cancelled with OwnerLost, nothing more of it is appended, and it is
+// not finished here.
+func TestALostRunIsLetGo(t *testing.T) {
+	t.Parallel()
+	st := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 3, Attempts: 1}),
+		runStates: func(_ context.Context, ids []string) ([]runs.State, error) {
+			return []runs.State{{ID: ids[0], Status: "running", Owner: "B", LeaseToken: 4}}, nil
+		}}
+	started, cause := make(chan struct{}), make(chan error, 1)
+	log := newFakeLog()
+	s := newService(t, st, log, waitsForCancel(started, cause))
+	s.Start()
+	defer s.Stop()
+	done := make(chan error, 1)
+	go func() { done <- s.Work(context.Background(), "r1") }()
+	<-started
+	require.ErrorIs(t, <-cause, agents.OwnerLost)
+	require.NoError(t, <-done)
+	require.Empty(t, log.types(), "a lost run's done is not written by its old owner")
+	_, finished := log.status("r1")
+	require.False(t, finished)
+}
+
+// HandOver (SIGTERM) releases each run with its token — queued again for
+// another process — and cancels its work with OwnerLost.
+func TestHandOverReleasesRuns(t *testing.T) {
+	t.Parallel()
+	released := make(chan int64, 1)
+	st := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 9, Attempts: 1}),
+		release: func(_ context.Context, runID string, token int64) (bool, error) {
+			released <- token
+			return true, nil
+		}}
+	started, cause := make(chan struct{}), make(chan error, 1)
+	log := newFakeLog()
+	s := newService(t, st, log, waitsForCancel(started, cause))
+	done := make(chan error, 1)
+	go func() { done <- s.Work(context.Background(), "r1") }()
+	<-started
+	require.Equal(t, 1, s.HandOver(context.Background()))
+	require.EqualValues(t, 9, <-released)
+	require.ErrorIs(t, <-cause, agents.OwnerLost)
+	require.NoError(t, <-done)
+	require.Empty(t, log.types())
+	_, finished := log.status("r1")
+	require.False(t, finished, "the next owner finishes it")
+}
+
+// TakeOver queues expired runs again and interrupts the plans no run runs
+// that stayed unchanged for a lease timeout.
+func TestTakeOverInterruptsOrphanedPlans(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	var idle time.Time
+	took := 0
+	s, err := runs.New(runs.Config{Store: &fakeStore{takeOver: func(context.Context) ([]string, error) {
+		took++
+		return []string{"r1"}, nil
+	}}, Log: newFakeLog(), Owner: "A", Kinds: map[string]runs.Work{"turn": nil}, LeaseTimeout: 30 * time.Second,
+		Now: func() time.Time { return now },
+		InterruptOrphaned: func(_ context.Context, since time.Time) (int, error) {
+			idle = since
+			return 1, nil
+		}})
+	require.NoError(t, err)
+	require.NoError(t, s.TakeOver(context.Background()))
+	require.Equal(t, 1, took)
+	require.Equal(t, now.Add(-30*time.Second), idle)
+}
