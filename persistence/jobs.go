@@ -67,6 +67,13 @@ type JobsConfig struct {
 	// (default 50 ms on PostgreSQL, which is woken by NOTIFY; 20 ms on
 	// SQLite, which polls).
 	FetchPollInterval time.Duration
+	// RescueAfter is how long a job may run before River's rescuer queues
+	// it again (default 1 min). A run's job that runs long is harmless to
+	// rescue — its run's lease says whether its owner is alive, and Work
+	// leaves a run a live process owns — while a job whose process died
+	// between River's fetch and the run's claim would otherwise wait an
+	// hour, River's default.
+	RescueAfter time.Duration
 	// ID names this process in River (default: River's).
 	ID     string
 	Logger zerolog.Logger
@@ -105,8 +112,8 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 			bad = append(bad, fmt.Sprintf("periodic task %q needs a name, a positive interval and a function", p.Name))
 		}
 	}
-	if cfg.MaxWorkers < 0 || cfg.FetchCooldown < 0 || cfg.FetchPollInterval < 0 {
-		bad = append(bad, "MaxWorkers, FetchCooldown and FetchPollInterval must not be negative")
+	if cfg.MaxWorkers < 0 || cfg.FetchCooldown < 0 || cfg.FetchPollInterval < 0 || cfg.RescueAfter < 0 {
+		bad = append(bad, "MaxWorkers, FetchCooldown, FetchPollInterval and RescueAfter must not be negative")
 	}
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("persistence: NewJobs: %v", bad)
@@ -116,6 +123,9 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 	}
 	if cfg.FetchCooldown == 0 {
 		cfg.FetchCooldown = 5 * time.Millisecond
+	}
+	if cfg.RescueAfter == 0 {
+		cfg.RescueAfter = time.Minute
 	}
 	if cfg.FetchPollInterval == 0 {
 		cfg.FetchPollInterval = 50 * time.Millisecond
@@ -159,9 +169,10 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		FetchPollInterval: cfg.FetchPollInterval,
 		// A run lasts as long as it lasts: its own limits bound it, and its
 		// lease (not River's rescuer) says whether its owner is alive.
-		JobTimeout:  -1,
-		MaxAttempts: 5,
-		Logger:      slog.New(zerologHandler{log: cfg.Logger.With().Str("component", "river").Logger()}),
+		JobTimeout:           -1,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		MaxAttempts:          5,
+		Logger:               slog.New(zerologHandler{log: cfg.Logger.With().Str("component", "river").Logger()}),
 	}
 	switch db.driver {
 	case DriverPostgres:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.uber.org/fx"
@@ -42,9 +43,10 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	var rs *runs.Service
 	every := max(cfg.Runs.LeaseTimeout/6, 100e6)
 	jobs, err := persistence.NewJobs(rc, db, persistence.JobsConfig{
-		ID:     owner,
-		Work:   func(ctx context.Context, runID string) error { return rs.Work(ctx, runID) },
-		Logger: log,
+		ID:          owner,
+		RescueAfter: max(2*cfg.Runs.LeaseTimeout, time.Minute),
+		Work:        func(ctx context.Context, runID string) error { return rs.Work(ctx, runID) },
+		Logger:      log,
 		Periodic: []persistence.PeriodicTask{{Name: "runs.takeover", Every: every,
 			Run: func(ctx context.Context) error { return rs.TakeOver(ctx) }}, retention},
 	})
@@ -66,6 +68,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	if err != nil {
 		return jobSystem{}, err
 	}
+	res.add(func() error { rs.Stop(); return nil })
 	cancel.set(func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
 		return rs.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
 	})

@@ -70,6 +70,10 @@ func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutp
 		// SIGINT/SIGTERM arrived while starting (fx reports the cancelled
 		// start as an error even when every hook had run): stop what
 		// started, and exit cleanly like any other stop.
+		// fx does not stop a hook whose start outlived the cancelled start
+		// context (the job system's may have started River meanwhile):
+		// close what was opened too (every closer is idempotent).
+		defer res.closeAll()
 		stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), app.StopTimeout())
 		defer cancelStop()
 		return app.Stop(stopCtx)

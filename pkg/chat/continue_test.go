@@ -24,7 +24,9 @@ func (f planRunner) Run(ctx context.Context, p planning.Plan, _ event.Emitter) (
 	return f.RunFunc(ctx, p)
 }
 
-func (f planRunner) PlansOfRun(context.Context, string, string) ([]planning.Plan, error) { return nil, nil }
+func (f planRunner) PlansOfRun(context.Context, string, string) ([]planning.Plan, error) {
+	return nil, nil
+}
 
 func (f planRunner) Synthesize(ctx context.Context, p planning.Plan, _ event.Emitter) (string, event.Usage, error) {
 	return f.SynthesizeFunc(ctx, p)

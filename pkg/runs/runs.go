@@ -120,10 +120,11 @@ type Config struct {
 type Service struct {
 	cfg Config
 
-	mu     sync.Mutex
-	active map[string]*active
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	mu      sync.Mutex
+	active  map[string]*active
+	stop    context.CancelFunc
+	stopped bool
+	wg      sync.WaitGroup
 }
 
 // active is one run this process works.
@@ -277,18 +278,24 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 
 // Start starts the loop that renews this process's leases and picks up
 // cancels and lost runs. Stop ends it.
+// A Service stopped before it started never starts.
 func (s *Service) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.stop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
-	s.mu.Unlock()
 	s.wg.Go(func() { s.loop(ctx) })
 }
 
-// Stop ends the loop (after HandOver or once no run is left).
+// Stop ends the loop (after HandOver or once no run is left). It is
+// idempotent.
 func (s *Service) Stop() {
 	s.mu.Lock()
 	stop := s.stop
+	s.stopped = true
 	s.mu.Unlock()
 	if stop != nil {
 		stop()

@@ -185,8 +185,12 @@ func TestWorkLeavesRunsItCannotClaim(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("connection reset")
 	for name, claim := range map[string]func(context.Context, string, string, time.Duration) (event.Run, bool, error){
-		"not claimable": func(context.Context, string, string, time.Duration) (event.Run, bool, error) { return event.Run{}, false, nil },
-		"store error":   func(context.Context, string, string, time.Duration) (event.Run, bool, error) { return event.Run{}, false, boom },
+		"not claimable": func(context.Context, string, string, time.Duration) (event.Run, bool, error) {
+			return event.Run{}, false, nil
+		},
+		"store error": func(context.Context, string, string, time.Duration) (event.Run, bool, error) {
+			return event.Run{}, false, boom
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -324,4 +328,19 @@ func TestTakeOverInterruptsOrphanedPlans(t *testing.T) {
 	require.NoError(t, s.TakeOver(context.Background()))
 	require.Equal(t, 1, took)
 	require.Equal(t, now.Add(-30*time.Second), idle)
+}
+
+// Stop is idempotent, and a Service stopped before it started (a start
+// that outlived a cancelled app start) never starts its loop.
+func TestStopBeforeStart(t *testing.T) {
+	t.Parallel()
+	s := newService(t, &fakeStore{}, newFakeLog(), nil)
+	s.Stop()
+	s.Start()
+	s.Stop()
+	s2 := newService(t, &fakeStore{}, newFakeLog(), nil)
+	s2.Start()
+	s2.Start()
+	s2.Stop()
+	s2.Stop()
 }
