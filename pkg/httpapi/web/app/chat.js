@@ -466,7 +466,12 @@ export class ChatView {
     this.stopBtn.textContent = "Stop";
     this.sendBtn.disabled = busy;
     this.status.textContent = busy ? "Working… (Escape or Stop to cancel)" : "";
-    if (!busy) this.input.focus();
+    // The composer takes the focus back when a turn ends — unless the
+    // person is typing elsewhere (answers to clarifying questions that
+    // arrived before the turn's done).
+    const typing = document.activeElement && document.activeElement !== document.body && document.activeElement !== this.input &&
+      this.root.contains(document.activeElement) && document.activeElement.matches("input, textarea, select");
+    if (!busy && !typing) this.input.focus();
   }
 
   // stop cancels what runs: the turn (stream cancel) or the plan run.
