@@ -148,9 +148,13 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 	for _, p := range cfg.Periodic {
 		tasks[p.Name] = p
 		name := p.Name
+		// River refuses a uniqueness period under a second (the insert
+		// fails, and the task never runs): a task due more often runs
+		// once a second at most.
+		unique := max(p.Every, time.Second)
 		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(p.Every), func() (river.JobArgs, *river.InsertOpts) {
 			return periodicJobArgs{Name: name}, &river.InsertOpts{MaxAttempts: 1,
-				UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: p.Every}}
+				UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: unique}}
 		}, &river.PeriodicJobOpts{ID: name, RunOnStart: true}))
 	}
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[periodicJobArgs]) error {
