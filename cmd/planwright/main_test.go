@@ -31,7 +31,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(cleaningM{m},
 		// os/signal's delivery loop starts with the first signal.Notify (fx's
 		// signal relay) and lives as long as the process, by design.
 		goleak.IgnoreTopFunction("os/signal.signal_recv"),
@@ -40,6 +40,14 @@ func TestMain(m *testing.M) {
 		// serve opens are checked by the "database closed" log lines.
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
 	)
+}
+
+// cleaningM removes, after the tests, the binary the replica tests built.
+type cleaningM struct{ m *testing.M }
+
+func (c cleaningM) Run() int {
+	defer removeBuiltBinary()
+	return c.m.Run()
 }
 
 // shippedConfig is the repository's configs/planwright.yaml.
