@@ -318,6 +318,19 @@ func (s *Service) loop(ctx context.Context) {
 					s.cfg.Logger.Warn().Err(err).Msg("renew leases")
 				}
 			}
+			// Every process looks for expired leases too, not only the
+			// job system's leader (TakeOver): when the leader itself
+			// died, River elects another only after its leader TTL (some
+			// 15-20 s, not configurable), which would bound a takeover
+			// instead of LeaseTimeout. Taking a run over is a guarded
+			// update, so processes that look at once take it once.
+			ids, err := s.cfg.Store.TakeOverExpired(ctx)
+			if len(ids) > 0 {
+				s.cfg.Logger.Warn().Strs("runs", ids).Msg("runs whose owner stopped renewing their lease are queued again")
+			}
+			if err != nil && ctx.Err() == nil {
+				s.cfg.Logger.Warn().Err(err).Msg("take over expired leases")
+			}
 		case <-poll.C:
 			s.check(ctx)
 		}
