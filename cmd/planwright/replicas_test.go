@@ -757,12 +757,29 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		first := a.turn(t, map[string]any{"message": "long chat", "stream_run_id": "run-reject-1"})
 		h := readHead(t, first, false)
 		_, elsewhere := other(t, h.runID)
-		status, body := elsewhere.do(t, http.MethodPost, "/api/agent/stream",
-			map[string]any{"message": "quick chat", "session_id": h.sessionID, "multitask_strategy": "reject", "stream_run_id": "run-reject-2"})
-		require.Equal(t, http.StatusConflict, status, string(body))
-		require.Contains(t, string(body), `"code":"conflict"`)
+		// A JSON turn is refused with a 409 on either replica; a stream
+		// (opened before the database was asked) says conflict and ends.
+		for _, r := range []*replica{a, b} {
+			status, body := r.do(t, http.MethodPost, "/api/agent/stream",
+				map[string]any{"message": "quick chat", "session_id": h.sessionID, "multitask_strategy": "reject", "stream": false})
+			require.Equal(t, http.StatusConflict, status, "%s: %s", r.name, body)
+			require.Contains(t, string(body), `"code":"conflict"`)
+		}
+		refused := elsewhere.turn(t, map[string]any{"message": "quick chat", "session_id": h.sessionID,
+			"multitask_strategy": "reject", "stream_run_id": "run-reject-2"})
+		fs := refused.drain(t, 30*time.Second)
+		require.Equal(t, []string{"agent_state", "error", "done"}, typesOf(toSSE(fs)))
+		require.Equal(t, "conflict", fs[1].str("error", "code"))
+		require.Equal(t, "error", fs[2].str("finished_reason"))
 		require.Nil(t, a.run(t, h.runID).FinishedAt, "the running turn goes on")
-		status, _ = elsewhere.do(t, http.MethodPost, "/api/agent/stream/cancel", map[string]any{"stream_run_id": h.runID})
+		var users []string
+		for _, m := range a.messages(t, h.sessionID) {
+			if m.Role == "user" {
+				users = append(users, m.Content)
+			}
+		}
+		require.Equal(t, []string{"long chat"}, users, "the refused messages are not stored")
+		status, _ := elsewhere.do(t, http.MethodPost, "/api/agent/stream/cancel", map[string]any{"stream_run_id": h.runID})
 		require.Equal(t, http.StatusAccepted, status)
 		first.drain(t, 30*time.Second)
 	})
