@@ -6,6 +6,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/multitask"
 )
 
 // A turn runs as a job: the handler that received it opens it (its
@@ -20,6 +21,9 @@ type RunSpec struct {
 	ClientTurnID string `json:"client_turn_id,omitempty"`
 	PlanMode     string `json:"plan_mode,omitempty"`
 	Operator     bool   `json:"operator,omitempty"`
+	// Multitask is what the turn does about turns of its session ahead
+	// of it (the request's strategy, or the configured default).
+	Multitask multitask.Strategy `json:"multitask,omitempty"`
 	// FocusActive or FocusChanged, when the request moved the session's
 	// focus (announced after the session).
 	FocusActive  *event.Focus `json:"focus_active,omitempty"`
@@ -29,7 +33,7 @@ type RunSpec struct {
 // Spec is the opened turn's RunSpec.
 func (t *Turn) Spec() RunSpec {
 	s := RunSpec{MessageID: t.User.ID, Message: t.User.Content, ClientTurnID: t.User.ClientTurnID, PlanMode: t.req.PlanMode,
-		Operator: t.operator}
+		Operator: t.operator, Multitask: t.multitask}
 	switch f := t.FocusEvent.(type) {
 	case event.FocusActive:
 		s.FocusActive = &f.Focus
@@ -58,8 +62,12 @@ func (s *Service) Rebuild(ctx context.Context, runID, userID, sessionID string, 
 			StreamRunID: runID, Operator: rs.Operator},
 		User: Message{ID: rs.MessageID, SessionID: sessionID, UserID: userID, Role: RoleUser, Content: rs.Message,
 			ClientTurnID: rs.ClientTurnID, StreamRunID: runID},
+		multitask: rs.Multitask,
 		// Not registered: Release has nothing to unregister.
 		done: true}
+	if t.multitask == "" {
+		t.multitask = s.cfg.Multitask
+	}
 	switch {
 	case rs.FocusActive != nil:
 		t.FocusEvent = event.FocusActive{Focus: *rs.FocusActive}
