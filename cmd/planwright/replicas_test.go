@@ -758,6 +758,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		h := readHead(t, first, false)
 		_, elsewhere := other(t, h.runID)
 		// A JSON turn is refused with a 409 on either replica; a stream
+		// on the replica that does not hold the running turn's request
 		// (opened before the database was asked) says conflict and ends.
 		for _, r := range []*replica{a, b} {
 			status, body := r.do(t, http.MethodPost, "/api/agent/stream",
@@ -765,7 +766,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 			require.Equal(t, http.StatusConflict, status, "%s: %s", r.name, body)
 			require.Contains(t, string(body), `"code":"conflict"`)
 		}
-		refused := elsewhere.turn(t, map[string]any{"message": "quick chat", "session_id": h.sessionID,
+		refused := b.turn(t, map[string]any{"message": "quick chat", "session_id": h.sessionID,
 			"multitask_strategy": "reject", "stream_run_id": "run-reject-2"})
 		fs := refused.drain(t, 30*time.Second)
 		require.Equal(t, []string{"agent_state", "error", "done"}, typesOf(toSSE(fs)))
