@@ -435,7 +435,7 @@ func (s *stream) next(t *testing.T, within time.Duration) (frame, bool) {
 		s.got = append(s.got, f)
 		return f, true
 	case <-time.After(within):
-		t.Fatalf("%s: nothing within %s after %v", s.name, within, typesOf(toSSE(s.got)))
+		t.Fatalf("%s: nothing within %s after %v", s.name, within, frameTypes(s.got))
 		return frame{}, false
 	}
 }
@@ -447,7 +447,7 @@ func (s *stream) until(t *testing.T, what string, match func(frame) bool) frame 
 	for {
 		f, ok := s.next(t, time.Until(deadline))
 		if !ok {
-			t.Fatalf("%s ended before %s: %v", s.name, what, typesOf(toSSE(s.got)))
+			t.Fatalf("%s ended before %s: %v", s.name, what, frameTypes(s.got))
 		}
 		if match(f) {
 			return f
@@ -510,10 +510,11 @@ func (s *stream) lastSeq() int64 {
 	return 0
 }
 
-func toSSE(fs []frame) []sseFrame {
-	out := make([]sseFrame, len(fs))
+// frameTypes are the types of fs, in order.
+func frameTypes(fs []frame) []string {
+	out := make([]string, len(fs))
 	for i, f := range fs {
-		out[i] = sseFrame{Type: f.Type, Data: f.Data}
+		out[i] = f.Type
 	}
 	return out
 }
@@ -551,9 +552,9 @@ func requireWholeLog(t *testing.T, fs []frame) {
 	}
 	require.NotEmpty(t, seqs)
 	for i, n := range seqs {
-		require.Equal(t, int64(i+1), n, "seq %d of %v: no gap, no repeat; types %v", i, seqs, typesOf(toSSE(fs)))
+		require.Equal(t, int64(i+1), n, "seq %d of %v: no gap, no repeat; types %v", i, seqs, frameTypes(fs))
 	}
-	require.Equal(t, "done", fs[len(fs)-1].Type, typesOf(toSSE(fs)))
+	require.Equal(t, "done", fs[len(fs)-1].Type, frameTypes(fs))
 }
 
 // requireOneCompletedExecutionPerStep checks a finished plan: every step
@@ -585,7 +586,10 @@ func requireOneCompletedExecutionPerStep(t *testing.T, p planDetail) map[int][]s
 // session follow their strategies, whichever replica they reach.
 func TestReplicasShareOneDatabase(t *testing.T) {
 	t.Parallel()
-	f := newFleet(t, persistence.DriverPostgres, fleetConfig{LeaseTimeout: 30 * time.Second, DrainTimeout: 5 * time.Second})
+	// Leases of 8 s renewed every 2 s; every process looks for expired
+	// ones every 2 s.
+	const lease = 12 * time.Second
+	f := newFleet(t, persistence.DriverPostgres, fleetConfig{LeaseTimeout: lease, DrainTimeout: 5 * time.Second})
 	a := f.start(t, "A")
 
 	// Two long plans on A, alone: A owns their runs.
@@ -600,7 +604,9 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	b := f.start(t, "B")
 	status, _ := b.do(t, http.MethodGet, "/readyz", nil)
 	require.Equal(t, http.StatusOK, status)
-	time.Sleep(2 * time.Second) // B's start is over, and its first rounds of work
+	// B's start is over; let it do a round of its periodic work (a look
+	// for expired leases every lease/6).
+	time.Sleep(lease/6 + 500*time.Millisecond)
 
 	// A's plans are untouched: still executing, owned by A, first attempt,
 	// their streams on A still open; both replicas say so.
@@ -622,11 +628,12 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 			require.Equal(t, h.runID, p.Runs[0].ID)
 			require.Equal(t, ownerA, p.Runs[0].Owner)
 			require.Equal(t, 1, p.Runs[0].Attempts)
+			require.NotNil(t, p.Runs[0].LeaseExpiresAt)
 		}
 	}
 	for _, s := range []*stream{cancelTurn, cancelPlan} {
 		for _, f := range s.pending() {
-			require.NotContains(t, []string{"error", "done"}, f.Type, "%s: %v", s.name, typesOf(toSSE(s.got)))
+			require.NotContains(t, []string{"error", "done"}, f.Type, "%s: %v", s.name, frameTypes(s.got))
 		}
 		require.False(t, s.ended, s.name)
 	}
@@ -651,7 +658,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		took := time.Since(start)
 		require.NotEmpty(t, rest)
 		last := rest[len(rest)-1]
-		require.Equal(t, "done", last.Type, typesOf(toSSE(rest)))
+		require.Equal(t, "done", last.Type, frameTypes(rest))
 		require.Equal(t, "cancelled", last.str("finished_reason"))
 		require.Less(t, took, 5*time.Second, "the cancel reaches the owner at once")
 		v := b.run(t, turnHead.runID)
@@ -678,7 +685,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		require.Less(t, took, 5*time.Second, "the cancel reaches the owner at once")
 		// The turn on A answers from the cancelled plan and ends.
 		rest := cancelPlan.drain(t, 30*time.Second)
-		require.Equal(t, "done", rest[len(rest)-1].Type, typesOf(toSSE(rest)))
+		require.Equal(t, "done", rest[len(rest)-1].Type, frameTypes(rest))
 		d := a.plan(t, planHead.planID)
 		require.Equal(t, "cancelled", d.Plan.Status)
 		require.Equal(t, "cancelled", d.Plan.Steps[0].Status)
@@ -694,7 +701,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		watched := watch.drain(t, 60*time.Second)
 		own := turn.drain(t, 60*time.Second)
 		require.NotEmpty(t, watched)
-		require.Equal(t, "done", watched[len(watched)-1].Type, typesOf(toSSE(watched)))
+		require.Equal(t, "done", watched[len(watched)-1].Type, frameTypes(watched))
 		require.Equal(t, "done", own[len(own)-1].Type)
 		// The watcher saw the plan's steps as the turn's own client did.
 		steps := func(fs []frame) []string {
@@ -720,6 +727,13 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		require.Equal(t, "completed", complete[0].str("status"))
 	})
 
+	clientStrategies(t, a, b, other)
+}
+
+// clientStrategies checks what a client's disconnect and a second message
+// to a busy session do, with requests sent to a and b; other says which
+// of them owns a run and which does not (a lone process: a is b, and both).
+func clientStrategies(t *testing.T, a, b *replica, other func(t *testing.T, id string) (owner, notOwner *replica)) {
 	t.Run("on_disconnect cancel", func(t *testing.T) {
 		t.Parallel()
 		turn := b.turn(t, map[string]any{"message": "long chat", "stream_run_id": "run-disconnect-cancel", "on_disconnect": "cancel"})
@@ -766,12 +780,19 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 			require.Equal(t, http.StatusConflict, status, "%s: %s", r.name, body)
 			require.Contains(t, string(body), `"code":"conflict"`)
 		}
-		refused := b.turn(t, map[string]any{"message": "quick chat", "session_id": h.sessionID,
-			"multitask_strategy": "reject", "stream_run_id": "run-reject-2"})
-		fs := refused.drain(t, 30*time.Second)
-		require.Equal(t, []string{"agent_state", "error", "done"}, typesOf(toSSE(fs)))
-		require.Equal(t, "conflict", fs[1].str("error", "code"))
-		require.Equal(t, "error", fs[2].str("finished_reason"))
+		if a != b {
+			refused := b.turn(t, map[string]any{"message": "quick chat", "session_id": h.sessionID,
+				"multitask_strategy": "reject", "stream_run_id": "run-reject-2"})
+			fs := refused.drain(t, 30*time.Second)
+			require.Equal(t, []string{"agent_state", "error", "done"}, frameTypes(fs))
+			require.Equal(t, "conflict", fs[1].str("error", "code"))
+			require.Equal(t, "error", fs[2].str("finished_reason"))
+		}
+		// On the replica that holds the running turn's request, a stream
+		// is refused before it opens.
+		status, body := a.do(t, http.MethodPost, "/api/agent/stream",
+			map[string]any{"message": "quick chat", "session_id": h.sessionID, "multitask_strategy": "reject", "stream_run_id": "run-reject-3"})
+		require.Equal(t, http.StatusConflict, status, string(body))
 		require.Nil(t, a.run(t, h.runID).FinishedAt, "the running turn goes on")
 		var users []string
 		for _, m := range a.messages(t, h.sessionID) {
@@ -780,7 +801,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 			}
 		}
 		require.Equal(t, []string{"long chat"}, users, "the refused messages are not stored")
-		status, _ := elsewhere.do(t, http.MethodPost, "/api/agent/stream/cancel", map[string]any{"stream_run_id": h.runID})
+		status, _ = elsewhere.do(t, http.MethodPost, "/api/agent/stream/cancel", map[string]any{"stream_run_id": h.runID})
 		require.Equal(t, http.StatusAccepted, status)
 		first.drain(t, 30*time.Second)
 	})
@@ -795,7 +816,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		one := first.drain(t, 30*time.Second)
 		require.Equal(t, "completed", one[len(one)-1].str("finished_reason"))
 		two := second.drain(t, 30*time.Second)
-		require.Equal(t, "completed", two[len(two)-1].str("finished_reason"), typesOf(toSSE(second.got)))
+		require.Equal(t, "completed", two[len(two)-1].str("finished_reason"), frameTypes(second.got))
 		msgs := a.messages(t, h.sessionID)
 		a1, a2 := answers(msgs, "run-enqueue-1"), answers(msgs, "run-enqueue-2")
 		require.Len(t, a1, 1)
@@ -815,9 +836,9 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 			"multitask_strategy": "interrupt", "stream_run_id": "run-interrupt-2"})
 		one := first.drain(t, 30*time.Second)
 		require.Less(t, time.Since(start), 5*time.Second, "the running turn is cancelled at once")
-		require.Equal(t, "cancelled", one[len(one)-1].str("finished_reason"), typesOf(toSSE(first.got)))
+		require.Equal(t, "cancelled", one[len(one)-1].str("finished_reason"), frameTypes(first.got))
 		two := second.drain(t, 30*time.Second)
-		require.Equal(t, "completed", two[len(two)-1].str("finished_reason"), typesOf(toSSE(second.got)))
+		require.Equal(t, "completed", two[len(two)-1].str("finished_reason"), frameTypes(second.got))
 		require.Equal(t, "cancelled", a.run(t, "run-interrupt-1").Status)
 		msgs := a.messages(t, h.sessionID)
 		a1, a2 := answers(msgs, "run-interrupt-1"), answers(msgs, "run-interrupt-2")
@@ -910,8 +931,8 @@ func TestReplicaTerminatedMidPlan(t *testing.T) {
 	stopped := time.Now()
 	require.NoError(t, a.terminate(t), "SIGTERM exits 0; log:\n%s", tail(a.logs.String(), 60))
 	rest := turn.drain(t, 10*time.Second)
-	require.GreaterOrEqual(t, len(rest), 2, typesOf(toSSE(turn.got)))
-	require.Equal(t, []string{"error", "done"}, typesOf(toSSE(rest[len(rest)-2:])))
+	require.GreaterOrEqual(t, len(rest), 2, frameTypes(turn.got))
+	require.Equal(t, []string{"error", "done"}, frameTypes(rest[len(rest)-2:]))
 	require.Equal(t, "shutdown", rest[len(rest)-2].str("error", "code"))
 
 	eventually(t, 30*time.Second, func() (bool, string) {
@@ -961,7 +982,7 @@ func TestSQLiteRestartResumesRuns(t *testing.T) {
 			} else {
 				require.NoError(t, first.terminate(t))
 				rest := turn.drain(t, 10*time.Second)
-				require.Equal(t, []string{"error", "done"}, typesOf(toSSE(rest[len(rest)-2:])))
+				require.Equal(t, []string{"error", "done"}, frameTypes(rest[len(rest)-2:]))
 			}
 
 			second := f.start(t, "second")
@@ -990,4 +1011,14 @@ func TestSQLiteRestartResumesRuns(t *testing.T) {
 			requireWholeLog(t, append(logged, rejoin.drain(t, 30*time.Second)...))
 		})
 	}
+}
+
+// TestSQLiteClientStrategies: a lone process on SQLite, where runs are
+// jobs too: a client's disconnect and a second message to a busy session
+// follow their strategies.
+func TestSQLiteClientStrategies(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t, persistence.DriverSQLite, fleetConfig{LeaseTimeout: 12 * time.Second, DrainTimeout: 5 * time.Second})
+	p := f.start(t, "lone")
+	clientStrategies(t, p, p, func(*testing.T, string) (*replica, *replica) { return p, p })
 }
