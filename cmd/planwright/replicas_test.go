@@ -968,10 +968,20 @@ func TestReplicaTerminatedMidPlan(t *testing.T) {
 // session, and a client that rejoins reads every event once.
 func TestSQLiteRestartResumesRuns(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"kill", "term"} {
+	for _, tc := range []struct {
+		how   string
+		lease time.Duration
+	}{
+		// Killed, the run waits for its lease to expire.
+		{"kill", 3 * time.Second},
+		// Stopped, the run was handed over: it goes on at once, long
+		// before its lease (40 s) would have expired.
+		{"term", time.Minute},
+	} {
+		how := tc.how
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
-			f := newFleet(t, persistence.DriverSQLite, fleetConfig{LeaseTimeout: 3 * time.Second, DrainTimeout: time.Second})
+			f := newFleet(t, persistence.DriverSQLite, fleetConfig{LeaseTimeout: tc.lease, DrainTimeout: time.Second})
 			first := f.start(t, "first", "PLANWRIGHT_LLM_SCRIPT="+stalledScript(t))
 			turn := first.turn(t, map[string]any{"message": "failover job", "stream_run_id": "run-" + how})
 			h := readHead(t, turn, true)
@@ -986,13 +996,14 @@ func TestSQLiteRestartResumesRuns(t *testing.T) {
 			}
 
 			second := f.start(t, "second")
-			started := time.Now()
 			took := eventually(t, 60*time.Second, func() (bool, string) {
 				v := second.run(t, h.runID)
 				return v.FinishedAt != nil, fmt.Sprintf("run %+v", v)
 			})
 			t.Logf("finished %s after the restart", took)
-			_ = started
+			// Step 2 again (2 s), step 3, the answer; after the lease
+			// expired (kill).
+			require.Less(t, took, min(tc.lease, 10*time.Second)+10*time.Second)
 			v := second.run(t, h.runID)
 			require.Equal(t, "completed", v.Status)
 			require.Equal(t, 2, v.Attempts)
