@@ -908,6 +908,11 @@ func TestReplicaKilledMidPlan(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[int]int{1: 1, 2: 1, 3: 1}, completes)
+	// Operators see the failover in B's metrics, and the run among the
+	// completed ones (across replicas).
+	_, metricsText := get(t, b.url+"/metrics")
+	require.Contains(t, metricsText, "planwright_run_failovers_total 1\n")
+	require.Contains(t, metricsText, `planwright_runs{status="completed"} 1`+"\n")
 	// Checked last, so that a slow takeover does not hide the rest.
 	require.LessOrEqual(t, tookOver, lease+3*time.Second, "B takes the run over within the lease timeout")
 }
