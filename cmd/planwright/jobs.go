@@ -30,7 +30,9 @@ type jobSystem struct {
 
 // newJobSystem builds the job system: runs of every kind rebuilt from
 // their rows, a lease per run owned by this process (a new owner id per
-// start), and the leader's periodic takeover of expired leases.
+// start), and the takeover of expired leases (by every process's runs
+// loop, and the leader's periodic task, which also interrupts orphaned
+// plans).
 func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog,
 	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics,
 	log zerolog.Logger) (jobSystem, error) {

@@ -6,8 +6,9 @@
 // of the run's kind, and runs it with an emitter that appends to the run's
 // log. While it runs, the owner renews its leases and picks up cancels
 // asked on any replica (Cancel records them on the run); a run whose owner
-// died is taken over by another process once its lease expired (TakeOver,
-// a periodic task of the job system's leader); on SIGTERM the owner hands
+// died is taken over by another process once its lease expired (every
+// process looks on its renew tick; TakeOver, a periodic task of the job
+// system's leader, does too); on SIGTERM the owner hands
 // its runs over at once (HandOver). A process that lost a run writes
 // nothing more of it: its log checks the token, and its work is cancelled
 // with agents.OwnerLost.
@@ -380,7 +381,8 @@ func (s *Service) check(ctx context.Context) {
 }
 
 // TakeOver frees and queues again the runs whose owner stopped renewing
-// their lease (the leader's periodic task).
+// their lease (the leader's periodic task; every process's loop does that
+// part too).
 // It also interrupts orphaned plans (Config.InterruptOrphaned).
 func (s *Service) TakeOver(ctx context.Context) error {
 	ids, err := s.cfg.Store.TakeOverExpired(ctx)
