@@ -96,3 +96,18 @@ func (s *Service) ContinuePlan(ctx context.Context, runID string, p planning.Pla
 	out.MessageID = msg.ID
 	return out, nil
 }
+
+// EndPlanRun emits how a plan's run ended once ContinuePlan returned o and
+// err: an error event when it failed, then done — cancelled when the plan
+// ended cancelled or interrupted — with the run's usage and answer.
+func EndPlanRun(ctx context.Context, sys event.Emitter, sessionID string, o PlanOutcome, err error) {
+	finished := event.FinishedCompleted
+	switch {
+	case err != nil:
+		sys.Emit(ctx, event.Error{Error: ErrorInfo(err)})
+		finished, o = event.FinishedError, PlanOutcome{}
+	case o.Plan.Status == planning.StatusCancelled, o.Plan.Status == planning.StatusInterrupted:
+		finished = event.FinishedCancelled
+	}
+	sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: o.Usage, SessionID: sessionID, MessageID: o.MessageID})
+}

@@ -147,15 +147,7 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		if err == nil {
 			out = PlanRunResult{Plan: planView(o.Plan), Answer: o.Answer, MessageID: o.MessageID, Usage: o.Usage}
 		}
-		finished := event.FinishedCompleted
-		switch {
-		case err != nil:
-			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
-			finished = event.FinishedError
-		case o.Plan.Status == planning.StatusCancelled, o.Plan.Status == planning.StatusInterrupted:
-			finished = event.FinishedCancelled
-		}
-		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: out.Usage, SessionID: p.SessionID, MessageID: out.MessageID})
+		chat.EndPlanRun(ctx, sys, p.SessionID, o, err)
 		return out, err
 	}
 	announce := func(ctx context.Context, em event.Emitter) {

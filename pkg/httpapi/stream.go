@@ -107,18 +107,7 @@ func (a *API) stream(c echo.Context) error {
 		// The first event goes out before any database work, so time to
 		// first event never queues behind the connection pool.
 		turn.AnnounceThinking(ctx, em)
-		if err := turn.Open(ctx); err != nil {
-			sys := em.With(event.Source{Role: event.RoleSystem})
-			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
-			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
-			return
-		}
-		ctx = opened(ctx)
-		if turn.Replay != nil {
-			replay(ctx, em, turn)
-			return
-		}
-		turn.Run(ctx, em)
+		a.produceTurn(turn, turn.Open(ctx), opened)(ctx, em)
 	})
 }
 

@@ -60,15 +60,7 @@ func PlanWork(plans Plans, answers PlanAnswers) Work {
 		if agents.OwnerGone(ctx) {
 			return // another process continues the run
 		}
-		finished := event.FinishedCompleted
-		switch {
-		case err != nil:
-			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(err)})
-			finished = event.FinishedError
-		case o.Plan.Status == planning.StatusCancelled, o.Plan.Status == planning.StatusInterrupted:
-			finished = event.FinishedCancelled
-		}
-		sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: finished, Usage: o.Usage, SessionID: p.SessionID, MessageID: o.MessageID})
+		chat.EndPlanRun(ctx, sys, p.SessionID, o, err)
 	}
 }
 
