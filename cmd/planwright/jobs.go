@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/pkg/runs"
@@ -33,7 +34,7 @@ type jobSystem struct {
 // start), and the takeover of expired leases (by every process's runs
 // loop, and the leader's periodic task, which also interrupts orphaned
 // plans).
-func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog,
+func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog, feed *event.Feed,
 	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics,
 	log zerolog.Logger) (jobSystem, error) {
 	owner := persistence.NewID()
@@ -58,7 +59,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	res.add(jobs.Close)
 	control := orch.Control()
 	plan := runs.PlanWork(plans, svc)
-	rs, err = runs.New(runs.Config{Store: jobs, Log: runLog, Owner: owner, LeaseTimeout: cfg.Runs.LeaseTimeout, Logger: log,
+	rs, err = runs.New(runs.Config{Store: jobs, Log: runLog, Feed: feed, Owner: owner, LeaseTimeout: cfg.Runs.LeaseTimeout, Logger: log,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(svc), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})

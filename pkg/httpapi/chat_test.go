@@ -81,6 +81,7 @@ type chatEnv struct {
 	logs   *syncBuffer
 	srv    *httpapi.Server
 	runs   *persistence.RunLog
+	feed   *event.Feed
 	db     *persistence.DB
 }
 
@@ -146,7 +147,7 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 		require.NoError(t, stores.Keys.CreateKey(context.Background(), key))
 		env.keys[u] = secret
 	}
-	env.runs = runs
+	env.runs, env.feed = runs, feed
 	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
 		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,

@@ -35,7 +35,7 @@ func newQueuedEnv(t *testing.T, driver string, m agents.Model) chatEnv {
 	})
 	require.NoError(t, err)
 	plan := runs.PlanWork(env.stores.PlanRecords, env.svc)
-	svc, err = runs.New(runs.Config{Store: jobs, Log: env.runs, Owner: persistence.NewID(), PollInterval: 50 * time.Millisecond,
+	svc, err = runs.New(runs.Config{Store: jobs, Log: env.runs, Feed: env.feed, Owner: persistence.NewID(), PollInterval: 50 * time.Millisecond,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(env.svc), persistence.RunApprove: plan, persistence.RunResume: plan}})
 	require.NoError(t, err)
 	svc.Start()

@@ -73,6 +73,15 @@ type Log interface {
 	Finish(runID, status string)
 }
 
+// Feed fans a run's committed events out to this process's followers
+// (event.Feed implements it; the run log publishes to it).
+type Feed interface {
+	// Open makes runID live here, its events after seq after to come.
+	Open(runID string, after int64)
+	// Close ends runID here: its followers read the store from then on.
+	Close(runID string)
+}
+
 // Work runs one run: it rebuilds the work from r (its kind, user, session,
 // plan and Request) and runs it, emitting to em, ending with done. Attempt
 // 2 and later are takeovers.
@@ -89,6 +98,10 @@ const (
 type Config struct {
 	Store Store
 	Log   Log
+	// Feed, when set, gets each run this process works opened (and closed
+	// when it is lost), so followers here are woken by its commits rather
+	// than by polling the store.
+	Feed Feed
 	// Kinds are the Work of each run kind.
 	Kinds map[string]Work
 	// Owner names this process (unique per process start).
@@ -237,10 +250,14 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 			s.cfg.OnTakeOver()
 		}
 	}
-	if _, err := s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken); err != nil {
+	last, err := s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken)
+	if err != nil {
 		// Not ours to run after all; free it for another attempt.
 		_, _ = s.cfg.Store.Release(context.WithoutCancel(ctx), r.ID, r.LeaseToken)
 		return err
+	}
+	if s.cfg.Feed != nil {
+		s.cfg.Feed.Open(r.ID, last)
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -266,6 +283,9 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	}
 	if a.isLost() {
 		log.Info().Msg("run handed over; another process continues it")
+		if s.cfg.Feed != nil {
+			s.cfg.Feed.Close(r.ID) // its followers here read the new owner's events from the store
+		}
 		return nil
 	}
 	if !sink.ended() {

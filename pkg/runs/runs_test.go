@@ -111,9 +111,36 @@ func claims(r event.Run) func(context.Context, string, string, time.Duration) (e
 	}
 }
 
+// fakeFeed records the runs opened and closed in this process's feed.
+type fakeFeed struct {
+	mu     sync.Mutex
+	opened map[string]int64
+	closed []string
+}
+
+func (f *fakeFeed) Open(runID string, after int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.opened == nil {
+		f.opened = map[string]int64{}
+	}
+	f.opened[runID] = after
+}
+
+func (f *fakeFeed) Close(runID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = append(f.closed, runID)
+}
+
 func newService(t *testing.T, st *fakeStore, log *fakeLog, work runs.Work) *runs.Service {
 	t.Helper()
-	s, err := runs.New(runs.Config{Store: st, Log: log, Owner: "A", PollInterval: 10 * time.Millisecond,
+	return newServiceWith(t, st, log, nil, work)
+}
+
+func newServiceWith(t *testing.T, st *fakeStore, log *fakeLog, feed runs.Feed, work runs.Work) *runs.Service {
+	t.Helper()
+	s, err := runs.New(runs.Config{Store: st, Log: log, Feed: feed, Owner: "A", PollInterval: 10 * time.Millisecond,
 		Kinds: map[string]runs.Work{"turn": work}})
 	require.NoError(t, err)
 	return s
@@ -167,8 +194,10 @@ func TestWorkRunsAClaimedRun(t *testing.T) {
 			if work == nil {
 				work = func(context.Context, event.Run, event.Emitter) { t.Error("no work for an unknown kind") }
 			}
-			s := newService(t, st, log, work)
+			feed := &fakeFeed{}
+			s := newServiceWith(t, st, log, feed, work)
 			require.NoError(t, s.Work(context.Background(), "r1"))
+			require.Equal(t, map[string]int64{"r1": 1}, feed.opened, "followers here are fed from the log's last stored seq")
 			require.Equal(t, tt.want, log.types())
 			got, ok := log.status("r1")
 			require.True(t, ok)
@@ -270,7 +299,8 @@ func TestALostRunIsLetGo(t *testing.T) {
 		}}
 	started, cause := make(chan struct{}), make(chan error, 1)
 	log := newFakeLog()
-	s := newService(t, st, log, waitsForCancel(started, cause))
+	feed := &fakeFeed{}
+	s := newServiceWith(t, st, log, feed, waitsForCancel(started, cause))
 	s.Start()
 	defer s.Stop()
 	done := make(chan error, 1)
@@ -278,6 +308,7 @@ func TestALostRunIsLetGo(t *testing.T) {
 	<-started
 	require.ErrorIs(t, <-cause, agents.OwnerLost)
 	require.NoError(t, <-done)
+	require.Equal(t, []string{"r1"}, feed.closed, "its followers here turn to the store")
 	require.Empty(t, log.types(), "a lost run's done is not written by its old owner")
 	_, finished := log.status("r1")
 	require.False(t, finished)
