@@ -181,8 +181,13 @@ func TestServeOnSQLite(t *testing.T) {
 	status, body := get(t, s.url+"/healthz")
 	require.Equal(t, http.StatusOK, status)
 	require.JSONEq(t, `{"status":"ok"}`, body)
-	status, body = get(t, s.url+"/readyz")
-	require.Equal(t, http.StatusOK, status)
+	// Ready once the job system fetches too: it starts after the HTTP
+	// server listens, so a probe may see 503 first (as a load balancer
+	// would, which keeps the replica out until then).
+	require.Eventually(t, func() bool {
+		status, body = get(t, s.url+"/readyz")
+		return status == http.StatusOK
+	}, 30*time.Second, 20*time.Millisecond, "readyz: %d %s", status, body)
 	require.JSONEq(t, `{"status":"ready"}`, body)
 	status, body = get(t, s.url+"/no/such/route")
 	require.Equal(t, http.StatusNotFound, status)
