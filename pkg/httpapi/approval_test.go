@@ -145,7 +145,7 @@ func TestCancelAndApprovalOverHTTP(t *testing.T) {
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			e := newChatEnv(t, driver, scriptedModel(t, reviewScript), nil)
+			e := newChatEnv(t, driver, scriptedModel(t, cancelScript), nil)
 			ctx := context.Background()
 
 			// Cancelled while it waited: terminal, resume is a 409 that says why.

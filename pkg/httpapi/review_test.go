@@ -175,9 +175,20 @@ func TestDraftApproveOverHTTP(t *testing.T) {
 	}
 }
 
+// cancelScript is reviewScript whose first "Schedule" step (step 3) runs
+// for 5 s, so a test that cancels it while it runs is not racing its 150 ms
+// (under load the cancel arrived after the step ended); a rerun is quick.
+var cancelScript = strings.Replace(reviewScript, `  - when: {role: executor, contains: "Schedule"}
+`, `  - when: {role: executor, contains: "Schedule"}
+    times: 1
+    reply: {delay_ms: 5000, text: "Scheduled."}
+  - when: {role: executor, contains: "Schedule"}
+`, 1)
+
 func TestRejectCancelResumeOverHTTP(t *testing.T) {
 	t.Parallel()
-	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, reviewScript), nil)
+	require.Contains(t, cancelScript, "delay_ms: 5000")
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, cancelScript), nil)
 	ctx := context.Background()
 
 	planID, _ := draftPlan(t, e)
