@@ -134,15 +134,7 @@ func runJobSystem(lc fx.Lifecycle, js jobSystem, cfg config.Config, flags serveF
 			return nil
 		},
 		OnStop: func(ctx context.Context) error {
-			drainCtx, cancel := context.WithTimeout(ctx, cfg.Server.DrainTimeout)
-			defer cancel()
-			err := js.jobs.Stop(drainCtx)
-			if err != nil {
-				n := js.runs.HandOver(context.WithoutCancel(ctx))
-				log.Info().Int("runs", n).Msg("runs still going after the drain window were handed over")
-				err = js.jobs.StopAndCancel(ctx)
-			}
-			js.runs.Stop()
+			_, err := js.runs.Drain(ctx, js.jobs, cfg.Server.DrainTimeout)
 			if cerr := js.jobs.Close(); cerr != nil && err == nil {
 				err = cerr
 			}

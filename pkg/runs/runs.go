@@ -447,6 +447,32 @@ func (s *Service) HandOver(ctx context.Context) int {
 	return n
 }
 
+// Fetcher is the job system as Drain stops it (persistence.Jobs).
+type Fetcher interface {
+	// Stop stops fetching and waits for the running jobs, or ctx.
+	Stop(ctx context.Context) error
+	// StopAndCancel cancels the running jobs and waits for them, or ctx.
+	StopAndCancel(ctx context.Context) error
+}
+
+// Drain is a replica's part of a graceful shutdown: jobs stops fetching
+// and its running runs get window to finish; those still going then are
+// handed over (HandOver: another replica, or this one's next start,
+// continues them at once), their work is cancelled and awaited (ctx
+// bounds it all), and the loop stops. It returns how many runs it handed
+// over.
+func (s *Service) Drain(ctx context.Context, jobs Fetcher, window time.Duration) (int, error) {
+	defer s.Stop()
+	wctx, cancel := context.WithTimeout(ctx, window)
+	defer cancel()
+	if err := jobs.Stop(wctx); err == nil {
+		return 0, nil
+	}
+	n := s.HandOver(context.WithoutCancel(ctx))
+	s.cfg.Logger.Info().Int("runs", n).Msg("runs still going after the drain window were handed over")
+	return n, jobs.StopAndCancel(ctx)
+}
+
 // Running reports how many runs this process works now.
 func (s *Service) Running() int { return s.running() }
 

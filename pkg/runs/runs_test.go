@@ -375,3 +375,60 @@ func TestStopBeforeStart(t *testing.T) {
 	s2.Stop()
 	s2.Stop()
 }
+
+// fakeFetcher is a job system whose Stop waits for its runs up to a point.
+type fakeFetcher struct {
+	stop          func(ctx context.Context) error
+	stopAndCancel func(ctx context.Context) error
+}
+
+func (f fakeFetcher) Stop(ctx context.Context) error          { return f.stop(ctx) }
+func (f fakeFetcher) StopAndCancel(ctx context.Context) error { return f.stopAndCancel(ctx) }
+
+// Drain lets the runs finish within the window; what still runs after it
+// is handed over, then cancelled and awaited.
+func TestDrain(t *testing.T) {
+	t.Parallel()
+	t.Run("the runs finish in time", func(t *testing.T) {
+		t.Parallel()
+		s := newService(t, &fakeStore{release: func(context.Context, string, int64) (bool, error) {
+			t.Error("nothing to hand over")
+			return false, nil
+		}}, newFakeLog(), nil)
+		s.Start()
+		n, err := s.Drain(context.Background(), fakeFetcher{stop: func(context.Context) error { return nil },
+			stopAndCancel: func(context.Context) error { t.Error("nothing to cancel"); return nil }}, time.Second)
+		require.NoError(t, err)
+		require.Zero(t, n)
+	})
+	t.Run("a run outlives the window", func(t *testing.T) {
+		t.Parallel()
+		released := make(chan int64, 1)
+		st := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 5, Attempts: 1}),
+			release: func(_ context.Context, _ string, token int64) (bool, error) {
+				released <- token
+				return true, nil
+			}}
+		started, cause := make(chan struct{}), make(chan error, 1)
+		s := newService(t, st, newFakeLog(), waitsForCancel(started, cause))
+		s.Start()
+		done := make(chan error, 1)
+		go func() { done <- s.Work(context.Background(), "r1") }()
+		<-started
+		var window time.Duration
+		n, err := s.Drain(context.Background(), fakeFetcher{
+			stop: func(ctx context.Context) error {
+				deadline, _ := ctx.Deadline()
+				window = time.Until(deadline)
+				<-ctx.Done()
+				return ctx.Err()
+			},
+			stopAndCancel: func(context.Context) error { return <-done },
+		}, 50*time.Millisecond)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.EqualValues(t, 5, <-released)
+		require.ErrorIs(t, <-cause, agents.OwnerLost)
+		require.LessOrEqual(t, window, 50*time.Millisecond, "the runs get the drain window, no more")
+	})
+}
