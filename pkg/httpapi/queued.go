@@ -138,21 +138,12 @@ func (a *API) turnJSONQueued(c echo.Context, turn *chat.Turn, detach bool) error
 // the answer and the plan it made.
 func (a *API) turnResult(c echo.Context, r event.Run, out TurnResult) error {
 	ctx := c.Request().Context()
-	if got, err := a.cfg.Runs.GetRun(ctx, r.UserID, r.ID); err == nil {
-		r = got
-	}
-	tail, err := a.cfg.Runs.Events(ctx, r.ID, max(r.LastSeq-2, 0), 2)
+	done, failed, err := a.runEnd(ctx, r)
 	if err != nil {
 		return err
 	}
-	var done event.Done
-	for _, e := range tail {
-		switch ev := e.Event.(type) {
-		case event.Error:
-			out.Error = &ErrorDetail{Code: ev.Error.Code, Message: ev.Error.Message}
-		case event.Done:
-			done = ev
-		}
+	if failed != nil {
+		out.Error = &ErrorDetail{Code: failed.Code, Message: failed.Message}
 	}
 	out.FinishedReason, out.Usage = done.FinishedReason, done.Usage
 	sess, err := a.cfg.Sessions.GetSession(ctx, r.UserID, r.SessionID)
@@ -160,17 +151,9 @@ func (a *API) turnResult(c echo.Context, r event.Run, out TurnResult) error {
 		return err
 	}
 	out.Session = sessionView(sess)
-	var answer chat.Message
-	if done.MessageID != "" {
-		msgs, err := a.cfg.Sessions.ListMessages(ctx, r.SessionID, 50)
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			if m.ID == done.MessageID {
-				answer = m
-			}
-		}
+	answer, err := a.storedAnswer(ctx, r.SessionID, done.MessageID)
+	if err != nil {
+		return err
 	}
 	out.AssistantMessage = messageView(answer)
 	if answer.ToolCalls != nil {
@@ -218,39 +201,66 @@ func (a *API) planJSONQueued(c echo.Context, r event.Run, first event.Envelope) 
 		}
 		return context.Cause(wctx)
 	}
-	if got, err := a.cfg.Runs.GetRun(ctx, r.UserID, r.ID); err == nil {
-		r = got
-	}
-	tail, err := a.cfg.Runs.Events(ctx, r.ID, max(r.LastSeq-2, 0), 2)
+	done, failed, err := a.runEnd(ctx, r)
 	if err != nil {
 		return err
 	}
-	var out PlanRunResult
-	for _, e := range tail {
-		switch ev := e.Event.(type) {
-		case event.Error:
-			return apperr.New(apperr.Code(ev.Error.Code), "%s", ev.Error.Message)
-		case event.Done:
-			out.MessageID, out.Usage = ev.MessageID, ev.Usage
-		}
+	if failed != nil {
+		return apperr.New(apperr.Code(failed.Code), "%s", failed.Message)
 	}
+	out := PlanRunResult{MessageID: done.MessageID, Usage: done.Usage}
 	plan, err := a.cfg.PlanStore.PlanFor(ctx, r.UserID, r.PlanID)
 	if err != nil {
 		return err
 	}
 	out.Plan = planView(plan)
-	if out.MessageID != "" {
-		msgs, err := a.cfg.Sessions.ListMessages(ctx, r.SessionID, 50)
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			if m.ID == out.MessageID {
-				out.Answer = m.Content
-			}
+	answer, err := a.storedAnswer(ctx, r.SessionID, done.MessageID)
+	if err != nil {
+		return err
+	}
+	out.Answer = answer.Content
+	return c.JSON(http.StatusOK, out)
+}
+
+// runEnd reads how the finished run r ended from its last two events: done,
+// and the error before it when it failed.
+func (a *API) runEnd(ctx context.Context, r event.Run) (event.Done, *event.ErrorInfo, error) {
+	if got, err := a.cfg.Runs.GetRun(ctx, r.UserID, r.ID); err == nil {
+		r = got
+	}
+	tail, err := a.cfg.Runs.Events(ctx, r.ID, max(r.LastSeq-2, 0), 2)
+	if err != nil {
+		return event.Done{}, nil, err
+	}
+	var done event.Done
+	var failed *event.ErrorInfo
+	for _, e := range tail {
+		switch ev := e.Event.(type) {
+		case event.Error:
+			failed = &ev.Error
+		case event.Done:
+			done = ev
 		}
 	}
-	return c.JSON(http.StatusOK, out)
+	return done, failed, nil
+}
+
+// storedAnswer returns message id of sessionID (one of its latest 50: the
+// answer a run just stored), or no message when id is empty or not found.
+func (a *API) storedAnswer(ctx context.Context, sessionID, id string) (chat.Message, error) {
+	if id == "" {
+		return chat.Message{}, nil
+	}
+	msgs, err := a.cfg.Sessions.ListMessages(ctx, sessionID, 50)
+	if err != nil {
+		return chat.Message{}, err
+	}
+	for _, m := range msgs {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return chat.Message{}, nil
 }
 
 // runsCancelPlan is the cancel request of a plan by a person.

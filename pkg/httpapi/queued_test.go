@@ -17,6 +17,7 @@ import (
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/runs"
+	"github.com/planwright/planwright/planning"
 )
 
 // newQueuedEnv is a chat environment whose runs are River jobs worked by
@@ -195,4 +196,23 @@ func TestQueuedTurnAnswersJSON(t *testing.T) {
 	v := decodeBody[httpapi.RunView](t, env.request(t, ctx, "alice", "GET", "/api/runs/run-json", nil))
 	require.Equal(t, 1, v.Attempts, "a worker took the run's job")
 	require.Equal(t, "completed", v.Status)
+}
+
+// An approval with "stream": false goes through the queue too: the plan
+// runs as a job, and the JSON answer is read back from what it stored.
+func TestQueuedApprovalAnswersJSON(t *testing.T) {
+	t.Parallel()
+	env := newQueuedEnv(t, persistence.DriverSQLite, scriptedModel(t, reviewScript))
+	ctx := context.Background()
+	planID, sessionID := draftPlan(t, env)
+	resp := env.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"stream": false})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out := decodeBody[httpapi.PlanRunResult](t, resp)
+	require.Equal(t, planning.StatusCompleted, out.Plan.Status)
+	require.NotEmpty(t, out.Answer)
+	require.NotEmpty(t, out.MessageID)
+	msgs, err := env.stores.Chats.ListMessages(ctx, sessionID, 0)
+	require.NoError(t, err)
+	require.Equal(t, out.MessageID, msgs[len(msgs)-1].ID, "the answer is the session's last message")
+	require.Equal(t, out.Answer, msgs[len(msgs)-1].Content)
 }
