@@ -64,8 +64,9 @@ type JobsConfig struct {
 	// FetchCooldown is the least time between two fetches (default 5 ms).
 	FetchCooldown time.Duration
 	// FetchPollInterval is how often a fetcher polls without a wake-up
-	// (default 50 ms on PostgreSQL, which is woken by NOTIFY; 20 ms on
-	// SQLite, which polls).
+	// (default 1 s: a new run's job wakes the fetchers at once — NOTIFY on
+	// PostgreSQL, this process's own fetcher on SQLite, see jobwake.go — so
+	// the poll only finds retried and rescued jobs).
 	FetchPollInterval time.Duration
 	// RescueAfter is how long a job may run before River's rescuer queues
 	// it again (default 1 min). A run's job that runs long is harmless to
@@ -91,6 +92,7 @@ type Jobs struct {
 	lite  *river.Client[*sql.Tx]
 	pool  *pgxpool.Pool // PostgreSQL: River's pool
 	own   *sql.DB       // SQLite: River's connection (nil for :memory:)
+	waker *wakingPilot  // SQLite: wakes the fetcher after a job's insert committed
 	start sync.Once
 
 	mu      sync.Mutex
@@ -128,10 +130,7 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		cfg.RescueAfter = time.Minute
 	}
 	if cfg.FetchPollInterval == 0 {
-		cfg.FetchPollInterval = 50 * time.Millisecond
-		if db.driver == DriverSQLite {
-			cfg.FetchPollInterval = 20 * time.Millisecond
-		}
+		cfg.FetchPollInterval = time.Second
 	}
 	cfg.FetchPollInterval = max(cfg.FetchPollInterval, cfg.FetchCooldown)
 	c, err := newCore(db, StoreConfig{})
@@ -194,7 +193,8 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 			return nil, fmt.Errorf("persistence: jobs: %w", err)
 		}
 	case DriverSQLite:
-		// SQLite never wakes a fetcher: it polls.
+		// SQLite never wakes a fetcher: this process does (wakeFetcher),
+		// and the fetcher polls for the rest (retries, rescued jobs).
 		rc.PollOnly = true
 		sqlDB := db.sql
 		if !db.memory {
@@ -208,7 +208,9 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 			j.own.SetMaxOpenConns(1)
 			sqlDB = j.own
 		}
-		if j.lite, err = river.NewClient(riversqlite.New(sqlDB), rc); err != nil {
+		j.waker = &wakingPilot{}
+		drv := wakingDriver[*sql.Tx]{Driver: riversqlite.New(sqlDB), pilot: j.waker}
+		if j.lite, err = river.NewClient[*sql.Tx](drv, rc); err != nil {
 			j.closeConns()
 			return nil, fmt.Errorf("persistence: jobs: %w", err)
 		}
@@ -301,6 +303,15 @@ func (j *Jobs) closeConns() {
 			_ = j.own.Close()
 		}
 	})
+}
+
+// wakeFetcher tells this process's fetcher that a job was inserted (call
+// it after the transaction that inserted it committed). On PostgreSQL
+// NOTIFY does that; on SQLite it is how a new run starts at once.
+func (j *Jobs) wakeFetcher(ctx context.Context) {
+	if j.waker != nil {
+		j.waker.wake(ctx)
+	}
 }
 
 // insertRunJob inserts runID's job in tx: a pgx.Tx on PostgreSQL, a

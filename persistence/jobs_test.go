@@ -19,22 +19,26 @@ import (
 // must not.
 func startJobs(t *testing.T, db *persistence.DB, periodic ...persistence.PeriodicTask) (*persistence.Jobs, <-chan string) {
 	t.Helper()
+	return startJobsWith(t, db, persistence.JobsConfig{Periodic: periodic})
+}
+
+// startJobsWith is startJobs with cfg (its Work is the channel's).
+func startJobsWith(t *testing.T, db *persistence.DB, cfg persistence.JobsConfig) (*persistence.Jobs, <-chan string) {
+	t.Helper()
 	_, err := db.MigrateJobs(context.Background())
 	require.NoError(t, err)
 	applied, err := db.MigrateJobs(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, applied, "River's migrations are applied once")
 	got := make(chan string, 16)
-	jobs, err := persistence.NewJobs(context.Background(), db, persistence.JobsConfig{
-		Work: func(ctx context.Context, runID string) error {
-			select {
-			case got <- runID:
-			case <-ctx.Done():
-			}
-			return nil
-		},
-		Periodic: periodic,
-	})
+	cfg.Work = func(ctx context.Context, runID string) error {
+		select {
+		case got <- runID:
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	jobs, err := persistence.NewJobs(context.Background(), db, cfg)
 	require.NoError(t, err)
 	startCtx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, jobs.Start(startCtx))
@@ -83,6 +87,43 @@ func TestJobsWorkAQueuedRunAfterTheStartContextEnded(t *testing.T) {
 		dup := persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice"}
 		err = jobs.CreateRun(context.Background(), &dup, event.Envelope{Event: event.AgentState{State: event.StateThinking}})
 		require.ErrorIs(t, err, persistence.ErrRunExists)
+	})
+}
+
+// A run's job is inserted in a transaction, which River does not see: the
+// fetcher must still start it at once, not on its next poll — on SQLite
+// (no LISTEN) this process wakes it; on PostgreSQL NOTIFY does. With an
+// hour between polls, only a wake-up gets these runs worked.
+func TestJobsStartANewRunWithoutWaitingForAPoll(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		jobs, got := startJobsWith(t, db, persistence.JobsConfig{FetchPollInterval: time.Hour})
+		for i := range 3 {
+			id := persistence.NewID()
+			queuedRun(t, jobs, id)
+			select {
+			case worked := <-got:
+				require.Equal(t, id, worked)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("run %d waited for the fetcher's poll", i)
+			}
+		}
+		// A burst: River notifies at most one insert per FetchCooldown.
+		want := map[string]bool{}
+		for range 5 {
+			id := persistence.NewID()
+			want[id] = true
+			queuedRun(t, jobs, id)
+		}
+		for len(want) > 0 {
+			select {
+			case worked := <-got:
+				require.True(t, want[worked], "run %s worked twice or unknown", worked)
+				delete(want, worked)
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%d runs of a burst waited for the fetcher's poll", len(want))
+			}
+		}
 	})
 }
 

@@ -34,6 +34,9 @@ type runTx struct {
 	j    *Jobs
 	pg   pgx.Tx
 	lite *sql.Tx
+	// jobs counts the jobs the transaction inserted (the fetcher is woken
+	// once it committed).
+	jobs *int
 }
 
 // exec runs q (with ? placeholders) and returns the rows it touched. On
@@ -55,18 +58,29 @@ func (t runTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 func (t runTx) insertJob(ctx context.Context, runID string) error {
+	*t.jobs++
 	return t.j.insertRunJob(ctx, t.pg, t.lite, runID)
 }
 
-// inTx runs fn in one transaction, retrying transient failures.
+// inTx runs fn in one transaction, retrying transient failures, and wakes
+// the fetcher when it committed jobs.
 func (j *Jobs) inTx(ctx context.Context, fn func(tx runTx) error) error {
 	wait := j.core.retry.Backoff
 	for attempt := 1; ; attempt++ {
 		var err error
+		jobs := 0
 		if j.pool != nil {
-			err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error { return fn(runTx{j: j, pg: tx}) })
+			err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
+				if err := fn(runTx{j: j, pg: tx, jobs: &jobs}); err != nil || jobs == 0 {
+					return err
+				}
+				return notifyInsert(ctx, tx)
+			})
 		} else {
-			err = j.liteTx(ctx, fn)
+			err = j.liteTx(ctx, runTx{j: j, jobs: &jobs}, fn)
+		}
+		if err == nil && jobs > 0 {
+			j.wakeFetcher(ctx)
 		}
 		if err == nil || attempt >= j.core.retry.Attempts || !transient(err) || ctx.Err() != nil {
 			return err
@@ -80,12 +94,13 @@ func (j *Jobs) inTx(ctx context.Context, fn func(tx runTx) error) error {
 	}
 }
 
-func (j *Jobs) liteTx(ctx context.Context, fn func(tx runTx) error) error {
+func (j *Jobs) liteTx(ctx context.Context, t runTx, fn func(tx runTx) error) error {
 	tx, err := j.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(runTx{j: j, lite: tx}); err != nil {
+	t.lite = tx
+	if err := fn(t); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
