@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"time"
 
@@ -87,6 +88,40 @@ func (r chatMessageRow) message() chat.Message {
 	return m
 }
 
+// The chat's hot statements — a turn creates or reads its session, stores
+// the user's message and the answer, reads the history and moves the
+// session — go to the driver directly (exec, query; see rawsql.go).
+
+const (
+	sessionCols = `id, user_id, title, context_type, entity_id, agent_definition_id, metadata, created_at, updated_at`
+	messageCols = `id, session_id, user_id, role, content, client_turn_id, stream_run_id, tool_calls, input_tokens, output_tokens,
+		plan_id, finished_reason, interrupted, interrupted_reason, partial_tokens, created_at`
+)
+
+func scanSession(rows *sql.Rows) (chatSessionRow, error) {
+	var r chatSessionRow
+	err := rows.Scan(&r.ID, &r.UserID, &r.Title, &r.ContextType, &r.EntityID, &r.AgentDefinitionID, &r.Metadata, &r.CreatedAt, &r.UpdatedAt)
+	return r, err
+}
+
+func scanMessage(rows *sql.Rows) (chatMessageRow, error) {
+	var r chatMessageRow
+	err := rows.Scan(&r.ID, &r.SessionID, &r.UserID, &r.Role, &r.Content, &r.ClientTurnID, &r.StreamRunID, &r.ToolCalls, &r.InputTokens,
+		&r.OutputTokens, &r.PlanID, &r.FinishedReason, &r.Interrupted, &r.InterruptedReason, &r.PartialTokens, &r.CreatedAt)
+	return r, err
+}
+
+// messages runs a SELECT of messageCols and returns its rows.
+func (s *Chats) messages(ctx context.Context, q string, args ...any) ([]chatMessageRow, error) {
+	var out []chatMessageRow
+	err := s.query(ctx, q, args, func() { out = out[:0] }, func(rows *sql.Rows) error {
+		r, err := scanMessage(rows)
+		out = append(out, r)
+		return err
+	})
+	return out, err
+}
+
 // CreateSession stores a new chat session; an empty ID, CreatedAt or
 // UpdatedAt is filled in.
 func (s *Chats) CreateSession(ctx context.Context, sess *chat.Session) error {
@@ -100,9 +135,10 @@ func (s *Chats) CreateSession(ctx context.Context, sess *chat.Session) error {
 	if sess.UpdatedAt.IsZero() {
 		sess.UpdatedAt = sess.CreatedAt
 	}
-	row := sessionRow(*sess)
-	sess.CreatedAt, sess.UpdatedAt, sess.Metadata = row.CreatedAt, row.UpdatedAt, json.RawMessage(row.Metadata)
-	return dbErr("create chat session", s.insert(ctx, &row))
+	r := sessionRow(*sess)
+	sess.CreatedAt, sess.UpdatedAt, sess.Metadata = r.CreatedAt, r.UpdatedAt, json.RawMessage(r.Metadata)
+	return dbErr("create chat session", s.execInsert(ctx, `INSERT INTO chat_sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
+		r.ID, r.UserID, r.Title, r.ContextType, r.EntityID, r.AgentDefinitionID, r.Metadata, r.CreatedAt, r.UpdatedAt))
 }
 
 // GetSession returns userID's session id (AnyUser: anyone's). Another
@@ -111,16 +147,25 @@ func (s *Chats) GetSession(ctx context.Context, userID, id string) (chat.Session
 	if !validID(id) {
 		return chat.Session{}, notFound("session", id)
 	}
-	q, err := scopeUser(s.g.WithContext(ctx), "user_id", userID)
-	if err != nil {
-		return chat.Session{}, err
+	q, args := `SELECT `+sessionCols+` FROM chat_sessions WHERE id = ?`, []any{id}
+	switch userID {
+	case AnyUser:
+	case "":
+		return chat.Session{}, apperr.New(apperr.Internal, "persistence: query without a user")
+	default:
+		q, args = q+` AND user_id = ?`, append(args, userID)
 	}
-	var row chatSessionRow
-	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
-		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
-			return chat.Session{}, notFound("session", id)
-		}
+	var row *chatSessionRow
+	err := s.query(ctx, q, args, func() { row = nil }, func(rows *sql.Rows) error {
+		r, err := scanSession(rows)
+		row = &r
+		return err
+	})
+	if err != nil {
 		return chat.Session{}, dbErr("get chat session", err)
+	}
+	if row == nil {
+		return chat.Session{}, notFound("session", id)
 	}
 	return row.session(), nil
 }
@@ -129,13 +174,9 @@ func (s *Chats) GetSession(ctx context.Context, userID, id string) (chat.Session
 // bumps its UpdatedAt. The agent definition a session was created with is
 // never changed.
 func (s *Chats) UpdateSession(ctx context.Context, sess chat.Session) error {
-	row := sessionRow(sess)
-	now := s.stamp()
-	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
-		return g.Model(&chatSessionRow{}).Where("id = ? AND user_id = ?", sess.ID, sess.UserID).
-			Updates(map[string]any{"title": row.Title, "context_type": row.ContextType, "entity_id": row.EntityID,
-				"metadata": row.Metadata, "updated_at": now})
-	})
+	r := sessionRow(sess)
+	n, err := s.exec(ctx, `UPDATE chat_sessions SET title = ?, context_type = ?, entity_id = ?, metadata = ?, updated_at = ?
+		WHERE id = ? AND user_id = ?`, r.Title, r.ContextType, r.EntityID, r.Metadata, s.stamp(), sess.ID, sess.UserID)
 	if err != nil {
 		return dbErr("update chat session", err)
 	}
@@ -192,21 +233,31 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	}
 	err = s.transact(ctx, func(tx *gorm.DB) error {
 		if m.ClientTurnID != "" {
-			var existing []chatMessageRow
-			if err := tx.Where("user_id = ? AND client_turn_id = ? AND role = ?", m.UserID, m.ClientTurnID, string(m.Role)).
-				Limit(1).Find(&existing).Error; err != nil {
+			var existing *chatMessageRow
+			if err := queryOn(ctx, tx, s.db.rebind(`SELECT `+messageCols+` FROM chat_messages
+				WHERE user_id = ? AND client_turn_id = ? AND role = ? LIMIT 1`), []any{m.UserID, m.ClientTurnID, string(m.Role)},
+				func(rows *sql.Rows) error {
+					r, err := scanMessage(rows)
+					existing = &r
+					return err
+				}); err != nil {
 				return err
 			}
-			if len(existing) == 1 {
-				*m = existing[0].message()
+			if existing != nil {
+				*m = existing.message()
 				return nil
 			}
 		}
-		if err := tx.Create(&row).Error; err != nil {
+		if _, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`INSERT INTO chat_messages (`+messageCols+`)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`), row.ID, row.SessionID, row.UserID, row.Role, row.Content, row.ClientTurnID,
+			row.StreamRunID, row.ToolCalls, row.InputTokens, row.OutputTokens, row.PlanID, row.FinishedReason, row.Interrupted,
+			row.InterruptedReason, row.PartialTokens, row.CreatedAt); err != nil {
 			return err
 		}
 		created = true
-		return tx.Model(&chatSessionRow{}).Where("id = ?", m.SessionID).Update("updated_at", m.CreatedAt).Error
+		_, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`),
+			m.CreatedAt, m.SessionID)
+		return err
 	})
 	if err != nil && isUniqueViolation(err) && m.ClientTurnID != "" {
 		// A concurrent retry of the same turn won the race: read its row.
@@ -229,42 +280,40 @@ func nonNil[T any](s []T) []T {
 
 // MessageByTurn returns the message of a session's turn with the given role.
 func (s *Chats) MessageByTurn(ctx context.Context, sessionID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
-	var row chatMessageRow
-	err := s.g.WithContext(ctx).Where("session_id = ? AND client_turn_id = ? AND role = ?", sessionID, clientTurnID, string(role)).
-		Take(&row).Error
+	rows, err := s.messages(ctx, `SELECT `+messageCols+` FROM chat_messages WHERE session_id = ? AND client_turn_id = ? AND role = ? LIMIT 1`,
+		sessionID, clientTurnID, string(role))
 	if err != nil {
-		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
-			return chat.Message{}, notFound(string(role)+" message of turn", clientTurnID)
-		}
 		return chat.Message{}, dbErr("get chat message", err)
 	}
-	return row.message(), nil
+	if len(rows) == 0 {
+		return chat.Message{}, notFound(string(role)+" message of turn", clientTurnID)
+	}
+	return rows[0].message(), nil
 }
 
 // TurnMessage returns userID's message of a turn with the given role,
 // whichever session it is in (client_turn_id is unique per user).
 func (s *Chats) TurnMessage(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error) {
-	var row chatMessageRow
-	err := s.g.WithContext(ctx).Where("user_id = ? AND client_turn_id = ? AND role = ?", userID, clientTurnID, string(role)).
-		Take(&row).Error
+	rows, err := s.messages(ctx, `SELECT `+messageCols+` FROM chat_messages WHERE user_id = ? AND client_turn_id = ? AND role = ? LIMIT 1`,
+		userID, clientTurnID, string(role))
 	if err != nil {
-		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
-			return chat.Message{}, notFound(string(role)+" message of turn", clientTurnID)
-		}
 		return chat.Message{}, dbErr("get chat message", err)
 	}
-	return row.message(), nil
+	if len(rows) == 0 {
+		return chat.Message{}, notFound(string(role)+" message of turn", clientTurnID)
+	}
+	return rows[0].message(), nil
 }
 
 // ListMessages returns the last limit messages of a session (0: all), oldest
 // first.
 func (s *Chats) ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error) {
-	q := s.g.WithContext(ctx).Where("session_id = ?", sessionID).Order("created_at DESC, id DESC")
+	q, args := `SELECT `+messageCols+` FROM chat_messages WHERE session_id = ? ORDER BY created_at DESC, id DESC`, []any{sessionID}
 	if limit > 0 {
-		q = q.Limit(limit)
+		q, args = q+` LIMIT ?`, append(args, limit)
 	}
-	var rows []chatMessageRow
-	if err := q.Find(&rows).Error; err != nil {
+	rows, err := s.messages(ctx, q, args...)
+	if err != nil {
 		return nil, dbErr("list chat messages", err)
 	}
 	out := make([]chat.Message, len(rows))
@@ -281,11 +330,9 @@ func (s *Chats) RunMessage(ctx context.Context, userID, runID string, role chat.
 	if runID == "" {
 		return chat.Message{}, notFound(string(role)+" message of run", runID)
 	}
-	var rows []chatMessageRow
-	if err := s.do(ctx, func(g *gorm.DB) error {
-		return g.Where("stream_run_id = ? AND user_id = ? AND role = ?", runID, userID, string(role)).
-			Order("created_at, id").Limit(1).Find(&rows).Error
-	}); err != nil {
+	rows, err := s.messages(ctx, `SELECT `+messageCols+` FROM chat_messages WHERE stream_run_id = ? AND user_id = ? AND role = ?
+		ORDER BY created_at, id LIMIT 1`, runID, userID, string(role))
+	if err != nil {
 		return chat.Message{}, dbErr("get chat message of run", err)
 	}
 	if len(rows) == 0 {

@@ -45,6 +45,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) chat.Store, anyUser st
 		{"AppendMessage stores a turn's message once", messagesIdempotentPerTurn},
 		{"AppendMessage is idempotent across the user's sessions", turnAcrossSessions},
 		{"RunMessage finds a run's first message of a role, only the user's", runMessage},
+		{"every field of a session and a message reads back as stored", roundTrip},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -226,4 +227,52 @@ func runMessage(t *testing.T, s chat.Store, _ string) {
 	got, err = s.RunMessage(ctx, "alice", "run-1", chat.RoleAssistant)
 	require.NoError(t, err)
 	require.Equal(t, "first", got.Content, "the first one stored")
+}
+
+// roundTrip stores a session and a message with every field set and reads
+// them back through each read: a column read into the wrong field shows.
+func roundTrip(t *testing.T, s chat.Store, anyUser string) {
+	ctx := context.Background()
+	sess := chat.Session{UserID: "alice", Title: "a title", ContextType: chat.ContextProject, EntityID: "p1",
+		Metadata: json.RawMessage(`{"facts":[{"key":"k","value":"v"}]}`)}
+	require.NoError(t, s.CreateSession(ctx, &sess))
+	got, err := s.GetSession(ctx, "alice", sess.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, string(sess.Metadata), string(got.Metadata))
+	got.Metadata = sess.Metadata
+	require.Equal(t, sess, got)
+
+	m := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleAssistant, Content: "partial answer",
+		ClientTurnID: "turn-1", StreamRunID: "run-1",
+		ToolCalls: []chat.ToolCall{{ID: "c1", Name: "search", Arguments: json.RawMessage(`{"q":"x"}`), Result: "r", Success: true}},
+		Usage:     event.Usage{InputTokens: 11, OutputTokens: 7}, PlanID: "plan-1", FinishedReason: event.FinishedCancelled,
+		Interrupted: true, InterruptedReason: "user_cancelled", PartialTokens: 5}
+	created, err := s.AppendMessage(ctx, &m)
+	require.NoError(t, err)
+	require.True(t, created)
+	require.False(t, m.CreatedAt.IsZero())
+
+	same := func(t *testing.T, got chat.Message) {
+		t.Helper()
+		require.Len(t, got.ToolCalls, 1)
+		require.JSONEq(t, `{"q":"x"}`, string(got.ToolCalls[0].Arguments))
+		got.ToolCalls[0].Arguments = m.ToolCalls[0].Arguments
+		require.True(t, m.CreatedAt.Equal(got.CreatedAt), "created_at %v, read %v", m.CreatedAt, got.CreatedAt)
+		got.CreatedAt = m.CreatedAt
+		require.Equal(t, m, got)
+	}
+	msgs, err := s.ListMessages(ctx, sess.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	same(t, msgs[0])
+	byTurn, err := s.TurnMessage(ctx, "alice", "turn-1", chat.RoleAssistant)
+	require.NoError(t, err)
+	same(t, byTurn)
+	byRun, err := s.RunMessage(ctx, "alice", "run-1", chat.RoleAssistant)
+	require.NoError(t, err)
+	same(t, byRun)
+
+	moved, err := s.GetSession(ctx, anyUser, sess.ID)
+	require.NoError(t, err)
+	require.True(t, moved.UpdatedAt.Equal(m.CreatedAt), "the message moves its session's updated_at")
 }
