@@ -2,9 +2,11 @@ package persistence
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -209,29 +211,68 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 		}
 	}
 	err := s.transact(ctx, func(tx *gorm.DB) error {
-		row := planToRow(*p)
-		if err := tx.Create(&row).Error; err != nil {
+		r := planToRow(*p)
+		if _, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`INSERT INTO agent_plans (`+planCols+`)
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`), planArgs(r)...); err != nil {
 			return err
 		}
-		if err := insertSteps(tx, p.ID, p.Steps); err != nil {
+		if err := s.insertSteps(ctx, tx, p.ID, p.Steps); err != nil {
 			return err
 		}
-		rev := revisionRow{ID: s.newID(), PlanID: p.ID, Version: p.Version, Goal: p.Goal, Steps: mustJSON(revisionSteps(p.Steps)),
-			Author: "planner", CreatedAt: p.CreatedAt}
-		return tx.Create(&rev).Error
+		_, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`INSERT INTO agent_plan_revisions
+			(id, plan_id, version, goal, steps, author, reason, created_at) VALUES (?,?,?,?,?,?,?,?)`),
+			s.newID(), p.ID, p.Version, p.Goal, mustJSON(revisionSteps(p.Steps)), "planner", "", p.CreatedAt)
+		return err
 	})
 	return dbErr("create plan", err)
 }
 
-func insertSteps(tx *gorm.DB, planID string, steps []planning.Step) error {
+// A plan's creation and every read of it (a turn creates one; its run and
+// each of its transitions read it) go to the driver directly, not through
+// gorm (see rawsql.go).
+const (
+	planCols = `id, session_id, user_id, goal, mode, status, version, review_round, reason, stream_run_id, tool_call_id,
+		input_tokens, output_tokens, created_at, updated_at, started_at, completed_at,
+		approval_by, approval_user_id, approved_at, approval_note, cancelled_by, cancelled_by_user_id`
+	stepCols = `(plan_id, number, title, description, tools, executor_required, depends_on, tool, args, status, result, error,
+		started_at, completed_at)`
+)
+
+func planArgs(r planRow) []any {
+	return []any{r.ID, r.SessionID, r.UserID, r.Goal, r.Mode, r.Status, r.Version, r.ReviewRound, r.Reason, r.StreamRunID, r.ToolCallID,
+		r.InputTokens, r.OutputTokens, r.CreatedAt, r.UpdatedAt, r.StartedAt, r.CompletedAt,
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.CancelledBy, r.CancelledByUserID}
+}
+
+func scanPlan(rows *sql.Rows) (planRow, error) {
+	var r planRow
+	err := rows.Scan(&r.ID, &r.SessionID, &r.UserID, &r.Goal, &r.Mode, &r.Status, &r.Version, &r.ReviewRound, &r.Reason, &r.StreamRunID,
+		&r.ToolCallID, &r.InputTokens, &r.OutputTokens, &r.CreatedAt, &r.UpdatedAt, &r.StartedAt, &r.CompletedAt,
+		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.CancelledBy, &r.CancelledByUserID)
+	return r, err
+}
+
+func scanStep(rows *sql.Rows) (stepRow, error) {
+	var r stepRow
+	err := rows.Scan(&r.PlanID, &r.Number, &r.Title, &r.Description, &r.Tools, &r.ExecutorRequired, &r.DependsOn, &r.Tool, &r.Args,
+		&r.Status, &r.Result, &r.Error, &r.StartedAt, &r.CompletedAt)
+	return r, err
+}
+
+// insertSteps stores steps of plan planID with one statement on tx.
+func (s *Plans) insertSteps(ctx context.Context, tx *gorm.DB, planID string, steps []planning.Step) error {
 	if len(steps) == 0 {
 		return nil
 	}
-	rows := make([]stepRow, len(steps))
-	for i, st := range steps {
-		rows[i] = stepToRow(planID, st)
+	const width = 14
+	args := make([]any, 0, width*len(steps))
+	for _, st := range steps {
+		r := stepToRow(planID, st)
+		args = append(args, r.PlanID, r.Number, r.Title, r.Description, r.Tools, r.ExecutorRequired, r.DependsOn, r.Tool, r.Args,
+			r.Status, r.Result, r.Error, r.StartedAt, r.CompletedAt)
 	}
-	return tx.Create(&rows).Error
+	_, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(insertSQL("agent_plan_steps", stepCols, width, len(steps))), args...)
+	return err
 }
 
 // GetPlan returns a plan with its steps in order, whoever owns it.
@@ -242,26 +283,39 @@ func (s *Plans) GetPlan(ctx context.Context, id string) (planning.Plan, error) {
 // PlanFor returns userID's plan id (AnyUser: anyone's) with its steps.
 // Another user's plan is NotFound.
 func (s *Plans) PlanFor(ctx context.Context, userID, id string) (planning.Plan, error) {
-	return getPlan(ctx, s.g, userID, id)
+	return s.getPlan(ctx, s.g, userID, id)
 }
 
-func getPlan(ctx context.Context, g *gorm.DB, userID, id string) (planning.Plan, error) {
+func (s *Plans) getPlan(ctx context.Context, g *gorm.DB, userID, id string) (planning.Plan, error) {
 	if !validID(id) {
 		return planning.Plan{}, notFound("plan", id)
 	}
-	q, err := scopeUser(g.WithContext(ctx), "user_id", userID)
-	if err != nil {
-		return planning.Plan{}, err
+	q, args := `SELECT `+planCols+` FROM agent_plans WHERE id = ?`, []any{id}
+	switch userID {
+	case AnyUser:
+	case "":
+		return planning.Plan{}, apperr.New(apperr.Internal, "persistence: query without a user")
+	default:
+		q, args = q+` AND user_id = ?`, append(args, userID)
 	}
-	var row planRow
-	if err := q.Where("id = ?", id).Take(&row).Error; err != nil {
-		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
-			return planning.Plan{}, notFound("plan", id)
-		}
+	var row *planRow
+	if err := queryOn(ctx, g, s.db.rebind(q), args, func(rows *sql.Rows) error {
+		r, err := scanPlan(rows)
+		row = &r
+		return err
+	}); err != nil {
 		return planning.Plan{}, dbErr("get plan", err)
 	}
+	if row == nil {
+		return planning.Plan{}, notFound("plan", id)
+	}
 	var steps []stepRow
-	if err := g.WithContext(ctx).Where("plan_id = ?", id).Order("number").Find(&steps).Error; err != nil {
+	if err := queryOn(ctx, g, s.db.rebind(`SELECT `+strings.Trim(stepCols, "()")+` FROM agent_plan_steps WHERE plan_id = ? ORDER BY number`),
+		[]any{id}, func(rows *sql.Rows) error {
+			r, err := scanStep(rows)
+			steps = append(steps, r)
+			return err
+		}); err != nil {
 		return planning.Plan{}, dbErr("get plan steps", err)
 	}
 	return row.plan(steps), nil
@@ -287,7 +341,7 @@ func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.S
 
 // transition is TransitionPlan inside the caller's transaction.
 func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
-	p, err := getPlan(ctx, tx, AnyUser, id)
+	p, err := s.getPlan(ctx, tx, AnyUser, id)
 	if err != nil {
 		return planning.Plan{}, err
 	}
@@ -316,7 +370,7 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 		return planning.Plan{}, upd.Error
 	}
 	if upd.RowsAffected == 0 {
-		cur, err := getPlan(ctx, tx, AnyUser, id)
+		cur, err := s.getPlan(ctx, tx, AnyUser, id)
 		if err != nil {
 			return planning.Plan{}, err
 		}
@@ -366,7 +420,7 @@ func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planni
 	var out planning.Plan
 	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted}
 	err := s.transact(ctx, func(tx *gorm.DB) error {
-		cur, err := getPlan(ctx, tx, AnyUser, id)
+		cur, err := s.getPlan(ctx, tx, AnyUser, id)
 		if err != nil {
 			return err
 		}
@@ -425,7 +479,7 @@ func (s *Plans) RevisePlan(ctx context.Context, id string, rev planning.Revision
 
 // revise is RevisePlan inside the caller's transaction.
 func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning.Revision) (planning.Plan, error) {
-	p, err := getPlan(ctx, tx, AnyUser, id)
+	p, err := s.getPlan(ctx, tx, AnyUser, id)
 	if err != nil {
 		return planning.Plan{}, err
 	}
@@ -450,7 +504,7 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 	if err := tx.Where("plan_id = ?", id).Delete(&stepRow{}).Error; err != nil {
 		return planning.Plan{}, err
 	}
-	if err := insertSteps(tx, id, steps); err != nil {
+	if err := s.insertSteps(ctx, tx, id, steps); err != nil {
 		return planning.Plan{}, err
 	}
 	row := revisionRow{ID: rev.ID, PlanID: id, Version: rev.Version, Goal: rev.Goal, Steps: mustJSON(revisionSteps(steps)),
@@ -493,11 +547,8 @@ func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
 // through but whose answer was lost would count twice — tokens are a
 // measure, and losing them on every dropped connection would be worse.)
 func (s *Plans) AddPlanUsage(ctx context.Context, id string, u event.Usage) error {
-	n, err := s.update(ctx, func(g *gorm.DB) *gorm.DB {
-		return g.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
-			"input_tokens":  gorm.Expr("input_tokens + ?", u.InputTokens),
-			"output_tokens": gorm.Expr("output_tokens + ?", u.OutputTokens), "updated_at": s.stamp()})
-	})
+	n, err := s.exec(ctx, `UPDATE agent_plans SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ?
+		WHERE id = ?`, u.InputTokens, u.OutputTokens, s.stamp(), id)
 	if err != nil {
 		return dbErr("add plan usage", err)
 	}

@@ -50,6 +50,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 	}{
 		{"CreatePlan stores the steps as version 1", createPlan},
 		{"GetPlan of a missing plan is NotFound", getMissingPlan},
+		{"every field of a plan and its steps reads back as stored", planRoundTrip},
 		{"TransitionPlan from another status is a Conflict naming it", transitionConflict},
 		{"TransitionPlan is compare-and-set", transitionIsCompareAndSet},
 		{"TransitionPlan saves added usage as an increment", transitionAddsUsage},
@@ -490,4 +491,39 @@ func listExecutions(t *testing.T, s planning.Store, _ string) {
 	none, err := s.ListExecutions(ctx, NewID())
 	require.NoError(t, err)
 	require.Empty(t, none)
+}
+
+// planRoundTrip stores a plan with every field set and reads it back
+// through GetPlan and ListPlans: a column read into the wrong field shows.
+func planRoundTrip(t *testing.T, s planning.Store, anyUser string) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 24, 10, 0, 0, 123456000, time.UTC)
+	later := at.Add(time.Minute)
+	p := SamplePlan("alice", "s1")
+	p.Status, p.ReviewRound, p.Reason = planning.StatusCancelled, 2, "a reason"
+	p.StreamRunID, p.ToolCallID = "run-1", "call-1"
+	p.Approval = &planning.Approval{By: planning.ByUser, UserID: "alice", At: at, Note: "a note"}
+	p.CancelledBy = &planning.Cancellation{By: planning.ByOperator, UserID: "olga", At: later}
+	p.Usage = event.Usage{InputTokens: 3, OutputTokens: 4}
+	p.CreatedAt, p.StartedAt, p.CompletedAt = at, &at, &later
+	p.Steps[0].Status, p.Steps[0].Result, p.Steps[0].StartedAt, p.Steps[0].CompletedAt = planning.StepCompleted, "a result", &at, &later
+	p.Steps[1].Status, p.Steps[1].Error = planning.StepFailed, "an error"
+	p.Steps[0].DependsOn, p.Steps[1].Tools = []int{}, []string{} // none reads back as empty
+	require.NoError(t, s.CreatePlan(ctx, &p))
+
+	same := func(t *testing.T, got planning.Plan) {
+		t.Helper()
+		require.JSONEq(t, string(p.Steps[1].Args), string(got.Steps[1].Args))
+		got.Steps[1].Args = p.Steps[1].Args
+		require.Equal(t, p, got)
+	}
+	got, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	same(t, got)
+	listed, _, err := s.ListPlans(ctx, planning.ListQuery{UserID: anyUser})
+	require.NoError(t, err)
+	require.Len(t, listed, 1)
+	require.Equal(t, p.ID, listed[0].ID)
+	listed[0].Steps = got.Steps // ListPlans may leave the steps out
+	same(t, listed[0])
 }
