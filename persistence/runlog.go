@@ -673,6 +673,7 @@ func (l *RunLog) eventRows(batch []pendingEvent) []runEventRow {
 			batch[i].env = p.env
 			data, _ = json.Marshal(p.env)
 		}
+		batch[i].env = p.env.Encoded(data) // its followers write these bytes
 		rows = append(rows, runEventRow{RunID: p.runID, Seq: p.env.Seq, Type: string(p.env.Event.Type()), PlanID: event.PlanOf(p.env),
 			Data: string(data), CreatedAt: Timestamp(p.env.TS)})
 	}

@@ -32,6 +32,25 @@ func (e Envelope) MarshalJSON() ([]byte, error) {
 	return append(out, body[1:]...), nil
 }
 
+// Encoded returns e holding data, e's JSON as it is now (what MarshalJSON
+// returns for it, or what a store kept of it), so that its frame is written
+// without encoding it again: the run log encodes each event once, for its
+// row, and its followers write those bytes. The JSON is only used while
+// Seq stays the same; whoever changes the event itself must change it
+// through a copy without Encoded.
+func (e Envelope) Encoded(data []byte) Envelope {
+	e.wire, e.wireSeq = data, e.Seq
+	return e
+}
+
+// JSON returns e's wire form: the JSON it holds (Encoded), else MarshalJSON's.
+func (e Envelope) JSON() ([]byte, error) {
+	if e.wire != nil && e.wireSeq == e.Seq {
+		return e.wire, nil
+	}
+	return e.MarshalJSON()
+}
+
 // UnmarshalJSON reads the wire form written by MarshalJSON.
 func (e *Envelope) UnmarshalJSON(data []byte) error {
 	var h header

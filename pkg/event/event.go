@@ -552,6 +552,10 @@ type Envelope struct {
 	// (Emitter.Record): the sink that stores events takes it and commits
 	// it with the event. It is not part of the wire form.
 	Commit *Commit
+	// wire is the envelope's JSON for seq wireSeq, as the run log encoded
+	// it (Encoded): WriteFrame writes it instead of encoding it again.
+	wire    []byte
+	wireSeq int64
 }
 
 // header is the part of the wire form every event shares.

@@ -1,7 +1,6 @@
 package event
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -21,7 +20,7 @@ func WriteFrameID(w io.Writer, id string, e Envelope) error {
 	if strings.ContainsAny(id, "\r\n") {
 		return fmt.Errorf("event: id %q spans lines", id)
 	}
-	data, err := json.Marshal(e)
+	data, err := e.JSON()
 	if err != nil {
 		return err
 	}

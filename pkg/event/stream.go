@@ -101,6 +101,7 @@ func (s *Stream) coalesce(e Envelope) bool {
 		return false
 	}
 	last.Event = Text{Content: lt.Content + t.Content}
+	last.wire = nil // its JSON changed
 	return true
 }
 
