@@ -178,25 +178,36 @@ func (j *Jobs) CreateRun(ctx context.Context, r *Run, first event.Envelope) erro
 // when the run is not claimable (finished, or owned by a live process).
 func (j *Jobs) Claim(ctx context.Context, runID, owner string, ttl time.Duration) (Run, bool, error) {
 	now := j.core.now()
-	var n int64
-	err := j.inTx(ctx, func(tx runTx) error {
-		var err error
-		n, err = tx.exec(ctx, `UPDATE runs SET owner = ?, lease_token = lease_token + 1, lease_until = ?, attempts = attempts + 1, updated_at = ?
-			WHERE id = ? AND status = ? AND (owner = '' OR lease_until < ?)`,
-			owner, now.Add(ttl).UnixMilli(), Timestamp(now), runID, RunRunning, now.UnixMilli())
-		return err
-	})
+	// One statement on the project's pool, which returns the claimed row:
+	// no transaction, no second read.
+	var row *runRow
+	err := j.core.query(ctx, `UPDATE runs SET owner = ?, lease_token = lease_token + 1, lease_until = ?, attempts = attempts + 1, updated_at = ?
+		WHERE id = ? AND status = ? AND (owner = '' OR lease_until < ?) RETURNING `+runCols,
+		[]any{owner, now.Add(ttl).UnixMilli(), Timestamp(now), runID, RunRunning, now.UnixMilli()},
+		func() { row = nil }, func(rows *sql.Rows) error {
+			r, err := scanRun(rows)
+			row = &r
+			return err
+		})
 	if err != nil {
 		return Run{}, false, dbErr("claim run", err)
 	}
-	if n == 0 {
+	if row == nil {
 		return Run{}, false, nil
 	}
-	r, err := j.run(ctx, runID)
-	if err != nil {
-		return Run{}, false, err
-	}
+	r := row.run()
 	return r, r.Owner == owner, nil
+}
+
+// runCols are the columns of runRow, in scanRun's order.
+const runCols = `id, kind, user_id, session_id, plan_id, status, created_at, updated_at, finished_at, request, owner, lease_token,
+	lease_until, attempts, cancel_request`
+
+func scanRun(rows *sql.Rows) (runRow, error) {
+	var r runRow
+	err := rows.Scan(&r.ID, &r.Kind, &r.UserID, &r.SessionID, &r.PlanID, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.Request,
+		&r.Owner, &r.LeaseToken, &r.LeaseUntil, &r.Attempts, &r.CancelRequest)
+	return r, err
 }
 
 // Renew extends the leases of owner's running runs to ttl from now. It

@@ -1,0 +1,52 @@
+package persistence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+)
+
+// Claim returns the run as its one statement left it: every field of the
+// created run, and the new owner, lease, token and attempt.
+func TestClaimReturnsTheClaimedRun(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		jobs, got := startJobs(t, db)
+		id := persistence.NewID()
+		created := queuedRun(t, jobs, id)
+		receive(t, got)
+
+		before := time.Now()
+		c, ok, err := jobs.Claim(ctx, id, "A", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, created.ID, c.ID)
+		require.Equal(t, created.Kind, c.Kind)
+		require.Equal(t, created.UserID, c.UserID)
+		require.Equal(t, created.SessionID, c.SessionID)
+		require.Equal(t, created.PlanID, c.PlanID)
+		require.Equal(t, persistence.RunRunning, c.Status)
+		require.JSONEq(t, string(created.Request), string(c.Request))
+		require.True(t, created.CreatedAt.Equal(c.CreatedAt), "created_at %v, claimed %v", created.CreatedAt, c.CreatedAt)
+		require.False(t, c.UpdatedAt.Before(created.UpdatedAt))
+		require.Nil(t, c.FinishedAt)
+		require.Equal(t, "A", c.Owner)
+		require.EqualValues(t, 1, c.LeaseToken)
+		require.Equal(t, 1, c.Attempts)
+		require.NotNil(t, c.LeaseUntil)
+		require.WithinDuration(t, before.Add(time.Minute), *c.LeaseUntil, 10*time.Second)
+
+		_, ok, err = jobs.Claim(ctx, id, "B", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "a live owner's run is not claimable")
+		_, ok, err = jobs.Claim(ctx, persistence.NewID(), "B", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "nor is a missing one")
+	})
+}
