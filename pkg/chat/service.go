@@ -430,9 +430,10 @@ func (t *Turn) Open(ctx context.Context) error {
 		case apperr.CodeOf(err) != apperr.NotFound:
 			return err
 		}
-	} else {
+	} else if req.StreamRunID != "" {
 		// The same run again (its process died; another took it over):
-		// the turn is the one its earlier attempt stored.
+		// the turn is the one its earlier attempt stored. (A run id
+		// Reserve made names no earlier attempt: nothing to look for.)
 		prior, err := s.cfg.Store.RunMessage(ctx, req.UserID, t.RunID, RoleUser)
 		switch {
 		case err == nil:
