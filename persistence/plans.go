@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -99,12 +98,6 @@ func planToRow(p planning.Plan) planRow {
 		r.CancelledBy, r.CancelledByUserID = string(c.By), c.UserID
 	}
 	return r
-}
-
-// provenance is the columns that record who approved and who cancelled.
-func (r planRow) provenance() map[string]any {
-	return map[string]any{"approval_by": r.ApprovalBy, "approval_user_id": r.ApprovalUserID, "approved_at": r.ApprovedAt,
-		"approval_note": r.ApprovalNote, "cancelled_by": r.CancelledBy, "cancelled_by_user_id": r.CancelledByUserID}
 }
 
 func (r planRow) plan(steps []stepRow) planning.Plan {
@@ -355,33 +348,39 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 		p.Status = to
 	}
 	p.UpdatedAt = s.stamp()
-	row := planToRow(p)
-	cols := map[string]any{
-		"status": row.Status, "goal": row.Goal, "mode": row.Mode, "version": row.Version, "review_round": row.ReviewRound,
-		"reason": row.Reason, "updated_at": row.UpdatedAt, "started_at": row.StartedAt, "completed_at": row.CompletedAt,
-		"input_tokens":  gorm.Expr("input_tokens + ?", p.Usage.InputTokens-before.InputTokens),
-		"output_tokens": gorm.Expr("output_tokens + ?", p.Usage.OutputTokens-before.OutputTokens)}
-	maps.Copy(cols, row.provenance())
+	r := planToRow(p)
 	// The status condition claims the row: concurrent transitions on
 	// PostgreSQL (read committed) wait for each other and re-check it, so
-	// exactly one of them succeeds.
-	upd := tx.Model(&planRow{}).Where("id = ? AND status IN ?", id, statusStrings(from)).Updates(cols)
-	if upd.Error != nil {
-		return planning.Plan{}, upd.Error
+	// exactly one of them succeeds. It returns what the increments made
+	// of the usage.
+	statuses := statusStrings(from)
+	q := `UPDATE agent_plans SET status = ?, goal = ?, mode = ?, version = ?, review_round = ?, reason = ?, updated_at = ?,
+		started_at = ?, completed_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, cancelled_by = ?, cancelled_by_user_id = ?
+		WHERE id = ? AND status IN (?` + strings.Repeat(",?", len(statuses)-1) + `) RETURNING input_tokens, output_tokens`
+	args := []any{r.Status, r.Goal, r.Mode, r.Version, r.ReviewRound, r.Reason, r.UpdatedAt, r.StartedAt, r.CompletedAt,
+		p.Usage.InputTokens - before.InputTokens, p.Usage.OutputTokens - before.OutputTokens,
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.CancelledBy, r.CancelledByUserID, id}
+	for _, st := range statuses {
+		args = append(args, st)
 	}
-	if upd.RowsAffected == 0 {
+	var usage *event.Usage
+	if err := queryOn(ctx, tx, s.db.rebind(q), args, func(rows *sql.Rows) error {
+		var u event.Usage
+		err := rows.Scan(&u.InputTokens, &u.OutputTokens)
+		usage = &u
+		return err
+	}); err != nil {
+		return planning.Plan{}, err
+	}
+	if usage == nil {
 		cur, err := s.getPlan(ctx, tx, AnyUser, id)
 		if err != nil {
 			return planning.Plan{}, err
 		}
 		return planning.Plan{}, apperr.New(apperr.Conflict, "plan %s is %s", id, cur.Status)
 	}
-	// Read back what the increments made of the usage.
-	var usage planRow
-	if err := tx.Model(&planRow{}).Select("input_tokens, output_tokens").Where("id = ?", id).Take(&usage).Error; err != nil {
-		return planning.Plan{}, err
-	}
-	p.Usage = event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}
+	p.Usage = *usage
 	return p, nil
 }
 

@@ -526,4 +526,27 @@ func planRoundTrip(t *testing.T, s planning.Store, anyUser string) {
 	require.Equal(t, p.ID, listed[0].ID)
 	listed[0].Steps = got.Steps // ListPlans may leave the steps out
 	same(t, listed[0])
+
+	// A transition saves every field mutate changed, and returns the plan
+	// as stored.
+	moved, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting, planning.StatusCancelled}, planning.StatusFailed,
+		func(q *planning.Plan) {
+			q.Goal, q.Mode, q.Version, q.ReviewRound, q.Reason = "another goal", planmode.DraftOnly, 3, 4, "another reason"
+			q.StartedAt, q.CompletedAt = &later, &later
+			q.Approval = &planning.Approval{By: planning.ByOperator, UserID: "olga", At: later, Note: "another note"}
+			q.CancelledBy = nil
+			q.Usage.InputTokens += 10
+		})
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusFailed, moved.Status)
+	require.Equal(t, event.Usage{InputTokens: 13, OutputTokens: 4}, moved.Usage)
+	got, err = s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.True(t, got.UpdatedAt.Equal(moved.UpdatedAt))
+	got.UpdatedAt = moved.UpdatedAt
+	require.Equal(t, moved, got)
+	require.Equal(t, "another goal", got.Goal)
+	require.Equal(t, planmode.DraftOnly, got.Mode)
+	require.Nil(t, got.CancelledBy)
+	require.Equal(t, "olga", got.Approval.UserID)
 }
