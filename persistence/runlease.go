@@ -366,18 +366,6 @@ func (j *Jobs) CountRuns(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// run reads one run's row.
-func (j *Jobs) run(ctx context.Context, id string) (Run, error) {
-	var row runRow
-	if err := j.core.do(ctx, func(g *gorm.DB) error { return g.Where("id = ?", id).Take(&row).Error }); err != nil {
-		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
-			return Run{}, notFound("run", id)
-		}
-		return Run{}, dbErr("get run", err)
-	}
-	return row.run(), nil
-}
-
 // leaseTime is a lease's end as a time (nil for none).
 func leaseTime(ms int64) *time.Time {
 	if ms <= 0 {
