@@ -421,14 +421,14 @@ func (l *Listener) notices(runs, plans []string) []string {
 // notifyCommit sends, in a batch's transaction tx, the notices of what the
 // batch commits (with a Listener, on PostgreSQL): they are delivered when,
 // and only if, tx commits.
-func (l *RunLog) notifyCommit(tx *gorm.DB, rows []runEventRow, fin []pendingFinish) error {
+func (l *RunLog) notifyCommit(ctx context.Context, tx *gorm.DB, rows []runEventRow, fin []pendingFinish) error {
 	n := l.cfg.Listener
 	if n == nil || n.db.driver != DriverPostgres {
 		return nil
 	}
 	ch := n.Channel(commitChannel)
 	for _, p := range n.notices(l.touched(rows, fin)) {
-		if err := tx.Exec(`SELECT pg_notify(?, ?)`, ch, p).Error; err != nil {
+		if _, err := tx.Statement.ConnPool.ExecContext(ctx, `SELECT pg_notify($1, $2)`, ch, p); err != nil {
 			return err
 		}
 	}

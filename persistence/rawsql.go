@@ -50,8 +50,8 @@ func (db *DB) rebind(query string) string {
 func (c *core) exec(ctx context.Context, query string, args ...any) (int64, error) {
 	q := c.db.rebind(query)
 	var n int64
-	err := c.do(ctx, func(g *gorm.DB) error {
-		res, err := g.Statement.ConnPool.ExecContext(ctx, q, args...)
+	err := c.onConn(ctx, func(conn gorm.ConnPool) error {
+		res, err := conn.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
 		}
@@ -61,13 +61,23 @@ func (c *core) exec(ctx context.Context, query string, args ...any) (int64, erro
 	return n, err
 }
 
+// onConn runs fn, as do does, on the connection its statements go to:
+// inside the run log's batch, that transaction's, without the gorm session
+// do makes for each call.
+func (c *core) onConn(ctx context.Context, fn func(conn gorm.ConnPool) error) error {
+	if tx := batchTx(ctx); tx != nil {
+		return fn(tx.Statement.ConnPool)
+	}
+	return c.do(ctx, func(g *gorm.DB) error { return fn(g.Statement.ConnPool) })
+}
+
 // execInsert runs one INSERT; a retry that finds the row's key taken means
 // the earlier attempt's commit went through (see insert).
 func (c *core) execInsert(ctx context.Context, query string, args ...any) error {
 	q := c.db.rebind(query)
 	tried := false
-	return c.do(ctx, func(g *gorm.DB) error {
-		_, err := g.Statement.ConnPool.ExecContext(ctx, q, args...)
+	return c.onConn(ctx, func(conn gorm.ConnPool) error {
+		_, err := conn.ExecContext(ctx, q, args...)
 		if tried && isUniqueViolation(err) {
 			return nil
 		}

@@ -786,7 +786,7 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return l.pool.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := checkTokens(tx, l.db.driver, tokens); err != nil {
+		if err := checkTokens(ctx, tx, l.db, tokens); err != nil {
 			return err
 		}
 		if len(batch) > 0 {
@@ -815,12 +815,12 @@ func (l *RunLog) tx(batch []pendingEvent, rows []runEventRow, fin []pendingFinis
 			}
 		}
 		for _, f := range fin {
-			if err := tx.Model(&runRow{}).Where("id = ?", f.runID).
-				Updates(map[string]any{"status": f.status, "finished_at": f.at, "updated_at": f.at}).Error; err != nil {
+			if _, err := tx.Statement.ConnPool.ExecContext(ctx, l.db.rebind(`UPDATE runs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`),
+				f.status, f.at, f.at, f.runID); err != nil {
 				return err
 			}
 		}
-		return l.notifyCommit(tx, rows, fin)
+		return l.notifyCommit(ctx, tx, rows, fin)
 	})
 }
 
@@ -857,36 +857,57 @@ func (l *RunLog) tokens(batch []pendingEvent, fin []pendingFinish) map[string]in
 // transaction excludes every other) and refuses the batch when a token
 // changed: a takeover either happened before — the batch is refused — or
 // waits until it committed, and then starts after its events.
-func checkTokens(tx *gorm.DB, driver string, tokens map[string]int64) error {
+// It runs on the transaction's connection directly (one statement a batch,
+// usually for one run: gorm's Raw and Scan cost more than the query).
+func checkTokens(ctx context.Context, tx *gorm.DB, db *DB, tokens map[string]int64) error {
 	if len(tokens) == 0 {
 		return nil
 	}
 	ids := make([]string, 0, len(tokens))
+	args := make([]any, 0, len(tokens))
 	for id := range tokens {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	q := `SELECT id, lease_token FROM runs WHERE id IN ? ORDER BY id`
-	if driver == DriverPostgres {
-		q += ` FOR UPDATE`
+	for _, id := range ids {
+		args = append(args, id)
 	}
-	var got []struct {
-		ID         string
-		LeaseToken int64
-	}
-	if err := tx.Raw(q, ids).Scan(&got).Error; err != nil {
+	q := tokenSQL(len(ids), db.driver)
+	rows, err := tx.Statement.ConnPool.QueryContext(ctx, db.rebind(q), args...)
+	if err != nil {
 		return err
 	}
+	defer func() { _ = rows.Close() }()
 	var fenced errFenced
-	for _, g := range got {
-		if tokens[g.ID] != g.LeaseToken {
-			fenced = append(fenced, g.ID)
+	for rows.Next() {
+		var id string
+		var token int64
+		if err := rows.Scan(&id, &token); err != nil {
+			return err
 		}
+		if tokens[id] != token {
+			fenced = append(fenced, id)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
 	}
 	if len(fenced) > 0 {
 		return fenced
 	}
 	return nil
+}
+
+// tokenSQL is checkTokens' query for n runs.
+func tokenSQL(n int, driver string) string {
+	q := `SELECT id, lease_token FROM runs WHERE id = ?`
+	if n > 1 {
+		q = `SELECT id, lease_token FROM runs WHERE id IN (` + strings.TrimSuffix(strings.Repeat("?,", n), ",") + `) ORDER BY id`
+	}
+	if driver == DriverPostgres {
+		q += ` FOR UPDATE`
+	}
+	return q
 }
 
 // fence drops from a batch what belongs to runs this process lost (their
