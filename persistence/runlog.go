@@ -90,8 +90,9 @@ type RunLogConfig struct {
 	// Record waits for its commit, so a linger would add to every step).
 	Linger time.Duration
 	// Idle is how long the writer gathers when nobody waits for what is
-	// pending (events that only inform, like text or tool calls, and
-	// queued rows; no Record, Sync or Finish): they ride with the next
+	// pending (events that only inform, like text or tool calls, queued
+	// rows, and writes submitted without a wait (event.Emitter.Submit); no
+	// Record, Sync or Finish): they ride with the next
 	// batch someone waits for, or commit once Idle passed. It bounds what
 	// such an event adds to its delivery. Default 5 ms; negative: commit
 	// at once. Used only without a Linger.
@@ -491,8 +492,8 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 	r.next++
 	p.env = e
 	l.queue = append(l.queue, p)
-	if p.write != nil {
-		l.urgeLocked() // its Record waits
+	if p.write != nil && p.commit.Waited() {
+		l.urgeLocked() // its Record waits; a Submit's write rides with what follows
 	}
 	l.signal()
 	return e.Seq, nil

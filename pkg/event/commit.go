@@ -45,6 +45,11 @@ func (c *Commit) Resolve(err error) {
 	}
 }
 
+// Waited reports whether a caller waits for c's outcome (Record) rather
+// than hearing it later (Submit): a sink that gathers writes commits a
+// waited one at once, and may let a submitted one wait for what follows.
+func (c *Commit) Waited() bool { return c != nil && c.then == nil }
+
 // ErrNotStored is Record's error when the event reached no sink that stores
 // it (the run had ended, or its log failed): neither the write nor the
 // event happened.
@@ -104,7 +109,9 @@ func (e Emitter) Record(ctx context.Context, ev Event, write func(context.Contex
 // ended (it must not block), or before Submit returns when the emitter's
 // sink does not take commits (then write runs first, on ctx, as in Record).
 // Through a run log, what the caller records or emits after Submit commits
-// in the same transaction or a later one.
+// in the same transaction or a later one, and the log need not commit a
+// submitted write at once (Commit.Waited): it rides with what is recorded
+// next, or commits after the log's short gathering delay.
 func (e Emitter) Submit(ctx context.Context, ev Event, write func(context.Context) error, done func(error)) {
 	tell := func(err error) {
 		if done != nil {
