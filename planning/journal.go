@@ -127,6 +127,48 @@ func (j journal) stepStarted(ctx context.Context, sys event.Emitter, planID stri
 		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) })
 }
 
+// stepStarting stores a step's start and announces it (step_start) like
+// stepStarted, without the wait (event.Emitter.Submit), for a step whose
+// executor starts next: executorStarted, given the returned start, commits
+// in the same transaction or a later one and fails when the start failed,
+// so one waited commit stores both and a step whose start failed
+// announces neither. It takes the run's context as it is: a cancelled run
+// starts no step.
+func (j journal) stepStarting(ctx context.Context, sys event.Emitter, planID string, s Step) *stepStart {
+	st := &stepStart{done: make(chan struct{})}
+	stepEmitter(sys, planID, s.Number).Submit(ctx, event.StepStart{PlanID: planID, Step: stepState(s)},
+		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) }, st.resolve)
+	return st
+}
+
+// stepStart is a step's start submitted without a wait (stepStarting).
+type stepStart struct {
+	done chan struct{}
+	err  error
+}
+
+func (s *stepStart) resolve(err error) {
+	s.err = err
+	close(s.done)
+}
+
+// failed returns why the step's start was not stored; nil while it is
+// still pending. A write that runs after the start was submitted and finds
+// it pending runs in the transaction that stores it, after its write (the
+// run log commits in order, and answers each batch before the next), so
+// nil then means it commits with that write or not at all.
+func (s *stepStart) failed() error {
+	if s == nil {
+		return nil
+	}
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
 // stepEnded stores a step's final state and announces it (step_complete),
 // also when the run was cancelled.
 func (j journal) stepEnded(ctx context.Context, sys event.Emitter, planID string, s Step) error {
@@ -139,11 +181,22 @@ func (j journal) stepEnded(ctx context.Context, sys event.Emitter, planID string
 // executorStarted stores an executor's agent, its conversation and its
 // running execution in one transaction, also when the run was cancelled,
 // and announces it (executor_spawned). xem is the executor's emitter.
-func (j journal) executorStarted(ctx context.Context, xem event.Emitter, a AgentRecord, s AgentSession, e Execution) error {
+// start, when set, is its step's start (stepStarting): the executor's
+// write fails with the start's error when that was not stored, so neither
+// is announced (start.failed() then tells the caller why).
+func (j journal) executorStarted(ctx context.Context, xem event.Emitter, start *stepStart, a AgentRecord, s AgentSession, e Execution) error {
+	if err := start.failed(); err != nil {
+		return err
+	}
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
 	return xem.Record(wctx, event.ExecutorSpawned{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID},
-		func(ctx context.Context) error { return j.cfg.Store.StartExecution(ctx, a, s, e) })
+		func(ctx context.Context) error {
+			if err := start.failed(); err != nil {
+				return err
+			}
+			return j.cfg.Store.StartExecution(ctx, a, s, e)
+		})
 }
 
 // executorFinished stores how an execution ended and announces it

@@ -3,6 +3,7 @@ package planning
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestJournal(t *testing.T) {
 			return j.stepEnded(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted})
 		}},
 		{"an executor starts", "StartExecution", event.TypeExecutorSpawned, true, func(ctx context.Context, j journal, em event.Emitter) error {
-			return j.executorStarted(ctx, em, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
+			return j.executorStarted(ctx, em, nil, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
 		}},
 		{"an executor finishes", "FinishExecution", event.TypeExecutorResult, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.executorFinished(ctx, em, Execution{ID: "x1", PlanID: "p1", StepNumber: 1, Status: ExecutionCompleted})
@@ -102,6 +103,64 @@ func TestJournal(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// An executor step's start is submitted without a wait and its executor's
+// start waits for both: they are stored and announced in that order; a
+// start the store refuses (or a cancelled run) announces neither and the
+// executor's row is not written; an executor the store refuses leaves the
+// step's start announced.
+func TestJournalStepStartsWithItsExecutor(t *testing.T) {
+	t.Parallel()
+	for _, logged := range []bool{false, true} {
+		t.Run(fmt.Sprintf("logged=%v", logged), func(t *testing.T) {
+			t.Parallel()
+			run := func(ctx context.Context, fail map[string]error) (*ledger, *stepStart, error) {
+				log := &ledger{}
+				j := journal{testBase(&fakeStore{log: log, fail: fail, plan: Plan{ID: "p1", Status: StatusExecuting}})}
+				em := log.emitter()
+				if logged {
+					em = log.logEmitter()
+				}
+				start := j.stepStarting(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepRunning})
+				err := j.executorStarted(ctx, em, start, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
+				return log, start, err
+			}
+			events := func(log *ledger) []string {
+				var out []string
+				for _, e := range log.all() {
+					if strings.HasPrefix(e, "event ") {
+						out = append(out, e)
+					}
+				}
+				return out
+			}
+
+			log, start, err := run(t.Context(), nil)
+			require.NoError(t, err)
+			require.NoError(t, start.failed())
+			require.Equal(t, []string{"event step_start", "event executor_spawned"}, events(log))
+			require.Subset(t, log.all(), []string{"write UpdateStep", "write StartExecution"})
+
+			log, start, err = run(t.Context(), map[string]error{"UpdateStep": errStore})
+			require.ErrorIs(t, err, errStore)
+			require.ErrorIs(t, start.failed(), errStore, "the caller tells the step's start failed")
+			require.Empty(t, events(log), "a step whose start failed announces nothing")
+			require.NotContains(t, log.all(), "write StartExecution")
+
+			log, start, err = run(t.Context(), map[string]error{"StartExecution": errStore})
+			require.ErrorIs(t, err, errStore)
+			require.NoError(t, start.failed(), "the step started; its executor did not")
+			require.Equal(t, []string{"event step_start"}, events(log))
+
+			cancelled, cancel := context.WithCancel(t.Context())
+			cancel()
+			log, start, err = run(cancelled, nil)
+			require.ErrorIs(t, err, context.Canceled)
+			require.ErrorIs(t, start.failed(), context.Canceled)
+			require.Empty(t, log.all(), "a cancelled run starts no step")
+		})
 	}
 }
 

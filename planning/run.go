@@ -123,25 +123,39 @@ func (pr *planRun) launch(st *Step) {
 		delete(pr.lost, st.Number) // once per takeover
 	}
 	go func() {
-		if err := pr.journal.stepStarted(pr.ctx, pr.sys, pr.p.ID, snapshot); err != nil {
-			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", snapshot.Number).Msg("store step start; the step does not run")
-			notRun := snapshot
-			notRun.Status, notRun.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
-			if pr.ctx.Err() != nil {
-				notRun.Status, notRun.Error = StepCancelled, "cancelled before it started"
+		var start *stepStart
+		if snapshot.Tool != "" {
+			// A direct step's tool runs only once its start is stored.
+			if err := pr.journal.stepStarted(pr.ctx, pr.sys, pr.p.ID, snapshot); err != nil {
+				notRun := pr.notStarted(pr.ctx, pr.p.ID, snapshot, err)
+				end := pr.cfg.Now()
+				notRun.CompletedAt = &end
+				pr.storeEnd(notRun)
+				pr.results <- stepOutcome{number: notRun.Number, step: notRun}
+				return
 			}
-			end := pr.cfg.Now()
-			notRun.CompletedAt = &end
-			pr.storeEnd(notRun)
-			pr.results <- stepOutcome{number: notRun.Number, step: notRun}
-			return
+		} else {
+			// An executor step's start commits with its executor's
+			// (runExecutor): one waited commit for both.
+			start = pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
 		}
-		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, pr.em)
+		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, start, pr.em)
 		end := pr.cfg.Now()
 		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
 		pr.storeEnd(out.step)
 		pr.results <- out
 	}()
+}
+
+// notStarted is step s of plan planID whose start could not be stored (err): it does not
+// run, and ends failed, or cancelled when the run was.
+func (b *base) notStarted(ctx context.Context, planID string, s Step, err error) Step {
+	b.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", planID).Int("step", s.Number).Msg("store step start; the step does not run")
+	s.Status, s.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
+	if ctx.Err() != nil {
+		s.Status, s.Error = StepCancelled, "cancelled before it started"
+	}
+	return s
 }
 
 // finish ends a step that never ran (skipped or cancelled).

@@ -41,13 +41,15 @@ func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependen
 // runStep runs one step: a direct tool call or an executor agent.
 // lost, when set, is the step's execution an earlier owner of the run lost:
 // an executor continues from it.
-func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, em event.Emitter) stepOutcome {
+// start is an executor step's start, submitted (journal.stepStarting): it
+// commits with the executor's start.
+func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, start *stepStart, em event.Emitter) stepOutcome {
 	out := stepOutcome{number: s.Number, step: s}
 	if s.Tool != "" {
 		out.step = r.runDirect(ctx, p, origin, s, deps, em)
 		return out
 	}
-	out.step, out.usage = r.runExecutor(ctx, p, origin, s, deps, lost, em)
+	out.step, out.usage = r.runExecutor(ctx, p, origin, s, deps, lost, start, em)
 	return out
 }
 
@@ -96,9 +98,11 @@ func scopeOf(p Plan, origin Origin) tools.Scope {
 }
 
 // runExecutor is the executor coordinator for one step: it records the
-// agent, its conversation and the execution, runs a focused executor loop
-// limited to the step's tools, and closes the execution with its outcome.
-func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, em event.Emitter) (Step, event.Usage) {
+// agent, its conversation and the execution (with the step's start, when
+// start is set: a step whose start was not stored does not run), runs a
+// focused executor loop limited to the step's tools, and closes the
+// execution with its outcome.
+func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, start *stepStart, em event.Emitter) (Step, event.Usage) {
 	agentID, sessionID, execID := r.cfg.NewID(), r.cfg.NewID(), r.cfg.NewID()
 	started := r.cfg.Now()
 	var stepTools []tools.Tool
@@ -112,11 +116,14 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
 	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
 	xem := r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
-	err := r.journal.executorStarted(ctx, xem,
+	err := r.journal.executorStarted(ctx, xem, start,
 		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
 			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: r.cfg.Executor.Model, CreatedAt: started},
 		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
 		exec)
+	if serr := start.failed(); serr != nil {
+		return r.notStarted(ctx, p.ID, s, serr), event.Usage{}
+	}
 	if err != nil {
 		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store the executor; the step fails")
 		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)

@@ -1,0 +1,152 @@
+package planning_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+)
+
+// refusingStore is the real store, except that it refuses to store the
+// start (status running) of the steps in refuse.
+type refusingStore struct {
+	persistence.PlanRecords
+	refuse map[int]bool
+}
+
+func (s refusingStore) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
+	if st.Status == planning.StepRunning && s.refuse[st.Number] {
+		return apperr.New(apperr.Internal, "refused: step %d", st.Number)
+	}
+	return s.PlanRecords.UpdateStep(ctx, planID, st)
+}
+
+// batches records what a run log hands on, commit by commit.
+type batches struct {
+	mu  sync.Mutex
+	all [][]event.Envelope
+}
+
+func (b *batches) onCommit(_ string, evs []event.Envelope) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.all = append(b.all, append([]event.Envelope(nil), evs...))
+}
+
+// batchOf returns the index of the commit that handed on the first event
+// match accepts, or -1.
+func (b *batches) batchOf(match func(event.Envelope) bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i, evs := range b.all {
+		for _, e := range evs {
+			if match(e) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// Through a run log, an executor step's start and its executor's start
+// (step_start, executor_spawned, the step's row, the agent, its
+// conversation and the execution) commit in one transaction; a step whose
+// start the database refuses announces neither, writes no executor and
+// ends failed, while the other steps run and store what they did.
+func TestStepStartCommitsWithItsExecutor(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		records := dbtest.NewStores(t, db).PlanRecords
+		store := refusingStore{PlanRecords: records, refuse: map[int]bool{2: true}}
+		var committed batches
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: committed.onCommit})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+			_, err := l.Append("r1", e)
+			if err != nil {
+				t.Logf("append: %v", err)
+			}
+		}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+		require.NoError(t, err)
+		orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: answers(0)}, Tools: rt,
+			Lookup: allowed("web_fetch", "create_task"), Executor: agents.Role{Name: event.RoleExecutor, Model: "exec-model"}})
+		require.NoError(t, err)
+		res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2), exec(3, 1)}}, em)
+		require.NoError(t, err)
+		require.NoError(t, l.Sync(ctx, "r1"))
+		planID := res.Plan.ID
+
+		p, err := store.GetPlan(ctx, planID)
+		require.NoError(t, err)
+		require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCompleted}, stepStatuses(p))
+		require.Contains(t, p.Steps[1].Error, "could not record the step's start")
+
+		stored, err := l.Events(ctx, "r1", 0, 0)
+		require.NoError(t, err)
+		announced := map[int][]event.Type{}
+		for _, e := range stored {
+			switch ev := e.Event.(type) {
+			case event.StepStart:
+				announced[ev.Step.Number] = append(announced[ev.Step.Number], ev.Type())
+			case event.ExecutorSpawned:
+				announced[ev.StepNumber] = append(announced[ev.StepNumber], ev.Type())
+			case event.StepComplete:
+				announced[ev.Step.Number] = append(announced[ev.Step.Number], ev.Type())
+				if ev.Step.Number == 2 {
+					require.Equal(t, planning.StepFailed, ev.Step.Status)
+				}
+			}
+		}
+		started := []event.Type{event.TypeStepStart, event.TypeExecutorSpawned, event.TypeStepComplete}
+		require.Equal(t, map[int][]event.Type{1: started, 2: {event.TypeStepComplete}, 3: started}, announced,
+			"a step whose start failed announces only its end")
+
+		execs, err := store.ListExecutions(ctx, planID)
+		require.NoError(t, err)
+		require.Len(t, execs, 2, "no executor is written for a step that did not start")
+		for _, x := range execs {
+			require.Contains(t, []int{1, 3}, x.StepNumber)
+			require.Equal(t, planning.ExecutionCompleted, x.Status)
+			require.Equal(t, "alice", x.UserID)
+			require.Equal(t, planID, x.PlanID)
+			require.NotEmpty(t, x.Task)
+			a, err := store.GetAgent(ctx, x.AgentID)
+			require.NoError(t, err)
+			require.Equal(t, event.RoleExecutor, a.Role)
+			require.Equal(t, x.StepNumber, a.StepNumber)
+			require.Equal(t, planID, a.PlanID)
+			require.Equal(t, "exec-model", a.Model)
+			msgs, err := store.ListAgentMessages(ctx, x.AgentSessionID)
+			require.NoError(t, err)
+			require.NotEmpty(t, msgs, "the executor's conversation is stored")
+
+			// One commit stored the step's start and its executor's.
+			startAt := committed.batchOf(func(e event.Envelope) bool {
+				s, ok := e.Event.(event.StepStart)
+				return ok && s.Step.Number == x.StepNumber
+			})
+			spawnAt := committed.batchOf(func(e event.Envelope) bool {
+				s, ok := e.Event.(event.ExecutorSpawned)
+				return ok && s.ExecutionID == x.ID
+			})
+			require.NotEqual(t, -1, startAt)
+			require.Equal(t, startAt, spawnAt, "step %d: its start and its executor's commit together", x.StepNumber)
+		}
+	})
+}
