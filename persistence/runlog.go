@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -567,6 +568,14 @@ func (l *RunLog) write() {
 			case <-l.hurry:
 				linger.Stop()
 			}
+		}
+		if !closed && l.cfg.Linger <= 0 {
+			// Commit now, but first let what is runnable run: parallel
+			// steps record their starts and ends at the same moment, and
+			// each would otherwise wait for a batch of its own (a yield,
+			// not a linger: no timer, nobody waits longer than the
+			// goroutines ready to run take to block).
+			runtime.Gosched()
 		}
 		for {
 			l.mu.Lock()
