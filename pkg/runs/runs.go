@@ -272,7 +272,9 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	}()
 
 	sink := &logSink{log: s.cfg.Log, runID: r.ID, lost: a.isLost, logger: log}
-	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, s.cfg.Now)
+	// WithCommits: the run log takes each Record's write and commits it in
+	// the transaction that stores the event announcing it (DESIGN: Runs).
+	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, s.cfg.Now).WithCommits()
 	work, known := s.cfg.Kinds[r.Kind]
 	if !known {
 		sys := em.With(event.Source{Role: event.RoleSystem})
@@ -493,11 +495,19 @@ func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
 	if s.done != nil || s.lost() {
 		return
 	}
-	if d, ok := e.Event.(event.Done); ok {
+	d, isDone := e.Event.(event.Done)
+	if isDone {
 		s.done = &d
 	}
 	if _, err := s.log.Append(s.runID, e); err != nil {
 		s.logger.Error().Ctx(ctx).Err(err).Msg("append to the run log")
+	}
+	if isDone {
+		// The run's row says how it ended in the batch that stores done
+		// (done is recorded with the turn's answer, so it commits at once:
+		// a Finish after the work returned would come a batch later, and a
+		// follower that saw done could read the run as still running).
+		s.log.Finish(s.runID, s.statusLocked())
 	}
 }
 
@@ -511,6 +521,10 @@ func (s *logSink) ended() bool {
 func (s *logSink) status() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.statusLocked()
+}
+
+func (s *logSink) statusLocked() string {
 	if s.done == nil {
 		return StatusFailed
 	}

@@ -61,6 +61,7 @@ type fakeLog struct {
 	opened   map[string]int64
 	events   []event.Envelope
 	finished map[string]string
+	writes   int // commits taken (Record's writes run with their events)
 }
 
 func newFakeLog() *fakeLog {
@@ -77,6 +78,17 @@ func (l *fakeLog) OpenRun(_ context.Context, runID string, token int64) (int64, 
 func (l *fakeLog) Append(_ string, e event.Envelope) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if write := e.Commit.Take(); write != nil {
+		// As the run log does: the write runs in the transaction that
+		// stores its event.
+		l.writes++
+		err := write(context.Background())
+		e.Commit.Resolve(err)
+		if err != nil {
+			return 0, err
+		}
+	}
+	e.Commit = nil
 	l.events = append(l.events, e)
 	return int64(len(l.events) + 1), nil
 }
@@ -206,6 +218,34 @@ func TestWorkRunsAClaimedRun(t *testing.T) {
 			require.Zero(t, s.Running())
 		})
 	}
+}
+
+// A run's writes commit with the events that announce them: the worker's
+// emitter hands each Record's write to the run log (WithCommits), which
+// runs it in the transaction that stores the event, instead of the write
+// being made on its own first; and its row is finished with its done.
+func TestWorkCommitsWritesWithTheirEvents(t *testing.T) {
+	t.Parallel()
+	log := newFakeLog()
+	st := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 7, Attempts: 1})}
+	var recorded error
+	wrote := 0
+	s := newService(t, st, log, func(ctx context.Context, _ event.Run, em event.Emitter) {
+		require.True(t, em.Commits())
+		recorded = em.Record(ctx, event.Text{Content: "x"}, func(context.Context) error {
+			wrote++
+			return nil
+		})
+		say(ctx, em, event.FinishedCompleted)
+		status, finished := log.status("r1")
+		require.True(t, finished, "the run's row ends in the batch of its done, not after the work returned")
+		require.Equal(t, runs.StatusCompleted, status)
+	})
+	require.NoError(t, s.Work(context.Background(), "r1"))
+	require.NoError(t, recorded)
+	require.Equal(t, 1, wrote)
+	require.Equal(t, 1, log.writes, "the log took the write with its event")
+	require.Equal(t, []event.Type{event.TypeText, event.TypeText, event.TypeDone}, log.types())
 }
 
 // A run that is finished, or owned by a live process, is left alone; a
