@@ -320,6 +320,13 @@ func (s *Plans) getPlan(ctx context.Context, g *gorm.DB, userID, id string) (pla
 // fields, saved with the new status; what it adds to Usage is saved as an
 // increment, so usage added concurrently (AddPlanUsage) is never lost.
 func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+	// A plan in none of from is a Conflict without a transaction (on
+	// SQLite every transaction takes the write lock): a turn's end asks
+	// this of each plan it made (planning.Settler) and most are not in
+	// review. The transaction checks again.
+	if cur, ok := s.status(ctx, id); ok && !slices.Contains(from, cur) {
+		return planning.Plan{}, apperr.New(apperr.Conflict, "plan %s is %s", id, cur)
+	}
 	var out planning.Plan
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		p, err := s.transition(ctx, tx, id, from, to, mutate)
@@ -330,6 +337,24 @@ func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.S
 		return planning.Plan{}, dbErr("transition plan", err)
 	}
 	return out, nil
+}
+
+// status reads a plan's status; false when it cannot (no such plan, or an
+// error: the caller's transaction finds out which).
+func (s *Plans) status(ctx context.Context, id string) (planning.Status, bool) {
+	if !validID(id) {
+		return "", false
+	}
+	var st *string
+	if err := s.query(ctx, `SELECT status FROM agent_plans WHERE id = ?`, []any{id}, func() { st = nil }, func(rows *sql.Rows) error {
+		var v string
+		err := rows.Scan(&v)
+		st = &v
+		return err
+	}); err != nil || st == nil {
+		return "", false
+	}
+	return planning.Status(*st), true
 }
 
 // transition is TransitionPlan inside the caller's transaction.
