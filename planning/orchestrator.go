@@ -169,6 +169,11 @@ type Origin struct {
 	// the plan the call creates, so a turn that runs again finds that plan
 	// and resumes it instead of creating another.
 	CallID string
+	// FirstAttempt, when set, reports whether the turn's run is on its
+	// first attempt (no earlier attempt of it recorded anything): its
+	// create_plan calls then cannot have created a plan before, and none
+	// is looked for.
+	FirstAttempt func() bool
 	// RequestMode is the request's plan_mode, if any.
 	RequestMode planmode.Mode
 	// Operator says the turn's user acts as an operator (their approvals in

@@ -78,7 +78,7 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 // taken over by another process runs the call again, and must not create
 // the plan twice.
 func (o *Orchestrator) created(ctx context.Context, origin Origin) (Plan, bool, error) {
-	if origin.StreamRunID == "" || origin.CallID == "" {
+	if origin.StreamRunID == "" || origin.CallID == "" || (origin.FirstAttempt != nil && origin.FirstAttempt()) {
 		return Plan{}, false, nil
 	}
 	plans, _, err := o.cfg.Store.ListPlans(ctx, ListQuery{UserID: origin.UserID, StreamRunID: origin.StreamRunID,

@@ -83,7 +83,7 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
 			RequestMode: t.PlanMode, Operator: t.Operator, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
-			ProjectID: t.ProjectID}
+			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt}
 		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.ApprovePlanTool(origin)}
 		visible, gateway := cfg.fitTools(role, offered, plans)
 		all := append(visible, plans...)

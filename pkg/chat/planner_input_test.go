@@ -61,9 +61,12 @@ func TestPlannerIsGivenTheTurn(t *testing.T) {
 			if ctype == "" {
 				ctype = chat.ContextGlobal
 			}
+			info := f.lastInfo(t)
+			require.NotNil(t, info.FirstAttempt)
+			info.FirstAttempt = nil // a func: not comparable
 			require.Equal(t, chat.TurnInfo{UserID: "alice", SessionID: turn.Session.ID, StreamRunID: tc.req.StreamRunID, ContextType: ctype,
 				EntityID: tc.req.EntityID, PlanMode: planmode.Mode(tc.req.PlanMode), Operator: tc.req.Operator, Focus: tc.req.ProjectFocus,
-				ProjectID: tc.project}, f.lastInfo(t))
+				ProjectID: tc.project}, info)
 
 			task := f.lastTask(t)
 			require.Equal(t, tc.req.Message, task.Input)

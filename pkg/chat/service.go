@@ -81,6 +81,10 @@ type TurnInfo struct {
 	// the turn focuses (ProjectOf).
 	Focus     *event.Focus
 	ProjectID string
+	// FirstAttempt reports, once the planner runs, whether the turn's run
+	// is on its first attempt: its planner agent is new, so nothing of an
+	// earlier attempt (a plan its create_plan call made) is to be found.
+	FirstAttempt func() bool
 }
 
 // Planner is what a turn's planner runs with.
@@ -348,6 +352,7 @@ type Turn struct {
 	operator  bool
 	shifted   int    // context shifts already applied and announced
 	resumed   bool   // the planner resumed an earlier attempt of the run
+	first     bool   // the run's planner agent was created by this attempt
 	userID    string // set before the turn is registered; never changes
 	userKey   string
 	multitask multitask.Strategy
@@ -1041,7 +1046,8 @@ func (t *Turn) frame(ctx context.Context, planMode planmode.Mode, def *agents.De
 	s := t.svc
 	meta := SessionMetadata(t.Session)
 	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
-		EntityID: t.Session.EntityID, PlanMode: planMode, Definition: def, Focus: meta.Focus, Operator: t.operator}
+		EntityID: t.Session.EntityID, PlanMode: planMode, Definition: def, Focus: meta.Focus, Operator: t.operator,
+		FirstAttempt: t.firstAttempt}
 	info.ProjectID = ProjectOf(info.ContextType, info.EntityID, meta.Focus)
 	planner, err := s.cfg.Planner(ctx, info)
 	if err != nil {
@@ -1144,6 +1150,7 @@ func (t *Turn) planner(ctx context.Context, role agents.Role) (string, agents.Tr
 	}
 	transcript := &planning.Transcript{Store: s.cfg.Transcripts, AgentSessionID: as.ID, Now: s.cfg.Now}
 	if created {
+		t.first = true
 		return a.ID, transcript, nil, nil
 	}
 	msgs, err := s.cfg.Transcripts.ListAgentMessages(ctx, as.ID)
@@ -1165,6 +1172,11 @@ func (t *Turn) planner(ctx context.Context, role agents.Role) (string, agents.Tr
 	t.resumed = true
 	return a.ID, transcript, resume, nil
 }
+
+// firstAttempt reports whether the turn's run is on its first attempt: its
+// planner agent was created by this one (false before the planner is
+// opened, and without Config.Transcripts, which keeps no agents).
+func (t *Turn) firstAttempt() bool { return t.first }
 
 // history loads the messages before this turn's user message, oldest first.
 func (s *Service) history(ctx context.Context, t *Turn) ([]Message, error) {
