@@ -39,7 +39,8 @@ import (
 )
 
 // sqliteDriverName is the database/sql name of the SQLite driver
-// (glebarez/modernc).
+// (modernc.org/sqlite, under the name of the fork gorm's dialector imports:
+// see third_party/go-sqlite).
 const sqliteDriverName = sqlite.DriverName
 
 // Drivers.
@@ -169,7 +170,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // "database is locked" when a read transaction upgrades to a write.
 func sqliteDSN(dsn string) (string, error) {
 	if dsn == ":memory:" {
-		return "file::memory:?_pragma=foreign_keys(1)", nil
+		return "file::memory:?_pragma=foreign_keys(1)&_time_format=sqlite", nil
 	}
 	path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?")
 	if dir := filepath.Dir(path); dir != "." {
@@ -183,6 +184,9 @@ func sqliteDSN(dsn string) (string, error) {
 		"_pragma=foreign_keys(1)",
 		"_pragma=synchronous(NORMAL)",
 		"_txlock=immediate",
+		// Times as text in SQLite's own layout (2006-01-02 15:04:05.999999999-07:00),
+		// which sorts and compares as text.
+		"_time_format=sqlite",
 	}
 	if query != "" {
 		params = append(params, query)
@@ -202,7 +206,7 @@ func openSQLite(dsn string, gcfg func() *gorm.Config) (*gorm.DB, func(int) (*gor
 	}
 	drv := probe.Driver()
 	_ = probe.Close()
-	conn := nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate()}
+	conn := nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate(), stmts: 128}
 	open := func(n int) (*gorm.DB, error) {
 		sqlDB := sql.OpenDB(conn)
 		if n > 0 {

@@ -18,9 +18,14 @@ import (
 //
 // On SQLite it also carries the database's writeGate (sqlitegate.go): the
 // process's writers queue in it instead of in SQLite's busy handler.
+//
+// On SQLite each connection also keeps its prepared statements
+// (stmtcache.go); PostgreSQL's driver (pgx) keeps its own.
 type nulSafeConnector struct {
 	inner driver.Connector
 	gate  *writeGate // nil: no gate (PostgreSQL)
+	// stmts is how many prepared statements a connection keeps (0: none).
+	stmts int
 }
 
 func (c nulSafeConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -28,7 +33,11 @@ func (c nulSafeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &nulSafeConn{inner: conn, gate: c.gate}, nil
+	nc := &nulSafeConn{inner: conn, gate: c.gate}
+	if c.stmts > 0 {
+		nc.stmts = newStmtCache(c.stmts)
+	}
+	return nc, nil
 }
 
 func (c nulSafeConnector) Driver() driver.Driver { return c.inner.Driver() }
@@ -100,6 +109,7 @@ type nulSafeConn struct {
 	inner driver.Conn
 	gate  *writeGate
 	inTx  bool // holds the gate for its transaction (a conn is used by one goroutine at a time)
+	stmts *stmtCache // nil: statements are prepared each time
 }
 
 var (
@@ -133,6 +143,9 @@ func (c *nulSafeConn) PrepareContext(ctx context.Context, query string) (driver.
 }
 
 func (c *nulSafeConn) Close() error {
+	if c.stmts != nil {
+		c.stmts.close()
+	}
 	if c.inTx {
 		c.inTx = false
 		c.gate.release()
@@ -217,6 +230,9 @@ func (c *nulSafeConn) ExecContext(ctx context.Context, query string, args []driv
 		return nil, err
 	}
 	defer leave()
+	if c.stmts != nil && cacheable(query) {
+		return c.stmts.exec(ctx, c.inner, query, args)
+	}
 	switch e := c.inner.(type) {
 	case driver.ExecerContext:
 		return e.ExecContext(ctx, query, args)
@@ -240,6 +256,14 @@ func (c *nulSafeConn) QueryContext(ctx context.Context, query string, args []dri
 		return nil, err
 	}
 	var rows driver.Rows
+	if c.stmts != nil && cacheable(query) {
+		rows, release, err := c.stmts.query(ctx, c.inner, query, args)
+		if err != nil {
+			leave()
+			return nil, err
+		}
+		return &nulSafeRows{inner: rows, done: func() { release(); leave() }}, nil
+	}
 	switch q := c.inner.(type) {
 	case driver.QueryerContext:
 		rows, err = q.QueryContext(ctx, query, args)

@@ -175,7 +175,7 @@ func transient(err error) bool {
 	if connectionLost(err) {
 		return true
 	}
-	var sq interface{ Code() int } // glebarez/go-sqlite's *sqlite.Error
+	var sq interface{ Code() int } // modernc.org/sqlite's *sqlite.Error
 	if errors.As(err, &sq) {
 		switch sq.Code() & 0xff {
 		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
