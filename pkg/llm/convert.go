@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tmc/langchaingo/llms"
 )
@@ -92,14 +93,46 @@ func toTools(defs []ToolDef, n *names) []llms.Tool {
 	out := make([]llms.Tool, 0, len(defs))
 	for _, d := range defs {
 		var params any = map[string]any{"type": "object", "properties": map[string]any{}}
-		if len(d.Parameters) > 0 {
-			var v any
-			if err := json.Unmarshal(d.Parameters, &v); err == nil && v != nil {
-				params = v
-			}
+		if v := schemas.decode(d.Parameters); v != nil {
+			params = v
 		}
 		out = append(out, llms.Tool{Type: "function", Function: &llms.FunctionDefinition{
 			Name: n.provider(d.Name), Description: d.Description, Parameters: params}})
 	}
 	return out
+}
+
+// schemas decodes tools' parameter schemas once: a turn's every model call
+// offers the same tools, and decoding their schemas was a fifth of a
+// call's cost. A decoded schema is shared by every request that offers it
+// and read only (providers encode or convert it).
+var schemas = schemaCache{max: 1024}
+
+type schemaCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]any
+}
+
+// decode returns raw decoded (nil for an empty or invalid schema).
+func (c *schemaCache) decode(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	v, ok := c.m[string(raw)]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		v = nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = map[string]any{} // schemas change rarely: start over
+	}
+	c.m[string(raw)] = v
+	return v
 }

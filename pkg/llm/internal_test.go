@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,28 @@ func TestGoogleKeyTravelsInTheTransport(t *testing.T) {
 	require.Equal(t, "secret", got)
 	_, wrapped := srv.Client().Transport.(statusTransport)
 	require.False(t, wrapped, "the caller's client is not modified")
+}
+
+func TestToToolsDecodesEachSchemaOnce(t *testing.T) {
+	t.Parallel()
+	c := &schemaCache{max: 2}
+	raw := json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)
+	first := c.decode(raw)
+	require.Equal(t, map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}, "required": []any{"q"}}, first)
+	second := c.decode(append(json.RawMessage(nil), raw...))
+	require.Equal(t, reflect.ValueOf(first).Pointer(), reflect.ValueOf(second).Pointer(), "the same schema is decoded once")
+	require.Nil(t, c.decode(nil))
+	require.Nil(t, c.decode(json.RawMessage(`{not json`)))
+	// Full: it starts over rather than grow.
+	c.decode(json.RawMessage(`{"a":1}`))
+	c.decode(json.RawMessage(`{"b":1}`))
+	require.LessOrEqual(t, len(c.m), 2)
+
+	// What a provider receives: every tool with its schema, or an empty
+	// object schema when the tool has none or a broken one.
+	n := newNames([]ToolDef{{Name: "search"}, {Name: "plain"}}, nil)
+	tools := toTools([]ToolDef{{Name: "search", Description: "d", Parameters: raw}, {Name: "plain", Parameters: json.RawMessage(`nope`)}}, n)
+	require.Len(t, tools, 2)
+	require.Equal(t, first, tools[0].Function.Parameters)
+	require.Equal(t, map[string]any{"type": "object", "properties": map[string]any{}}, tools[1].Function.Parameters)
 }

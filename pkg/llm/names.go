@@ -9,7 +9,10 @@ import (
 // Providers accept tool names matching ^[a-zA-Z0-9_-]{1,64}$; planwright's
 // MCP tools are named "server.tool". names maps them to provider-safe names
 // for one call and back.
-var providerSafe = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var (
+	providerSafe   = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+	providerUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+)
 
 type names struct {
 	out  map[string]string // ours → provider's
@@ -39,7 +42,7 @@ func (n *names) add(name string) {
 	safe := name
 	if !providerSafe.MatchString(name) {
 		safe = strings.ReplaceAll(name, ".", "__")
-		safe = regexp.MustCompile(`[^a-zA-Z0-9_-]`).ReplaceAllString(safe, "_")
+		safe = providerUnsafe.ReplaceAllString(safe, "_")
 		if len(safe) > 64 {
 			safe = safe[:56]
 		}
