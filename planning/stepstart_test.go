@@ -146,7 +146,12 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 				return ok && s.ExecutionID == x.ID
 			})
 			require.NotEqual(t, -1, startAt)
-			require.Equal(t, startAt, spawnAt, "step %d: its start and its executor's commit together", x.StepNumber)
+			require.LessOrEqual(t, startAt, spawnAt, "step %d: its start commits with its executor's or before", x.StepNumber)
+			if x.StepNumber == 3 {
+				// It starts alone (steps 1 and 2 start together, and a
+				// Record of one may take the other's submitted start).
+				require.Equal(t, startAt, spawnAt, "step %d: its start and its executor's commit together", x.StepNumber)
+			}
 		}
 	})
 }
