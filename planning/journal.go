@@ -178,6 +178,17 @@ func (j journal) stepEnded(ctx context.Context, sys event.Emitter, planID string
 		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) })
 }
 
+// stepEnding is stepEnded without the wait (event.Emitter.Submit): done
+// hears how the write ended (from the log's goroutine, or before
+// stepEnding returns without a log); what is recorded next commits with
+// the end or after it.
+func (j journal) stepEnding(ctx context.Context, sys event.Emitter, planID string, s Step, done func(error)) {
+	wctx, cancel := j.persist(ctx) // without a log, the write is made before Submit returns
+	defer cancel()
+	stepEmitter(sys, planID, s.Number).Submit(wctx, event.StepComplete{PlanID: planID, Step: stepState(s)},
+		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) }, done)
+}
+
 // executorStarted stores an executor's agent, its conversation and its
 // running execution in one transaction, also when the run was cancelled,
 // and announces it (executor_spawned). xem is the executor's emitter.

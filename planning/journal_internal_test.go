@@ -44,6 +44,11 @@ func TestJournal(t *testing.T) {
 		{"a step ends", "UpdateStep", event.TypeStepComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.stepEnded(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted})
 		}},
+		{"a step ends, unwaited", "UpdateStep", event.TypeStepComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
+			done := make(chan error, 1)
+			j.stepEnding(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted}, func(err error) { done <- err })
+			return <-done
+		}},
 		{"an executor starts", "StartExecution", event.TypeExecutorSpawned, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.executorStarted(ctx, em, nil, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
 		}},

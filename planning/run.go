@@ -82,6 +82,9 @@ type planRun struct {
 	// step (takeOver): the step's executor continues from them.
 	lost map[int]Execution
 
+	// pending counts the step ends submitted and not yet answered
+	// (submitEnd).
+	pending   sync.WaitGroup
 	unsavedMu sync.Mutex
 	// unsaved are step ends the database did not take; they get one more
 	// window before the plan ends.
@@ -90,9 +93,23 @@ type planRun struct {
 
 // drive runs the scheduler's moves until nothing runs and nothing can
 // start.
+//
+// It stores each step's end as it learns of it, before what the end lets
+// start: without a wait (submitEnd), so the end commits with the starts
+// that follow it, unless nothing follows — the plan's last end is waited
+// for (storeEnd).
 func (pr *planRun) drive() {
+	var ended *Step // a step end not stored yet
 	for {
 		next := Schedule(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil)
+		if ended != nil {
+			if next.Done {
+				pr.storeEnd(*ended)
+			} else {
+				pr.submitEnd(*ended)
+			}
+			ended = nil
+		}
 		for _, sk := range next.Skip {
 			pr.finish(pr.steps[sk.Number], StepSkipped, sk.Reason)
 		}
@@ -105,13 +122,15 @@ func (pr *planRun) drive() {
 		out := <-pr.results
 		*pr.steps[out.number] = out.step
 		pr.usage = pr.usage.Add(out.usage)
+		ended = &out.step
 	}
 }
 
 // launch marks a step running and runs it in a goroutine of its own, which
-// stores the step's start and end before announcing them, so steps that
-// start together do not wait for each other's writes. A start that is not
-// stored is not announced, and the step does not run.
+// stores the step's start before announcing it, so steps that start
+// together do not wait for each other's writes, and reports how the step
+// ended (drive stores that). A start that is not stored is not announced,
+// and the step does not run.
 func (pr *planRun) launch(st *Step) {
 	now := pr.cfg.Now()
 	st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
@@ -130,7 +149,6 @@ func (pr *planRun) launch(st *Step) {
 				notRun := pr.notStarted(pr.ctx, pr.p.ID, snapshot, err)
 				end := pr.cfg.Now()
 				notRun.CompletedAt = &end
-				pr.storeEnd(notRun)
 				pr.results <- stepOutcome{number: notRun.Number, step: notRun}
 				return
 			}
@@ -142,13 +160,12 @@ func (pr *planRun) launch(st *Step) {
 		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, start, pr.em)
 		end := pr.cfg.Now()
 		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
-		pr.storeEnd(out.step)
 		pr.results <- out
 	}()
 }
 
-// notStarted is step s of plan planID whose start could not be stored (err): it does not
-// run, and ends failed, or cancelled when the run was.
+// notStarted is step s of plan planID whose start could not be stored
+// (err): it does not run, and ends failed, or cancelled when the run was.
 func (b *base) notStarted(ctx context.Context, planID string, s Step, err error) Step {
 	b.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", planID).Int("step", s.Number).Msg("store step start; the step does not run")
 	s.Status, s.Error = StepFailed, "could not record the step's start: "+apperr.MessageOf(err)
@@ -181,6 +198,26 @@ func (pr *planRun) storeEnd(s Step) {
 	}
 }
 
+// submitEnd is storeEnd without the wait (journal.stepEnding): the end
+// commits with what is recorded next, and one the database did not take is
+// kept, as storeEnd keeps it, for one more try before the plan ends (end
+// waits for every submitted end first).
+func (pr *planRun) submitEnd(s Step) {
+	if agents.OwnerGone(pr.ctx) {
+		return // another process owns the run now: the row stays for it
+	}
+	pr.pending.Add(1)
+	pr.journal.stepEnding(pr.ctx, pr.sys, pr.p.ID, s, func(err error) {
+		defer pr.pending.Done()
+		if err != nil {
+			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", s.Number).Msg("store step state; not announced")
+			pr.unsavedMu.Lock()
+			pr.unsaved[s.Number] = s
+			pr.unsavedMu.Unlock()
+		}
+	})
+}
+
 // end closes the run: what never started is cancelled, step ends the
 // database did not take are tried once more, and the plan moves to how it
 // ended (Outcome) with plan_complete.
@@ -199,6 +236,7 @@ func (pr *planRun) end() (Plan, error) {
 		}
 		pr.finish(pr.steps[n], StepCancelled, why)
 	}
+	pr.pending.Wait()
 	pr.unsavedMu.Lock()
 	retry := pr.unsaved
 	pr.unsaved = map[int]Step{}
