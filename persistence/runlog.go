@@ -772,9 +772,6 @@ func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 			Event: event.Error{Error: event.ErrorInfo{Code: string(apperr.Unavailable), Message: "the run's events could not be stored; reload to see what was"}}}
 		done := event.Envelope{Seq: first + 1, TS: now, Source: sys, Event: event.Done{FinishedReason: event.FinishedError}}
 		r.next = max(r.next, first+2)
-		r.committed = r.next - 1
-		close(r.flushed)
-		r.flushed = make(chan struct{})
 		order = append(order, p.runID)
 		ended[p.runID] = []event.Envelope{errEv, done}
 	}
@@ -784,6 +781,16 @@ func (l *RunLog) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 			l.cfg.OnCommit(id, ended[id])
 		}
 	}
+	// As publish does: Sync returns once the run's end was handed on.
+	l.mu.Lock()
+	for _, id := range order {
+		if r, ok := l.runs[id]; ok {
+			r.committed = r.next - 1
+			close(r.flushed)
+			r.flushed = make(chan struct{})
+		}
+	}
+	l.mu.Unlock()
 	l.publish(nil, fin)
 }
 
