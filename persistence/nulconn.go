@@ -108,7 +108,7 @@ func namedToValues(args []driver.NamedValue) ([]driver.Value, error) {
 type nulSafeConn struct {
 	inner driver.Conn
 	gate  *writeGate
-	inTx  bool // holds the gate for its transaction (a conn is used by one goroutine at a time)
+	inTx  bool       // holds the gate for its transaction (a conn is used by one goroutine at a time)
 	stmts *stmtCache // nil: statements are prepared each time
 }
 

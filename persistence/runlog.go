@@ -506,6 +506,28 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 func (l *RunLog) Finish(runID, status string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.finishLocked(runID, status)
+}
+
+// AppendEnd appends e, runID's last event (its done), and records the
+// run's end with status in the batch that stores it — Append then Finish
+// could see the writer commit done between the two, and a follower that
+// saw done read the run as still running.
+func (l *RunLog) AppendEnd(runID string, e event.Envelope, status string) (int64, error) {
+	p := pendingEvent{runID: runID, commit: e.Commit, write: e.Commit.Take()}
+	e.Commit = nil
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	seq, err := l.queueLocked(p, e)
+	if err != nil {
+		p.resolve(err)
+		return seq, err
+	}
+	l.finishLocked(runID, status)
+	return seq, nil
+}
+
+func (l *RunLog) finishLocked(runID, status string) {
 	r, ok := l.runs[runID]
 	if !ok {
 		return // not this process's (any more): its owner ends it

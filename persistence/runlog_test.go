@@ -271,3 +271,49 @@ func TestRunLogBatchThatCannotBeStoredEndsItsRuns(t *testing.T) {
 		}, 30*time.Second, 5*time.Millisecond)
 	})
 }
+
+// A run's done and its end commit together (AppendEnd): whoever is handed
+// done — a follower, a JSON answer — reads the run as ended, never as
+// still running.
+func TestRunLogEndCommitsWithDone(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		var mu sync.Mutex
+		seen := map[string]string{}
+		var l *persistence.RunLog
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: func(runID string, evs []event.Envelope) {
+			for _, e := range evs {
+				if _, ok := e.Event.(event.Done); ok {
+					r, err := l.GetRun(ctx, persistence.AnyUser, runID)
+					mu.Lock()
+					seen[runID] = fmt.Sprint(r.Status, err)
+					mu.Unlock()
+				}
+			}
+		}})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		const runs = 20
+		var wg sync.WaitGroup
+		for i := range runs {
+			r := &persistence.Run{ID: fmt.Sprintf("end-%d", i), Kind: persistence.RunTurn, UserID: "alice", SessionID: "s"}
+			require.NoError(t, l.CreateRun(ctx, r))
+			wg.Go(func() {
+				appendRun(t, l, r.ID, 5)
+				_, err := l.AppendEnd(r.ID, event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem},
+					Event: event.Done{FinishedReason: event.FinishedCompleted}}, persistence.RunCompleted)
+				require.NoError(t, err)
+				require.NoError(t, l.Sync(ctx, r.ID))
+			})
+		}
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, seen, runs)
+		for id, status := range seen {
+			require.Equal(t, persistence.RunCompleted+"<nil>", status, id)
+		}
+	})
+}

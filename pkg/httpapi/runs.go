@@ -39,6 +39,9 @@ type RunLog interface {
 	Append(runID string, e event.Envelope) (int64, error)
 	// Sync waits until the run's appended events are committed.
 	Sync(ctx context.Context, runID string) error
+	// AppendEnd appends the run's done and records its end (status) in
+	// the batch that stores it.
+	AppendEnd(runID string, e event.Envelope, status string) (int64, error)
 	// Finish records the run's end after its last events.
 	Finish(runID, status string)
 	// Events returns the run's committed events after seq after.
@@ -78,12 +81,15 @@ func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
 	if isDone {
 		s.done = &d
 	}
-	if _, err := s.api.cfg.Runs.Append(s.runID, e); err != nil {
-		s.api.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", s.runID).Msg("append to the run log")
-	}
+	var err error
 	if isDone {
 		// The run's row says how it ended in the batch that stores done.
-		s.api.cfg.Runs.Finish(s.runID, s.statusLocked())
+		_, err = s.api.cfg.Runs.AppendEnd(s.runID, e, s.statusLocked())
+	} else {
+		_, err = s.api.cfg.Runs.Append(s.runID, e)
+	}
+	if err != nil {
+		s.api.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", s.runID).Msg("append to the run log")
 	}
 }
 

@@ -70,6 +70,9 @@ type Store interface {
 type Log interface {
 	OpenRun(ctx context.Context, runID string, token int64) (int64, error)
 	Append(runID string, e event.Envelope) (int64, error)
+	// AppendEnd appends the run's done and records its end in the batch
+	// that stores it.
+	AppendEnd(runID string, e event.Envelope, status string) (int64, error)
 	Finish(runID, status string)
 }
 
@@ -499,15 +502,17 @@ func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
 	if isDone {
 		s.done = &d
 	}
-	if _, err := s.log.Append(s.runID, e); err != nil {
-		s.logger.Error().Ctx(ctx).Err(err).Msg("append to the run log")
-	}
+	var err error
 	if isDone {
 		// The run's row says how it ended in the batch that stores done
-		// (done is recorded with the turn's answer, so it commits at once:
-		// a Finish after the work returned would come a batch later, and a
+		// (a Finish after the work returned would come a batch later, and a
 		// follower that saw done could read the run as still running).
-		s.log.Finish(s.runID, s.statusLocked())
+		_, err = s.log.AppendEnd(s.runID, e, s.statusLocked())
+	} else {
+		_, err = s.log.Append(s.runID, e)
+	}
+	if err != nil {
+		s.logger.Error().Ctx(ctx).Err(err).Msg("append to the run log")
 	}
 }
 

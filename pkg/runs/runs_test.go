@@ -61,11 +61,14 @@ type fakeLog struct {
 	opened   map[string]int64
 	events   []event.Envelope
 	finished map[string]string
-	writes   int // commits taken (Record's writes run with their events)
+	// endedWithDone: the run's end was recorded with its done, in one call
+	// (AppendEnd), so no batch can hold one without the other.
+	endedWithDone map[string]bool
+	writes        int // commits taken (Record's writes run with their events)
 }
 
 func newFakeLog() *fakeLog {
-	return &fakeLog{opened: map[string]int64{}, finished: map[string]string{}}
+	return &fakeLog{opened: map[string]int64{}, finished: map[string]string{}, endedWithDone: map[string]bool{}}
 }
 
 func (l *fakeLog) OpenRun(_ context.Context, runID string, token int64) (int64, error) {
@@ -91,6 +94,17 @@ func (l *fakeLog) Append(_ string, e event.Envelope) (int64, error) {
 	e.Commit = nil
 	l.events = append(l.events, e)
 	return int64(len(l.events) + 1), nil
+}
+
+func (l *fakeLog) AppendEnd(runID string, e event.Envelope, status string) (int64, error) {
+	seq, err := l.Append(runID, e)
+	if err == nil {
+		l.mu.Lock()
+		l.endedWithDone[runID] = true
+		l.mu.Unlock()
+		l.Finish(runID, status)
+	}
+	return seq, err
 }
 
 func (l *fakeLog) Finish(runID, status string) {
@@ -240,6 +254,9 @@ func TestWorkCommitsWritesWithTheirEvents(t *testing.T) {
 		status, finished := log.status("r1")
 		require.True(t, finished, "the run's row ends in the batch of its done, not after the work returned")
 		require.Equal(t, runs.StatusCompleted, status)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		require.True(t, log.endedWithDone["r1"], "done and the run's end are appended together")
 	})
 	require.NoError(t, s.Work(context.Background(), "r1"))
 	require.NoError(t, recorded)
