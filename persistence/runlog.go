@@ -451,6 +451,12 @@ func decodeEvents(rows []runEventRow) ([]event.Envelope, error) {
 // seq). runID must have been created by CreateRun in this process and not
 // finished.
 func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
+	return l.append(runID, e, "")
+}
+
+// append queues e and, with an end status, the run's end after it, under
+// one lock.
+func (l *RunLog) append(runID string, e event.Envelope, end string) (int64, error) {
 	p := pendingEvent{runID: runID, commit: e.Commit, write: e.Commit.Take()}
 	e.Commit = nil
 	l.mu.Lock()
@@ -458,8 +464,12 @@ func (l *RunLog) Append(runID string, e event.Envelope) (int64, error) {
 	seq, err := l.queueLocked(p, e)
 	if err != nil {
 		p.resolve(err)
+		return seq, err
 	}
-	return seq, err
+	if end != "" {
+		l.finishLocked(runID, end)
+	}
+	return seq, nil
 }
 
 func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
@@ -514,17 +524,7 @@ func (l *RunLog) Finish(runID, status string) {
 // could see the writer commit done between the two, and a follower that
 // saw done read the run as still running.
 func (l *RunLog) AppendEnd(runID string, e event.Envelope, status string) (int64, error) {
-	p := pendingEvent{runID: runID, commit: e.Commit, write: e.Commit.Take()}
-	e.Commit = nil
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	seq, err := l.queueLocked(p, e)
-	if err != nil {
-		p.resolve(err)
-		return seq, err
-	}
-	l.finishLocked(runID, status)
-	return seq, nil
+	return l.append(runID, e, status)
 }
 
 func (l *RunLog) finishLocked(runID, status string) {
