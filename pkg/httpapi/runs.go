@@ -14,6 +14,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -52,66 +53,8 @@ type RunLog interface {
 	PlanEvents(ctx context.Context, planID string, runs []event.Run) ([]event.PlanEvent, error)
 }
 
-// Run statuses, as the run log stores them.
-const (
-	runCompleted = "completed"
-	runFailed    = "failed"
-	runCancelled = "cancelled"
-)
-
 // logged reports whether streams are views of the run log.
 func (a *API) logged() bool { return a.cfg.Runs != nil && a.cfg.Feed != nil }
-
-// logSink appends a run's events to its log. It remembers how the run
-// ended (its done event).
-type logSink struct {
-	api   *API
-	runID string
-	mu    sync.Mutex
-	done  *event.Done
-}
-
-func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.done != nil {
-		return // done is always last
-	}
-	d, isDone := e.Event.(event.Done)
-	if isDone {
-		s.done = &d
-	}
-	var err error
-	if isDone {
-		// The run's row says how it ended in the batch that stores done.
-		_, err = s.api.cfg.Runs.AppendEnd(s.runID, e, s.statusLocked())
-	} else {
-		_, err = s.api.cfg.Runs.Append(s.runID, e)
-	}
-	if err != nil {
-		s.api.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", s.runID).Msg("append to the run log")
-	}
-}
-
-// status is the run's status from its done event (failed without one).
-func (s *logSink) status() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.statusLocked()
-}
-
-func (s *logSink) statusLocked() string {
-	if s.done == nil {
-		return runFailed
-	}
-	switch s.done.FinishedReason {
-	case event.FinishedCompleted, event.FinishedLimit:
-		return runCompleted
-	case event.FinishedCancelled:
-		return runCancelled
-	}
-	return runFailed
-}
 
 // openSSE writes the headers of an event stream.
 func openSSE(c echo.Context) {
@@ -136,7 +79,7 @@ func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, det
 		return err
 	}
 	a.cfg.Feed.Open(run.ID, 0)
-	sink := &logSink{api: a, runID: run.ID}
+	sink := runs.NewLogSink(a.cfg.Runs, run.ID, nil, a.cfg.Logger)
 	var after int64
 	if first != nil {
 		sink.Emit(ctx, *first)
@@ -162,20 +105,14 @@ func (a *API) serveRun(c echo.Context, run event.Run, first *event.Envelope, det
 	// commits with its event.
 	produce(work, event.NewEmitter(guard, event.Source{Role: event.RoleSystem}, a.cfg.Now).WithCommits())
 	guard.finish()
-	if !sink.ended() {
+	if !sink.Ended() {
 		// Every run ends with done, also one whose producer forgot.
 		sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Done{FinishedReason: event.FinishedError}})
 	}
-	a.cfg.Runs.Finish(run.ID, sink.status())
+	a.cfg.Runs.Finish(run.ID, sink.Status())
 	wg.Wait()
 	return nil
-}
-
-func (s *logSink) ended() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.done != nil
 }
 
 // follow writes runID's events after seq after to w as SSE frames, waiting

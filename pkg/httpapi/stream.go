@@ -319,11 +319,11 @@ func (a *API) logJSON(ctx context.Context, run event.Run, announce func(context.
 		return event.Emitter{}, func() {}
 	}
 	a.cfg.Feed.Open(run.ID, 0)
-	sink := &logSink{api: a, runID: run.ID}
+	sink := runs.NewLogSink(a.cfg.Runs, run.ID, nil, a.cfg.Logger)
 	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now).WithCommits()
 	announce(ctx, em)
 	return em, func() {
-		if !sink.ended() {
+		if !sink.Ended() {
 			sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
 				Event: event.Done{FinishedReason: event.FinishedError}})
 		}
@@ -332,6 +332,6 @@ func (a *API) logJSON(ctx context.Context, run event.Run, announce func(context.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
 		_ = a.cfg.Runs.Sync(sctx, run.ID)
 		cancel()
-		a.cfg.Runs.Finish(run.ID, sink.status())
+		a.cfg.Runs.Finish(run.ID, sink.Status())
 	}
 }

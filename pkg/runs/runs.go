@@ -69,10 +69,7 @@ type Store interface {
 // Log is the run log (persistence.RunLog implements it).
 type Log interface {
 	OpenRun(ctx context.Context, runID string, token int64) (int64, error)
-	Append(runID string, e event.Envelope) (int64, error)
-	// AppendEnd appends the run's done and records its end in the batch
-	// that stores it.
-	AppendEnd(runID string, e event.Envelope, status string) (int64, error)
+	Appender
 	Finish(runID, status string)
 }
 
@@ -274,7 +271,7 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		s.mu.Unlock()
 	}()
 
-	sink := &logSink{log: s.cfg.Log, runID: r.ID, lost: a.isLost, logger: log}
+	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)
 	// WithCommits: the run log takes each Record's write and commits it in
 	// the transaction that stores the event announcing it (DESIGN: Runs).
 	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, s.cfg.Now).WithCommits()
@@ -293,12 +290,12 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		}
 		return nil
 	}
-	if !sink.ended() {
+	if !sink.Ended() {
 		// Every run ends with done, also one whose work forgot.
 		sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: s.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Done{FinishedReason: event.FinishedError}})
 	}
-	s.cfg.Log.Finish(r.ID, sink.status())
+	s.cfg.Log.Finish(r.ID, sink.Status())
 	return nil
 }
 
@@ -481,10 +478,20 @@ func (s *Service) Drain(ctx context.Context, jobs Fetcher, window time.Duration)
 // Running reports how many runs this process works now.
 func (s *Service) Running() int { return s.running() }
 
-// logSink appends a run's events to its log, done last; once the run is
-// lost it drops everything.
-type logSink struct {
-	log    Log
+// Appender is the part of the run log a LogSink writes to.
+type Appender interface {
+	Append(runID string, e event.Envelope) (int64, error)
+	// AppendEnd appends the run's done and records its end in the batch
+	// that stores it.
+	AppendEnd(runID string, e event.Envelope, status string) (int64, error)
+}
+
+// LogSink appends a run's events to its log, done last (with the run's
+// end, so no batch holds one without the other), and remembers how the
+// run ended. Once lost says the run is another process's, it drops
+// everything.
+type LogSink struct {
+	log    Appender
 	runID  string
 	lost   func() bool
 	logger zerolog.Logger
@@ -492,11 +499,20 @@ type logSink struct {
 	done   *event.Done
 }
 
-func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
+// NewLogSink returns the sink of runID's events; lost may be nil (the run
+// cannot be lost). Append failures are logged with logger.
+func NewLogSink(log Appender, runID string, lost func() bool, logger zerolog.Logger) *LogSink {
+	if lost == nil {
+		lost = func() bool { return false }
+	}
+	return &LogSink{log: log, runID: runID, lost: lost, logger: logger}
+}
+
+func (s *LogSink) Emit(ctx context.Context, e event.Envelope) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done != nil || s.lost() {
-		return
+		return // done is always last
 	}
 	d, isDone := e.Event.(event.Done)
 	if isDone {
@@ -512,24 +528,25 @@ func (s *logSink) Emit(ctx context.Context, e event.Envelope) {
 		_, err = s.log.Append(s.runID, e)
 	}
 	if err != nil {
-		s.logger.Error().Ctx(ctx).Err(err).Msg("append to the run log")
+		s.logger.Error().Ctx(ctx).Err(err).Str("run_id", s.runID).Msg("append to the run log")
 	}
 }
 
-func (s *logSink) ended() bool {
+// Ended reports whether the run's done was emitted.
+func (s *LogSink) Ended() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.done != nil
 }
 
-// status is the run's status from its done event (failed without one).
-func (s *logSink) status() string {
+// Status is the run's status from its done event (failed without one).
+func (s *LogSink) Status() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.statusLocked()
 }
 
-func (s *logSink) statusLocked() string {
+func (s *LogSink) statusLocked() string {
 	if s.done == nil {
 		return StatusFailed
 	}
