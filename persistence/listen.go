@@ -418,23 +418,6 @@ func (l *Listener) notices(runs, plans []string) []string {
 	return out
 }
 
-// notifyCommit sends, in a batch's transaction tx, the notices of what the
-// batch commits (with a Listener, on PostgreSQL): they are delivered when,
-// and only if, tx commits.
-func (l *RunLog) notifyCommit(ctx context.Context, tx *gorm.DB, rows []runEventRow, fin []pendingFinish) error {
-	n := l.cfg.Listener
-	if n == nil || n.db.driver != DriverPostgres {
-		return nil
-	}
-	ch := n.Channel(commitChannel)
-	for _, p := range n.notices(l.touched(rows, fin)) {
-		if _, err := tx.Statement.ConnPool.ExecContext(ctx, `SELECT pg_notify($1, $2)`, ch, p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Waker is woken for runs and plans whose events another process
 // committed (event.Feed is one).
 type Waker interface {
@@ -469,44 +452,4 @@ func (l *Listener) WakeOnCommit(w Waker) (unsubscribe func()) {
 			w.WakePlans(n.Plans...)
 		}
 	}})
-}
-
-// touched returns the runs a batch committed events or ends of, and the
-// plans they were about (the plans of a run that ends: those its events
-// named, in this batch or before).
-func (l *RunLog) touched(rows []runEventRow, fin []pendingFinish) (runs, plans []string) {
-	seenRun, seenPlan := map[string]bool{}, map[string]bool{}
-	addPlan := func(id string) {
-		if id != "" && !seenPlan[id] {
-			seenPlan[id] = true
-			plans = append(plans, id)
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, r := range rows {
-		if !seenRun[r.RunID] {
-			seenRun[r.RunID] = true
-			runs = append(runs, r.RunID)
-		}
-		addPlan(r.PlanID)
-		if s, ok := l.runs[r.RunID]; ok && r.PlanID != "" {
-			if s.plans == nil {
-				s.plans = map[string]bool{}
-			}
-			s.plans[r.PlanID] = true
-		}
-	}
-	for _, f := range fin {
-		if !seenRun[f.runID] {
-			seenRun[f.runID] = true
-			runs = append(runs, f.runID)
-		}
-		if s, ok := l.runs[f.runID]; ok {
-			for p := range s.plans {
-				addPlan(p)
-			}
-		}
-	}
-	return runs, plans
 }

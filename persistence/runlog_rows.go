@@ -96,7 +96,7 @@ var errRowsFailed = errors.New("persistence: a multi-row insert failed")
 // insertRows writes the batch's queued rows: one multi-row INSERT per table
 // (at most 50 rows per statement), or, for rows marked alone, one statement
 // each, failing with writeFailed at the row that fails.
-func (l *RunLog) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEvent) error {
+func (t logTx) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEvent) error {
 	type group struct {
 		cols string
 		at   []int
@@ -108,7 +108,7 @@ func (l *RunLog) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEve
 			continue
 		}
 		if p.alone {
-			q := l.db.rebind(insertSQL(p.row.table, p.row.cols, len(p.row.args), 1))
+			q := t.db.rebind(insertSQL(p.row.table, p.row.cols, len(p.row.args), 1))
 			if _, err := tx.Statement.ConnPool.ExecContext(ctx, q, p.row.args...); err != nil {
 				if transient(err) || ctx.Err() != nil {
 					return err
@@ -135,7 +135,7 @@ func (l *RunLog) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEve
 			for _, i := range at[:n] {
 				args = append(args, batch[i].row.args...)
 			}
-			q := l.db.rebind(insertSQL(table, g.cols, len(batch[at[0]].row.args), n))
+			q := t.db.rebind(insertSQL(table, g.cols, len(batch[at[0]].row.args), n))
 			if _, err := tx.Statement.ConnPool.ExecContext(ctx, q, args...); err != nil {
 				if transient(err) || ctx.Err() != nil {
 					return err
@@ -189,7 +189,7 @@ func rowsAlone(batch []pendingEvent) {
 // attempt of the batch committed (only its answer was lost): its first
 // event, or else its first queued row (whose first value is its key), is
 // there.
-func (l *RunLog) landed(ctx context.Context, tx *gorm.DB, batch []pendingEvent, rows []runEventRow) (bool, error) {
+func (t logTx) landed(ctx context.Context, tx *gorm.DB, batch []pendingEvent, rows []runEventRow) (bool, error) {
 	var n int64
 	if len(rows) > 0 {
 		err := tx.Model(&runEventRow{}).Where("run_id = ? AND seq = ?", rows[0].RunID, rows[0].Seq).Count(&n).Error
@@ -199,7 +199,7 @@ func (l *RunLog) landed(ctx context.Context, tx *gorm.DB, batch []pendingEvent, 
 		if p.row == nil {
 			continue
 		}
-		q := l.db.rebind("SELECT COUNT(*) FROM " + p.row.table + " WHERE id = ?")
+		q := t.db.rebind("SELECT COUNT(*) FROM " + p.row.table + " WHERE id = ?")
 		err := tx.Statement.ConnPool.QueryRowContext(ctx, q, p.row.args[0]).Scan(&n)
 		return n > 0, err
 	}
