@@ -5,9 +5,53 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
+
+// TurnInfo tells the tool provider whom and what a turn is for.
+type TurnInfo struct {
+	UserID      string
+	SessionID   string
+	StreamRunID string
+	ContextType ContextType
+	EntityID    string
+	// PlanMode is the request's plan_mode, if any.
+	PlanMode planmode.Mode
+	// Definition is the agent definition the session is bound to, if any.
+	Definition *agents.Definition
+	// Operator says the user acts as an operator (what they approve in
+	// chat is recorded as an operator's approval).
+	Operator bool
+	// Focus is the session's project focus, if any; ProjectID the project
+	// the turn focuses (ProjectOf).
+	Focus     *event.Focus
+	ProjectID string
+	// FirstAttempt reports, once the planner runs, whether the turn's run
+	// is on its first attempt: its planner agent is new, so nothing of an
+	// earlier attempt (a plan its create_plan call made) is to be found.
+	FirstAttempt func() bool
+}
+
+// Planner is what a turn's planner runs with.
+type Planner struct {
+	Role  agents.Role
+	Tools []tools.Tool
+	// ContextPrompt is the context type's instructions (contexts.yaml).
+	ContextPrompt string
+	// Instructions are added to the planner's prompt (an agent definition's
+	// system prompt).
+	Instructions string
+	// ToolGateway says the context's tools are behind tool_help/tool_exec.
+	ToolGateway bool
+}
+
+// PlannerFunc builds the planner of a turn: its role (possibly overridden by
+// the session's agent definition) and its tools (the context's tool set,
+// create_plan, ask_clarifying_questions, …).
+type PlannerFunc func(ctx context.Context, t TurnInfo) (Planner, error)
 
 // PlanTools makes a turn's plan tools (planning.Tools implements it).
 type PlanTools interface {
