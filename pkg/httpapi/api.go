@@ -1,11 +1,6 @@
 package httpapi
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -14,30 +9,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/metrics"
-	"github.com/planwright/planwright/planning"
 )
-
-// Sessions reads the caller's chat sessions (persistence implements it;
-// its contract is httpapitest.SessionsSuite).
-type Sessions interface {
-	GetSession(ctx context.Context, userID, id string) (chat.Session, error)
-	ListSessions(ctx context.Context, userID string, limit int, cursor string) ([]chat.Session, string, error)
-	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
-}
-
-// Page asks for one page of a list.
-type Page struct {
-	Limit  int
-	Cursor string
-}
-
-// PlanReader reads plans (persistence implements it).
-type PlanReader interface {
-	PlanFor(ctx context.Context, userID, id string) (planning.Plan, error)
-}
 
 // APIConfig configures the /api routes.
 type APIConfig struct {
@@ -91,20 +67,34 @@ type APIConfig struct {
 	Logger zerolog.Logger
 }
 
-// API serves the /api routes.
+// API serves the /api routes. Its handlers are grouped by resource, each
+// group a small type holding only what it uses (a deps, and its stores):
+// turnHandlers (POST /api/agent/stream, its cancel, prewarm),
+// sessionHandlers, meHandlers (who the caller is, the projects to focus
+// on), runHandlers (/api/runs), planHandlers (reading plans and
+// executions), planControl (approve, reject, cancel, resume), planEvents
+// (a plan's event stream) and definitionHandlers; runStreams and follower
+// are what the streaming groups share. Routes registers them all.
 type API struct {
-	cfg  APIConfig
-	auth echo.MiddlewareFunc
+	auth    echo.MiddlewareFunc
+	metrics *metrics.Metrics
+
+	turns       *turnHandlers
+	sessions    *sessionHandlers
+	me          *meHandlers
+	runs        *runHandlers        // nil without a run log
+	plans       *planHandlers       // nil without a PlanStore
+	control     *planControl        // nil without Plans (or a PlanStore)
+	planEvents  *planEvents         // nil like control
+	definitions *definitionHandlers // nil without Definitions
 }
 
-// NewAPI validates cfg and returns the API; register it with Routes.
+// NewAPI validates cfg and returns the API; register it with Routes. The
+// error names every bad field of cfg.
 func NewAPI(cfg APIConfig) (*API, error) {
-	if cfg.Chat == nil {
-		return nil, errors.New("httpapi: APIConfig.Chat is required")
-	}
-	if cfg.Sessions == nil {
-		return nil, errors.New("httpapi: APIConfig.Sessions is required")
-	}
+	var bad apperr.Problems
+	bad.Required("Chat", cfg.Chat == nil)
+	bad.Required("Sessions", cfg.Sessions == nil)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -116,69 +106,135 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		cfg.OnDisconnect = OnContinue
 	case OnContinue, OnCancel:
 	default:
-		return nil, fmt.Errorf("httpapi: APIConfig.OnDisconnect: %q is not %s or %s", cfg.OnDisconnect, OnContinue, OnCancel)
+		bad.Add("OnDisconnect", "%q is not %s or %s", cfg.OnDisconnect, OnContinue, OnCancel)
 	}
-	if cfg.Poll < 0 {
-		return nil, fmt.Errorf("httpapi: APIConfig.Poll: %s is negative", cfg.Poll)
-	}
-	if cfg.Poll == 0 {
-		cfg.Poll = 250 * time.Millisecond
-	}
+	apperr.Positive(&bad, "Poll", &cfg.Poll, 250*time.Millisecond)
 	if (cfg.Runs == nil) != (cfg.Feed == nil) {
-		return nil, errors.New("httpapi: APIConfig.Runs and APIConfig.Feed go together")
+		bad.Add("Runs", "goes together with Feed")
+	}
+	if cfg.Queue != nil && cfg.Runs == nil {
+		bad.Add("Queue", "needs Runs and Feed")
 	}
 	if cfg.Auth.Logger.GetLevel() == zerolog.NoLevel {
 		cfg.Auth.Logger = cfg.Logger
 	}
-	mw, err := authenticator(cfg.Auth)
-	if err != nil {
+	mw := authenticator(cfg.Auth, &bad)
+	if err := bad.Err("httpapi: invalid API config"); err != nil {
 		return nil, err
 	}
-	return &API{cfg: cfg, auth: mw}, nil
+	keepAlive := cfg.Stream.KeepAlive
+	if keepAlive <= 0 {
+		keepAlive = 15 * time.Second
+	}
+	d := deps{now: cfg.Now, newID: cfg.NewID, log: cfg.Logger, anyUser: cfg.AnyUser, metrics: cfg.Metrics, keepAlive: keepAlive}
+	a := &API{auth: mw, metrics: cfg.Metrics,
+		sessions: &sessionHandlers{sessions: cfg.Sessions},
+		me:       &meHandlers{authMode: cfg.Auth.Mode, projects: cfg.Projects},
+	}
+	var fol *follower
+	if cfg.Runs != nil {
+		fol = &follower{runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll, anyUser: cfg.AnyUser, keepAlive: keepAlive}
+		a.runs = &runHandlers{runs: cfg.Runs, follower: fol, deps: d}
+	}
+	streams := &runStreams{deps: d, runs: cfg.Runs, feed: cfg.Feed, queue: cfg.Queue, follower: fol, stream: cfg.Stream,
+		onDisconnect: cfg.OnDisconnect}
+	var plans PlanReader
+	if cfg.PlanStore != nil {
+		plans = cfg.PlanStore
+		a.plans = &planHandlers{deps: d, store: cfg.PlanStore, runs: cfg.Runs}
+		if cfg.Plans != nil {
+			a.control = &planControl{deps: d, store: cfg.PlanStore, plans: cfg.Plans, chat: cfg.Chat, sessions: cfg.Sessions,
+				runs: cfg.Runs, queue: cfg.Queue, follower: fol, streams: streams}
+			a.planEvents = &planEvents{deps: d, store: cfg.PlanStore, plans: cfg.Plans, runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll,
+				streams: streams}
+		}
+	}
+	a.turns = &turnHandlers{deps: d, chat: cfg.Chat, sessions: cfg.Sessions, plans: plans, runs: cfg.Runs, queue: cfg.Queue,
+		follower: fol, streams: streams}
+	if cfg.Definitions != nil {
+		a.definitions = &definitionHandlers{deps: d, store: cfg.Definitions, knownTool: cfg.KnownTool}
+	}
+	return a, nil
 }
 
 // Routes registers the API's routes.
 func (a *API) Routes(e *echo.Echo) {
 	g := e.Group("/api", a.auth, rejectNULParams)
-	g.GET("/me", a.me)
-	g.POST("/agent/stream", a.stream)
-	g.GET("/agent/stream", a.listSessions) // older clients list sessions here
-	g.POST("/agent/stream/cancel", a.cancel)
-	g.POST("/agent/prewarm", a.prewarm)
-	g.GET("/sessions", a.listSessions)
-	g.GET("/sessions/:id", a.getSession)
-	if a.logged() {
-		g.GET("/runs/:id", a.getRun)
-		g.GET("/runs/:id/events", a.runEvents)
+	g.GET("/me", a.me.me)
+	g.POST("/agent/stream", a.turns.stream)
+	g.GET("/agent/stream", a.sessions.list) // older clients list sessions here
+	g.POST("/agent/stream/cancel", a.turns.cancel)
+	g.POST("/agent/prewarm", a.turns.prewarm)
+	g.GET("/sessions", a.sessions.list)
+	g.GET("/sessions/:id", a.sessions.get)
+	if a.runs != nil {
+		g.GET("/runs/:id", a.runs.get)
+		g.GET("/runs/:id/events", a.runs.events)
 	}
-	if a.cfg.PlanStore != nil {
-		g.GET("/plans", a.listPlans)
-		g.GET("/plans/:id", a.getPlan)
-		g.GET("/executions/:id", a.getExecution)
-		if a.cfg.Plans != nil {
-			g.POST("/plans/:id/approve", a.approvePlan)
-			g.POST("/plans/:id/reject", a.rejectPlan)
-			g.POST("/plans/:id/cancel", a.cancelPlan)
-			g.POST("/plans/:id/resume", a.resumePlan)
-			g.GET("/plans/:id/events", a.watchPlan)
-		}
+	if a.plans != nil {
+		g.GET("/plans", a.plans.list)
+		g.GET("/plans/:id", a.plans.get)
+		g.GET("/executions/:id", a.plans.getExecution)
 	}
-	if a.cfg.Projects != nil {
-		g.GET("/projects", a.listProjects)
+	if a.control != nil {
+		g.POST("/plans/:id/approve", a.control.approve)
+		g.POST("/plans/:id/reject", a.control.reject)
+		g.POST("/plans/:id/cancel", a.control.cancel)
+		g.POST("/plans/:id/resume", a.control.resume)
+		g.GET("/plans/:id/events", a.planEvents.watch)
 	}
-	if a.cfg.Metrics != nil {
+	if a.me.projects != nil {
+		g.GET("/projects", a.me.listProjects)
+	}
+	if a.metrics != nil {
 		// Metrics name users, tools and plan outcomes: operators only.
-		e.GET("/metrics", echo.WrapHandler(a.cfg.Metrics.Handler()), a.auth, operatorsOnly)
+		e.GET("/metrics", echo.WrapHandler(a.metrics.Handler()), a.auth, operatorsOnly)
 	}
-	if a.cfg.Definitions != nil {
-		g.GET("/agent-definitions", a.listDefinitions)
-		g.POST("/agent-definitions", a.createDefinition)
-		g.GET("/agent-definitions/:id", a.getDefinition)
-		g.PATCH("/agent-definitions/:id", a.patchDefinition)
+	if a.definitions != nil {
+		g.GET("/agent-definitions", a.definitions.list)
+		g.POST("/agent-definitions", a.definitions.create)
+		g.GET("/agent-definitions/:id", a.definitions.get)
+		g.PATCH("/agent-definitions/:id", a.definitions.patch)
 	}
 	// A wrong method on a route of the group is a 405 with Allow, not the
 	// group catch-all's 404.
 	g.RouteNotFound("/*", routeMissing)
+}
+
+// deps is what every handler group may use: the clock, run ids, the
+// logger, the store's "every user" value, the stream metrics and the
+// keep-alive interval of streams.
+type deps struct {
+	now       func() time.Time
+	newID     func() string
+	log       zerolog.Logger
+	anyUser   string
+	metrics   *metrics.Metrics
+	keepAlive time.Duration
+}
+
+// readerOf is the user filter for reads: operators read every user's.
+func (d deps) readerOf(p auth.Principal) string {
+	if p.Role == auth.RoleOperator && d.anyUser != "" {
+		return d.anyUser
+	}
+	return p.UserID
+}
+
+// streamOpened counts an open stream (with metrics); call what it returns
+// when the stream closes.
+func (d deps) streamOpened() func() {
+	if d.metrics == nil {
+		return func() {}
+	}
+	d.metrics.StreamOpened()
+	return d.metrics.StreamClosed
+}
+
+// Page asks for one page of a list.
+type Page struct {
+	Limit  int
+	Cursor string
 }
 
 func pageOf(c echo.Context) (Page, error) {
@@ -191,90 +247,4 @@ func pageOf(c echo.Context) (Page, error) {
 		p.Limit = n
 	}
 	return p, nil
-}
-
-// SessionView is a session as the API returns it.
-type SessionView struct {
-	ID                string          `json:"id"`
-	Title             string          `json:"title"`
-	ContextType       string          `json:"context_type"`
-	EntityID          string          `json:"entity_id,omitempty"`
-	AgentDefinitionID string          `json:"agent_definition_id,omitempty"`
-	Metadata          json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt         time.Time       `json:"created_at"`
-	UpdatedAt         time.Time       `json:"updated_at"`
-}
-
-func sessionView(s chat.Session) SessionView {
-	return SessionView{ID: s.ID, Title: s.Title, ContextType: string(s.ContextType), EntityID: s.EntityID,
-		AgentDefinitionID: s.AgentDefinitionID, Metadata: s.Metadata, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
-}
-
-// MessageView is a chat message as the API returns it.
-type MessageView struct {
-	ID                string               `json:"id"`
-	SessionID         string               `json:"session_id"`
-	Role              string               `json:"role"`
-	Content           string               `json:"content"`
-	ClientTurnID      string               `json:"client_turn_id,omitempty"`
-	StreamRunID       string               `json:"stream_run_id,omitempty"`
-	ToolCalls         []chat.ToolCall      `json:"tool_calls,omitempty"`
-	Usage             event.Usage          `json:"usage"`
-	PlanID            string               `json:"plan_id,omitempty"`
-	FinishedReason    event.FinishedReason `json:"finished_reason,omitempty"`
-	Interrupted       bool                 `json:"interrupted,omitempty"`
-	InterruptedReason string               `json:"interrupted_reason,omitempty"`
-	PartialTokens     int                  `json:"partial_tokens,omitempty"`
-	CreatedAt         time.Time            `json:"created_at"`
-}
-
-func messageView(m chat.Message) MessageView {
-	return MessageView{ID: m.ID, SessionID: m.SessionID, Role: string(m.Role), Content: m.Content, ClientTurnID: m.ClientTurnID,
-		StreamRunID: m.StreamRunID, ToolCalls: m.ToolCalls, Usage: m.Usage, PlanID: m.PlanID, FinishedReason: m.FinishedReason,
-		Interrupted: m.Interrupted, InterruptedReason: m.InterruptedReason, PartialTokens: m.PartialTokens, CreatedAt: m.CreatedAt}
-}
-
-// SessionList is a page of sessions.
-type SessionList struct {
-	Sessions   []SessionView `json:"sessions"`
-	NextCursor string        `json:"next_cursor,omitempty"`
-}
-
-func (a *API) listSessions(c echo.Context) error {
-	p, err := pageOf(c)
-	if err != nil {
-		return err
-	}
-	sessions, next, err := a.cfg.Sessions.ListSessions(c.Request().Context(), PrincipalOf(c).UserID, p.Limit, p.Cursor)
-	if err != nil {
-		return err
-	}
-	out := SessionList{Sessions: []SessionView{}, NextCursor: next}
-	for _, s := range sessions {
-		out.Sessions = append(out.Sessions, sessionView(s))
-	}
-	return c.JSON(http.StatusOK, out)
-}
-
-// SessionDetail is a session with its messages.
-type SessionDetail struct {
-	Session  SessionView   `json:"session"`
-	Messages []MessageView `json:"messages"`
-}
-
-func (a *API) getSession(c echo.Context) error {
-	ctx := c.Request().Context()
-	s, err := a.cfg.Sessions.GetSession(ctx, PrincipalOf(c).UserID, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	msgs, err := a.cfg.Sessions.ListMessages(ctx, s.ID, 0)
-	if err != nil {
-		return err
-	}
-	out := SessionDetail{Session: sessionView(s), Messages: []MessageView{}}
-	for _, m := range msgs {
-		out.Messages = append(out.Messages, messageView(m))
-	}
-	return c.JSON(http.StatusOK, out)
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -53,8 +52,9 @@ func PrincipalFromContext(ctx context.Context) (auth.Principal, bool) {
 	return p, ok
 }
 
-// authenticator returns the middleware that resolves the caller.
-func authenticator(cfg AuthConfig) (echo.MiddlewareFunc, error) {
+// authenticator returns the middleware that resolves the caller, or nil
+// after recording what is wrong with cfg in bad (fields under "Auth.").
+func authenticator(cfg AuthConfig, bad *apperr.Problems) echo.MiddlewareFunc {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -66,13 +66,15 @@ func authenticator(cfg AuthConfig) (echo.MiddlewareFunc, error) {
 		p := auth.Principal{UserID: cfg.LocalUser, Role: auth.RoleOperator}
 		return func(next echo.HandlerFunc) echo.HandlerFunc {
 			return func(c echo.Context) error { return next(withPrincipal(c, p)) }
-		}, nil
+		}
 	case AuthAPIKey:
 		if cfg.Keys == nil {
-			return nil, errors.New("httpapi: AuthConfig.Keys is required in apikey mode")
+			bad.Add("Auth.Keys", "is required in %s mode", AuthAPIKey)
+			return nil
 		}
 	default:
-		return nil, errors.New("httpapi: AuthConfig.Mode must be none or apikey")
+		bad.Add("Auth.Mode", "%q is not %s or %s", cfg.Mode, AuthNone, AuthAPIKey)
+		return nil
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -92,7 +94,7 @@ func authenticator(cfg AuthConfig) (echo.MiddlewareFunc, error) {
 			}
 			return next(withPrincipal(c, auth.Principal{UserID: key.UserID, Role: key.Role, KeyID: key.ID}))
 		}
-	}, nil
+	}
 }
 
 // operatorsOnly lets only operators through; anyone else is told the route

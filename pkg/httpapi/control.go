@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -13,6 +13,7 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -59,16 +60,26 @@ type PlanRunResult struct {
 	Usage     event.Usage `json:"usage"`
 }
 
-// planFor finds a plan the caller may act on: its owner always; an
-// operator only when operatorsToo (they read and cancel every plan).
-func (a *API) planFor(c echo.Context, operatorsToo bool) (planning.Plan, error) {
-	p := PrincipalOf(c)
-	reader := p.UserID
-	if operatorsToo {
-		reader = a.readerOf(p)
-	}
+// planControl serves what people do to a plan: approve, reject, cancel,
+// resume. Approving and resuming start a run that streams.
+type planControl struct {
+	deps
+	store    PlanStore
+	plans    PlanControl
+	chat     *chat.Service
+	sessions Sessions
+	runs     RunLog   // nil without a run log
+	queue    RunQueue // nil: plan runs run in the handler
+	follower *follower
+	streams  *runStreams
+}
+
+// planFor finds the plan of the route's id as reader may read it (the
+// caller, or anyUser for an operator where operators act on every plan)
+// and names it and its session in the request's log line.
+func planFor(c echo.Context, store PlanReader, reader string) (planning.Plan, error) {
 	c.Set(LogPlanID, c.Param("id"))
-	plan, err := a.cfg.PlanStore.PlanFor(c.Request().Context(), reader, c.Param("id"))
+	plan, err := store.PlanFor(c.Request().Context(), reader, c.Param("id"))
 	if err == nil {
 		c.Set(LogSessionID, plan.SessionID)
 		c.SetRequest(c.Request().WithContext(logctx.With(logctx.With(c.Request().Context(), LogPlanID, plan.ID), LogSessionID, plan.SessionID)))
@@ -91,12 +102,12 @@ func optionalBody(c echo.Context, v any) error {
 	return decode(c, v)
 }
 
-func (a *API) approvePlan(c echo.Context) error {
+func (h *planControl) approve(c echo.Context) error {
 	var body ApproveRequest
 	if err := optionalBody(c, &body); err != nil {
 		return err
 	}
-	plan, err := a.planFor(c, false)
+	plan, err := planFor(c, h.store, PrincipalOf(c).UserID)
 	if err != nil {
 		return err
 	}
@@ -106,44 +117,44 @@ func (a *API) approvePlan(c echo.Context) error {
 	}
 	// Claim before any response: a losing concurrent approval is a 409,
 	// an invalid edit a 400, and nothing changes for either.
-	claimed, err := a.cfg.Plans.ClaimApproval(c.Request().Context(), plan.ID, actorOf(c), edits, body.Note, event.Emitter{})
+	claimed, err := h.plans.ClaimApproval(c.Request().Context(), plan.ID, actorOf(c), edits, body.Note, event.Emitter{})
 	if err != nil {
 		return err
 	}
-	return a.runPlan(c, claimed, body.Stream)
+	return h.runPlan(c, claimed, body.Stream)
 }
 
-func (a *API) resumePlan(c echo.Context) error {
+func (h *planControl) resume(c echo.Context) error {
 	var body ResumeRequest
 	if err := optionalBody(c, &body); err != nil {
 		return err
 	}
-	plan, err := a.planFor(c, false)
+	plan, err := planFor(c, h.store, PrincipalOf(c).UserID)
 	if err != nil {
 		return err
 	}
-	claimed, err := a.cfg.Plans.ClaimResume(c.Request().Context(), plan.ID)
+	claimed, err := h.plans.ClaimResume(c.Request().Context(), plan.ID)
 	if err != nil {
 		return err
 	}
-	return a.runPlan(c, claimed, body.Stream)
+	return h.runPlan(c, claimed, body.Stream)
 }
 
 // runPlan runs a claimed plan, then has the synthesizer write the answer
 // into the plan's session, streaming everything (or answering JSON at the
 // end).
-func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
+func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	kind := "approve"
 	if c.Path() == "/api/plans/:id/resume" {
 		kind = "resume"
 	}
-	r := event.Run{ID: a.cfg.NewID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
+	r := event.Run{ID: h.newID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
 	// produce runs the plan, continues its conversation (chat) and ends the
 	// run's events with done.
 	produce := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
 		var out PlanRunResult
-		o, err := a.cfg.Chat.ContinuePlan(ctx, r.ID, p, em)
+		o, err := h.chat.ContinuePlan(ctx, r.ID, p, em)
 		if err == nil {
 			out = PlanRunResult{Plan: planView(o.Plan), Answer: o.Answer, MessageID: o.MessageID, Usage: o.Usage}
 		}
@@ -153,22 +164,22 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	announce := func(ctx context.Context, em event.Emitter) {
 		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
 	}
-	if a.queued() {
+	if h.streams.queued() {
 		c.Set(LogRunID, r.ID)
-		first := event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
+		first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
 			Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
 		if stream != nil && !*stream {
-			return a.planJSONQueued(c, r, first)
+			return h.planJSONQueued(c, r, first)
 		}
-		return a.enqueuePlanRun(c, r, first)
+		return h.enqueuePlanRun(c, r, first)
 	}
 	if stream != nil && !*stream {
-		ctx, stop := workContext(c, a.cfg.OnDisconnect == OnContinue && a.logged())
+		ctx, stop := workContext(c, h.streams.onDisconnect == OnContinue && h.streams.logged())
 		defer stop()
-		if a.logged() {
+		if h.streams.logged() {
 			c.Set(LogRunID, r.ID)
 		}
-		em, finish := a.logJSON(ctx, r, announce)
+		em, finish := h.streams.logJSON(ctx, r, announce)
 		out, err := produce(ctx, em)
 		finish()
 		if err != nil {
@@ -176,64 +187,118 @@ func (a *API) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 		}
 		return c.JSON(http.StatusOK, out)
 	}
-	if a.logged() {
+	if h.streams.logged() {
 		c.Set(LogRunID, r.ID)
-		return a.serveRun(c, r, nil, a.cfg.OnDisconnect == OnContinue, func(ctx context.Context, em event.Emitter) {
+		return h.streams.serveRun(c, r, nil, h.streams.onDisconnect == OnContinue, func(ctx context.Context, em event.Emitter) {
 			announce(ctx, em)
 			_, _ = produce(ctx, em)
 		})
 	}
-	return a.serveStream(c, func(ctx context.Context, em event.Emitter) { _, _ = produce(ctx, em) })
+	return h.streams.serveStream(c, func(ctx context.Context, em event.Emitter) { _, _ = produce(ctx, em) })
 }
 
-func (a *API) rejectPlan(c echo.Context) error {
+// enqueuePlanRun creates a claimed plan's approval or resume run with its
+// job and follows it.
+func (h *planControl) enqueuePlanRun(c echo.Context, r event.Run, first event.Envelope) error {
+	first.Seq = 1
+	if err := h.queue.Create(c.Request().Context(), &r, first); err != nil {
+		return err
+	}
+	openSSE(c)
+	return h.streams.followQueued(c, r, 0, h.streams.onDisconnect == OnContinue)
+}
+
+// planJSONQueued answers a "stream": false approval or resume when runs are
+// jobs: its run is created with its job, and the answer is read back once
+// the run's log holds done.
+func (h *planControl) planJSONQueued(c echo.Context, r event.Run, first event.Envelope) error {
+	ctx := c.Request().Context()
+	first.Seq = 1
+	if err := h.queue.Create(ctx, &r, first); err != nil {
+		return err
+	}
+	wctx, stop := workContext(c, false)
+	defer stop()
+	_ = h.follower.follow(wctx, io.Discard, func() {}, r.ID, 1)
+	switch {
+	case shuttingDown(wctx):
+		e := shutdownError().Error
+		return apperr.New(apperr.Unavailable, "%s", e.Message)
+	case wctx.Err() != nil:
+		if h.streams.onDisconnect != OnContinue {
+			h.streams.cancelLeft(ctx, r)
+		}
+		return context.Cause(wctx)
+	}
+	done, failed, err := runEnd(ctx, h.runs, r)
+	if err != nil {
+		return err
+	}
+	if failed != nil {
+		return apperr.New(apperr.Code(failed.Code), "%s", failed.Message)
+	}
+	out := PlanRunResult{MessageID: done.MessageID, Usage: done.Usage}
+	plan, err := h.store.PlanFor(ctx, r.UserID, r.PlanID)
+	if err != nil {
+		return err
+	}
+	out.Plan = planView(plan)
+	answer, err := storedAnswer(ctx, h.sessions, r.SessionID, done.MessageID)
+	if err != nil {
+		return err
+	}
+	out.Answer = answer.Content
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *planControl) reject(c echo.Context) error {
 	var body RejectRequest
 	if err := optionalBody(c, &body); err != nil {
 		return err
 	}
-	plan, err := a.planFor(c, false)
+	plan, err := planFor(c, h.store, PrincipalOf(c).UserID)
 	if err != nil {
 		return err
 	}
-	p, err := a.cfg.Plans.Reject(c.Request().Context(), plan.ID, body.Reason)
+	p, err := h.plans.Reject(c.Request().Context(), plan.ID, body.Reason)
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, planView(p))
 }
 
-func (a *API) cancelPlan(c echo.Context) error {
+func (h *planControl) cancel(c echo.Context) error {
 	if err := optionalBody(c, &struct{}{}); err != nil { // takes no fields
 		return err
 	}
-	plan, err := a.planFor(c, true)
+	plan, err := planFor(c, h.store, h.readerOf(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
 	if PrincipalOf(c).Role != auth.RoleOperator && plan.UserID != PrincipalOf(c).UserID {
 		return apperr.New(apperr.NotFound, "plan %s not found", plan.ID)
 	}
-	if a.queued() && plan.Status == planning.StatusExecuting {
-		w, live := a.cfg.Plans.Watch(plan.ID)
+	if h.streams.queued() && plan.Status == planning.StatusExecuting {
+		w, live := h.plans.Watch(plan.ID)
 		w.Close()
 		if !live {
-			return a.cancelPlanElsewhere(c, plan)
+			return h.cancelElsewhere(c, plan)
 		}
 	}
-	p, err := a.cfg.Plans.Cancel(c.Request().Context(), plan.ID, actorOf(c))
+	p, err := h.plans.Cancel(c.Request().Context(), plan.ID, actorOf(c))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, planView(p))
 }
 
-// cancelPlanElsewhere cancels a plan another replica runs: the cancel is
+// cancelElsewhere cancels a plan another replica runs: the cancel is
 // recorded on the plan's running runs, their owner carries it out (within
 // its poll interval), and the answer is the plan once it stopped running
 // (or as it is after 10 s).
-func (a *API) cancelPlanElsewhere(c echo.Context, plan planning.Plan) error {
+func (h *planControl) cancelElsewhere(c echo.Context, plan planning.Plan) error {
 	ctx := c.Request().Context()
-	runs, err := a.cfg.Runs.PlanRuns(ctx, plan.ID)
+	runs, err := h.runs.PlanRuns(ctx, plan.ID)
 	if err != nil {
 		return err
 	}
@@ -242,7 +307,7 @@ func (a *API) cancelPlanElsewhere(c echo.Context, plan planning.Plan) error {
 		if r.FinishedAt != nil {
 			continue
 		}
-		if err := a.cfg.Queue.Cancel(ctx, a.cfg.AnyUser, r.ID, runsCancelPlan(plan.ID, by)); err != nil && apperr.CodeOf(err) != apperr.NotFound {
+		if err := h.queue.Cancel(ctx, h.anyUser, r.ID, runsCancelPlan(plan.ID, by)); err != nil && apperr.CodeOf(err) != apperr.NotFound {
 			return err
 		}
 	}
@@ -251,7 +316,7 @@ func (a *API) cancelPlanElsewhere(c echo.Context, plan planning.Plan) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		p, err := a.cfg.PlanStore.PlanFor(ctx, a.readerOf(PrincipalOf(c)), plan.ID)
+		p, err := h.store.PlanFor(ctx, h.readerOf(PrincipalOf(c)), plan.ID)
 		if err != nil {
 			return err
 		}
@@ -268,93 +333,7 @@ func (a *API) cancelPlanElsewhere(c echo.Context, plan planning.Plan) error {
 	}
 }
 
-// watchPlan streams a plan's events: live while it runs (to any number of
-// watchers), or its step history for a plan that is not running; then done.
-func (a *API) watchPlan(c echo.Context) error {
-	plan, err := a.planFor(c, true)
-	if err != nil {
-		return err
-	}
-	if a.logged() {
-		return a.watchPlanLog(c, plan)
-	}
-	w, live := a.cfg.Plans.Watch(plan.ID)
-	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
-		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: plan.ID})
-		sink := em.Sink()
-		if live {
-			defer w.Close()
-		loop:
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case env, ok := <-w.Events:
-					if !ok {
-						break loop
-					}
-					sink.Emit(ctx, env)
-				}
-			}
-		} else {
-			replayPlan(ctx, sys, plan)
-		}
-		final, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), a.readerOf(PrincipalOf(c)), plan.ID)
-		if err != nil {
-			final = plan
-		}
-		finished := event.FinishedCompleted
-		if final.Status == planning.StatusCancelled {
-			finished = event.FinishedCancelled
-		}
-		sys.Emit(ctx, event.Done{FinishedReason: finished, SessionID: final.SessionID,
-			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}})
-	})
-}
-
-// replayPlan emits a stored plan's history: each step's start and end, in
-// the order they happened, and plan_complete when it ended.
-func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
-	type moment struct {
-		at    int64
-		order int
-		ev    event.Event
-		step  int
-	}
-	var ms []moment
-	for i, s := range p.Steps {
-		st := s.State()
-		if s.StartedAt != nil {
-			ms = append(ms, moment{at: s.StartedAt.UnixNano(), order: i, step: s.Number,
-				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: planning.StepRunning}}})
-		}
-		if s.CompletedAt != nil {
-			ms = append(ms, moment{at: s.CompletedAt.UnixNano(), order: i, step: s.Number, ev: event.StepComplete{PlanID: p.ID, Step: st}})
-		}
-	}
-	slices.SortStableFunc(ms, func(a, b moment) int {
-		if a.at != b.at {
-			if a.at < b.at {
-				return -1
-			}
-			return 1
-		}
-		return a.order - b.order
-	})
-	for _, m := range ms {
-		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: m.step}).Emit(ctx, m.ev)
-	}
-	switch p.Status {
-	case planning.StatusCompleted, planning.StatusFailed, planning.StatusCancelled:
-		counts := map[planning.StepStatus]int{}
-		for _, s := range p.Steps {
-			counts[s.Status]++
-		}
-		var dur int64
-		if p.StartedAt != nil && p.CompletedAt != nil {
-			dur = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()
-		}
-		em.Emit(ctx, event.PlanComplete{PlanID: p.ID, Status: p.Status, Completed: counts[planning.StepCompleted],
-			Failed: counts[planning.StepFailed], Skipped: counts[planning.StepSkipped], DurationMS: dur})
-	}
+// runsCancelPlan is the cancel request of a plan by a person.
+func runsCancelPlan(planID string, by planning.Actor) runs.CancelRequest {
+	return runs.CancelRequest{PlanID: planID, UserID: by.UserID, Operator: by.Operator}
 }

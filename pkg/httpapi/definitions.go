@@ -26,6 +26,13 @@ type DefinitionStore interface {
 	UpdateDefinition(ctx context.Context, id string, edit func(*agents.Definition) error) (agents.Definition, error)
 }
 
+// definitionHandlers serve /api/agent-definitions.
+type definitionHandlers struct {
+	deps
+	store     DefinitionStore
+	knownTool func(name string) bool
+}
+
 // DefinitionView is an agent definition as the API returns it.
 type DefinitionView struct {
 	ID           string   `json:"id"`
@@ -140,8 +147,8 @@ func (in DefinitionInput) apply(d *agents.Definition, known func(string) bool) e
 	return nil
 }
 
-func (a *API) listDefinitions(c echo.Context) error {
-	defs, err := a.cfg.Definitions.ListDefinitions(c.Request().Context(), a.readerOf(PrincipalOf(c)))
+func (h *definitionHandlers) list(c echo.Context) error {
+	defs, err := h.store.ListDefinitions(c.Request().Context(), h.readerOf(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
@@ -152,28 +159,28 @@ func (a *API) listDefinitions(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (a *API) getDefinition(c echo.Context) error {
-	d, err := a.cfg.Definitions.DefinitionFor(c.Request().Context(), a.readerOf(PrincipalOf(c)), c.Param("id"))
+func (h *definitionHandlers) get(c echo.Context) error {
+	d, err := h.store.DefinitionFor(c.Request().Context(), h.readerOf(PrincipalOf(c)), c.Param("id"))
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusOK, definitionView(d))
 }
 
-func (a *API) createDefinition(c echo.Context) error {
+func (h *definitionHandlers) create(c echo.Context) error {
 	var in DefinitionInput
 	if err := decode(c, &in); err != nil {
 		return err
 	}
 	p := PrincipalOf(c)
 	d := agents.Definition{CreatedBy: p.UserID}
-	if err := in.apply(&d, a.cfg.KnownTool); err != nil {
+	if err := in.apply(&d, h.knownTool); err != nil {
 		return err
 	}
 	if err := operatorFields(in, agents.Definition{}, p); err != nil {
 		return err
 	}
-	if err := a.cfg.Definitions.CreateDefinition(c.Request().Context(), &d); err != nil {
+	if err := h.store.CreateDefinition(c.Request().Context(), &d); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusCreated, definitionView(d))
@@ -198,17 +205,17 @@ func operatorFields(in DefinitionInput, was agents.Definition, p auth.Principal)
 	return nil
 }
 
-// patchDefinition edits a definition: its creator while it is private, or
+// patch edits a definition: its creator while it is private, or
 // an operator. Another user's private definition does not exist for the
 // caller (404), and neither, for editing, does a shared one they are not
 // an operator for.
-func (a *API) patchDefinition(c echo.Context) error {
+func (h *definitionHandlers) patch(c echo.Context) error {
 	var in DefinitionInput
 	if err := decode(c, &in); err != nil {
 		return err
 	}
 	p := PrincipalOf(c)
-	d, err := a.cfg.Definitions.UpdateDefinition(c.Request().Context(), c.Param("id"), func(d *agents.Definition) error {
+	d, err := h.store.UpdateDefinition(c.Request().Context(), c.Param("id"), func(d *agents.Definition) error {
 		if p.Role != auth.RoleOperator {
 			switch {
 			case d.CreatedBy != p.UserID && d.Visibility != agents.VisibilityShared:
@@ -220,7 +227,7 @@ func (a *API) patchDefinition(c echo.Context) error {
 		if err := operatorFields(in, *d, p); err != nil {
 			return err
 		}
-		return in.apply(d, a.cfg.KnownTool)
+		return in.apply(d, h.knownTool)
 	})
 	if err != nil {
 		return err

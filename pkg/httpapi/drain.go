@@ -2,14 +2,12 @@ package httpapi
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/planwright/planwright/agents"
-	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -88,21 +86,6 @@ const (
 	OnContinue = "continue"
 	OnCancel   = "cancel"
 )
-
-// detached reports whether a request's run goes on when its client
-// disconnects: its own on_disconnect, else the server's. Only runs in the
-// log go on (a client can rejoin nothing else).
-func (a *API) detached(onDisconnect string) (bool, error) {
-	switch onDisconnect {
-	case "":
-		onDisconnect = a.cfg.OnDisconnect
-	case OnContinue, OnCancel:
-	default:
-		return false, apperr.Invalidf([]apperr.FieldError{{Field: "on_disconnect",
-			Message: fmt.Sprintf("unknown value %q (want %s or %s)", onDisconnect, OnContinue, OnCancel)}}, "invalid on_disconnect")
-	}
-	return onDisconnect == OnContinue && a.logged(), nil
-}
 
 // workContext is the context of the work a handler starts (a turn, a plan
 // run): the request's — or, detached, one that the client's disconnect

@@ -20,9 +20,16 @@ type Me struct {
 	AuthMode string `json:"auth_mode"`
 }
 
-func (a *API) me(c echo.Context) error {
+// meHandlers serve who the caller is (/api/me) and the projects a chat can
+// focus on (/api/projects, with a ProjectLister).
+type meHandlers struct {
+	authMode string
+	projects ProjectLister
+}
+
+func (h *meHandlers) me(c echo.Context) error {
 	p := PrincipalOf(c)
-	return c.JSON(http.StatusOK, Me{UserID: p.UserID, Role: string(p.Role), AuthMode: a.cfg.Auth.Mode})
+	return c.JSON(http.StatusOK, Me{UserID: p.UserID, Role: string(p.Role), AuthMode: h.authMode})
 }
 
 // ProjectLister finds the caller's workspace projects (persistence
@@ -44,7 +51,7 @@ type ProjectList struct {
 	Projects []ProjectView `json:"projects"`
 }
 
-func (a *API) listProjects(c echo.Context) error {
+func (h *meHandlers) listProjects(c echo.Context) error {
 	page, err := pageOf(c)
 	if err != nil {
 		return err
@@ -53,7 +60,7 @@ func (a *API) listProjects(c echo.Context) error {
 	if limit == 0 {
 		limit = 100
 	}
-	found, err := a.cfg.Projects.FindEntities(c.Request().Context(), PrincipalOf(c).UserID, builtin.Query{Type: builtin.Project, Limit: limit})
+	found, err := h.projects.FindEntities(c.Request().Context(), PrincipalOf(c).UserID, builtin.Query{Type: builtin.Project, Limit: limit})
 	if err != nil {
 		return err
 	}

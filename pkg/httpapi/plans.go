@@ -17,6 +17,11 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
+// PlanReader reads plans (persistence implements it).
+type PlanReader interface {
+	PlanFor(ctx context.Context, userID, id string) (planning.Plan, error)
+}
+
 // PlanStore reads plans and what their runs recorded (persistence
 // implements it; its contract is httpapitest.PlanStoreSuite).
 type PlanStore interface {
@@ -30,12 +35,12 @@ type PlanStore interface {
 	ToolExecutionsOf(ctx context.Context, userID, executionID string) ([]tools.Execution, error)
 }
 
-// readerOf is the user filter for reads: operators read every user's.
-func (a *API) readerOf(p auth.Principal) string {
-	if p.Role == auth.RoleOperator && a.cfg.AnyUser != "" {
-		return a.cfg.AnyUser
-	}
-	return p.UserID
+// planHandlers serve reading plans: /api/plans, a plan with its history,
+// and /api/executions.
+type planHandlers struct {
+	deps
+	store PlanStore
+	runs  RunLog // nil without a run log
 }
 
 // PlanList is a page of plans.
@@ -44,13 +49,13 @@ type PlanList struct {
 	NextCursor string     `json:"next_cursor,omitempty"`
 }
 
-func (a *API) listPlans(c echo.Context) error {
+func (h *planHandlers) list(c echo.Context) error {
 	page, err := pageOf(c)
 	if err != nil {
 		return err
 	}
 	p := PrincipalOf(c)
-	q := planning.ListQuery{UserID: a.readerOf(p), SessionID: c.QueryParam("session_id"), Limit: page.Limit, Cursor: page.Cursor}
+	q := planning.ListQuery{UserID: h.readerOf(p), SessionID: c.QueryParam("session_id"), Limit: page.Limit, Cursor: page.Cursor}
 	var problems []apperr.FieldError
 	if s := c.QueryParam("status"); s != "" {
 		for _, st := range strings.Split(s, ",") {
@@ -88,7 +93,7 @@ func (a *API) listPlans(c echo.Context) error {
 	if len(problems) > 0 {
 		return apperr.Invalidf(problems, "invalid plan query")
 	}
-	plans, next, err := a.cfg.PlanStore.ListPlans(c.Request().Context(), q)
+	plans, next, err := h.store.ListPlans(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
@@ -192,21 +197,21 @@ type PlanDetail struct {
 	Runs []RunView `json:"runs"`
 }
 
-func (a *API) getPlan(c echo.Context) error {
+func (h *planHandlers) get(c echo.Context) error {
 	ctx := c.Request().Context()
-	p, err := a.cfg.PlanStore.PlanFor(ctx, a.readerOf(PrincipalOf(c)), c.Param("id"))
+	p, err := h.store.PlanFor(ctx, h.readerOf(PrincipalOf(c)), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	revs, err := a.cfg.PlanStore.ListRevisions(ctx, p.ID)
+	revs, err := h.store.ListRevisions(ctx, p.ID)
 	if err != nil {
 		return err
 	}
-	reviews, err := a.cfg.PlanStore.ListReviews(ctx, p.ID)
+	reviews, err := h.store.ListReviews(ctx, p.ID)
 	if err != nil {
 		return err
 	}
-	execs, err := a.cfg.PlanStore.ListExecutions(ctx, p.ID)
+	execs, err := h.store.ListExecutions(ctx, p.ID)
 	if err != nil {
 		return err
 	}
@@ -230,8 +235,8 @@ func (a *API) getPlan(c echo.Context) error {
 		out.Executions = append(out.Executions, executionView(e))
 	}
 	out.Runs = []RunView{}
-	if a.logged() {
-		runs, err := a.cfg.Runs.PlanRuns(ctx, p.ID)
+	if h.runs != nil {
+		runs, err := h.runs.PlanRuns(ctx, p.ID)
 		if err != nil {
 			return err
 		}
@@ -274,18 +279,18 @@ type ExecutionDetail struct {
 	ToolCalls  []ToolExecutionView `json:"tool_calls"`
 }
 
-func (a *API) getExecution(c echo.Context) error {
+func (h *planHandlers) getExecution(c echo.Context) error {
 	ctx := c.Request().Context()
-	reader := a.readerOf(PrincipalOf(c))
-	e, err := a.cfg.PlanStore.ExecutionFor(ctx, reader, c.Param("id"))
+	reader := h.readerOf(PrincipalOf(c))
+	e, err := h.store.ExecutionFor(ctx, reader, c.Param("id"))
 	if err != nil {
 		return err
 	}
-	msgs, err := a.cfg.PlanStore.ListAgentMessages(ctx, e.AgentSessionID)
+	msgs, err := h.store.ListAgentMessages(ctx, e.AgentSessionID)
 	if err != nil {
 		return err
 	}
-	calls, err := a.cfg.PlanStore.ToolExecutionsOf(ctx, reader, e.ID)
+	calls, err := h.store.ToolExecutionsOf(ctx, reader, e.ID)
 	if err != nil {
 		return err
 	}

@@ -26,12 +26,12 @@ type PrewarmResult = chat.PrewarmResult
 
 // prewarm builds and caches the workspace snapshot a turn in the requested
 // context will need (POST /api/agent/prewarm).
-func (a *API) prewarm(c echo.Context) error {
+func (h *turnHandlers) prewarm(c echo.Context) error {
 	var body PrewarmRequest
 	if err := decode(c, &body); err != nil {
 		return err
 	}
-	res, err := a.cfg.Chat.Prewarm(c.Request().Context(), chat.PrewarmRequest{UserID: PrincipalOf(c).UserID,
+	res, err := h.chat.Prewarm(c.Request().Context(), chat.PrewarmRequest{UserID: PrincipalOf(c).UserID,
 		SessionID: body.SessionID, ContextType: body.ContextType, EntityID: body.EntityID, ProjectFocus: body.ProjectFocus})
 	if err != nil {
 		return err

@@ -11,6 +11,16 @@
 // /api). Handlers return errors rather than writing them: an *apperr.Error
 // becomes its status and body, anything else a 500 whose details are logged
 // with the request id and never returned.
+//
+// The /api routes are the API's (NewAPI, API.Routes). Its handlers only
+// decode, authorize and stream; they are grouped by resource, each group a
+// small type with the stores it uses and a shared deps: turnHandlers (a
+// chat turn, its cancel, prewarm), sessionHandlers, meHandlers, runHandlers
+// (a run and its events), planHandlers (reading plans), planControl
+// (approve, reject, cancel, resume), planEvents (a plan's events) and
+// definitionHandlers. The streaming groups share runStreams, which starts a
+// run and streams it, and follower, which writes a run's log to a client
+// from any seq.
 package httpapi
 
 import (

@@ -2,8 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -62,19 +63,32 @@ type CancelRequest struct {
 	Reason      string `json:"reason"`
 }
 
-func (a *API) stream(c echo.Context) error {
+// turnHandlers serve chat turns: POST /api/agent/stream (streamed or one
+// JSON answer), its cancel, and prewarm.
+type turnHandlers struct {
+	deps
+	chat     *chat.Service
+	sessions Sessions
+	plans    PlanReader // nil without a PlanStore
+	runs     RunLog     // nil without a run log
+	queue    RunQueue   // nil: turns run in the handler
+	follower *follower  // nil without a run log
+	streams  *runStreams
+}
+
+func (h *turnHandlers) stream(c echo.Context) error {
 	var body StreamRequest
 	if err := decode(c, &body); err != nil {
 		return err
 	}
 	p := PrincipalOf(c)
-	detach, err := a.detached(body.OnDisconnect)
+	detach, err := h.streams.detached(body.OnDisconnect)
 	if err != nil {
 		return err
 	}
 	// Reserve touches no database: validation, the per-user limit and a
 	// running duplicate are answered with a status before the stream opens.
-	turn, err := a.cfg.Chat.Reserve(chat.Request{
+	turn, err := h.chat.Reserve(chat.Request{
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
 		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
@@ -95,19 +109,19 @@ func (a *API) stream(c echo.Context) error {
 			return err
 		}
 		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
-		if a.queued() && turn.Replay == nil {
-			return a.turnJSONQueued(c, turn, detach)
+		if h.streams.queued() && turn.Replay == nil {
+			return h.turnJSONQueued(c, turn, detach)
 		}
-		return a.turnJSON(c, turn, detach)
+		return h.turnJSON(c, turn, detach)
 	}
-	if a.logged() {
-		return a.streamTurnLogged(c, turn, detach, opened)
+	if h.streams.logged() {
+		return h.streamTurnLogged(c, turn, detach, opened)
 	}
-	return a.serveStream(c, func(ctx context.Context, em event.Emitter) {
+	return h.streams.serveStream(c, func(ctx context.Context, em event.Emitter) {
 		// The first event goes out before any database work, so time to
 		// first event never queues behind the connection pool.
 		turn.AnnounceThinking(ctx, em)
-		a.produceTurn(turn, turn.Open(ctx), opened)(ctx, em)
+		h.produceTurn(turn, turn.Open(ctx), opened)(ctx, em)
 	})
 }
 
@@ -115,7 +129,7 @@ func (a *API) stream(c echo.Context) error {
 // event, agent_state thinking with the run id, is written as seq 1 before
 // any database work; then the session and message are stored, the run
 // created (its log starts with that same event), and the turn runs.
-func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, opened func(context.Context) context.Context) error {
+func (h *turnHandlers) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, opened func(context.Context) context.Context) error {
 	ctx := c.Request().Context()
 	openSSE(c)
 	var first event.Envelope
@@ -125,41 +139,41 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, ope
 		w := c.Response()
 		_ = event.WriteFrame(w, e)
 		w.Flush()
-	}), event.Source{Role: event.RoleSystem}, a.cfg.Now))
+	}), event.Source{Role: event.RoleSystem}, h.now))
 	openErr := turn.Open(ctx)
 	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
 	if run.UserID == "" {
 		run.UserID = PrincipalOf(c).UserID
 	}
 	var err error
-	if a.queued() && openErr == nil && turn.Replay == nil {
+	if h.streams.queued() && openErr == nil && turn.Replay == nil {
 		c.Set(LogSessionID, turn.Session.ID)
-		err = a.enqueueTurn(c, turn, run, first, detach)
+		err = h.enqueueTurn(c, turn, run, first, detach)
 	} else {
-		err = a.serveRun(c, run, &first, detach, a.produceTurn(turn, openErr, opened))
+		err = h.streams.serveRun(c, run, &first, detach, h.produceTurn(turn, openErr, opened))
 	}
 	if apperr.CodeOf(err) == apperr.Conflict {
 		// The run id names a run already: the client rejoins it when it
 		// is theirs (a retry of a finished turn), else it is told.
-		if r, gerr := a.cfg.Runs.GetRun(ctx, PrincipalOf(c).UserID, run.ID); gerr == nil {
+		if r, gerr := h.runs.GetRun(ctx, PrincipalOf(c).UserID, run.ID); gerr == nil {
 			w := c.Response()
-			_ = a.follow(ctx, w, func() { w.Flush() }, r.ID, 1)
+			_ = h.follower.follow(ctx, w, func() { w.Flush() }, r.ID, 1)
 			return nil
 		}
 		w := c.Response()
-		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Error{Error: chat.ErrorInfo(apperr.New(apperr.Conflict, "stream_run_id %s names another run", run.ID))}})
-		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Done{FinishedReason: event.FinishedError}})
 		w.Flush()
 		return nil
 	}
 	if err != nil {
-		a.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("create run")
+		h.log.Error().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("create run")
 		w := c.Response()
-		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+		_ = event.WriteFrame(w, event.Envelope{Seq: 2, TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Error{Error: chat.ErrorInfo(err)}})
-		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
+		_ = event.WriteFrame(w, event.Envelope{Seq: 3, TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
 			Event: event.Done{FinishedReason: event.FinishedError}})
 		w.Flush()
 	}
@@ -168,7 +182,7 @@ func (a *API) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, ope
 
 // produceTurn is the work of a turn run in this handler (a replay, or a
 // turn that could not be opened, or every turn without a RunQueue).
-func (a *API) produceTurn(turn *chat.Turn, openErr error, opened func(context.Context) context.Context) func(ctx context.Context, em event.Emitter) {
+func (h *turnHandlers) produceTurn(turn *chat.Turn, openErr error, opened func(context.Context) context.Context) func(ctx context.Context, em event.Emitter) {
 	return func(ctx context.Context, em event.Emitter) {
 		sys := em.With(event.Source{Role: event.RoleSystem})
 		if openErr != nil {
@@ -200,37 +214,8 @@ func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}})
 }
 
-// serveStream opens an SSE response and runs produce with an emitter onto
-// it. The stream's buffer is bounded; when the client goes away the request
-// context ends, which cancels produce's work with cause "disconnect". When
-// the server begins draining, produce's work is cancelled with cause
-// "shutdown" and the stream ends with error{code: "shutdown"} and done.
-func (a *API) serveStream(c echo.Context, produce func(ctx context.Context, em event.Emitter)) error {
-	openSSE(c)
-	w := c.Response()
-
-	ctx := c.Request().Context()
-	stream := event.NewStream(a.cfg.Stream)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = stream.Run(ctx, w, func() error { w.Flush(); return nil })
-	})
-	if m := a.cfg.Metrics; m != nil {
-		m.StreamOpened()
-		defer m.StreamClosed()
-	}
-	work, stop := workContext(c, false)
-	defer stop()
-	sink := &shutdownSink{next: stream, work: work, req: ctx, now: a.cfg.Now}
-	produce(work, event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now))
-	sink.finish()
-	stream.Close()
-	wg.Wait()
-	return nil
-}
-
-func (a *API) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
-	ctx, stop := workContext(c, detach && a.logged())
+func (h *turnHandlers) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
+	ctx, stop := workContext(c, detach && h.streams.logged())
 	defer stop()
 	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User)}
 	var answer chat.Message
@@ -239,7 +224,7 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
 		out.FinishedReason = answer.FinishedReason
 	} else {
 		run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
-		em, finish := a.logJSON(ctx, run, func(ctx context.Context, em event.Emitter) { turn.AnnounceThinking(ctx, em) })
+		em, finish := h.streams.logJSON(ctx, run, func(ctx context.Context, em event.Emitter) { turn.AnnounceThinking(ctx, em) })
 		res := turn.Run(ctx, em)
 		finish()
 		answer, out.FinishedReason = res.Assistant, res.Finished
@@ -259,8 +244,8 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
 		out.ToolCalls = []chat.ToolCall{}
 	}
 	out.Usage = event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}
-	if answer.PlanID != "" && a.cfg.PlanStore != nil {
-		if plan, err := a.cfg.PlanStore.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
+	if answer.PlanID != "" && h.plans != nil {
+		if plan, err := h.plans.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
 			v := planView(plan)
 			out.Plan = &v
 		}
@@ -268,7 +253,106 @@ func (a *API) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-func (a *API) cancel(c echo.Context) error {
+// enqueueTurn creates the opened turn's run with its job and follows it;
+// first is its first event (agent_state thinking), sent to the client
+// already.
+func (h *turnHandlers) enqueueTurn(c echo.Context, turn *chat.Turn, run event.Run, first event.Envelope, detach bool) error {
+	r, err := h.queueTurn(c.Request().Context(), turn, run, first)
+	if err != nil {
+		return err
+	}
+	return h.streams.followQueued(c, r, 1, detach)
+}
+
+// queueTurn creates the opened turn's run with its job and returns it, or
+// returns the run of an earlier try of the same turn (client_turn_id) that
+// still goes on: the client follows that rather than run the turn twice.
+func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event.Run, first event.Envelope) (event.Run, error) {
+	if prior := turn.User.StreamRunID; prior != "" && prior != run.ID {
+		if r, err := h.runs.GetRun(ctx, run.UserID, prior); err == nil && r.FinishedAt == nil {
+			return r, nil
+		}
+	}
+	spec, err := json.Marshal(turn.Spec())
+	if err != nil {
+		return event.Run{}, apperr.Wrap(apperr.Internal, err, "encode the turn")
+	}
+	run.Request = spec
+	first.Seq = 1
+	if err := h.queue.Create(ctx, &run, first); err != nil {
+		return event.Run{}, err
+	}
+	return run, nil
+}
+
+// turnJSONQueued answers a "stream": false turn when runs are jobs: its run
+// is created with its job like a streamed one (a worker on any replica runs
+// it), and the answer is read back once the run's log holds done.
+func (h *turnHandlers) turnJSONQueued(c echo.Context, turn *chat.Turn, detach bool) error {
+	ctx := c.Request().Context()
+	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
+	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
+		Event: event.AgentState{State: event.StateThinking, RunID: run.ID}}
+	r, err := h.queueTurn(ctx, turn, run, first)
+	if err != nil {
+		return err
+	}
+	c.Set(LogRunID, r.ID)
+	wctx, stop := workContext(c, false)
+	defer stop()
+	_ = h.follower.follow(wctx, io.Discard, func() {}, r.ID, 1)
+	out := TurnResult{UserMessage: messageView(turn.User), ToolCalls: []chat.ToolCall{}}
+	switch {
+	case shuttingDown(wctx):
+		e := shutdownError().Error
+		out.Error, out.FinishedReason = &ErrorDetail{Code: e.Code, Message: e.Message}, event.FinishedCancelled
+		out.Session = sessionView(turn.Session)
+		return c.JSON(http.StatusOK, out)
+	case wctx.Err() != nil:
+		if !detach {
+			h.streams.cancelLeft(ctx, r)
+		}
+		return context.Cause(wctx)
+	}
+	return h.turnResult(c, r, out)
+}
+
+// turnResult completes out from what the finished run r stored: how it
+// ended (its last events: an error, then done), the session as it is now,
+// the answer and the plan it made.
+func (h *turnHandlers) turnResult(c echo.Context, r event.Run, out TurnResult) error {
+	ctx := c.Request().Context()
+	done, failed, err := runEnd(ctx, h.runs, r)
+	if err != nil {
+		return err
+	}
+	if failed != nil {
+		out.Error = &ErrorDetail{Code: failed.Code, Message: failed.Message}
+	}
+	out.FinishedReason, out.Usage = done.FinishedReason, done.Usage
+	sess, err := h.sessions.GetSession(ctx, r.UserID, r.SessionID)
+	if err != nil {
+		return err
+	}
+	out.Session = sessionView(sess)
+	answer, err := storedAnswer(ctx, h.sessions, r.SessionID, done.MessageID)
+	if err != nil {
+		return err
+	}
+	out.AssistantMessage = messageView(answer)
+	if answer.ToolCalls != nil {
+		out.ToolCalls = answer.ToolCalls
+	}
+	if answer.PlanID != "" && h.plans != nil {
+		if plan, err := h.plans.PlanFor(ctx, r.UserID, answer.PlanID); err == nil {
+			v := planView(plan)
+			out.Plan = &v
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func (h *turnHandlers) cancel(c echo.Context) error {
 	var body CancelRequest
 	if err := decode(c, &body); err != nil {
 		return err
@@ -290,48 +374,15 @@ func (a *API) cancel(c echo.Context) error {
 	}
 	user := PrincipalOf(c).UserID
 	var err error = apperr.New(apperr.NotFound, "stream run %s is not running", body.StreamRunID)
-	if a.queued() {
+	if h.streams.queued() {
 		// Recorded on the run: its owner, on any replica, carries it out.
-		err = a.cfg.Queue.Cancel(c.Request().Context(), user, body.StreamRunID, runs.CancelRequest{Cause: string(cause)})
+		err = h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, runs.CancelRequest{Cause: string(cause)})
 	}
 	if apperr.CodeOf(err) == apperr.NotFound {
-		err = a.cfg.Chat.Cancel(user, body.StreamRunID, cause) // a run this handler runs
+		err = h.chat.Cancel(user, body.StreamRunID, cause) // a run this handler runs
 	}
 	if err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "cancelling", "stream_run_id": body.StreamRunID})
-}
-
-// logJSON gives a "stream": false request — a turn, an approval, a resume —
-// a run in the log like a streamed one, so that its events (a plan's steps
-// above all) reach whoever watches the run or the plan, and can be
-// replayed. announce emits the run's first event. It returns the emitter
-// the work emits to (none when the API has no run log, or the run cannot
-// be created: the work then runs unlogged, as the answer matters more) and
-// the func that ends the run after the work.
-func (a *API) logJSON(ctx context.Context, run event.Run, announce func(context.Context, event.Emitter)) (event.Emitter, func()) {
-	if !a.logged() {
-		return event.Emitter{}, func() {}
-	}
-	if err := a.cfg.Runs.CreateRun(ctx, &run); err != nil {
-		a.cfg.Logger.Warn().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("work without a run in the log")
-		return event.Emitter{}, func() {}
-	}
-	a.cfg.Feed.Open(run.ID, 0)
-	sink := runs.NewLogSink(a.cfg.Runs, run.ID, nil, a.cfg.Logger)
-	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, a.cfg.Now).WithCommits()
-	announce(ctx, em)
-	return em, func() {
-		if !sink.Ended() {
-			sink.Emit(context.WithoutCancel(ctx), event.Envelope{TS: a.cfg.Now().UTC(), Source: event.Source{Role: event.RoleSystem},
-				Event: event.Done{FinishedReason: event.FinishedError}})
-		}
-		// The answer goes out once the log holds done, as a stream's
-		// does: the session's next message then finds this turn ended.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncTimeout)
-		_ = a.cfg.Runs.Sync(sctx, run.ID)
-		cancel()
-		a.cfg.Runs.Finish(run.ID, sink.Status())
-	}
 }

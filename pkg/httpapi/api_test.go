@@ -1,0 +1,36 @@
+package httpapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/httpapi"
+)
+
+func TestNewAPIReportsEveryBadField(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  httpapi.APIConfig
+		want []string
+	}{
+		{"everything wrong", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey}, OnDisconnect: "later",
+			Poll: -time.Second, Feed: event.NewFeed()}, []string{"Chat", "Sessions", "OnDisconnect", "Poll", "Runs", "Auth.Keys"}},
+		{"unknown auth mode", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "basic"}}, []string{"Chat", "Sessions", "Auth.Mode"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := httpapi.NewAPI(tc.cfg)
+			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
+			var fields []string
+			for _, f := range apperr.FieldsOf(err) {
+				fields = append(fields, f.Field)
+			}
+			require.ElementsMatch(t, tc.want, fields)
+		})
+	}
+}
