@@ -104,6 +104,12 @@ func (s *run) run(system string) (Result, error) {
 			}
 			round = &pendingRound{calls: calls}
 		}
+		if ready := s.task.Ready; ready != nil {
+			if err := ready(ctx); err != nil {
+				return s.fail(err)
+			}
+			s.task.Ready = nil
+		}
 		end, err := s.toolRound(ctx, round.calls, round.answered)
 		switch {
 		case err != nil:

@@ -982,3 +982,50 @@ func TestUntimedToolsDoNotSpendTheTurnsTime(t *testing.T) {
 	require.Equal(t, agents.FinishCompleted, res.Finished)
 	require.True(t, res.ToolCalls[0].Outcome.Success)
 }
+
+// Ready is waited for once, after the first model call and before the
+// first tool runs; a Ready that fails ends the run with its error and no
+// tool runs.
+func TestReadyGatesTheFirstToolRound(t *testing.T) {
+	t.Parallel()
+	notStored := errors.New("the start was not stored")
+	for _, tc := range []struct {
+		name  string
+		ready error
+	}{
+		{"ready", nil},
+		{"not ready", notStored},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := script(t,
+				reply{chunks: []string{"Checking."}, calls: []llm.ToolCall{call("c1", "list_tasks", `{}`)}},
+				reply{chunks: []string{"Again."}, calls: []llm.ToolCall{call("c2", "list_tasks", `{"limit":2}`)}},
+				reply{chunks: []string{"Done."}},
+			)
+			ran := 0
+			b := setup(t, model, tool("list_tasks", func(context.Context, tools.Call) (tools.Result, error) {
+				ran++
+				return tools.Result{Content: "[]"}, nil
+			}))
+			var waits, callsBefore int
+			b.task.Ready = func(context.Context) error {
+				waits++
+				callsBefore = len(model.Requests())
+				return tc.ready
+			}
+			res, err := b.runner.Run(t.Context(), b.task)
+			require.Equal(t, 1, waits, "Ready is waited for once")
+			require.Equal(t, 1, callsBefore, "the first model call runs before Ready is waited for")
+			if tc.ready != nil {
+				require.ErrorIs(t, err, notStored)
+				require.Equal(t, agents.FinishError, res.Finished)
+				require.Zero(t, ran, "no tool runs when Ready fails")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, 2, ran)
+			require.Equal(t, "Checking.\n\nAgain.\n\nDone.", res.Text)
+		})
+	}
+}

@@ -148,6 +148,12 @@ type Task struct {
 	// the next request. nil keeps the run as it is; so does an error, which
 	// is logged.
 	OnEffect func(ctx context.Context, e tools.Effect) (*Reframe, error)
+	// Ready, when set, is waited for before the run's first round of tool
+	// calls: the caller lets the first model call start while something
+	// the run's effects depend on is still being stored (an executor's
+	// start commits meanwhile). An error ends the run with it, before any
+	// tool runs.
+	Ready func(ctx context.Context) error
 }
 
 // Resume is what an earlier attempt of a run left: the run continues from

@@ -50,7 +50,7 @@ func TestJournal(t *testing.T) {
 			return <-done
 		}},
 		{"an executor starts", "StartExecution", event.TypeExecutorSpawned, true, func(ctx context.Context, j journal, em event.Emitter) error {
-			return j.executorStarted(ctx, em, nil, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
+			return executorStarted(ctx, j, em, nil, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
 		}},
 		{"an executor finishes", "FinishExecution", event.TypeExecutorResult, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.executorFinished(ctx, em, Execution{ID: "x1", PlanID: "p1", StepNumber: 1, Status: ExecutionCompleted})
@@ -129,7 +129,7 @@ func TestJournalStepStartsWithItsExecutor(t *testing.T) {
 					em = log.logEmitter()
 				}
 				start := j.stepStarting(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepRunning})
-				err := j.executorStarted(ctx, em, start, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
+				err := executorStarted(ctx, j, em, start, AgentRecord{}, AgentSession{}, Execution{ID: "x1", PlanID: "p1", StepNumber: 1})
 				return log, start, err
 			}
 			events := func(log *ledger) []string {
@@ -193,4 +193,11 @@ func TestJournalApprovalWithoutEditsIsQuiet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusExecuting, p.Status)
 	require.Equal(t, []string{"write ApprovePlan"}, log.all())
+}
+
+// executorStarted is journal.executorStarting, waited for.
+func executorStarted(ctx context.Context, j journal, em event.Emitter, start *stepStart, a AgentRecord, s AgentSession, e Execution) error {
+	done := make(chan error, 1)
+	j.executorStarting(ctx, em, start, a, s, e, func(err error) { done <- err })
+	return <-done
 }

@@ -116,27 +116,52 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
 	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
 	xem := r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
-	err := r.journal.executorStarted(ctx, xem, start,
+	// The executor starts while its start commits (startGate): its first
+	// model call runs meanwhile; what it emits and writes, and its tools,
+	// wait for the start; a start that failed stops it.
+	gate := newStartGate()
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	r.journal.executorStarting(ctx, xem, start,
 		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
 			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: r.cfg.Executor.Model, CreatedAt: started},
 		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
-		exec)
-	if serr := start.failed(); serr != nil {
-		return r.notStarted(ctx, p.ID, s, serr), event.Usage{}
+		exec, func(err error) {
+			if err != nil {
+				stop(err) // before the gate says so: whoever it tells finds the run stopped
+			}
+			gate.resolve(err)
+		})
+	var res agents.Result
+	var runErr error
+	if known, err := gate.outcome(); !known || err == nil {
+		gated := xem
+		if sink := xem.Sink(); sink != nil {
+			gated = xem.WithSink(gate.sink(sink))
+		}
+		res, runErr = r.cfg.Runner.Run(runCtx, agents.Task{
+			Role:  r.cfg.Executor,
+			Data:  data,
+			Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: gated,
+			Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: sessionID, ExecutionID: execID, Now: r.cfg.Now, gate: gate},
+			Resume:     r.resumeOf(ctx, lost, sessionID, execID),
+			Ready:      gate.wait,
+		})
 	}
-	if err != nil {
+	<-gate.done // the log resolves every commit it takes, also when it closes
+	if err := gate.err; err != nil {
+		// Not started: nothing of the executor is stored or announced (the
+		// gate dropped it); the tokens its first call spent still count.
+		usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+		if serr := start.failed(); serr != nil {
+			return r.notStarted(ctx, p.ID, s, serr), usage
+		}
 		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store the executor; the step fails")
 		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)
-		return s, event.Usage{}
+		return s, usage
 	}
+	gate.do(func() {}) // let out what still waits (a run that emitted nothing since)
 
-	res, runErr := r.cfg.Runner.Run(ctx, agents.Task{
-		Role:  r.cfg.Executor,
-		Data:  data,
-		Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: xem,
-		Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: sessionID, ExecutionID: execID, Now: r.cfg.Now},
-		Resume:     r.resumeOf(ctx, lost, sessionID, execID),
-	})
 	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	end := r.cfg.Now()
 	exec.Usage, exec.ToolCalls, exec.Result, exec.CompletedAt = usage, res.ToolCallCount, res.Text, &end
@@ -201,6 +226,9 @@ type Transcript struct {
 	// ExecutionID is the executor's execution; empty for the planner.
 	ExecutionID string
 	Now         func() time.Time
+	// gate, when set, holds the messages while the executor's start
+	// commits (startGate).
+	gate *startGate
 
 	mu     sync.Mutex
 	failed error // the first queued write that failed
@@ -216,20 +244,32 @@ func (t *Transcript) Append(ctx context.Context, e agents.TranscriptEntry) error
 	}
 	q, ok := t.Store.(AgentMessageQueue)
 	if !ok {
+		if t.gate != nil {
+			if err := t.gate.wait(ctx); err != nil {
+				return err
+			}
+		}
 		return t.Store.AppendAgentMessage(ctx, m)
 	}
 	if err := t.err(); err != nil {
 		return err
 	}
-	q.QueueAgentMessage(ctx, m, func(err error) {
-		if err != nil {
-			t.mu.Lock()
-			if t.failed == nil {
-				t.failed = err
+	queue := func() {
+		q.QueueAgentMessage(ctx, m, func(err error) {
+			if err != nil {
+				t.mu.Lock()
+				if t.failed == nil {
+					t.failed = err
+				}
+				t.mu.Unlock()
 			}
-			t.mu.Unlock()
-		}
-	})
+		})
+	}
+	if t.gate != nil {
+		t.gate.do(queue)
+	} else {
+		queue()
+	}
 	return t.err()
 }
 

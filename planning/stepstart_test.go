@@ -2,6 +2,7 @@ package planning_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -70,7 +71,10 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 		records := dbtest.NewStores(t, db).PlanRecords
 		store := refusingStore{PlanRecords: records, refuse: map[int]bool{2: true}}
 		var committed batches
-		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: committed.onCommit})
+		// A linger, so that a writer busy with another batch when step 3's
+		// start is submitted (a loaded machine) still gathers its
+		// executor's start with it.
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: committed.onCommit, Linger: 20 * time.Millisecond})
 		require.NoError(t, err)
 		l.Start()
 		t.Cleanup(l.Close)
@@ -153,5 +157,127 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 				require.Equal(t, startAt, spawnAt, "step %d: its start and its executor's commit together", x.StepNumber)
 			}
 		}
+	})
+}
+
+// startGatedStore is the real store, except that an executor's start waits
+// until its executor's first model call began (called), and the start of
+// the executor of step refuse is refused.
+type startGatedStore struct {
+	persistence.PlanRecords
+	called func(step int) <-chan struct{}
+	refuse int
+}
+
+func (s startGatedStore) StartExecution(ctx context.Context, a planning.AgentRecord, sess planning.AgentSession, x planning.Execution) error {
+	select {
+	case <-s.called(x.StepNumber):
+	case <-time.After(10 * time.Second):
+		return apperr.New(apperr.Internal, "step %d: its executor waited for its start before its first call", x.StepNumber)
+	}
+	if x.StepNumber == s.refuse {
+		return apperr.New(apperr.Internal, "refused: the executor of step %d", x.StepNumber)
+	}
+	return s.PlanRecords.StartExecution(ctx, a, sess, x)
+}
+
+// An executor's first model call runs while its start commits: what it
+// emits and writes meanwhile waits, and is stored and announced after its
+// start; its tools wait for the start (agents.Task.Ready). When the start
+// is refused, the executor is stopped with that cause and nothing it did
+// is stored or announced — the step ends failed, announcing only its end.
+func TestExecutorStartsWhileItsStartCommits(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		records := dbtest.NewStores(t, db).PlanRecords
+		var mu sync.Mutex
+		calls := map[int]chan struct{}{}
+		called := func(step int) chan struct{} {
+			mu.Lock()
+			defer mu.Unlock()
+			if calls[step] == nil {
+				calls[step] = make(chan struct{})
+			}
+			return calls[step]
+		}
+		store := startGatedStore{PlanRecords: records, called: func(step int) <-chan struct{} { return called(step) }, refuse: 2}
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+			if _, err := l.Append("r1", e); err != nil {
+				t.Logf("append: %v", err)
+			}
+		}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+
+		var stopped sync.Map // step -> the cause its executor was stopped with
+		executor := func(ctx context.Context, task agents.Task) (agents.Result, error) {
+			step := task.Data.StepNumber
+			// "The first model call": it streams text before the start
+			// committed (the store waits for it).
+			task.Events.Emit(ctx, event.Text{Content: fmt.Sprintf("step %d thinks", step)})
+			close(called(step))
+			require.NotNil(t, task.Ready, "the executor is told what to wait for before its tools")
+			if err := task.Ready(ctx); err != nil {
+				stopped.Store(step, context.Cause(ctx))
+				return agents.Result{Finished: agents.FinishError, Usage: event.Usage{InputTokens: 7}}, err
+			}
+			return agents.Result{Text: fmt.Sprintf("result of step %d", step), Finished: agents.FinishCompleted}, nil
+		}
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+		require.NoError(t, err)
+		orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: executor}, Tools: rt,
+			Lookup: allowed("web_fetch", "create_task"), Executor: agents.Role{Name: event.RoleExecutor, Model: "exec-model"}})
+		require.NoError(t, err)
+		res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2), exec(3, 1)}}, em)
+		require.NoError(t, err)
+		require.NoError(t, l.Sync(ctx, "r1"))
+		planID := res.Plan.ID
+
+		p, err := store.GetPlan(ctx, planID)
+		require.NoError(t, err)
+		require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCompleted}, stepStatuses(p))
+		require.Contains(t, p.Steps[1].Error, "could not record the executor")
+		cause, ok := stopped.Load(2)
+		require.True(t, ok, "the executor whose start was refused is stopped")
+		require.ErrorContains(t, cause.(error), "refused: the executor of step 2")
+		_, ok = stopped.Load(1)
+		require.False(t, ok)
+
+		stored, err := l.Events(ctx, "r1", 0, 0)
+		require.NoError(t, err)
+		seen := map[int][]string{}
+		for _, e := range stored {
+			switch ev := e.Event.(type) {
+			case event.StepStart:
+				seen[ev.Step.Number] = append(seen[ev.Step.Number], "start")
+			case event.ExecutorSpawned:
+				seen[ev.StepNumber] = append(seen[ev.StepNumber], "spawned")
+			case event.Text:
+				if e.Source.Role == event.RoleExecutor {
+					seen[e.Source.StepNumber] = append(seen[e.Source.StepNumber], ev.Content)
+				}
+			case event.StepComplete:
+				seen[ev.Step.Number] = append(seen[ev.Step.Number], "complete")
+			}
+		}
+		require.Equal(t, map[int][]string{
+			1: {"start", "spawned", "step 1 thinks", "complete"},
+			2: {"start", "complete"},
+			3: {"start", "spawned", "step 3 thinks", "complete"},
+		}, seen, "what an executor emitted before its start committed is announced after it, and not at all when it was refused")
+
+		execs, err := store.ListExecutions(ctx, planID)
+		require.NoError(t, err)
+		require.Len(t, execs, 2, "no execution is written for the executor whose start was refused")
+		for _, x := range execs {
+			msgs, err := store.ListAgentMessages(ctx, x.AgentSessionID)
+			require.NoError(t, err)
+			require.Len(t, msgs, 2, "the messages written while the start committed are stored after it")
+		}
+		require.NoError(t, l.Sync(ctx, "r1"))
 	})
 }

@@ -18,6 +18,7 @@ type Commit struct {
 	done  chan struct{}
 	err   error
 	then  func(error) // Submit's callback, told in Resolve
+	now   bool        // SubmitNow: commit at once, as a waited one
 }
 
 // Take claims c for the sink that stores its event and returns its write,
@@ -45,10 +46,11 @@ func (c *Commit) Resolve(err error) {
 	}
 }
 
-// Waited reports whether a caller waits for c's outcome (Record) rather
-// than hearing it later (Submit): a sink that gathers writes commits a
-// waited one at once, and may let a submitted one wait for what follows.
-func (c *Commit) Waited() bool { return c != nil && c.then == nil }
+// Waited reports whether a caller waits for c's outcome (Record, or
+// SubmitNow: it goes on meanwhile, but waits before long) rather than
+// hearing it later (Submit): a sink that gathers writes commits a waited
+// one at once, and may let a submitted one wait for what follows.
+func (c *Commit) Waited() bool { return c != nil && (c.then == nil || c.now) }
 
 // ErrNotStored is Record's error when the event reached no sink that stores
 // it (the run had ended, or its log failed): neither the write nor the
@@ -113,6 +115,18 @@ func (e Emitter) Record(ctx context.Context, ev Event, write func(context.Contex
 // submitted write at once (Commit.Waited): it rides with what is recorded
 // next, or commits after the log's short gathering delay.
 func (e Emitter) Submit(ctx context.Context, ev Event, write func(context.Context) error, done func(error)) {
+	e.submit(ctx, ev, write, done, false)
+}
+
+// SubmitNow is Submit for a caller that goes on while the write commits
+// but will wait for its outcome before long (an executor whose first model
+// call runs while its start commits): the sink commits it at once, as it
+// does a Record's, instead of letting it ride with what follows.
+func (e Emitter) SubmitNow(ctx context.Context, ev Event, write func(context.Context) error, done func(error)) {
+	e.submit(ctx, ev, write, done, true)
+}
+
+func (e Emitter) submit(ctx context.Context, ev Event, write func(context.Context) error, done func(error), now bool) {
 	tell := func(err error) {
 		if done != nil {
 			done(err)
@@ -126,7 +140,7 @@ func (e Emitter) Submit(ctx context.Context, ev Event, write func(context.Contex
 		tell(e.Record(ctx, ev, write))
 		return
 	}
-	c := &Commit{write: write, done: make(chan struct{}), then: tell}
+	c := &Commit{write: write, done: make(chan struct{}), then: tell, now: now}
 	e.sink.Emit(ctx, Envelope{TS: e.clock()().UTC(), Source: e.src, Event: ev, Commit: c})
 	if c.taken.CompareAndSwap(false, true) {
 		tell(ErrNotStored) // no sink on the way took it

@@ -12,7 +12,8 @@ import (
 
 // A sink that stores events tells a Record, whose caller waits for the
 // commit, from a Submit, whose caller does not (Commit.Waited): the run log
-// commits the first at once and lets the second ride with what follows.
+// commits the first at once and lets the second ride with what follows; a
+// SubmitNow, whose caller goes on but waits soon, is committed at once too.
 func TestCommitWaited(t *testing.T) {
 	t.Parallel()
 	var got []bool
@@ -28,5 +29,8 @@ func TestCommitWaited(t *testing.T) {
 	em.Submit(t.Context(), event.Text{Content: "b"}, write, func(err error) { submitted = err })
 	require.NoError(t, submitted)
 	em.Emit(t.Context(), event.Text{Content: "c"})
-	require.Equal(t, []bool{true, false, false}, got, "Record waits; Submit and a bare event do not")
+	submitted = context.Canceled
+	em.SubmitNow(t.Context(), event.Text{Content: "d"}, write, func(err error) { submitted = err })
+	require.NoError(t, submitted)
+	require.Equal(t, []bool{true, false, false, true}, got, "Record and SubmitNow are committed at once; Submit and a bare event need not be")
 }
