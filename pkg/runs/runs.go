@@ -24,6 +24,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/logctx"
 )
 
 // CancelRequest is a cancel asked of a run on any replica.
@@ -244,6 +245,9 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		return err
 	}
 	log := s.cfg.Logger.With().Str("run_id", r.ID).Str("kind", r.Kind).Int("attempt", r.Attempts).Logger()
+	// What the work logs names the run and its user, as a handler's lines
+	// do (the request's line names the run too).
+	ctx = logctx.With(logctx.With(ctx, "run_id", r.ID), "user", r.UserID)
 	if r.Attempts > 1 {
 		log.Info().Msg("taking over a run")
 		if s.cfg.OnTakeOver != nil {
