@@ -247,7 +247,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		Feed:         feed,
 		Poll:         remotePoll(db),
 		Metrics:      m,
-		Stream:       event.StreamConfig{KeepAlive: cfg.Server.KeepaliveInterval},
+		KeepAlive:    cfg.Server.KeepaliveInterval,
 		OnDisconnect: cfg.Server.OnDisconnect,
 		Logger:       log,
 	})

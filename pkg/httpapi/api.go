@@ -18,7 +18,8 @@ import (
 // APIConfig configures the /api routes.
 type APIConfig struct {
 	Auth AuthConfig
-	// Chat runs turns. Required.
+	// Chat reserves and opens turns (validation, limits, the session and
+	// the user's message) and cancels those not yet runs. Required.
 	Chat *chat.Service
 	// Sessions lists sessions. Required.
 	Sessions Sessions
@@ -40,10 +41,11 @@ type APIConfig struct {
 	// Metrics, when set, counts open streams and is served at GET /metrics
 	// to operators (apikey mode: an operator's key; none: the local user).
 	Metrics *metrics.Metrics
-	// Stream configures each SSE stream's buffer and keep-alives.
-	Stream event.StreamConfig
-	// Runs and Feed, when set (both), make every stream a view of the run
-	// log and serve /api/runs (see runs.go).
+	// KeepAlive is how often a quiet stream gets a keep-alive comment
+	// (default 15 s).
+	KeepAlive time.Duration
+	// Runs is the run log every stream is a view of, and Feed what wakes
+	// its followers (see runs.go). Required.
 	Runs RunLog
 	Feed *event.Feed
 	// Poll is how often a follower of a run that is not live in this
@@ -52,14 +54,14 @@ type APIConfig struct {
 	// waking them (persistence.Listener.WakeOnCommit) it is only a safety
 	// net and can be slow.
 	Poll time.Duration
-	// Queue, when set (with Runs and Feed), makes runs jobs: handlers
-	// create them with their job and follow their log; a worker on any
-	// replica runs them (see queued.go).
+	// Queue creates runs with their jobs and records cancels: handlers
+	// create runs and follow their log; a worker on any replica runs them
+	// (pkg/runs; see runstream.go). Required.
 	Queue RunQueue
 	// OnDisconnect is what a client's disconnect does to the run it
 	// started, unless its request says (OnContinue: the run goes on and
 	// the client rejoins with Last-Event-ID; OnCancel: it is cancelled with
-	// cause disconnect). Default OnContinue; it applies to runs in the log.
+	// cause disconnect). Default OnContinue.
 	OnDisconnect string
 	// NewID makes run ids (default UUIDv7).
 	NewID  func() string
@@ -82,7 +84,7 @@ type API struct {
 	turns       *turnHandlers
 	sessions    *sessionHandlers
 	me          *meHandlers
-	runs        *runHandlers        // nil without a run log
+	runs        *runHandlers
 	plans       *planHandlers       // nil without a PlanStore
 	control     *planControl        // nil without Plans (or a PlanStore)
 	planEvents  *planEvents         // nil like control
@@ -109,12 +111,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		bad.Add("OnDisconnect", "%q is not %s or %s", cfg.OnDisconnect, OnContinue, OnCancel)
 	}
 	apperr.Positive(&bad, "Poll", &cfg.Poll, 250*time.Millisecond)
-	if (cfg.Runs == nil) != (cfg.Feed == nil) {
-		bad.Add("Runs", "goes together with Feed")
-	}
-	if cfg.Queue != nil && cfg.Runs == nil {
-		bad.Add("Queue", "needs Runs and Feed")
-	}
+	bad.Required("Runs", cfg.Runs == nil)
+	bad.Required("Feed", cfg.Feed == nil)
+	bad.Required("Queue", cfg.Queue == nil)
 	if cfg.Auth.Logger.GetLevel() == zerolog.NoLevel {
 		cfg.Auth.Logger = cfg.Logger
 	}
@@ -122,7 +121,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if err := bad.Err("httpapi: invalid API config"); err != nil {
 		return nil, err
 	}
-	keepAlive := cfg.Stream.KeepAlive
+	keepAlive := cfg.KeepAlive
 	if keepAlive <= 0 {
 		keepAlive = 15 * time.Second
 	}
@@ -131,22 +130,17 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		sessions: &sessionHandlers{sessions: cfg.Sessions},
 		me:       &meHandlers{authMode: cfg.Auth.Mode, projects: cfg.Projects},
 	}
-	var fol *follower
-	if cfg.Runs != nil {
-		fol = &follower{runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll, anyUser: cfg.AnyUser, keepAlive: keepAlive}
-		a.runs = &runHandlers{runs: cfg.Runs, follower: fol, deps: d}
-	}
-	streams := &runStreams{deps: d, runs: cfg.Runs, feed: cfg.Feed, queue: cfg.Queue, follower: fol, stream: cfg.Stream,
-		onDisconnect: cfg.OnDisconnect}
+	fol := &follower{runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll, anyUser: cfg.AnyUser, keepAlive: keepAlive}
+	a.runs = &runHandlers{runs: cfg.Runs, follower: fol, deps: d}
+	streams := &runStreams{deps: d, runs: cfg.Runs, feed: cfg.Feed, queue: cfg.Queue, follower: fol, onDisconnect: cfg.OnDisconnect}
 	var plans PlanReader
 	if cfg.PlanStore != nil {
 		plans = cfg.PlanStore
 		a.plans = &planHandlers{deps: d, store: cfg.PlanStore, runs: cfg.Runs}
 		if cfg.Plans != nil {
-			a.control = &planControl{deps: d, store: cfg.PlanStore, plans: cfg.Plans, chat: cfg.Chat, sessions: cfg.Sessions,
+			a.control = &planControl{deps: d, store: cfg.PlanStore, plans: cfg.Plans, sessions: cfg.Sessions,
 				runs: cfg.Runs, queue: cfg.Queue, follower: fol, streams: streams}
-			a.planEvents = &planEvents{deps: d, store: cfg.PlanStore, plans: cfg.Plans, runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll,
-				streams: streams}
+			a.planEvents = &planEvents{deps: d, store: cfg.PlanStore, runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll}
 		}
 	}
 	a.turns = &turnHandlers{deps: d, chat: cfg.Chat, sessions: cfg.Sessions, plans: plans, runs: cfg.Runs, queue: cfg.Queue,
@@ -167,10 +161,8 @@ func (a *API) Routes(e *echo.Echo) {
 	g.POST("/agent/prewarm", a.turns.prewarm)
 	g.GET("/sessions", a.sessions.list)
 	g.GET("/sessions/:id", a.sessions.get)
-	if a.runs != nil {
-		g.GET("/runs/:id", a.runs.get)
-		g.GET("/runs/:id/events", a.runs.events)
-	}
+	g.GET("/runs/:id", a.runs.get)
+	g.GET("/runs/:id/events", a.runs.events)
 	if a.plans != nil {
 		g.GET("/plans", a.plans.list)
 		g.GET("/plans/:id", a.plans.get)

@@ -19,8 +19,8 @@ func TestNewAPIReportsEveryBadField(t *testing.T) {
 		want []string
 	}{
 		{"everything wrong", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey}, OnDisconnect: "later",
-			Poll: -time.Second, Feed: event.NewFeed()}, []string{"Chat", "Sessions", "OnDisconnect", "Poll", "Runs", "Auth.Keys"}},
-		{"unknown auth mode", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "basic"}}, []string{"Chat", "Sessions", "Auth.Mode"}},
+			Poll: -time.Second, Feed: event.NewFeed()}, []string{"Chat", "Sessions", "OnDisconnect", "Poll", "Runs", "Queue", "Auth.Keys"}},
+		{"unknown auth mode", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "basic"}}, []string{"Chat", "Sessions", "Runs", "Feed", "Queue", "Auth.Mode"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -28,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -83,6 +84,8 @@ type chatEnv struct {
 	runs   *persistence.RunLog
 	feed   *event.Feed
 	db     *persistence.DB
+	// worker runs the env's runs (River jobs), as `serve` wires it.
+	worker *runs.Service
 }
 
 func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpapi.APIConfig)) chatEnv {
@@ -92,7 +95,10 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 
 // newChatEnvOn is newChatEnv on db; with a listener, its run log NOTIFYs
 // its commits and the listener wakes its feed for other processes' (as
-// cmd wires a PostgreSQL replica).
+// cmd wires a PostgreSQL replica). Its runs are River jobs worked by a
+// runs.Service in this process, as `serve` wires them (cmd/planwright's
+// newJobSystem): the handlers enqueue and follow, a worker runs the turn
+// or the plan — on any env sharing the database.
 func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(*httpapi.APIConfig), listener *persistence.Listener) chatEnv {
 	t.Helper()
 	stores := dbtest.NewStores(t, db)
@@ -122,15 +128,21 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
 	feed := event.NewFeed()
-	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger,
+	runLog, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger,
 		Listener: listener})
 	require.NoError(t, err)
 	if listener != nil {
 		t.Cleanup(listener.WakeOnCommit(feed))
 	}
-	runs.Start()
-	t.Cleanup(runs.Close)
-	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runs,
+	runLog.Start()
+	t.Cleanup(runLog.Close)
+	// The worker is built after the chat service, which cancels turns
+	// through it (multitask interrupt), as cmd's turnCanceller does.
+	var worker *runs.Service
+	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runLog,
+		CancelTurn: func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
+			return worker.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
+		},
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
@@ -147,17 +159,39 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 		require.NoError(t, stores.Keys.CreateKey(context.Background(), key))
 		env.keys[u] = secret
 	}
-	env.runs, env.feed = runs, feed
+	env.runs, env.feed = runLog, feed
 	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
 		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
-		Runs: runs, Feed: feed}
+		Runs: runLog, Feed: feed}
 	if mutate != nil {
 		mutate(&cfg)
 	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = meter
 	}
+	// The job system works the turns of cfg.Chat (a test may replace it).
+	_, err = db.MigrateJobs(context.Background())
+	require.NoError(t, err)
+	owner := persistence.NewID()
+	jobs, err := persistence.NewJobs(context.Background(), db, persistence.JobsConfig{ID: owner, Logger: logger,
+		Work: func(ctx context.Context, runID string) error { return worker.Work(ctx, runID) }})
+	require.NoError(t, err)
+	control := orch.Control()
+	plan := runs.PlanWork(stores.PlanRecords, cfg.Chat)
+	worker, err = runs.New(runs.Config{Store: jobs, Log: runLog, Feed: feed, Owner: owner, PollInterval: 50 * time.Millisecond, Logger: logger,
+		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(cfg.Chat), persistence.RunApprove: plan, persistence.RunResume: plan},
+		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
+			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})
+			return err
+		}})
+	require.NoError(t, err)
+	env.worker = worker
+	if cfg.Queue == nil {
+		cfg.Queue = worker
+	}
+	worker.Start()
+	require.NoError(t, jobs.Start(context.Background()))
 	api, err := httpapi.NewAPI(cfg)
 	require.NoError(t, err)
 	env.logs = logs
@@ -168,6 +202,12 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 	env.srv = srv
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
+	// Before the server closes: running jobs are cancelled, so no handler
+	// waits on a run that would never end.
+	t.Cleanup(func() {
+		require.NoError(t, jobs.Close())
+		worker.Stop()
+	})
 	env.url = ts.URL
 	return env
 }
@@ -506,19 +546,25 @@ func TestProviderErrorEndsWithErrorThenDone(t *testing.T) {
 	require.Equal(t, "unavailable", frames[len(frames)-2].Env["error"].(map[string]any)["code"])
 	require.Equal(t, "error", frames[len(frames)-1].Env["finished_reason"])
 
-	// A log line written deep in the agent loop names the request, the
-	// user, the session and the run.
-	var line map[string]any
+	// A log line written deep in the agent loop (by the worker that runs
+	// the turn) names the user, the session and the run; the request's
+	// line names the run too, so the two join.
+	var line, request map[string]any
 	for _, l := range env.logs.lines(t) {
-		if l["message"] == "agent model call failed" {
+		switch {
+		case l["message"] == "agent model call failed":
 			line = l
+		case l["message"] == "request" && l["path"] == "/api/agent/stream":
+			request = l
 		}
 	}
 	require.NotNil(t, line)
-	require.NotEmpty(t, line["request_id"])
+	require.NotNil(t, request)
+	require.NotEmpty(t, request["request_id"])
 	require.Equal(t, "alice", line["user"])
 	require.Equal(t, frames[1].Env["session"].(map[string]any)["id"], line["session_id"])
 	require.NotEmpty(t, line["run_id"])
+	require.Equal(t, request["run_id"], line["run_id"])
 }
 
 func TestAuthModes(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
-	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/runs"
@@ -66,10 +65,9 @@ type planControl struct {
 	deps
 	store    PlanStore
 	plans    PlanControl
-	chat     *chat.Service
 	sessions Sessions
-	runs     RunLog   // nil without a run log
-	queue    RunQueue // nil: plan runs run in the handler
+	runs     RunLog
+	queue    RunQueue
 	follower *follower
 	streams  *runStreams
 }
@@ -140,8 +138,9 @@ func (h *planControl) resume(c echo.Context) error {
 	return h.runPlan(c, claimed, body.Stream)
 }
 
-// runPlan runs a claimed plan, then has the synthesizer write the answer
-// into the plan's session, streaming everything (or answering JSON at the
+// runPlan creates the run of a claimed plan with its job — a worker runs
+// the plan, then has the synthesizer write the answer into the plan's
+// session (runs.PlanWork) — and streams the run (or answers JSON at its
 // end).
 func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	kind := "approve"
@@ -149,52 +148,13 @@ func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) err
 		kind = "resume"
 	}
 	r := event.Run{ID: h.newID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
-	// produce runs the plan, continues its conversation (chat) and ends the
-	// run's events with done.
-	produce := func(ctx context.Context, em event.Emitter) (PlanRunResult, error) {
-		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID})
-		var out PlanRunResult
-		o, err := h.chat.ContinuePlan(ctx, r.ID, p, em)
-		if err == nil {
-			out = PlanRunResult{Plan: planView(o.Plan), Answer: o.Answer, MessageID: o.MessageID, Usage: o.Usage}
-		}
-		chat.EndPlanRun(ctx, sys, p.SessionID, o, err)
-		return out, err
-	}
-	announce := func(ctx context.Context, em event.Emitter) {
-		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID}).Emit(ctx, event.AgentState{State: event.StateExecutingPlan, RunID: r.ID})
-	}
-	if h.streams.queued() {
-		c.Set(LogRunID, r.ID)
-		first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
-			Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
-		if stream != nil && !*stream {
-			return h.planJSONQueued(c, r, first)
-		}
-		return h.enqueuePlanRun(c, r, first)
-	}
+	c.Set(LogRunID, r.ID)
+	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
+		Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
 	if stream != nil && !*stream {
-		ctx, stop := workContext(c, h.streams.onDisconnect == OnContinue && h.streams.logged())
-		defer stop()
-		if h.streams.logged() {
-			c.Set(LogRunID, r.ID)
-		}
-		em, finish := h.streams.logJSON(ctx, r, announce)
-		out, err := produce(ctx, em)
-		finish()
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, out)
+		return h.planJSON(c, r, first)
 	}
-	if h.streams.logged() {
-		c.Set(LogRunID, r.ID)
-		return h.streams.serveRun(c, r, nil, h.streams.onDisconnect == OnContinue, func(ctx context.Context, em event.Emitter) {
-			announce(ctx, em)
-			_, _ = produce(ctx, em)
-		})
-	}
-	return h.streams.serveStream(c, func(ctx context.Context, em event.Emitter) { _, _ = produce(ctx, em) })
+	return h.enqueuePlanRun(c, r, first)
 }
 
 // enqueuePlanRun creates a claimed plan's approval or resume run with its
@@ -208,16 +168,16 @@ func (h *planControl) enqueuePlanRun(c echo.Context, r event.Run, first event.En
 	return h.streams.followQueued(c, r, 0, h.streams.onDisconnect == OnContinue)
 }
 
-// planJSONQueued answers a "stream": false approval or resume when runs are
-// jobs: its run is created with its job, and the answer is read back once
-// the run's log holds done.
-func (h *planControl) planJSONQueued(c echo.Context, r event.Run, first event.Envelope) error {
+// planJSON answers a "stream": false approval or resume: its run is
+// created with its job, and the answer is read back once the run's log
+// holds done.
+func (h *planControl) planJSON(c echo.Context, r event.Run, first event.Envelope) error {
 	ctx := c.Request().Context()
 	first.Seq = 1
 	if err := h.queue.Create(ctx, &r, first); err != nil {
 		return err
 	}
-	wctx, stop := workContext(c, false)
+	wctx, stop := followContext(c)
 	defer stop()
 	_ = h.follower.follow(wctx, io.Discard, func() {}, r.ID, 1)
 	switch {
@@ -278,7 +238,7 @@ func (h *planControl) cancel(c echo.Context) error {
 	if PrincipalOf(c).Role != auth.RoleOperator && plan.UserID != PrincipalOf(c).UserID {
 		return apperr.New(apperr.NotFound, "plan %s not found", plan.ID)
 	}
-	if h.streams.queued() && plan.Status == planning.StatusExecuting {
+	if plan.Status == planning.StatusExecuting {
 		w, live := h.plans.Watch(plan.ID)
 		w.Close()
 		if !live {

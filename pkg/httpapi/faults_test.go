@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/chat"
@@ -14,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/llmtest"
+	"github.com/planwright/planwright/pkg/runs"
 )
 
 // A provider that breaks off its stream after text reached the user ends
@@ -67,20 +69,26 @@ func TestBrokenProviderStreamEndsTheTurn(t *testing.T) {
 	}
 }
 
-// When the server begins draining, a running turn stops with cause
-// shutdown: a stream ends with error{code: shutdown} then done, a JSON
-// turn answers with that error, and both answers are stored as interrupted.
-func TestDrainingStopsTurns(t *testing.T) {
+// When the server begins draining, every stream ends with error{code:
+// shutdown} then done, and a JSON turn answers with that error. The runs
+// go on: the server's drain ends what it serves, not the work, which the
+// job system hands over (cmd: TestShutdownEndsStreamsAndKeepsTheWork); the
+// shutdown error is not in their logs, and they end later by their owner.
+// (Before runs were jobs only, the drain cancelled turns run in the
+// handler with cause shutdown.)
+func TestDrainingEndsStreamsNotRuns(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 2)
 	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
 	ctx := context.Background()
 	streamed := make(chan []frame, 1)
-	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "long", "client_turn_id": "s1"})
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "long", "client_turn_id": "s1", "stream_run_id": "drain-s1"})
 	go func() { streamed <- readStream(t, resp) }()
 	answered := make(chan httpapi.TurnResult, 1)
 	go func() {
-		r := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "long", "client_turn_id": "j1", "stream": false})
+		r := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+			map[string]any{"message": "long", "client_turn_id": "j1", "stream_run_id": "drain-j1", "stream": false})
 		answered <- decodeBody[httpapi.TurnResult](t, r)
 	}()
 	<-started
@@ -95,18 +103,32 @@ func TestDrainingStopsTurns(t *testing.T) {
 	res := <-answered
 	require.NotNil(t, res.Error)
 	require.Equal(t, "shutdown", res.Error.Code)
-	for _, turnID := range []string{"s1", "j1"} {
-		sessions, _, err := env.stores.Chats.ListSessions(ctx, "alice", 0, "")
+
+	for _, id := range []string{"drain-s1", "drain-j1"} {
+		r, err := env.runs.GetRun(ctx, "alice", id)
 		require.NoError(t, err)
-		found := false
-		for _, s := range sessions {
-			if m, err := env.stores.Chats.MessageByTurn(ctx, s.ID, turnID, chat.RoleAssistant); err == nil {
-				found = true
-				require.True(t, m.Interrupted, turnID)
-				require.Equal(t, "shutdown", m.InterruptedReason, turnID)
-				require.Equal(t, "partial ", m.Content, turnID)
+		require.Nil(t, r.FinishedAt, "%s goes on after the drain", id)
+		evs, err := env.runs.Events(ctx, id, 0, 100)
+		require.NoError(t, err)
+		for _, e := range evs {
+			if ev, ok := e.Event.(event.Error); ok {
+				require.NotEqual(t, httpapi.ShutdownCode, ev.Error.Code, "the drain is not in %s's log", id)
 			}
 		}
-		require.True(t, found, turnID)
+		// Its owner ends it (here: a cancel; in cmd the job system's drain
+		// hands it over).
+		require.NoError(t, env.worker.Cancel(ctx, "alice", id, runs.CancelRequest{Cause: string(agents.UserCancelled)}))
+	}
+	for _, turnID := range []string{"s1", "j1"} {
+		require.Eventually(t, func() bool {
+			sessions, _, err := env.stores.Chats.ListSessions(ctx, "alice", 0, "")
+			require.NoError(t, err)
+			for _, s := range sessions {
+				if m, err := env.stores.Chats.MessageByTurn(ctx, s.ID, turnID, chat.RoleAssistant); err == nil {
+					return m.Interrupted && m.InterruptedReason == "user_cancelled" && m.Content == "partial "
+				}
+			}
+			return false
+		}, 10*time.Second, 10*time.Millisecond, turnID)
 	}
 }

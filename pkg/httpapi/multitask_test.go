@@ -106,8 +106,10 @@ func lastFrame(t *testing.T, fs []frame) frame {
 }
 
 // A message to a session whose turn runs is refused with reject (the
-// default): a 409 before the stream opens on the replica that runs the
-// turn; on another replica, found in the database — a 409 for a JSON turn,
+// default): a 409 before the stream opens on the replica that took the
+// turn's request (its handler holds the turn while it follows the run,
+// whichever replica's worker runs it); on another replica, found in the
+// database — a 409 for a JSON turn,
 // an error event (conflict) in a stream. Nothing of it is stored.
 func TestMultitaskRejectRefusesWhileATurnRuns(t *testing.T) {
 	t.Parallel()

@@ -19,56 +19,19 @@ import (
 // its runs.
 type planEvents struct {
 	deps
-	store   PlanStore
-	plans   PlanControl
-	runs    RunLog // nil without a run log
-	feed    *event.Feed
-	poll    time.Duration
-	streams *runStreams
+	store PlanStore
+	runs  RunLog
+	feed  *event.Feed
+	poll  time.Duration
 }
 
-// watch streams a plan's events: live while it runs (to any number of
-// watchers), or its step history for a plan that is not running; then done.
+// watch streams a plan's events (see watchLog).
 func (h *planEvents) watch(c echo.Context) error {
 	plan, err := planFor(c, h.store, h.readerOf(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
-	if h.streams.logged() {
-		return h.watchLog(c, plan)
-	}
-	w, live := h.plans.Watch(plan.ID)
-	return h.streams.serveStream(c, func(ctx context.Context, em event.Emitter) {
-		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: plan.ID})
-		sink := em.Sink()
-		if live {
-			defer w.Close()
-		loop:
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case env, ok := <-w.Events:
-					if !ok {
-						break loop
-					}
-					sink.Emit(ctx, env)
-				}
-			}
-		} else {
-			replayPlan(ctx, sys, plan)
-		}
-		final, err := h.store.PlanFor(context.WithoutCancel(ctx), h.readerOf(PrincipalOf(c)), plan.ID)
-		if err != nil {
-			final = plan
-		}
-		finished := event.FinishedCompleted
-		if final.Status == planning.StatusCancelled {
-			finished = event.FinishedCancelled
-		}
-		sys.Emit(ctx, event.Done{FinishedReason: finished, SessionID: final.SessionID,
-			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}})
-	})
+	return h.watchLog(c, plan)
 }
 
 // watchLog streams a plan's whole history across its runs — ids
@@ -88,7 +51,7 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 	openSSE(c)
 	defer h.streamOpened()()
 	w := c.Response()
-	work, stop := workContext(c, false)
+	work, stop := followContext(c)
 	defer stop()
 	keep := time.NewTicker(h.keepAlive)
 	defer keep.Stop()

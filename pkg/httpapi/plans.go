@@ -40,7 +40,7 @@ type PlanStore interface {
 type planHandlers struct {
 	deps
 	store PlanStore
-	runs  RunLog // nil without a run log
+	runs  RunLog
 }
 
 // PlanList is a page of plans.
@@ -234,15 +234,13 @@ func (h *planHandlers) get(c echo.Context) error {
 	for _, e := range execs {
 		out.Executions = append(out.Executions, executionView(e))
 	}
-	out.Runs = []RunView{}
-	if h.runs != nil {
-		runs, err := h.runs.PlanRuns(ctx, p.ID)
-		if err != nil {
-			return err
-		}
-		for _, r := range runs {
-			out.Runs = append(out.Runs, runView(r))
-		}
+	runs, err := h.runs.PlanRuns(ctx, p.ID)
+	if err != nil {
+		return err
+	}
+	out.Runs = make([]RunView, 0, len(runs))
+	for _, r := range runs {
+		out.Runs = append(out.Runs, runView(r))
 	}
 	return c.JSON(http.StatusOK, out)
 }

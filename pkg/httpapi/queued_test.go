@@ -9,62 +9,21 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
-	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 )
-
-// newQueuedEnv is a chat environment whose runs are River jobs worked by
-// a runs.Service in this process (as `serve` wires it).
-func newQueuedEnv(t *testing.T, driver string, m agents.Model) chatEnv {
-	t.Helper()
-	var svc *runs.Service
-	env := newChatEnv(t, driver, m, func(cfg *httpapi.APIConfig) {
-		cfg.Queue = queueFunc(func() *runs.Service { return svc })
-	})
-	db := env.db
-	_, err := db.MigrateJobs(context.Background())
-	require.NoError(t, err)
-	jobs, err := persistence.NewJobs(context.Background(), db, persistence.JobsConfig{
-		Work: func(ctx context.Context, runID string) error { return svc.Work(ctx, runID) },
-	})
-	require.NoError(t, err)
-	plan := runs.PlanWork(env.stores.PlanRecords, env.svc)
-	svc, err = runs.New(runs.Config{Store: jobs, Log: env.runs, Feed: env.feed, Owner: persistence.NewID(), PollInterval: 50 * time.Millisecond,
-		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(env.svc), persistence.RunApprove: plan, persistence.RunResume: plan}})
-	require.NoError(t, err)
-	svc.Start()
-	require.NoError(t, jobs.Start(context.Background()))
-	t.Cleanup(func() {
-		require.NoError(t, jobs.Close())
-		svc.Stop()
-	})
-	return env
-}
-
-// queueFunc defers to the service built after the API.
-type queueFunc func() *runs.Service
-
-func (q queueFunc) Create(ctx context.Context, r *event.Run, first event.Envelope) error {
-	return q().Create(ctx, r, first)
-}
-
-func (q queueFunc) Cancel(ctx context.Context, userID, runID string, req runs.CancelRequest) error {
-	return q().Cancel(ctx, userID, runID, req)
-}
 
 func TestQueuedTurnRunsAsAJob(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			env := newQueuedEnv(t, driver, says("Hello there, Alice."))
+			env := newChatEnv(t, driver, says("Hello there, Alice."), nil)
 			ctx := context.Background()
 			frames := readStream(t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
 				map[string]any{"message": "hi", "client_turn_id": "t1", "stream_run_id": "run-q1"}))
@@ -93,7 +52,7 @@ func TestQueuedTurnRunsAsAJob(t *testing.T) {
 func TestQueuedTurnCancelAndDisconnect(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
-	env := newQueuedEnv(t, persistence.DriverSQLite, stalls(started))
+	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
 	ctx := context.Background()
 
 	// Cancelled through the cancel route: recorded on the run, carried out
@@ -137,7 +96,7 @@ func TestQueuedTurnGoesOnWhenItsClientLeaves(t *testing.T) {
 	t.Parallel()
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
-	env := newQueuedEnv(t, persistence.DriverSQLite, waitsFor(started, release, "All done."))
+	env := newChatEnv(t, persistence.DriverSQLite, waitsFor(started, release, "All done."), nil)
 	ctx := context.Background()
 	cctx, cancel := context.WithCancel(ctx)
 	resp := env.request(t, cctx, "alice", "POST", "/api/agent/stream",
@@ -182,7 +141,7 @@ func waitsFor(started chan<- struct{}, release <-chan struct{}, text string) *mo
 // JSON answer is read back from what the run stored.
 func TestQueuedTurnAnswersJSON(t *testing.T) {
 	t.Parallel()
-	env := newQueuedEnv(t, persistence.DriverSQLite, says("Hello there, Alice."))
+	env := newChatEnv(t, persistence.DriverSQLite, says("Hello there, Alice."), nil)
 	ctx := context.Background()
 	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
 		map[string]any{"message": "hi", "stream": false, "stream_run_id": "run-json", "client_turn_id": "tj"})
@@ -202,7 +161,7 @@ func TestQueuedTurnAnswersJSON(t *testing.T) {
 // runs as a job, and the JSON answer is read back from what it stored.
 func TestQueuedApprovalAnswersJSON(t *testing.T) {
 	t.Parallel()
-	env := newQueuedEnv(t, persistence.DriverSQLite, scriptedModel(t, reviewScript))
+	env := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, reviewScript), nil)
 	ctx := context.Background()
 	planID, sessionID := draftPlan(t, env)
 	resp := env.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"stream": false})

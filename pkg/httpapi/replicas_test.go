@@ -40,10 +40,11 @@ func replicas(t *testing.T, n int, poll time.Duration, model func() agents.Model
 	return out
 }
 
-// A follower on replica B of a run that replica A runs, and a watcher on B
-// of a plan A runs, are woken by A's commits (LISTEN/NOTIFY): with a poll
-// of an hour they still see every event as A's own client does, and end
-// with it.
+// A follower on replica B of a run started on replica A, and a watcher on B
+// of a plan approved on A, are woken by the commits of the replica that
+// runs it (LISTEN/NOTIFY; either one's worker may take the job, and then
+// the other's follower is the remote one): with a poll of an hour they
+// still see every event as A's own client does, and end with it.
 func TestFollowersWakeAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	envs := replicas(t, 2, time.Hour, func() agents.Model { return scriptedModel(t, reviewScript) })

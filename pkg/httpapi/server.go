@@ -13,14 +13,16 @@
 // with the request id and never returned.
 //
 // The /api routes are the API's (NewAPI, API.Routes). Its handlers only
-// decode, authorize and stream; they are grouped by resource, each group a
+// decode, authorize, enqueue and stream: a turn, a plan's approval or
+// resume is a run that a worker of pkg/runs runs as a River job, and the
+// handler follows the run's log. They are grouped by resource, each group a
 // small type with the stores it uses and a shared deps: turnHandlers (a
 // chat turn, its cancel, prewarm), sessionHandlers, meHandlers, runHandlers
 // (a run and its events), planHandlers (reading plans), planControl
 // (approve, reject, cancel, resume), planEvents (a plan's events) and
-// definitionHandlers. The streaming groups share runStreams, which starts a
-// run and streams it, and follower, which writes a run's log to a client
-// from any seq.
+// definitionHandlers. The streaming groups share runStreams, which follows
+// a queued run (and logs the few runs no agent runs), and follower, which
+// writes a run's log to a client from any seq.
 package httpapi
 
 import (
@@ -245,10 +247,10 @@ func (s *Server) Addr() net.Addr {
 	return s.ln.Addr()
 }
 
-// Draining is closed when Shutdown begins. The work handlers start (turns,
-// plan runs) is cancelled then with cause agents.Shutdown (see
-// workContext), so streams end early, each with error{code: "shutdown"}
-// and done, instead of being cut at the deadline.
+// Draining is closed when Shutdown begins. Handlers stop following their
+// runs then (cause agents.Shutdown, see followContext), so streams end
+// early, each with error{code: "shutdown"} and done, instead of being cut
+// at the deadline; the runs go on (the job system hands them over).
 func (s *Server) Draining() <-chan struct{} { return s.draining }
 
 // Stopped is closed when the server has stopped serving, after Shutdown or
@@ -263,8 +265,8 @@ func (s *Server) Err() error {
 	return s.serveErr
 }
 
-// Shutdown closes Draining (which cancels running turns and plan runs
-// with cause agents.Shutdown), stops accepting connections, and waits for
+// Shutdown closes Draining (which ends every stream with
+// error{code: "shutdown"} and done), stops accepting connections, and waits for
 // in-flight requests to finish until ctx is done; then it closes the
 // connections still open and returns an error saying so. It returns once
 // the serving goroutine and every handler have ended (handlers get

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -54,9 +53,6 @@ type TurnResult struct {
 	Error            *ErrorDetail         `json:"error,omitempty"`
 }
 
-// syncTimeout bounds how long a JSON answer waits for its run's log.
-const syncTimeout = 10 * time.Second
-
 // CancelRequest is the body of POST /api/agent/stream/cancel.
 type CancelRequest struct {
 	StreamRunID string `json:"stream_run_id"`
@@ -64,15 +60,19 @@ type CancelRequest struct {
 }
 
 // turnHandlers serve chat turns: POST /api/agent/stream (streamed or one
-// JSON answer), its cancel, and prewarm.
+// JSON answer), its cancel, and prewarm. A turn is a run: the handler
+// reserves and opens it (validation, limits, the session and the user's
+// message), creates its run with its job and follows the run's log; a
+// worker runs it (pkg/runs). Only a turn that runs no agent — a repeat of
+// a finished turn, one that could not be opened — is logged here.
 type turnHandlers struct {
 	deps
 	chat     *chat.Service
 	sessions Sessions
 	plans    PlanReader // nil without a PlanStore
-	runs     RunLog     // nil without a run log
-	queue    RunQueue   // nil: turns run in the handler
-	follower *follower  // nil without a run log
+	runs     RunLog
+	queue    RunQueue
+	follower *follower
 	streams  *runStreams
 }
 
@@ -100,36 +100,26 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	defer turn.Release()
 	c.Set(LogRunID, turn.RunID)
 	c.SetRequest(c.Request().WithContext(logctx.With(c.Request().Context(), LogRunID, turn.RunID)))
-	opened := func(ctx context.Context) context.Context {
-		c.Set(LogSessionID, turn.Session.ID)
-		return logctx.With(ctx, LogSessionID, turn.Session.ID)
-	}
 	if body.Stream != nil && !*body.Stream {
 		if err := turn.Open(c.Request().Context()); err != nil {
 			return err
 		}
-		c.SetRequest(c.Request().WithContext(opened(c.Request().Context())))
-		if h.streams.queued() && turn.Replay == nil {
-			return h.turnJSONQueued(c, turn, detach)
+		c.Set(LogSessionID, turn.Session.ID)
+		c.SetRequest(c.Request().WithContext(logctx.With(c.Request().Context(), LogSessionID, turn.Session.ID)))
+		if turn.Replay != nil {
+			return h.replayJSON(c, turn)
 		}
 		return h.turnJSON(c, turn, detach)
 	}
-	if h.streams.logged() {
-		return h.streamTurnLogged(c, turn, detach, opened)
-	}
-	return h.streams.serveStream(c, func(ctx context.Context, em event.Emitter) {
-		// The first event goes out before any database work, so time to
-		// first event never queues behind the connection pool.
-		turn.AnnounceThinking(ctx, em)
-		h.produceTurn(turn, turn.Open(ctx), opened)(ctx, em)
-	})
+	return h.streamTurn(c, turn, detach)
 }
 
-// streamTurnLogged streams a turn as a view of its run's log. Its first
-// event, agent_state thinking with the run id, is written as seq 1 before
-// any database work; then the session and message are stored, the run
-// created (its log starts with that same event), and the turn runs.
-func (h *turnHandlers) streamTurnLogged(c echo.Context, turn *chat.Turn, detach bool, opened func(context.Context) context.Context) error {
+// streamTurn streams a turn as a view of its run's log. Its first event,
+// agent_state thinking with the run id, is written as seq 1 before any
+// database work, so time to first event never queues behind the
+// connection pool; then the session and message are stored, and the run
+// created with its job (its log starts with that same event).
+func (h *turnHandlers) streamTurn(c echo.Context, turn *chat.Turn, detach bool) error {
 	ctx := c.Request().Context()
 	openSSE(c)
 	var first event.Envelope
@@ -146,11 +136,19 @@ func (h *turnHandlers) streamTurnLogged(c echo.Context, turn *chat.Turn, detach 
 		run.UserID = PrincipalOf(c).UserID
 	}
 	var err error
-	if h.streams.queued() && openErr == nil && turn.Replay == nil {
+	switch {
+	case openErr != nil:
+		err = h.streams.logRun(c, run, first, func(ctx context.Context, em event.Emitter) {
+			sys := em.With(event.Source{Role: event.RoleSystem})
+			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(openErr)})
+			sys.Emit(ctx, event.Done{FinishedReason: event.FinishedError})
+		})
+	case turn.Replay != nil:
+		c.Set(LogSessionID, turn.Session.ID)
+		err = h.streams.logRun(c, run, first, func(ctx context.Context, em event.Emitter) { replay(ctx, em, turn) })
+	default:
 		c.Set(LogSessionID, turn.Session.ID)
 		err = h.enqueueTurn(c, turn, run, first, detach)
-	} else {
-		err = h.streams.serveRun(c, run, &first, detach, h.produceTurn(turn, openErr, opened))
 	}
 	if apperr.CodeOf(err) == apperr.Conflict {
 		// The run id names a run already: the client rejoins it when it
@@ -180,25 +178,6 @@ func (h *turnHandlers) streamTurnLogged(c echo.Context, turn *chat.Turn, detach 
 	return nil
 }
 
-// produceTurn is the work of a turn run in this handler (a replay, or a
-// turn that could not be opened, or every turn without a RunQueue).
-func (h *turnHandlers) produceTurn(turn *chat.Turn, openErr error, opened func(context.Context) context.Context) func(ctx context.Context, em event.Emitter) {
-	return func(ctx context.Context, em event.Emitter) {
-		sys := em.With(event.Source{Role: event.RoleSystem})
-		if openErr != nil {
-			sys.Emit(ctx, event.Error{Error: chat.ErrorInfo(openErr)})
-			sys.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedError})
-			return
-		}
-		ctx = opened(ctx)
-		if turn.Replay != nil {
-			replay(ctx, em, turn)
-			return
-		}
-		turn.Run(ctx, em)
-	}
-}
-
 // replay answers a repeat of a finished turn with a short stream: the
 // session, the stored answer, and done marked as a replay (after the
 // agent_state thinking the handler sent).
@@ -214,38 +193,18 @@ func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}})
 }
 
-func (h *turnHandlers) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
-	ctx, stop := workContext(c, detach && h.streams.logged())
-	defer stop()
-	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User)}
-	var answer chat.Message
-	if turn.Replay != nil {
-		answer, out.Replay = *turn.Replay, true
-		out.FinishedReason = answer.FinishedReason
-	} else {
-		run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
-		em, finish := h.streams.logJSON(ctx, run, func(ctx context.Context, em event.Emitter) { turn.AnnounceThinking(ctx, em) })
-		res := turn.Run(ctx, em)
-		finish()
-		answer, out.FinishedReason = res.Assistant, res.Finished
-		switch {
-		case res.Err != nil:
-			_, d := classify(res.Err)
-			out.Error = &d
-		case shuttingDown(ctx):
-			e := shutdownError().Error
-			out.Error = &ErrorDetail{Code: e.Code, Message: e.Message}
-		}
-	}
-	out.Session = sessionView(turn.Session)
-	out.AssistantMessage = messageView(answer)
-	out.ToolCalls = answer.ToolCalls
+// replayJSON answers a "stream": false repeat of a finished turn with the
+// stored answer.
+func (h *turnHandlers) replayJSON(c echo.Context, turn *chat.Turn) error {
+	answer := *turn.Replay
+	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User), AssistantMessage: messageView(answer),
+		ToolCalls: answer.ToolCalls, FinishedReason: answer.FinishedReason, Replay: true,
+		Usage: event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}}
 	if out.ToolCalls == nil {
 		out.ToolCalls = []chat.ToolCall{}
 	}
-	out.Usage = event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}
 	if answer.PlanID != "" && h.plans != nil {
-		if plan, err := h.plans.PlanFor(context.WithoutCancel(ctx), turn.User.UserID, answer.PlanID); err == nil {
+		if plan, err := h.plans.PlanFor(c.Request().Context(), turn.User.UserID, answer.PlanID); err == nil {
 			v := planView(plan)
 			out.Plan = &v
 		}
@@ -285,10 +244,10 @@ func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event
 	return run, nil
 }
 
-// turnJSONQueued answers a "stream": false turn when runs are jobs: its run
-// is created with its job like a streamed one (a worker on any replica runs
-// it), and the answer is read back once the run's log holds done.
-func (h *turnHandlers) turnJSONQueued(c echo.Context, turn *chat.Turn, detach bool) error {
+// turnJSON answers a "stream": false turn: its run is created with its job
+// like a streamed one (a worker on any replica runs it), and the answer is
+// read back once the run's log holds done.
+func (h *turnHandlers) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
 	ctx := c.Request().Context()
 	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
 	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
@@ -298,7 +257,7 @@ func (h *turnHandlers) turnJSONQueued(c echo.Context, turn *chat.Turn, detach bo
 		return err
 	}
 	c.Set(LogRunID, r.ID)
-	wctx, stop := workContext(c, false)
+	wctx, stop := followContext(c)
 	defer stop()
 	_ = h.follower.follow(wctx, io.Discard, func() {}, r.ID, 1)
 	out := TurnResult{UserMessage: messageView(turn.User), ToolCalls: []chat.ToolCall{}}
@@ -373,13 +332,11 @@ func (h *turnHandlers) cancel(c echo.Context) error {
 		return apperr.Invalidf(problems, "invalid cancel request")
 	}
 	user := PrincipalOf(c).UserID
-	var err error = apperr.New(apperr.NotFound, "stream run %s is not running", body.StreamRunID)
-	if h.streams.queued() {
-		// Recorded on the run: its owner, on any replica, carries it out.
-		err = h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, runs.CancelRequest{Cause: string(cause)})
-	}
+	// Recorded on the run: its owner, on any replica, carries it out.
+	err := h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, runs.CancelRequest{Cause: string(cause)})
 	if apperr.CodeOf(err) == apperr.NotFound {
-		err = h.chat.Cancel(user, body.StreamRunID, cause) // a run this handler runs
+		// A turn this process reserved that has no run yet.
+		err = h.chat.Cancel(user, body.StreamRunID, cause)
 	}
 	if err != nil {
 		return err
