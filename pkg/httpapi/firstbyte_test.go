@@ -86,7 +86,7 @@ func TestFirstEventPrecedesDatabaseWork(t *testing.T) {
 		require.NoError(t, err)
 		runner, err := agents.New(agents.Config{Model: says("Hello."), Tools: rt})
 		require.NoError(t, err)
-		svc, err := chat.NewService(chat.Config{Store: gate, Runner: runner,
+		svc, err := chat.NewService(chat.Config{Store: gate, Runner: runner, Turns: cfg.Runs.(*persistence.RunLog),
 			Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
 				return chat.Planner{Role: roles.Planner}, nil
 			}})
@@ -129,5 +129,6 @@ func TestFirstEventPrecedesDatabaseWork(t *testing.T) {
 	}
 	require.Equal(t, "session", got[0])
 	require.Equal(t, "done", got[len(got)-1])
+	require.NotContains(t, got, "error", "the turn ran to its end")
 	require.Positive(t, gate.done.Load())
 }
