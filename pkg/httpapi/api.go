@@ -144,7 +144,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		}
 	}
 	a.turns = &turnHandlers{deps: d, chat: cfg.Chat, sessions: cfg.Sessions, plans: plans, runs: cfg.Runs, queue: cfg.Queue,
-		follower: fol, streams: streams}
+		follower: fol, streams: streams, reserved: newReservations()}
 	if cfg.Definitions != nil {
 		a.definitions = &definitionHandlers{deps: d, store: cfg.Definitions, knownTool: cfg.KnownTool}
 	}

@@ -9,13 +9,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
 )
 
 func TestQueuedTurnRunsAsAJob(t *testing.T) {
@@ -174,4 +177,58 @@ func TestQueuedApprovalAnswersJSON(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, out.MessageID, msgs[len(msgs)-1].ID, "the answer is the session's last message")
 	require.Equal(t, out.Answer, msgs[len(msgs)-1].Content)
+}
+
+// A cancel that arrives after the turn was reserved but before its run
+// exists (the handler still stores the session and message) finds no run
+// to record itself on: it is kept and recorded on the run once the run is
+// created, so the run ends cancelled instead of running unasked.
+func TestCancelBeforeTheRunExistsIsKept(t *testing.T) {
+	t.Parallel()
+	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{})}
+	started := make(chan struct{}, 1)
+	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), func(cfg *httpapi.APIConfig) {
+		gate.Store = cfg.Sessions.(*persistence.Chats)
+		roles, err := agents.LoadRoles("../../configs/agents.yaml")
+		require.NoError(t, err)
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: cfg.PlanStore.(persistence.PlanRecords).ToolExecutions})
+		require.NoError(t, err)
+		runner, err := agents.New(agents.Config{Model: stalls(started), Tools: rt})
+		require.NoError(t, err)
+		svc, err := chat.NewService(chat.Config{Store: gate, Runner: runner, Turns: cfg.Runs.(*persistence.RunLog),
+			Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
+				return chat.Planner{Role: roles.Planner}, nil
+			}})
+		require.NoError(t, err)
+		cfg.Chat = svc
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "long", "client_turn_id": "early", "stream_run_id": "run-early"})
+	frames := make(chan []frame, 1)
+	go func() { frames <- readStream(t, resp) }()
+	select {
+	case <-gate.reached: // reserved; the session and message wait
+	case <-ctx.Done():
+		t.Fatal("the turn never reached the store")
+	}
+	_, err := env.runs.GetRun(ctx, "alice", "run-early")
+	require.Equal(t, apperr.NotFound, apperr.CodeOf(err), "no run yet")
+
+	r := env.request(t, ctx, "bob", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-early"})
+	require.Equal(t, http.StatusNotFound, r.StatusCode, "not bob's")
+	r.Body.Close()
+	r = env.request(t, ctx, "alice", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": "run-early"})
+	require.Equal(t, http.StatusAccepted, r.StatusCode)
+	r.Body.Close()
+	close(gate.open)
+
+	var got []frame
+	select {
+	case got = <-frames:
+	case <-ctx.Done():
+		t.Fatal("the run was not cancelled")
+	}
+	require.Equal(t, "cancelled", got[len(got)-1].Env["finished_reason"])
 }

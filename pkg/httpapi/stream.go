@@ -74,6 +74,7 @@ type turnHandlers struct {
 	queue    RunQueue
 	follower *follower
 	streams  *runStreams
+	reserved *reservations
 }
 
 func (h *turnHandlers) stream(c echo.Context) error {
@@ -98,6 +99,8 @@ func (h *turnHandlers) stream(c echo.Context) error {
 		return err
 	}
 	defer turn.Release()
+	h.reserved.add(turn.RunID, p.UserID)
+	defer h.reserved.take(turn.RunID)
 	c.Set(LogRunID, turn.RunID)
 	c.SetRequest(c.Request().WithContext(logctx.With(c.Request().Context(), LogRunID, turn.RunID)))
 	if body.Stream != nil && !*body.Stream {
@@ -229,6 +232,7 @@ func (h *turnHandlers) enqueueTurn(c echo.Context, turn *chat.Turn, run event.Ru
 func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event.Run, first event.Envelope) (event.Run, error) {
 	if prior := turn.User.StreamRunID; prior != "" && prior != run.ID {
 		if r, err := h.runs.GetRun(ctx, run.UserID, prior); err == nil && r.FinishedAt == nil {
+			h.forwardKeptCancel(ctx, turn, r)
 			return r, nil
 		}
 	}
@@ -241,7 +245,21 @@ func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event
 	if err := h.queue.Create(ctx, &run, first); err != nil {
 		return event.Run{}, err
 	}
+	h.forwardKeptCancel(ctx, turn, run)
 	return run, nil
+}
+
+// forwardKeptCancel ends the turn's reservation and records on its run r
+// the cancel that arrived while the run did not exist yet, if one did.
+func (h *turnHandlers) forwardKeptCancel(ctx context.Context, turn *chat.Turn, r event.Run) {
+	cause := h.reserved.take(turn.RunID)
+	if cause == "" {
+		return
+	}
+	if err := h.queue.Cancel(context.WithoutCancel(ctx), r.UserID, r.ID, runs.CancelRequest{Cause: string(cause)}); err != nil &&
+		apperr.CodeOf(err) != apperr.NotFound {
+		h.log.Warn().Ctx(ctx).Err(err).Str("run_id", r.ID).Msg("record a cancel that came before the run")
+	}
 }
 
 // turnJSON answers a "stream": false turn: its run is created with its job
@@ -333,10 +351,17 @@ func (h *turnHandlers) cancel(c echo.Context) error {
 	}
 	user := PrincipalOf(c).UserID
 	// Recorded on the run: its owner, on any replica, carries it out.
-	err := h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, runs.CancelRequest{Cause: string(cause)})
+	req := runs.CancelRequest{Cause: string(cause)}
+	err := h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, req)
 	if apperr.CodeOf(err) == apperr.NotFound {
-		// A turn this process reserved that has no run yet.
-		err = h.chat.Cancel(user, body.StreamRunID, cause)
+		if h.reserved.cancel(user, body.StreamRunID, cause) {
+			// A turn reserved here whose run does not exist yet: its
+			// handler records the cancel once it does.
+			err = nil
+		} else {
+			// Its run may have been created meanwhile.
+			err = h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, req)
+		}
 	}
 	if err != nil {
 		return err
