@@ -137,8 +137,8 @@ func (s *Chats) CreateSession(ctx context.Context, sess *chat.Session) error {
 	}
 	r := sessionRow(*sess)
 	sess.CreatedAt, sess.UpdatedAt, sess.Metadata = r.CreatedAt, r.UpdatedAt, json.RawMessage(r.Metadata)
-	return dbErr("create chat session", s.execInsert(ctx, `INSERT INTO chat_sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
-		r.ID, r.UserID, r.Title, r.ContextType, r.EntityID, r.AgentDefinitionID, r.Metadata, r.CreatedAt, r.UpdatedAt))
+	return s.execInsert(ctx, "create chat session", `INSERT INTO chat_sessions (`+sessionCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
+		r.ID, r.UserID, r.Title, r.ContextType, r.EntityID, r.AgentDefinitionID, r.Metadata, r.CreatedAt, r.UpdatedAt)
 }
 
 // GetSession returns userID's session id (AnyUser: anyone's). Another
@@ -175,15 +175,9 @@ func (s *Chats) GetSession(ctx context.Context, userID, id string) (chat.Session
 // never changed.
 func (s *Chats) UpdateSession(ctx context.Context, sess chat.Session) error {
 	r := sessionRow(sess)
-	n, err := s.exec(ctx, `UPDATE chat_sessions SET title = ?, context_type = ?, entity_id = ?, metadata = ?, updated_at = ?
-		WHERE id = ? AND user_id = ?`, r.Title, r.ContextType, r.EntityID, r.Metadata, s.stamp(), sess.ID, sess.UserID)
-	if err != nil {
-		return dbErr("update chat session", err)
-	}
-	if n == 0 {
-		return notFound("session", sess.ID)
-	}
-	return nil
+	return s.mustUpdate(ctx, "update chat session", func() error { return notFound("session", sess.ID) },
+		`UPDATE chat_sessions SET title = ?, context_type = ?, entity_id = ?, metadata = ?, updated_at = ? WHERE id = ? AND user_id = ?`,
+		r.Title, r.ContextType, r.EntityID, r.Metadata, s.stamp(), sess.ID, sess.UserID)
 }
 
 // ListSessions lists userID's sessions, most recently updated first, one

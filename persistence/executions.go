@@ -93,9 +93,9 @@ func (s *Executions) CreateAgent(ctx context.Context, a planning.AgentRecord) er
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	return dbErr("create agent", s.execInsert(ctx,
+	return s.execInsert(ctx, "create agent",
 		`INSERT INTO agents (id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		a.ID, string(a.Role), a.UserID, a.RunID, a.SessionID, a.PlanID, a.StepNumber, a.ParentID, a.Model, Timestamp(a.CreatedAt)))
+		a.ID, string(a.Role), a.UserID, a.RunID, a.SessionID, a.PlanID, a.StepNumber, a.ParentID, a.Model, Timestamp(a.CreatedAt))
 }
 
 // GetAgent returns one agent instance.
@@ -195,9 +195,9 @@ func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSes
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	return dbErr("create agent session", s.execInsert(ctx,
+	return s.execInsert(ctx, "create agent session",
 		`INSERT INTO agent_chat_sessions (id, agent_id, plan_id, step_number, user_id, created_at) VALUES (?,?,?,?,?,?)`,
-		a.ID, a.AgentID, a.PlanID, a.StepNumber, a.UserID, Timestamp(a.CreatedAt)))
+		a.ID, a.AgentID, a.PlanID, a.StepNumber, a.UserID, Timestamp(a.CreatedAt))
 }
 
 // StartExecution records an executor's agent, its conversation and its
@@ -223,11 +223,11 @@ func (s *Executions) CreateExecution(ctx context.Context, e planning.Execution) 
 	if e.Status == "" {
 		e.Status = planning.ExecutionRunning
 	}
-	return dbErr("create execution", s.execInsert(ctx, `INSERT INTO agent_executions (id, plan_id, step_number, agent_id,
+	return s.execInsert(ctx, "create execution", `INSERT INTO agent_executions (id, plan_id, step_number, agent_id,
 		agent_session_id, user_id, status, task, result, error, input_tokens, output_tokens, tool_calls, started_at, completed_at,
 		duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		e.ID, e.PlanID, e.StepNumber, e.AgentID, e.AgentSessionID, e.UserID, string(e.Status), e.Task, e.Result, e.Error,
-		e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS))
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS)
 }
 
 // FinishExecution closes an executor run with its outcome.
@@ -237,16 +237,10 @@ func (s *Executions) FinishExecution(ctx context.Context, e planning.Execution) 
 		now := s.now()
 		completed = &now
 	}
-	n, err := s.exec(ctx, `UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?,
-		tool_calls = ?, completed_at = ?, duration_ms = ? WHERE id = ?`,
+	return s.mustUpdate(ctx, "finish execution", func() error { return notFound("execution", e.ID) },
+		`UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?,
+		completed_at = ?, duration_ms = ? WHERE id = ?`,
 		string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, stampPtr(completed), e.DurationMS, e.ID)
-	if err != nil {
-		return dbErr("finish execution", err)
-	}
-	if n == 0 {
-		return notFound("execution", e.ID)
-	}
-	return nil
 }
 
 // ExecutionFor returns userID's execution id (AnyUser: anyone's).
@@ -286,7 +280,7 @@ func (s *Executions) ListExecutions(ctx context.Context, planID string) ([]plann
 // AppendAgentMessage stores one message of an agent's conversation.
 func (s *Executions) AppendAgentMessage(ctx context.Context, m planning.AgentMessage) error {
 	r := s.agentMessageRow(m)
-	return dbErr("append agent message", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
+	return s.execInsert(ctx, "append agent message", insertSQL(r.table, r.cols, len(r.args), 1), r.args...)
 }
 
 // QueueAgentMessage stores one message of an agent's conversation without
@@ -300,7 +294,7 @@ func (s *Executions) QueueAgentMessage(ctx context.Context, m planning.AgentMess
 	if s.queueInsert(ctx, r, func(err error) { done(dbErr("append agent message", err)) }) {
 		return
 	}
-	done(dbErr("append agent message", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...)))
+	done(s.execInsert(ctx, "append agent message", insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
 }
 
 func (s *Executions) agentMessageRow(m planning.AgentMessage) rowInsert {

@@ -546,16 +546,9 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 
 // UpdateStep saves a step's run state: status, result, error and times.
 func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
-	n, err := s.exec(ctx, `UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ?
-		WHERE plan_id = ? AND number = ?`,
+	return s.mustUpdate(ctx, "update plan step", func() error { return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID) },
+		`UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`,
 		string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
-	if err != nil {
-		return dbErr("update plan step", err)
-	}
-	if n == 0 {
-		return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID)
-	}
-	return nil
 }
 
 // updateStep is the UPDATE that saves a step's run state.
@@ -571,15 +564,9 @@ func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
 // through but whose answer was lost would count twice — tokens are a
 // measure, and losing them on every dropped connection would be worse.)
 func (s *Plans) AddPlanUsage(ctx context.Context, id string, u event.Usage) error {
-	n, err := s.exec(ctx, `UPDATE agent_plans SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ?
-		WHERE id = ?`, u.InputTokens, u.OutputTokens, s.stamp(), id)
-	if err != nil {
-		return dbErr("add plan usage", err)
-	}
-	if n == 0 {
-		return notFound("plan", id)
-	}
-	return nil
+	return s.mustUpdate(ctx, "add plan usage", func() error { return notFound("plan", id) },
+		`UPDATE agent_plans SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?`,
+		u.InputTokens, u.OutputTokens, s.stamp(), id)
 }
 
 // ListRevisions lists a plan's revisions, oldest first.

@@ -62,26 +62,54 @@ func (c *core) exec(ctx context.Context, query string, args ...any) (int64, erro
 }
 
 // onConn runs fn, as do does, on the connection its statements go to:
-// inside the run log's batch, that transaction's, without the gorm session
-// do makes for each call.
+// inside the run log's batch, that transaction's (after what the batch
+// gathered is sent), without the gorm session do makes for each call.
 func (c *core) onConn(ctx context.Context, fn func(conn gorm.ConnPool) error) error {
-	if tx := batchTx(ctx); tx != nil {
+	if tx, err := batchTx(ctx); tx != nil || err != nil {
+		if err != nil {
+			return err
+		}
 		return fn(tx.Statement.ConnPool)
 	}
 	return c.do(ctx, func(g *gorm.DB) error { return fn(g.Statement.ConnPool) })
 }
 
-// execInsert runs one INSERT; a retry that finds the row's key taken means
-// the earlier attempt's commit went through (see insert).
-func (c *core) execInsert(ctx context.Context, query string, args ...any) error {
+// mustUpdate runs one statement (placeholders ?) that must match a row: none
+// is missing's error; op names it in errors. Inside the run log's batch it
+// is given to the batch (pipeline.go), which hears its outcome, and update
+// returns nil.
+func (c *core) mustUpdate(ctx context.Context, op string, missing func() error, query string, args ...any) error {
+	end := func(n int64, err error) error {
+		if err != nil {
+			return dbErr(op, err)
+		}
+		if n == 0 {
+			return missing()
+		}
+		return nil
+	}
+	if b := batchOf(ctx); b != nil {
+		return b.write(ctx, c.db.rebind(query), args, end)
+	}
+	return end(c.exec(ctx, query, args...))
+}
+
+// execInsert runs one INSERT; op names it in errors. A retry that finds
+// the row's key taken means the earlier attempt's commit went through (see
+// insert). Inside the run log's batch it is given to the batch, as mustUpdate
+// is.
+func (c *core) execInsert(ctx context.Context, op, query string, args ...any) error {
 	q := c.db.rebind(query)
+	if b := batchOf(ctx); b != nil {
+		return b.write(ctx, q, args, func(_ int64, err error) error { return dbErr(op, err) })
+	}
 	tried := false
-	return c.onConn(ctx, func(conn gorm.ConnPool) error {
-		_, err := conn.ExecContext(ctx, q, args...)
+	return dbErr(op, c.do(ctx, func(g *gorm.DB) error {
+		_, err := g.Statement.ConnPool.ExecContext(ctx, q, args...)
 		if tried && isUniqueViolation(err) {
 			return nil
 		}
 		tried = true
 		return err
-	})
+	}))
 }

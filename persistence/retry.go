@@ -59,9 +59,12 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 // transaction (see transact). Inside a transaction (a core made for one),
 // fn runs once: the transaction is what gets retried.
 func (c *core) do(ctx context.Context, fn func(g *gorm.DB) error) error {
-	if tx := batchTx(ctx); tx != nil {
+	if tx, err := batchTx(ctx); tx != nil || err != nil {
 		// Inside the run log's batch (a write committed with its event):
 		// the batch is what gets retried.
+		if err != nil {
+			return err
+		}
 		return fn(tx.WithContext(ctx))
 	}
 	g := c.g.WithContext(ctx)
@@ -97,25 +100,13 @@ func (c *core) do(ctx context.Context, fn func(g *gorm.DB) error) error {
 // savepoint: a write that fails fails the batch, which drops it and runs
 // again without it).
 func (c *core) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if tx := batchTx(ctx); tx != nil {
+	if tx, err := batchTx(ctx); tx != nil || err != nil {
+		if err != nil {
+			return err
+		}
 		return fn(tx.WithContext(ctx))
 	}
 	return c.do(ctx, func(g *gorm.DB) error { return g.Transaction(fn) })
-}
-
-// batchTxKey is the context key of the run log's batch transaction.
-type batchTxKey struct{}
-
-// withBatchTx is the context the run log gives the writes it commits with
-// their events: the stores' statements run in its transaction.
-func withBatchTx(ctx context.Context, tx *gorm.DB) context.Context {
-	return context.WithValue(ctx, batchTxKey{}, tx)
-}
-
-// batchTx is the run log's batch transaction a write runs in, or nil.
-func batchTx(ctx context.Context) *gorm.DB {
-	tx, _ := ctx.Value(batchTxKey{}).(*gorm.DB)
-	return tx
 }
 
 // insert creates row. A retry that finds the row's key taken means the

@@ -227,7 +227,7 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 	}
 	l := &RunLog{runReads: runReads{db: db, store: store}, db: db, store: store, cfg: cfg, runs: map[string]*runSeq{},
 		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stopped: make(chan struct{})}
-	l.writer = &logWriter{RunLog: l, tx: logTx{db: db, pool: pool}}
+	l.writer = &logWriter{RunLog: l, tx: logTx{db: db, pool: pool, stats: &pipeStats{}}}
 	return l, nil
 }
 

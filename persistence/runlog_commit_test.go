@@ -316,3 +316,60 @@ func TestRunLogQueuesRows(t *testing.T) {
 		require.NoError(t, after)
 	})
 }
+
+// TestRunLogPipelinesABatch: on PostgreSQL a batch's statements — the
+// fencing check, the writes its events carry, the events, the notices —
+// travel together, one round trip besides BEGIN and COMMIT, and a write's
+// statement that fails still fails only that write (its Record hears it)
+// while the rest commits.
+func TestRunLogPipelinesABatch(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	ctx := t.Context()
+	stores := dbtest.NewStores(t, db)
+	l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Linger: 100 * time.Millisecond})
+	require.NoError(t, err)
+	l.Start()
+	t.Cleanup(l.Close)
+	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+	em := logEmitter(t, l, "r1")
+	p := newPlan("00000000-0000-7000-8000-000000000002")
+	require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
+		q := p
+		return stores.Plans.CreatePlan(ctx, &q)
+	}))
+
+	trips, stmts := l.PipelineStats()
+	// One batch (the linger gathers them): three steps start, one write
+	// names a step that does not exist.
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i, n := range []int{1, 9, 2, 3} {
+		wg.Go(func() {
+			errs[i] = em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: n, Status: planning.StepRunning}},
+				func(ctx context.Context) error {
+					return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: planning.StepRunning})
+				})
+		})
+	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.Equal(t, apperr.NotFound, apperr.CodeOf(errs[1]), "%v", errs[1])
+	require.NoError(t, errs[2])
+	require.NoError(t, errs[3])
+	got, err := stores.Plans.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	for _, s := range got.Steps {
+		require.Equal(t, planning.StepRunning, s.Status)
+	}
+	stored, err := l.Events(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, stored, 4, "plan_created and the three starts that were stored")
+
+	trips2, stmts2 := l.PipelineStats()
+	// The batch ran twice (the failed write dropped, then the rest): each
+	// attempt one round trip of five statements or more (four or three
+	// writes and the events' INSERT).
+	require.Equal(t, int64(2), trips2-trips, "one round trip an attempt")
+	require.GreaterOrEqual(t, stmts2-stmts, int64(5+4))
+}

@@ -57,7 +57,7 @@ func (db *DB) writer() *RunLog {
 // writer, when it is closed, or when ctx runs inside a transaction (the
 // row belongs to that one): the caller then writes it itself.
 func (c *core) queueInsert(ctx context.Context, r rowInsert, done func(error)) bool {
-	if c.inTx || batchTx(ctx) != nil {
+	if c.inTx || batchOf(ctx) != nil {
 		return false
 	}
 	l := c.db.writer()
@@ -96,7 +96,7 @@ var errRowsFailed = errors.New("persistence: a multi-row insert failed")
 // insertRows writes the batch's queued rows: one multi-row INSERT per table
 // (at most 50 rows per statement), or, for rows marked alone, one statement
 // each, failing with writeFailed at the row that fails.
-func (t logTx) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEvent) error {
+func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pendingEvent) error {
 	type group struct {
 		cols string
 		at   []int
@@ -109,11 +109,14 @@ func (t logTx) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEvent
 		}
 		if p.alone {
 			q := t.db.rebind(insertSQL(p.row.table, p.row.cols, len(p.row.args), 1))
-			if _, err := tx.Statement.ConnPool.ExecContext(ctx, q, p.row.args...); err != nil {
-				if transient(err) || ctx.Err() != nil {
+			at, table := i, p.row.table
+			if err := stmts.exec(ctx, q, p.row.args, func(_ int64, err error) error {
+				if err == nil || transient(err) || ctx.Err() != nil {
 					return err
 				}
-				return &writeFailed{at: i, err: dbErr("insert "+p.row.table, err)}
+				return &writeFailed{at: at, err: dbErr("insert "+table, err)}
+			}); err != nil {
+				return err
 			}
 			continue
 		}
@@ -136,11 +139,13 @@ func (t logTx) insertRows(ctx context.Context, tx *gorm.DB, batch []pendingEvent
 				args = append(args, batch[i].row.args...)
 			}
 			q := t.db.rebind(insertSQL(table, g.cols, len(batch[at[0]].row.args), n))
-			if _, err := tx.Statement.ConnPool.ExecContext(ctx, q, args...); err != nil {
-				if transient(err) || ctx.Err() != nil {
+			if err := stmts.exec(ctx, q, args, func(_ int64, err error) error {
+				if err == nil || transient(err) || ctx.Err() != nil {
 					return err
 				}
 				return fmt.Errorf("%w: %s: %w", errRowsFailed, table, err)
+			}); err != nil {
+				return err
 			}
 			at = at[n:]
 		}

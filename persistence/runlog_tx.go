@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -17,6 +18,8 @@ type logTx struct {
 	// pool is the writer's own connection: its batches, which every run's
 	// Records wait for, never queue behind the main pool's requests.
 	pool *gorm.DB
+	// stats counts what its pipelines sent (PostgreSQL).
+	stats *pipeStats
 }
 
 // txBatch is what one transaction commits: the events (and the rows and
@@ -36,62 +39,117 @@ type txBatch struct {
 // commit writes b in one transaction: the events' writes, in order, then
 // the queued rows and the events. After a failed attempt, rows that are
 // already there mean that attempt committed. A run whose fencing token
-// changed is refused (errFenced) before anything is written.
+// changed is refused (errFenced), and nothing of the batch is written. On
+// PostgreSQL the transaction's statements are pipelined (pipeline.go).
 func (t logTx) commit(b txBatch) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return t.pool.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := checkTokens(ctx, tx, t.db, b.tokens); err != nil {
+	if t.db.driver != DriverPostgres {
+		return t.pool.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return t.write(ctx, &batch{tx: tx, stmts: direct{tx.Statement.ConnPool}, at: -1}, b)
+		})
+	}
+	sqlDB, err := t.pool.DB()
+	if err != nil {
+		return err
+	}
+	// The transaction on a connection of its own, so that the pipeline
+	// reaches the connection the transaction holds.
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	g := t.pool.Session(&gorm.Session{Context: ctx, NewDB: true})
+	g.Statement.ConnPool = conn
+	return g.Transaction(func(tx *gorm.DB) error {
+		return t.write(ctx, &batch{tx: tx, stmts: &pipeline{conn: conn, stats: t.stats}, at: -1}, b)
+	})
+}
+
+// write gives the batch's statements to bt and sends them.
+func (t logTx) write(ctx context.Context, bt *batch, b txBatch) error {
+	if len(b.events) > 0 && b.retry {
+		if ok, err := t.landed(ctx, bt.tx, b.events, b.rows); err != nil || ok {
+			return err // ok: the earlier attempt committed; only its answer was lost
+		}
+	}
+	if err := checkTokens(ctx, bt.stmts, t.db, b.tokens); err != nil {
+		return err
+	}
+	if len(b.events) > 0 {
+		wctx := withBatch(ctx, bt)
+		for i, p := range b.events {
+			if p.write == nil {
+				continue
+			}
+			bt.at = i
+			err := p.write(wctx)
+			bt.at = -1
+			if err != nil {
+				if ownErr(err) || transient(err) || ctx.Err() != nil {
+					return err
+				}
+				return &writeFailed{at: i, err: err}
+			}
+		}
+		if err := t.insertRows(ctx, bt.stmts, b.events); err != nil {
 			return err
 		}
-		if len(b.events) > 0 {
-			if b.retry {
-				if ok, err := t.landed(ctx, tx, b.events, b.rows); err != nil || ok {
-					return err // ok: the earlier attempt committed; only its answer was lost
-				}
-			}
-			wctx := withBatchTx(ctx, tx)
-			for i, p := range b.events {
-				if p.write == nil {
-					continue
-				}
-				if err := p.write(wctx); err != nil {
-					if transient(err) || ctx.Err() != nil {
-						return err
-					}
-					return &writeFailed{at: i, err: err}
-				}
-			}
-			if err := t.insertRows(ctx, tx, b.events); err != nil {
-				return err
-			}
-			if err := t.insertEvents(ctx, tx, b.rows); err != nil {
-				return err
-			}
+		if err := t.insertEvents(ctx, bt.stmts, b.rows); err != nil {
+			return err
 		}
-		for _, f := range b.fin {
-			if _, err := tx.Statement.ConnPool.ExecContext(ctx, t.db.rebind(`UPDATE runs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`),
-				f.status, f.at, f.at, f.runID); err != nil {
-				return err
-			}
+	}
+	for _, f := range b.fin {
+		if err := bt.stmts.exec(ctx, t.db.rebind(`UPDATE runs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`),
+			[]any{f.status, f.at, f.at, f.runID}, batchEnd("end run")); err != nil {
+			return err
 		}
-		// Delivered when, and only if, the transaction commits.
-		for _, p := range b.notices {
-			if _, err := tx.Statement.ConnPool.ExecContext(ctx, `SELECT pg_notify($1, $2)`, b.channel, p); err != nil {
-				return err
-			}
+	}
+	// Delivered when, and only if, the transaction commits.
+	for _, p := range b.notices {
+		if err := bt.stmts.exec(ctx, `SELECT pg_notify($1, $2)`, []any{b.channel, p}, batchEnd("notify")); err != nil {
+			return err
 		}
-		return nil
-	})
+	}
+	return bt.stmts.flush(ctx)
+}
+
+// batchFailed is a failure of one of the batch's own statements (not of a
+// write it carries): the whole batch is retried or given up.
+type batchFailed struct{ err error }
+
+func (e *batchFailed) Error() string { return e.err.Error() }
+func (e *batchFailed) Unwrap() error { return e.err }
+
+// batchEnd is the outcome of one of the batch's own statements, op.
+func batchEnd(op string) func(int64, error) error {
+	return func(_ int64, err error) error {
+		if err == nil {
+			return nil
+		}
+		return &batchFailed{fmt.Errorf("%s: %w", op, err)}
+	}
+}
+
+// ownErr reports whether err, returned by a write, is the batch's own
+// (a write's statement that failed and was found failing while another
+// write ran; a fenced run; one of the batch's own statements) rather than
+// the write's: it is passed on as it is.
+func ownErr(err error) bool {
+	var wf *writeFailed
+	var fenced errFenced
+	var bf *batchFailed
+	return errors.As(err, &wf) || errors.As(err, &fenced) || errors.As(err, &bf)
 }
 
 // checkTokens locks the runs' rows (PostgreSQL; SQLite's write
 // transaction excludes every other) and refuses the batch when a token
 // changed: a takeover either happened before — the batch is refused — or
-// waits until it committed, and then starts after its events.
-// It runs on the transaction's connection directly (one statement a batch,
-// usually for one run: gorm's Raw and Scan cost more than the query).
-func checkTokens(ctx context.Context, tx *gorm.DB, db *DB, tokens map[string]int64) error {
+// waits until it committed, and then starts after its events. Pipelined,
+// the statements after it are sent too, and are rolled back with the
+// refused batch.
+func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[string]int64) error {
 	if len(tokens) == 0 {
 		return nil
 	}
@@ -104,30 +162,26 @@ func checkTokens(ctx context.Context, tx *gorm.DB, db *DB, tokens map[string]int
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	q := tokenSQL(len(ids), db.driver)
-	rows, err := tx.Statement.ConnPool.QueryContext(ctx, db.rebind(q), args...)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = rows.Close() }()
-	var fenced errFenced
-	for rows.Next() {
-		var id string
-		var token int64
-		if err := rows.Scan(&id, &token); err != nil {
-			return err
+	return stmts.query(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
+		var fenced errFenced
+		for rows.Next() {
+			var id string
+			var token int64
+			if err := rows.Scan(&id, &token); err != nil {
+				return &batchFailed{err}
+			}
+			if tokens[id] != token {
+				fenced = append(fenced, id)
+			}
 		}
-		if tokens[id] != token {
-			fenced = append(fenced, id)
+		if err := rows.Err(); err != nil {
+			return &batchFailed{err}
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if len(fenced) > 0 {
-		return fenced
-	}
-	return nil
+		if len(fenced) > 0 {
+			return fenced
+		}
+		return nil
+	})
 }
 
 // tokenSQL is checkTokens' query for n runs.
@@ -144,7 +198,7 @@ func tokenSQL(n int, driver string) string {
 
 // insertEvents writes rows with multi-row INSERTs (at most 100 rows, 600
 // parameters, per statement).
-func (t logTx) insertEvents(ctx context.Context, tx *gorm.DB, rows []runEventRow) error {
+func (t logTx) insertEvents(ctx context.Context, stmts batchStmts, rows []runEventRow) error {
 	for len(rows) > 0 {
 		n := min(len(rows), 100)
 		var sb strings.Builder
@@ -157,8 +211,8 @@ func (t logTx) insertEvents(ctx context.Context, tx *gorm.DB, rows []runEventRow
 			sb.WriteString("(?,?,?,?,?,?)")
 			args = append(args, r.RunID, r.Seq, r.Type, r.PlanID, r.Data, r.CreatedAt)
 		}
-		if _, err := tx.Statement.ConnPool.ExecContext(ctx, t.db.rebind(sb.String()), args...); err != nil {
-			return fmt.Errorf("insert run events: %w", err)
+		if err := stmts.exec(ctx, t.db.rebind(sb.String()), args, batchEnd("insert run events")); err != nil {
+			return err
 		}
 		rows = rows[n:]
 	}

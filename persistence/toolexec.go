@@ -50,7 +50,7 @@ func (r toolExecutionRow) execution() tools.Execution {
 // RecordToolExecution stores one tool execution (tools.Recorder).
 func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execution) error {
 	r := s.toolExecutionRow(e)
-	return dbErr("record tool execution", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
+	return s.execInsert(ctx, "record tool execution", insertSQL(r.table, r.cols, len(r.args), 1), r.args...)
 }
 
 // QueueToolExecution stores one tool execution without waiting for it (a
@@ -64,7 +64,7 @@ func (s *ToolExecutions) QueueToolExecution(ctx context.Context, e tools.Executi
 	if s.queueInsert(ctx, r, nil) {
 		return nil
 	}
-	return dbErr("record tool execution", s.execInsert(ctx, insertSQL(r.table, r.cols, len(r.args), 1), r.args...))
+	return s.execInsert(ctx, "record tool execution", insertSQL(r.table, r.cols, len(r.args), 1), r.args...)
 }
 
 func (s *ToolExecutions) toolExecutionRow(e tools.Execution) rowInsert {

@@ -1,0 +1,260 @@
+package persistence
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/gorm"
+)
+
+// The statements of a run log batch. Most of what a batch writes needs no
+// answer before the next statement is sent: a step's state, an executor's
+// start (three INSERTs) and finish, the queued rows, the events, the runs
+// that end, the notices, and the check of the runs' fencing tokens, whose
+// answer only decides whether the transaction commits. On SQLite, in
+// process, each runs when it is given. On PostgreSQL each used to be a
+// round trip of its own — twenty and more a batch, several batches on a
+// plan layer's critical path, each round trip a wake-up of an otherwise
+// idle process. There they are pipelined instead: gathered, and sent
+// together (pgx's batch, one round trip) when the transaction needs an
+// answer — before a statement that reads, and before it commits. A
+// batch's transaction is then BEGIN, one pipeline, COMMIT.
+//
+// A statement's outcome reaches the batch, not the code that gave it: a
+// store method inside the batch (exec, execInsert) returns nil at once, and
+// a statement that fails, or matches no row where one must, fails the batch
+// at the write that gave it (writeFailed), as if that write had returned
+// the error.
+
+// batchStmts takes a batch transaction's statements: run at once, or
+// gathered and sent together (pipeline).
+type batchStmts interface {
+	// exec gives one statement (placeholders $n on PostgreSQL); end hears
+	// how many rows it matched or its error, and returns the error that
+	// fails the batch (nil: none).
+	exec(ctx context.Context, query string, args []any, end func(n int64, err error) error) error
+	// query gives one statement whose rows read reads.
+	query(ctx context.Context, query string, args []any, read func(rows rowScanner) error) error
+	// flush sends what was gathered and returns the first error an end or
+	// read returned.
+	flush(ctx context.Context) error
+}
+
+// rowScanner is what *sql.Rows and pgx.Rows share.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// direct runs each statement when it is given, on the transaction's
+// connection.
+type direct struct{ conn gorm.ConnPool }
+
+func (d direct) exec(ctx context.Context, query string, args []any, end func(int64, error) error) error {
+	res, err := d.conn.ExecContext(ctx, query, args...)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	return end(n, err)
+}
+
+func (d direct) query(ctx context.Context, query string, args []any, read func(rowScanner) error) error {
+	rows, err := d.conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rows.Close() }()
+	if err := read(rows); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+func (direct) flush(context.Context) error { return nil }
+
+// pipeline gathers statements and sends them together on the connection
+// that holds the batch's transaction (PostgreSQL).
+type pipeline struct {
+	conn  *sql.Conn
+	items []pipeItem
+	stats *pipeStats
+}
+
+// pipeStats counts what a run log's pipelines sent: round trips and the
+// statements in them.
+type pipeStats struct {
+	roundTrips, statements atomic.Int64
+}
+
+type pipeItem struct {
+	query string
+	args  []any
+	end   func(n int64, err error) error // an exec
+	read  func(rows rowScanner) error    // a query
+}
+
+func (p *pipeline) exec(_ context.Context, query string, args []any, end func(int64, error) error) error {
+	p.items = append(p.items, pipeItem{query: query, args: args, end: end})
+	return nil
+}
+
+func (p *pipeline) query(_ context.Context, query string, args []any, read func(rowScanner) error) error {
+	p.items = append(p.items, pipeItem{query: query, args: args, read: read})
+	return nil
+}
+
+// flush sends the gathered statements in one round trip and hands each its
+// outcome, in order. After a statement failed, the server skips the rest
+// (the transaction is aborted); only the first error counts.
+func (p *pipeline) flush(ctx context.Context) error {
+	if len(p.items) == 0 {
+		return nil
+	}
+	items := p.items
+	p.items = nil
+	if p.stats != nil {
+		p.stats.roundTrips.Add(1)
+		p.stats.statements.Add(int64(len(items)))
+	}
+	return p.conn.Raw(func(dc any) error {
+		conn, err := pgxConn(dc)
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, it := range items {
+			args, err := pipeArgs(it.args)
+			if err != nil {
+				return err
+			}
+			b.Queue(it.query, args...)
+		}
+		br := conn.SendBatch(ctx, b)
+		var first error
+		for _, it := range items {
+			var err error
+			if it.read != nil {
+				err = readBatch(br, it.read)
+			} else {
+				tag, execErr := br.Exec()
+				err = it.end(tag.RowsAffected(), execErr)
+			}
+			if first == nil {
+				first = err
+			}
+		}
+		if err := br.Close(); first == nil {
+			first = err
+		}
+		return first
+	})
+}
+
+// readBatch reads the next result of br, a query's, with read.
+func readBatch(br pgx.BatchResults, read func(rowScanner) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := read(rows); err != nil {
+		return err
+	}
+	return rows.Err()
+}
+
+// pgxConn is the pgx connection under database/sql's driver connection dc
+// (nulSafeConn around pgx's stdlib.Conn).
+func pgxConn(dc any) (*pgx.Conn, error) {
+	if n, ok := dc.(*nulSafeConn); ok {
+		dc = n.inner
+	}
+	c, ok := dc.(*stdlib.Conn)
+	if !ok {
+		return nil, fmt.Errorf("persistence: a pipeline needs a pgx connection, not %T", dc)
+	}
+	return c.Conn(), nil
+}
+
+// pipeArgs is what database/sql and nulSafeConn would make of args: text
+// escaped (escapeText), Valuers turned into their values.
+func pipeArgs(args []any) ([]any, error) {
+	out := make([]any, len(args))
+	for i, a := range args {
+		v, err := escapeValue(a)
+		if err != nil {
+			return nil, err
+		}
+		if vr, ok := v.(driver.Valuer); ok {
+			if v, err = driver.DefaultParameterConverter.ConvertValue(vr); err != nil {
+				return nil, err
+			}
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// batch is what the context of a write inside a run log batch carries: the
+// transaction, where its statements go, and the batch entry whose write
+// runs.
+type batch struct {
+	tx    *gorm.DB
+	stmts batchStmts
+	at    int // the entry whose write runs; -1: the batch's own statements
+}
+
+// batchKey is the context key of the run log's batch.
+type batchKey struct{}
+
+// withBatch is the context the run log gives the writes it commits with
+// their events: the stores' statements run in its transaction.
+func withBatch(ctx context.Context, b *batch) context.Context {
+	return context.WithValue(ctx, batchKey{}, b)
+}
+
+// batchOf is the run log's batch a write runs in, or nil.
+func batchOf(ctx context.Context) *batch {
+	b, _ := ctx.Value(batchKey{}).(*batch)
+	return b
+}
+
+// batchTx is the run log's batch transaction a write runs in, or nil,
+// for a statement that needs its answer at once: what the batch gathered
+// is sent first, and an error of that fails the write.
+func batchTx(ctx context.Context) (*gorm.DB, error) {
+	b := batchOf(ctx)
+	if b == nil {
+		return nil, nil
+	}
+	return b.tx, b.stmts.flush(ctx)
+}
+
+// write gives the batch one statement of the write that runs: end maps its
+// outcome (matched rows, or its error) to the write's error. It fails the
+// batch at that write (writeFailed) unless the error is transient, which
+// retries the whole batch.
+func (b *batch) write(ctx context.Context, query string, args []any, end func(n int64, err error) error) error {
+	at := b.at
+	return b.stmts.exec(ctx, query, args, func(n int64, err error) error {
+		if err = end(n, err); err == nil || at < 0 {
+			return err
+		}
+		if transient(err) || ctx.Err() != nil {
+			return err
+		}
+		var wf *writeFailed
+		if errors.As(err, &wf) {
+			return err
+		}
+		return &writeFailed{at: at, err: err}
+	})
+}
