@@ -2,12 +2,9 @@ package event_test
 
 import (
 	"bytes"
-	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
@@ -118,47 +115,24 @@ func goSSE(t *testing.T, stream []byte) []message {
 	return out
 }
 
-// syncBuffer is a bytes.Buffer a Stream writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return bytes.Clone(b.buf.Bytes())
-}
-
-// recordStream records what a Stream writes for two events with keep-alives
-// before, between and after them.
+// recordStream writes what a quiet stream of two events is, as the API's
+// run streams write it (event.WriteFrame, event.WriteComment): keep-alives
+// before, between and after the two frames.
 func recordStream(t *testing.T) []byte {
 	t.Helper()
-	s := event.NewStream(event.StreamConfig{KeepAlive: time.Millisecond})
-	var out syncBuffer
-	done := make(chan error, 1)
-	ctx := context.Background()
-	go func() { done <- s.Run(ctx, &out, func() error { return nil }) }()
-	// keepAlives waits for two more keep-alives once n frames are written.
-	keepAlives := func(n int64) {
-		require.Eventually(t, func() bool { return s.Written() >= n }, 10*time.Second, time.Millisecond)
-		want := bytes.Count(out.Bytes(), []byte(": keep-alive")) + 2
-		require.Eventually(t, func() bool { return bytes.Count(out.Bytes(), []byte(": keep-alive")) >= want },
-			10*time.Second, time.Millisecond)
+	var out bytes.Buffer
+	keepAlives := func(n int) {
+		for range n {
+			require.NoError(t, event.WriteComment(&out, "keep-alive"))
+		}
 	}
-	keepAlives(0)
-	s.Emit(ctx, env(event.AgentState{State: event.StateThinking}, event.RoleSystem))
 	keepAlives(1)
-	s.Emit(ctx, env(event.Done{FinishedReason: event.FinishedCompleted}, event.RoleSystem))
+	require.NoError(t, event.WriteFrame(&out, event.Envelope{Seq: 1, Source: event.Source{Role: event.RoleSystem},
+		Event: event.AgentState{State: event.StateThinking}}))
 	keepAlives(2)
-	s.Close()
-	require.NoError(t, <-done)
+	require.NoError(t, event.WriteFrame(&out, event.Envelope{Seq: 2, Source: event.Source{Role: event.RoleSystem},
+		Event: event.Done{FinishedReason: event.FinishedCompleted}}))
+	keepAlives(2)
 	return out.Bytes()
 }
 

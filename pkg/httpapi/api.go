@@ -26,7 +26,7 @@ type APIConfig struct {
 	// PlanStore, when set, serves the plan and execution routes and adds
 	// the plan of a turn to non-streamed answers.
 	PlanStore PlanStore
-	// Plans, when set with PlanStore, serves the plan control routes
+	// Plans (PlanStore required with it) serves the plan control routes
 	// (approve, reject, cancel, resume, events).
 	Plans PlanControl
 	// Projects, when set, serves GET /api/projects (the chat's focus picker).
@@ -114,6 +114,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	bad.Required("Runs", cfg.Runs == nil)
 	bad.Required("Feed", cfg.Feed == nil)
 	bad.Required("Queue", cfg.Queue == nil)
+	if cfg.Plans != nil && cfg.PlanStore == nil {
+		bad.Add("PlanStore", "is required with Plans (the plan control routes read plans through it)")
+	}
 	if cfg.Auth.Logger.GetLevel() == zerolog.NoLevel {
 		cfg.Auth.Logger = cfg.Logger
 	}

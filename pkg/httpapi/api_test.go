@@ -21,6 +21,8 @@ func TestNewAPIReportsEveryBadField(t *testing.T) {
 		{"everything wrong", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey}, OnDisconnect: "later",
 			Poll: -time.Second, Feed: event.NewFeed()}, []string{"Chat", "Sessions", "OnDisconnect", "Poll", "Runs", "Queue", "Auth.Keys"}},
 		{"unknown auth mode", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "basic"}}, []string{"Chat", "Sessions", "Runs", "Feed", "Queue", "Auth.Mode"}},
+		{"plan control without plans to read", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthNone}, Plans: planControlStub{}},
+			[]string{"Chat", "Sessions", "Runs", "Feed", "Queue", "PlanStore"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -34,3 +36,6 @@ func TestNewAPIReportsEveryBadField(t *testing.T) {
 		})
 	}
 }
+
+// planControlStub is a PlanControl that is only configured, never called.
+type planControlStub struct{ httpapi.PlanControl }

@@ -118,7 +118,7 @@ func classify(err error) (int, ErrorDetail) {
 
 // handleError is echo's HTTPErrorHandler: it writes the JSON error body of
 // err and logs server-side failures with their cause and the request id.
-func (s *Server) handleError(err error, c echo.Context) {
+func (s requests) handleError(err error, c echo.Context) {
 	status, detail := classify(err)
 	if status >= 500 {
 		ev := s.log.Error().Ctx(c.Request().Context())

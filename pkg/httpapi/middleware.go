@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 
 	"github.com/labstack/echo/v4"
+	"github.com/rs/zerolog"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/logctx"
@@ -33,9 +34,16 @@ func RequestIDFromContext(ctx context.Context) string {
 	return id
 }
 
+// requests is what the server does around every request: its id, its
+// log line, its body limit, and the answer to its error.
+type requests struct {
+	cfg Config
+	log zerolog.Logger
+}
+
 // requestID honours a usable incoming X-Request-ID, else generates one, and
 // sets it on the response, the echo context and the request's context.
-func (s *Server) requestID(next echo.HandlerFunc) echo.HandlerFunc {
+func (s requests) requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		id := req.Header.Get(echo.HeaderXRequestID)
@@ -73,7 +81,7 @@ const (
 
 // logRequests writes one log line per request, after its error (if any) has
 // been rendered, so the line carries the final status.
-func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+func (s requests) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := s.cfg.Now()
 		if err := next(c); err != nil {
@@ -132,7 +140,7 @@ func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 // limitBody rejects bodies declared larger than MaxBodyBytes at once, and
 // caps the reading of the others: a handler that reads past the limit gets
 // an *http.MaxBytesError, which the error handler answers with 413.
-func (s *Server) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
+func (s requests) limitBody(next echo.HandlerFunc) echo.HandlerFunc {
 	limit := s.cfg.MaxBodyBytes
 	return func(c echo.Context) error {
 		req := c.Request()

@@ -180,8 +180,9 @@ func New(cfg Config) (*Server, error) {
 	// The peer's address, not X-Forwarded-For/X-Real-IP, which any client
 	// can forge.
 	e.IPExtractor = echo.ExtractIPDirect()
-	e.HTTPErrorHandler = s.handleError
-	e.Use(s.track, s.requestID, s.logRequests, recoverPanics, s.limitBody)
+	r := requests{cfg: cfg, log: cfg.Logger}
+	e.HTTPErrorHandler = r.handleError
+	e.Use(s.track, r.requestID, r.logRequests, recoverPanics, r.limitBody)
 	if cfg.Metrics != nil {
 		e.Use(cfg.Metrics.Middleware)
 	}
