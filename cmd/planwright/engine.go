@@ -86,7 +86,7 @@ func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.M
 		if err != nil {
 			return nil, fmt.Errorf("llm.script: %w", err)
 		}
-		base = s
+		base = s.KeepCalls(0) // nobody in the process reads them
 	default:
 		var err error
 		base, err = llm.NewProvider(rc, llm.ProviderConfig{Provider: c.Provider, Model: c.Model, BaseURL: c.BaseURL,

@@ -454,3 +454,23 @@ func TestCallsKeepsTheLatest(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("call %d", n-scripted.KeptCalls), calls[0].Last)
 	require.Equal(t, fmt.Sprintf("call %d", n-1), calls[len(calls)-1].Last)
 }
+
+// KeepCalls bounds the calls a model keeps; 0 keeps none, and the model
+// still answers.
+func TestKeepCalls(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ keep, calls, want int }{{0, 5, 0}, {3, 10, 3}, {3, 2, 2}} {
+		t.Run(fmt.Sprintf("keep %d of %d", tc.keep, tc.calls), func(t *testing.T) {
+			t.Parallel()
+			m := parse(t, "default:\n  reply: {text: ok}\n").KeepCalls(tc.keep)
+			for i := range tc.calls {
+				generate(t, m, "planner", []llms.MessageContent{human(fmt.Sprintf("call %d", i))})
+			}
+			calls := m.Calls()
+			require.Len(t, calls, tc.want)
+			if tc.want > 0 {
+				require.Equal(t, fmt.Sprintf("call %d", tc.calls-1), calls[len(calls)-1].Last)
+			}
+		})
+	}
+}

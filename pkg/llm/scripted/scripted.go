@@ -179,6 +179,7 @@ type Model struct {
 	mu    sync.Mutex
 	used  []int
 	calls []Call
+	keep  int // how many calls Calls returns (KeepCalls); -1: KeptCalls
 	ids   int
 }
 
@@ -225,7 +226,7 @@ func Parse(data []byte) (*Model, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("scripted: %s", strings.Join(problems, "; "))
 	}
-	return &Model{script: s, used: make([]int, len(s.Rules))}, nil
+	return &Model{script: s, used: make([]int, len(s.Rules)), keep: -1}, nil
 }
 
 func (r Rule) check(where string) []string {
@@ -271,11 +272,33 @@ func (r Rule) check(where string) []string {
 const KeptCalls = 1000
 
 // Calls returns the calls answered so far, in order: every one, or the
-// latest KeptCalls when there were more.
+// latest KeptCalls (KeepCalls) when there were more.
 func (m *Model) Calls() []Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Call(nil), m.calls[max(0, len(m.calls)-KeptCalls):]...)
+	return append([]Call(nil), m.calls[max(0, len(m.calls)-m.kept()):]...)
+}
+
+// KeepCalls sets how many of the latest calls the model keeps for Calls
+// (KeptCalls by default) and returns m. A model serving a process nobody
+// reads them from (planwright serve) keeps none: each call holds its whole
+// request, and a thousand of them are megabytes.
+func (m *Model) KeepCalls(n int) *Model {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keep = max(n, 0)
+	if len(m.calls) > m.keep {
+		m.calls = append(m.calls[:0:0], m.calls[len(m.calls)-m.keep:]...)
+	}
+	return m
+}
+
+// kept is how many calls m keeps; m.mu is held.
+func (m *Model) kept() int {
+	if m.keep < 0 {
+		return KeptCalls
+	}
+	return m.keep
 }
 
 // Call implements llms.Model.
@@ -352,10 +375,12 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	rule, idx, err := m.match(call)
 	call.Rule = idx
 	m.mu.Lock()
-	m.calls = append(m.calls, call)
-	if len(m.calls) >= 2*KeptCalls {
-		// Drop the oldest in one copy now and then, not one per call.
-		m.calls = append(m.calls[:0:0], m.calls[len(m.calls)-KeptCalls:]...)
+	if keep := m.kept(); keep > 0 {
+		m.calls = append(m.calls, call)
+		if len(m.calls) >= 2*keep {
+			// Drop the oldest in one copy now and then, not one per call.
+			m.calls = append(m.calls[:0:0], m.calls[len(m.calls)-keep:]...)
+		}
 	}
 	m.mu.Unlock()
 	if err != nil {
