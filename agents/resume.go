@@ -3,7 +3,6 @@ package agents
 import (
 	"strings"
 
-	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/tools"
 )
@@ -58,34 +57,43 @@ func answerOf(content string) answer {
 	return a
 }
 
+// restorer rebuilds a run that resumes from the transcript of its earlier
+// attempts, r: its conversation, its text, its tool calls and their
+// outcomes, its usage and the counters its limits read. It writes nothing.
+type restorer struct {
+	s *run
+	r *Resume
+}
+
 // restore rebuilds the run from r: the conversation (the recorded system
 // prompt, then history, then the recorded input and rounds), the text, the
 // tool calls, the usage and the counters. It returns the round left
 // unfinished, if any, or finished when the transcript ends with the
 // model's answer. It writes nothing: new entries continue after the last
 // recorded Seq.
-func (s *run) restore(r *Resume, history []llm.Message, prepared *Prepared) (next *pendingRound, finished bool) {
+func (rs *restorer) restore(history []llm.Message, prepared *Prepared) (next *pendingRound, finished bool) {
+	s, r := rs.s, rs.r
 	entries := r.Transcript
 	i := 0
 	if entries[0].Message.Role == llm.RoleSystem {
-		s.msgs = append(s.msgs, entries[0].Message)
+		s.conv.msgs = append(s.conv.msgs, entries[0].Message)
 		i = 1
 	} else {
-		s.msgs = append(s.msgs, llm.Message{Role: llm.RoleSystem, Content: s.task.System})
+		s.conv.msgs = append(s.conv.msgs, llm.Message{Role: llm.RoleSystem, Content: s.task.System})
 	}
-	s.msgs = append(s.msgs, history...)
+	s.conv.msgs = append(s.conv.msgs, history...)
 	for _, e := range entries {
-		s.seq = max(s.seq, e.Seq)
+		s.conv.seq = max(s.conv.seq, e.Seq)
 	}
 	if i < len(entries) && entries[i].Message.Role == llm.RoleUser {
-		s.restored(entries[i].Message)
+		s.conv.restored(entries[i].Message)
 		i++
 	} else {
 		// The input was never recorded: it is now.
-		s.msgs = append(s.msgs, llm.Message{Role: llm.RoleUser, Content: s.task.Input})
-		s.res.Messages = append(s.res.Messages, s.msgs[len(s.msgs)-1])
+		s.conv.msgs = append(s.conv.msgs, llm.Message{Role: llm.RoleUser, Content: s.task.Input})
+		s.conv.messages = append(s.conv.messages, s.conv.msgs[len(s.conv.msgs)-1])
 	}
-	s.res.EstimatedTokens = s.usage(s.msgs, prepared)
+	s.res.EstimatedTokens = s.usage(s.conv.msgs, prepared)
 	s.res.Compressed = prepared.Compressed
 
 	// The rounds: each assistant message, then one result per call.
@@ -94,12 +102,12 @@ func (s *run) restore(r *Resume, history []llm.Message, prepared *Prepared) (nex
 		m := entries[i].Message
 		switch m.Role {
 		case llm.RoleAssistant:
-			s.closeRound(open)
+			rs.closeRound(open)
 			open = nil
 			s.res.Rounds++
 			s.res.Usage = addUsage(s.res.Usage, entries[i].Usage)
-			s.restoreText(m.Content)
-			s.restored(m)
+			s.conv.restoreText(m.Content)
+			s.conv.restored(m)
 			for _, c := range m.ToolCalls {
 				if s.callIDs == nil {
 					s.callIDs = map[string]bool{}
@@ -138,7 +146,7 @@ func (s *run) restore(r *Resume, history []llm.Message, prepared *Prepared) (nex
 		}
 	}
 	if len(open.answered) == len(open.calls) && allInTranscript(open) {
-		s.closeRound(open)
+		rs.closeRound(open)
 		return nil, false
 	}
 	return open, false
@@ -155,7 +163,8 @@ func allInTranscript(r *pendingRound) bool {
 
 // closeRound restores a round whose every call has its result in the
 // transcript: its calls and outcomes, and the counters they moved.
-func (s *run) closeRound(r *pendingRound) {
+func (rs *restorer) closeRound(r *pendingRound) {
+	s := rs.s
 	if r == nil {
 		return
 	}
@@ -166,7 +175,7 @@ func (s *run) closeRound(r *pendingRound) {
 		}
 		tc := tools.Call{ID: c.ID, Name: c.Name, Args: c.Arguments, Scope: s.task.Scope, Events: s.task.Events}
 		s.res.ToolCalls = append(s.res.ToolCalls, a.record(s.res.Rounds, tc))
-		s.restored(llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: a.content})
+		s.conv.restored(llm.Message{Role: llm.RoleTool, ToolCallID: c.ID, Name: c.Name, Content: a.content})
 		if a.status != CallRan {
 			continue
 		}
@@ -178,42 +187,4 @@ func (s *run) closeRound(r *pendingRound) {
 			s.failures++
 		}
 	}
-}
-
-// restored puts a recorded message back into the conversation and the
-// result without writing it again.
-func (s *run) restored(m llm.Message) {
-	s.msgs = append(s.msgs, m)
-	s.res.Messages = append(s.res.Messages, m)
-}
-
-// restoreText adds a recorded message's text to the answer as emitText
-// joined it, without emitting it again: the earlier attempt did.
-func (s *run) restoreText(text string) {
-	if text == "" {
-		return
-	}
-	if s.text.Len() > 0 {
-		sofar := s.text.String()
-		switch {
-		case strings.HasSuffix(sofar, "\n\n"):
-		case strings.HasSuffix(sofar, "\n"):
-			text = "\n" + text
-		default:
-			text = "\n\n" + text
-		}
-	}
-	s.text.WriteString(text)
-}
-
-// announceRecorded tells the client the result of a call answered from its
-// record: the earlier attempt recorded it, but may not have said so.
-func (s *run) announceRecorded(c llm.ToolCall, e tools.Execution) {
-	ev := event.ToolResult{ToolCallID: c.ID, Name: c.Name, Success: e.Success, DurationMS: e.DurationMS}
-	if e.Success {
-		ev.Result = e.Result
-	} else {
-		ev.Error = e.Error
-	}
-	s.task.Events.Emit(s.ctx, ev)
 }

@@ -330,6 +330,7 @@ func (r *Runner) Run(ctx context.Context, task Task) (Result, error) {
 	}
 	s := &run{
 		r: r, ctx: ctx, task: task, role: role, start: r.now(),
+		conv: conversation{ctx: ctx, events: task.Events, transcript: task.Transcript},
 		defs: toolDefs(task.Tools), seen: map[string]bool{},
 		log: r.log.With().Str("role", string(role.Name)).Logger(),
 	}
