@@ -129,17 +129,14 @@ type Config struct {
 	Logger     zerolog.Logger
 }
 
-// Service runs queued runs in this process. Start its loop before the job
-// system fetches; Stop it after the job system stopped. It is safe for
-// concurrent use.
+// Service runs queued runs in this process: it creates runs, works those
+// the job system gives it, and carries out cancels; its leases keep the
+// runs it works its own (Start, Stop, TakeOver, HandOver, Drain). It is
+// safe for concurrent use.
 type Service struct {
-	cfg Config
-
-	mu      sync.Mutex
-	active  map[string]*active
-	stop    context.CancelFunc
-	stopped bool
-	wg      sync.WaitGroup
+	cfg    Config
+	runs   *owned
+	leases *leases
 }
 
 // active is one run this process works.
@@ -166,6 +163,33 @@ func (a *active) isLost() bool {
 	return a.lost
 }
 
+// carryOut carries out a cancel asked of the run, once: a plan's cancel
+// by cancelPlan (in a goroutine of its own: it waits until the plan's run
+// ended), the run's by cancelling its work with the cause asked.
+func (a *active) carryOut(ctx context.Context, req CancelRequest, cancelPlan func(ctx context.Context, planID, userID string, operator bool) error, log zerolog.Logger) {
+	a.mu.Lock()
+	if a.canceled {
+		a.mu.Unlock()
+		return
+	}
+	a.canceled = true
+	a.mu.Unlock()
+	if req.PlanID != "" && cancelPlan != nil {
+		go func() {
+			// Cancelling a plan waits until its run ended: not on the loop.
+			if err := cancelPlan(context.WithoutCancel(ctx), req.PlanID, req.UserID, req.Operator); err != nil {
+				log.Warn().Err(err).Str("plan_id", req.PlanID).Msg("cancel a plan asked on another replica")
+			}
+		}()
+		return
+	}
+	cause, err := agents.ParseCancelCause(req.Cause)
+	if err != nil {
+		cause = agents.UserCancelled
+	}
+	a.cancel(cause)
+}
+
 // New validates cfg and returns a Service.
 func New(cfg Config) (*Service, error) {
 	var bad apperr.Problems
@@ -181,14 +205,15 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Service{cfg: cfg, active: map[string]*active{}}, nil
+	runs := &owned{active: map[string]*active{}}
+	return &Service{cfg: cfg, runs: runs, leases: &leases{cfg: cfg, runs: runs}}, nil
 }
 
 // LeaseTTL is how long one lease lasts.
-func (s *Service) LeaseTTL() time.Duration { return s.cfg.LeaseTimeout * 2 / 3 }
+func (s *Service) LeaseTTL() time.Duration { return s.leases.ttl() }
 
 // Every is how often leases are renewed and expired ones looked for.
-func (s *Service) Every() time.Duration { return max(s.cfg.LeaseTimeout/6, 100*time.Millisecond) }
+func (s *Service) Every() time.Duration { return s.leases.every() }
 
 // Create stores run r with its first event and its job (the handler's
 // part: the run then runs wherever a worker takes it).
@@ -203,37 +228,10 @@ func (s *Service) Cancel(ctx context.Context, userID, runID string, req CancelRe
 	if err := s.cfg.Store.RequestCancel(ctx, userID, runID, req); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	a := s.active[runID]
-	s.mu.Unlock()
-	if a != nil {
-		s.carryOut(ctx, a, req)
+	if a := s.runs.get(runID); a != nil {
+		a.carryOut(ctx, req, s.cfg.CancelPlan, s.cfg.Logger)
 	}
 	return nil
-}
-
-func (s *Service) carryOut(ctx context.Context, a *active, req CancelRequest) {
-	a.mu.Lock()
-	if a.canceled {
-		a.mu.Unlock()
-		return
-	}
-	a.canceled = true
-	a.mu.Unlock()
-	if req.PlanID != "" && s.cfg.CancelPlan != nil {
-		go func() {
-			// Cancelling a plan waits until its run ended: not on the loop.
-			if err := s.cfg.CancelPlan(context.WithoutCancel(ctx), req.PlanID, req.UserID, req.Operator); err != nil {
-				s.cfg.Logger.Warn().Err(err).Str("plan_id", req.PlanID).Msg("cancel a plan asked on another replica")
-			}
-		}()
-		return
-	}
-	cause, err := agents.ParseCancelCause(req.Cause)
-	if err != nil {
-		cause = agents.UserCancelled
-	}
-	a.cancel(cause)
 }
 
 // Work claims and runs runID (the job system's worker calls it). A run that
@@ -266,14 +264,7 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	a := &active{token: r.LeaseToken, cancel: cancel}
-	s.mu.Lock()
-	s.active[r.ID] = a
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.active, r.ID)
-		s.mu.Unlock()
-	}()
+	defer s.runs.track(r.ID, a)()
 
 	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)
 	// WithCommits: the run log takes each Record's write and commits it in
@@ -306,115 +297,18 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 // Start starts the loop that renews this process's leases and picks up
 // cancels and lost runs. Stop ends it.
 // A Service stopped before it started never starts.
-func (s *Service) Start() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || s.stop != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.stop = cancel
-	s.wg.Go(func() { s.loop(ctx) })
-}
+func (s *Service) Start() { s.leases.start() }
 
 // Stop ends the loop (after HandOver or once no run is left). It is
 // idempotent.
-func (s *Service) Stop() {
-	s.mu.Lock()
-	stop := s.stop
-	s.stopped = true
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	s.wg.Wait()
-}
-
-func (s *Service) loop(ctx context.Context) {
-	poll := time.NewTicker(s.cfg.PollInterval)
-	defer poll.Stop()
-	renew := time.NewTicker(s.Every())
-	defer renew.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-renew.C:
-			if s.running() > 0 {
-				if _, err := s.cfg.Store.Renew(ctx, s.cfg.Owner, s.LeaseTTL()); err != nil && ctx.Err() == nil {
-					s.cfg.Logger.Warn().Err(err).Msg("renew leases")
-				}
-			}
-			// Every process looks for expired leases too, not only the
-			// job system's leader (TakeOver): when the leader itself
-			// died, River elects another only after its leader TTL (some
-			// 15-20 s, not configurable), which would bound a takeover
-			// instead of LeaseTimeout. Taking a run over is a guarded
-			// update, so processes that look at once take it once.
-			ids, err := s.cfg.Store.TakeOverExpired(ctx)
-			if len(ids) > 0 {
-				s.cfg.Logger.Warn().Strs("runs", ids).Msg("runs whose owner stopped renewing their lease are queued again")
-			}
-			if err != nil && ctx.Err() == nil {
-				s.cfg.Logger.Warn().Err(err).Msg("take over expired leases")
-			}
-		case <-poll.C:
-			s.check(ctx)
-		}
-	}
-}
-
-func (s *Service) running() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.active)
-}
-
-// check reads the states of this process's runs: a cancel asked elsewhere
-// is carried out, a run another process owns now is let go.
-func (s *Service) check(ctx context.Context) {
-	s.mu.Lock()
-	ids := make([]string, 0, len(s.active))
-	for id := range s.active {
-		ids = append(ids, id)
-	}
-	s.mu.Unlock()
-	if len(ids) == 0 {
-		return
-	}
-	states, err := s.cfg.Store.RunStates(ctx, ids)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.cfg.Logger.Warn().Err(err).Msg("check running runs")
-		}
-		return
-	}
-	for _, st := range states {
-		s.mu.Lock()
-		a := s.active[st.ID]
-		s.mu.Unlock()
-		if a == nil {
-			continue
-		}
-		switch {
-		case st.Owner != s.cfg.Owner || st.LeaseToken != a.token:
-			s.cfg.Logger.Warn().Str("run_id", st.ID).Str("owner", st.Owner).Msg("lost a run to another process")
-			a.lose()
-		case st.Cancel != nil:
-			s.carryOut(ctx, a, *st.Cancel)
-		}
-	}
-}
+func (s *Service) Stop() { s.leases.stop() }
 
 // TakeOver frees and queues again the runs whose owner stopped renewing
 // their lease (the leader's periodic task; every process's loop does that
 // part too).
 // It also interrupts orphaned plans (Config.InterruptOrphaned).
 func (s *Service) TakeOver(ctx context.Context) error {
-	ids, err := s.cfg.Store.TakeOverExpired(ctx)
-	if len(ids) > 0 {
-		s.cfg.Logger.Warn().Strs("runs", ids).Msg("runs whose owner stopped renewing their lease are queued again")
-	}
+	err := s.leases.takeOverExpired(ctx)
 	if err != nil || s.cfg.InterruptOrphaned == nil {
 		return err
 	}
@@ -429,29 +323,7 @@ func (s *Service) TakeOver(ctx context.Context) error {
 // again at once for another process (or this one's next start) — and
 // cancels their work with agents.OwnerLost: nothing more of them is
 // written here. It returns how many it handed over.
-func (s *Service) HandOver(ctx context.Context) int {
-	s.mu.Lock()
-	runs := make(map[string]*active, len(s.active))
-	for id, a := range s.active {
-		runs[id] = a
-	}
-	s.mu.Unlock()
-	n := 0
-	for id, a := range runs {
-		a.mu.Lock()
-		a.lost = true // from now on its sink drops everything
-		a.mu.Unlock()
-		released, err := s.cfg.Store.Release(ctx, id, a.token)
-		if err != nil {
-			s.cfg.Logger.Error().Err(err).Str("run_id", id).Msg("hand a run over; it is taken over when its lease expires")
-		}
-		if released {
-			n++
-		}
-		a.cancel(agents.OwnerLost)
-	}
-	return n
-}
+func (s *Service) HandOver(ctx context.Context) int { return s.leases.handOver(ctx) }
 
 // Fetcher is the job system as Drain stops it (persistence.Jobs).
 type Fetcher interface {
@@ -480,7 +352,7 @@ func (s *Service) Drain(ctx context.Context, jobs Fetcher, window time.Duration)
 }
 
 // Running reports how many runs this process works now.
-func (s *Service) Running() int { return s.running() }
+func (s *Service) Running() int { return s.runs.count() }
 
 // Appender is the part of the run log a LogSink writes to.
 type Appender interface {
