@@ -11,11 +11,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/planwright/planwright/pkg/client"
 	"github.com/planwright/planwright/pkg/event"
@@ -78,33 +76,16 @@ func Cut(s string, n int) string {
 	return textcut.Cut(strings.Join(strings.Fields(s), " "), n)
 }
 
-type stepRow struct {
-	number    int
-	title     string
-	deps      []int
-	status    event.StepStatus
-	started   time.Time
-	ended     time.Time
-	errorText string
-}
-
 // Renderer turns a stream's events into output. Live (a terminal), the
 // plan's steps are a table kept at the bottom and redrawn in place; plain,
 // each change is a line. Its methods are safe for concurrent use (Tick
 // runs on a timer while events arrive).
 type Renderer struct {
 	mu    sync.Mutex
-	w     io.Writer
-	live  bool
-	width int
+	out   *output
+	table *stepTable
 	now   func() time.Time
 
-	planID   string
-	goal     string
-	steps    map[int]*stepRow
-	drawn    int  // lines of the table on the screen
-	midLine  bool // the cursor is after text, not at a line start
-	frame    int
 	calls    map[string]string // tool call id → one-line description
 	failed   string            // the error of the stream, if any
 	finished event.FinishedReason
@@ -125,11 +106,12 @@ func NewRenderer(w io.Writer, live bool, width int, now func() time.Time) *Rende
 	if now == nil {
 		now = time.Now
 	}
-	return &Renderer{w: w, live: live, width: width, now: now, steps: map[int]*stepRow{}, calls: map[string]string{}}
+	out := &output{w: w, live: live}
+	return &Renderer{out: out, table: newStepTable(out, width, now), now: now, calls: map[string]string{}}
 }
 
 // Live reports whether the renderer redraws in place.
-func (r *Renderer) Live() bool { return r.live }
+func (r *Renderer) Live() bool { return r.out.live }
 
 // Failed is the error the stream reported ("" when none).
 func (r *Renderer) Failed() string {
@@ -149,10 +131,9 @@ func (r *Renderer) Finished() event.FinishedReason {
 func (r *Renderer) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.endLine()
-	r.drawn = 0
-	r.planID, r.goal, r.failed, r.finished, r.Review = "", "", "", "", ""
-	r.steps = map[int]*stepRow{}
+	r.out.endLine()
+	r.table.forget()
+	r.failed, r.finished, r.Review = "", "", ""
 	r.calls = map[string]string{}
 	r.Questions = nil
 }
@@ -164,49 +145,19 @@ func (r *Renderer) Line(format string, args ...any) {
 	r.line(fmt.Sprintf(format, args...))
 }
 
+// line writes s on a line of its own, above the table.
 func (r *Renderer) line(s string) {
-	r.clearTable()
-	r.endLine()
-	fmt.Fprintln(r.w, s)
-	r.drawTable()
-}
-
-func (r *Renderer) endLine() {
-	if r.midLine {
-		fmt.Fprintln(r.w)
-		r.midLine = false
-	}
+	r.table.clear()
+	r.out.endLine()
+	fmt.Fprintln(r.out.w, s)
+	r.table.draw()
 }
 
 // Plan sets the plan whose steps the table shows (from the API or events).
 func (r *Renderer) Plan(id, goal string, steps []client.Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.setPlan(id, goal, steps)
-}
-
-func (r *Renderer) setPlan(id, goal string, steps []client.Step) {
-	r.clearTable()
-	old := r.steps
-	r.planID, r.goal = id, goal
-	r.steps = map[int]*stepRow{}
-	for _, s := range steps {
-		row := &stepRow{number: s.Number, title: s.Title, deps: s.DependsOn, status: s.Status}
-		if o, ok := old[s.Number]; ok && row.status == "" {
-			row.status, row.started, row.ended = o.status, o.started, o.ended
-		}
-		if row.status == "" {
-			row.status = event.StepPending
-		}
-		if s.StartedAt != nil {
-			row.started = *s.StartedAt
-		}
-		if s.CompletedAt != nil {
-			row.ended = *s.CompletedAt
-		}
-		r.steps[s.Number] = row
-	}
-	r.drawTable()
+	r.table.set(steps)
 }
 
 func stepsOf(p event.Plan) []client.Step {
@@ -226,23 +177,21 @@ func (r *Renderer) Event(ev client.Event) {
 	if at.IsZero() {
 		at = r.now()
 	}
+	live := r.out.live
 	switch e := ev.Event.(type) {
 	case event.Text:
 		if src.Role == event.RoleExecutor || src.Role == event.RoleReviewer {
 			return // executors' and the reviewer's words are in their transcripts
 		}
-		if r.drawn > 0 {
-			r.clearTable()
-		}
-		fmt.Fprint(r.w, e.Content)
-		r.midLine = !strings.HasSuffix(e.Content, "\n")
+		r.table.clear()
+		r.out.text(e.Content)
 	case event.ToolCall:
 		args := string(e.ToolCall.Arguments)
 		if args == "null" {
 			args = ""
 		}
 		r.calls[e.ToolCall.ID] = fmt.Sprintf("%s %s", e.ToolCall.Name, Cut(args, 60))
-		if r.live {
+		if live {
 			r.line(fmt.Sprintf("  → %s: %s", Who(src), r.calls[e.ToolCall.ID]))
 		}
 	case event.ToolResult:
@@ -251,7 +200,7 @@ func (r *Renderer) Event(ev client.Event) {
 			desc = e.Name
 		}
 		if e.Success {
-			if !r.live {
+			if !live {
 				r.line(fmt.Sprintf("  ✓ %s: %s", Who(src), desc))
 			}
 		} else {
@@ -266,27 +215,27 @@ func (r *Renderer) Event(ev client.Event) {
 	case event.PlanRevised:
 		r.planHead(fmt.Sprintf("plan revised to version %d", e.Plan.Version), e.Plan)
 	case event.PlanReadyForReview:
-		r.setPlan(e.Plan.ID, e.Plan.Goal, stepsOf(e.Plan))
+		r.table.set(stepsOf(e.Plan))
 		r.Review = e.Plan.ID
 		r.line(fmt.Sprintf("plan %s waits for your review", e.Plan.ID))
 	case event.PlanReview:
 		r.line(fmt.Sprintf("reviewer, round %d: %s — %s", e.Round, e.Verdict, Cut(e.Comments, 200)))
 	case event.StepStart:
-		row := r.row(e.Step)
+		row := r.table.row(e.Step)
 		row.status, row.started, row.ended = event.StepRunning, at, time.Time{}
-		if r.live {
-			r.redraw()
+		if live {
+			r.table.redraw()
 		} else {
 			r.line(fmt.Sprintf("  ▸ step %d %s: running", row.number, row.title))
 		}
 	case event.StepComplete:
-		row := r.row(e.Step)
+		row := r.table.row(e.Step)
 		row.status, row.ended, row.errorText = e.Step.Status, at, e.Step.Error
 		if row.started.IsZero() {
 			row.started = at
 		}
-		if r.live {
-			r.redraw()
+		if live {
+			r.table.redraw()
 		} else {
 			msg := fmt.Sprintf("  %s step %d %s: %s", Mark(row.status), row.number, row.title, row.status)
 			if !row.started.IsZero() && row.status != event.StepSkipped {
@@ -298,17 +247,15 @@ func (r *Renderer) Event(ev client.Event) {
 			r.line(msg)
 		}
 	case event.PlanComplete:
-		for _, row := range r.steps {
-			if row.status == event.StepRunning && e.Status == event.PlanCancelled {
-				row.status, row.ended = event.StepCancelled, at
-			}
+		if e.Status == event.PlanCancelled {
+			r.table.cancelRunning(at)
 		}
-		if r.live {
-			r.redraw()
+		if live {
+			r.table.redraw()
 		}
 		r.line(fmt.Sprintf("plan %s: %d completed, %d failed, %d skipped in %s", e.Status, e.Completed, e.Failed, e.Skipped,
 			Duration(time.Duration(e.DurationMS)*time.Millisecond)))
-		r.freeze()
+		r.table.freeze()
 	case event.ClarifyingQuestions:
 		r.Questions = append(r.Questions, e.Questions...)
 	case event.DuplicateDetected:
@@ -320,8 +267,8 @@ func (r *Renderer) Event(ev client.Event) {
 		r.line("error: " + r.failed)
 	case event.Done:
 		r.finished = e.FinishedReason
-		r.freeze()
-		r.endLine()
+		r.table.freeze()
+		r.out.endLine()
 		switch e.FinishedReason {
 		case event.FinishedCompleted:
 		case event.FinishedCancelled:
@@ -332,13 +279,14 @@ func (r *Renderer) Event(ev client.Event) {
 	}
 }
 
+// planHead announces a plan made or revised, lists its steps (plain), and
+// shows them in the table (live).
 func (r *Renderer) planHead(what string, p event.Plan) {
-	r.clearTable()
-	r.endLine()
-	r.planID, r.goal = "", ""
-	r.steps = map[int]*stepRow{}
+	r.table.clear()
+	r.out.endLine()
+	r.table.forget()
 	r.line(fmt.Sprintf("%s %s: %s (%d steps, %s)", what, p.ID, p.Goal, len(p.Steps), strings.ReplaceAll(string(p.Mode), "_", " ")))
-	if !r.live {
+	if !r.out.live {
 		for _, s := range p.Steps {
 			after := ""
 			if len(s.DependsOn) > 0 {
@@ -347,98 +295,14 @@ func (r *Renderer) planHead(what string, p event.Plan) {
 			r.line(fmt.Sprintf("  %d. %s%s", s.Number, s.Title, after))
 		}
 	}
-	r.setPlan(p.ID, p.Goal, stepsOf(p))
-}
-
-func (r *Renderer) row(s event.StepState) *stepRow {
-	row, ok := r.steps[s.Number]
-	if !ok {
-		row = &stepRow{number: s.Number, title: s.Title, status: event.StepPending}
-		r.steps[s.Number] = row
-	}
-	if s.Title != "" {
-		row.title = s.Title
-	}
-	return row
+	r.table.set(stepsOf(p))
 }
 
 // Tick advances the spinner and redraws running steps' times (live only).
 func (r *Renderer) Tick() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.frame++
-	if r.live && r.drawn > 0 && !r.midLine && r.running() {
-		r.redraw()
-	}
-}
-
-func (r *Renderer) running() bool {
-	for _, row := range r.steps {
-		if row.status == event.StepRunning {
-			return true
-		}
-	}
-	return false
-}
-
-func (r *Renderer) redraw() {
-	r.clearTable()
-	r.drawTable()
-}
-
-// freeze leaves the table as it is on the screen and stops redrawing it.
-func (r *Renderer) freeze() {
-	if r.live && r.drawn == 0 && len(r.steps) > 0 && !r.midLine {
-		r.drawTable()
-	}
-	r.drawn = 0
-	r.steps = map[int]*stepRow{}
-}
-
-// clearTable erases the drawn table: up as many lines, then clear below.
-func (r *Renderer) clearTable() {
-	if !r.live || r.drawn == 0 {
-		return
-	}
-	fmt.Fprintf(r.w, "\r\x1b[%dA\x1b[J", r.drawn)
-	r.drawn = 0
-}
-
-func (r *Renderer) drawTable() {
-	if !r.live || len(r.steps) == 0 || r.midLine {
-		return
-	}
-	for _, l := range r.tableLines() {
-		fmt.Fprintln(r.w, l)
-		r.drawn++
-	}
-}
-
-func (r *Renderer) tableLines() []string {
-	nums := make([]int, 0, len(r.steps))
-	titleW := 10
-	for n, row := range r.steps {
-		nums = append(nums, n)
-		titleW = max(titleW, utf8.RuneCountInString(row.title))
-	}
-	sort.Ints(nums)
-	titleW = min(titleW, max(10, r.width-40))
-	out := make([]string, 0, len(nums))
-	for _, n := range nums {
-		row := r.steps[n]
-		mark := Mark(row.status)
-		elapsed := ""
-		switch {
-		case row.status == event.StepRunning:
-			mark = Spinner[r.frame%len(Spinner)]
-			elapsed = Duration(r.now().Sub(row.started).Truncate(100 * time.Millisecond))
-		case !row.started.IsZero() && !row.ended.IsZero():
-			elapsed = Duration(row.ended.Sub(row.started))
-		}
-		title := Cut(row.title, titleW)
-		out = append(out, strings.TrimRight(fmt.Sprintf("  %s %2d  %-*s  %-9s  %s", mark, n, titleW, title, row.status, elapsed), " "))
-	}
-	return out
+	r.table.tick()
 }
 
 func joinInts(ns []int) string {
