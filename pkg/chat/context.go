@@ -149,7 +149,7 @@ func (b *ContextBuilder) Build(ctx context.Context, req ContextRequest) (BuiltCo
 	out := BuiltContext{System: system, History: history, ProjectID: d.projectID, ProjectName: d.projectName,
 		EstimatedTokens: d.estimate()}
 	out.Prepared = agents.Prepared{Trimmed: d.trimmed, ToolGateway: req.ToolGateway,
-		Compressed: len(d.trimmed) > 0 || d.folded > 0}
+		Compressed: len(d.trimmed) > 0 || d.history.folded > 0}
 	if out.Prepared.Trimmed == nil {
 		out.Prepared.Trimmed = []string{}
 	}
@@ -174,7 +174,7 @@ func ProjectOf(ct ContextType, entityID string, focus *event.Focus) string {
 
 // draft gathers every part of a context, untrimmed.
 func (b *ContextBuilder) draft(ctx context.Context, req ContextRequest) (*draft, error) {
-	d := &draft{input: req.Input, defs: toolDefs(req.Tools), policy: req.Role.History, summary: summaryChars}
+	d := &draft{input: req.Input, defs: toolDefs(req.Tools), history: historySection{policy: req.Role.History, summary: summaryChars}}
 	d.projectID = ProjectOf(req.ContextType, req.EntityID, req.Focus)
 	if req.Focus != nil && req.Focus.ProjectID == d.projectID {
 		d.projectName = req.Focus.ProjectName
@@ -232,12 +232,12 @@ func (b *ContextBuilder) draft(ctx context.Context, req ContextRequest) (*draft,
 
 	d.snapshot = newSnapshotSection(snap, d.projectID, d.projectName, focusEntity.ID)
 	d.lastTurn = b.lastTurn(ctx, req.UserID, req.LastTurn)
-	d.facts = b.factLines(ctx, req.UserID, req.Facts)
-	d.turns = turnsOf(req.History)
+	d.facts = factsSection{lines: b.factLines(ctx, req.UserID, req.Facts)}
+	d.history.turns = turnsOf(req.History)
 	// The window: older turns are summarised from the start.
 	window := max(2, req.Role.History.Window)
-	for len(d.turns) > 0 && d.recentMessages() > window {
-		d.fold()
+	for len(d.history.turns) > 0 && d.history.recentMessages() > window {
+		d.history.fold()
 	}
 	return d, nil
 }

@@ -25,22 +25,16 @@ const (
 const summaryChars = 800
 
 // draft is a context being assembled: every part, and how far each is
-// trimmed.
+// trimmed. fit trims the parts in the stated order until the request fits.
 type draft struct {
 	base     string // the role's prompt, the context's instructions, the focus
 	snapshot snapshotSection
 	lastTurn lastTurnSection
-	facts    []string // oldest first
-	omitted  int      // facts dropped
-	turns    []turn   // recent turns, sent as messages, oldest first
-	old      []turn   // older turns, summarised, oldest first
-	summary  int      // the summary's cap in characters; 0 drops it
-	msgChars int      // cap on each recent message (0: none)
+	facts    factsSection
+	history  historySection
 	input    string
 	defs     []llm.ToolDef
-	policy   agents.HistoryPolicy
 	trimmed  []string
-	folded   int
 
 	projectID, projectName string
 }
@@ -57,12 +51,12 @@ func (d *draft) fit(budget int) {
 		name  string
 		apply func() bool
 	}{
-		{TrimHistoryMessages, d.cutMessages},
-		{TrimHistory, d.foldOldest},
-		{TrimSummary, d.shortenSummary},
+		{TrimHistoryMessages, d.history.cutMessages},
+		{TrimHistory, d.history.foldOldest},
+		{TrimSummary, d.history.shortenSummary},
 		{TrimSnapshot, d.snapshot.drop},
-		{TrimLastTurn, d.cutLastTurn},
-		{TrimFacts, d.dropFact},
+		{TrimLastTurn, d.lastTurn.cut},
+		{TrimFacts, d.facts.drop},
 	}
 	for _, st := range steps {
 		for d.estimate() > budget && st.apply() {
@@ -87,133 +81,49 @@ func (d *draft) estimate() int {
 // render is the system prompt and the history messages.
 func (d *draft) render() (string, []llm.Message) {
 	parts := []string{d.base}
-	for _, s := range []string{d.snapshot.render(), d.lastTurn.render(), d.renderFacts(), d.renderSummary()} {
+	for _, s := range []string{d.snapshot.render(), d.lastTurn.render(), d.facts.render(), d.history.summaryText()} {
 		if s != "" {
 			parts = append(parts, s)
 		}
 	}
-	var history []llm.Message
-	first := len(d.old) + 1
-	for i, t := range d.turns {
-		history = append(history, t.messages(first+i, d.msgChars)...)
-	}
-	return strings.Join(parts, "\n\n"), history
+	return strings.Join(parts, "\n\n"), d.history.messages()
 }
 
-func (d *draft) renderFacts() string {
-	if len(d.facts) == 0 && d.omitted == 0 {
+// factsSection is the facts of earlier turns, as lines, and how many were
+// dropped.
+type factsSection struct {
+	lines   []string // oldest first
+	omitted int      // facts dropped
+}
+
+func (f factsSection) render() string {
+	if len(f.lines) == 0 && f.omitted == 0 {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("## Facts from earlier turns (use these ids; do not invent others)")
-	if d.omitted > 0 {
-		fmt.Fprintf(&b, "\n(%d older facts left out)", d.omitted)
+	if f.omitted > 0 {
+		fmt.Fprintf(&b, "\n(%d older facts left out)", f.omitted)
 	}
-	for _, f := range d.facts {
-		b.WriteString("\n" + f)
+	for _, l := range f.lines {
+		b.WriteString("\n" + l)
 	}
 	return b.String()
 }
 
-// renderSummary sums up the older turns in at most d.summary characters,
-// the newest first within the room.
-func (d *draft) renderSummary() string {
-	if len(d.old) == 0 || d.summary <= 0 {
-		return ""
-	}
-	var parts []string
-	used, shown := 0, 0
-	for i := len(d.old) - 1; i >= 0; i-- {
-		s := d.old[i].snippet()
-		if s == "" {
-			shown++
-			continue
-		}
-		w := len([]rune(s)) + 3
-		if used+w > d.summary {
-			if len(parts) == 0 {
-				s, _ = textcut.CutReport(s, d.summary)
-				parts = append(parts, s)
-				shown++
-			}
-			break
-		}
-		parts = append(parts, s)
-		used += w
-		shown++
-	}
-	slices.Reverse(parts)
-	head := fmt.Sprintf("## Earlier turns (summarised, oldest first; %d turns", len(d.old))
-	if left := len(d.old) - shown; left > 0 {
-		head += fmt.Sprintf(", the oldest %d left out", left)
-	}
-	return head + ")\n" + strings.Join(parts, " | ")
-}
-
-// recentMessages counts the messages the recent turns render to.
-func (d *draft) recentMessages() int {
-	n := 0
-	for i, t := range d.turns {
-		n += len(t.messages(i, 0))
-	}
-	return n
-}
-
-// fold moves the oldest recent turn into the summary.
-func (d *draft) fold() {
-	d.old = append(d.old, d.turns[0])
-	d.turns = d.turns[1:]
-	d.folded++
-}
-
-func (d *draft) foldOldest() bool {
-	if len(d.turns) == 0 {
+// drop drops the oldest fact.
+func (f *factsSection) drop() bool {
+	if len(f.lines) == 0 {
 		return false
 	}
-	d.fold()
+	f.lines = f.lines[1:]
+	f.omitted++
 	return true
 }
 
-// cutMessages caps the recent messages at the policy's length, then halves
-// the cap down to 200 characters.
-func (d *draft) cutMessages() bool {
-	next := d.policy.MessageChars
-	if next <= 0 {
-		next = agents.DefaultHistoryPolicy().MessageChars
-	}
-	if d.msgChars > 0 {
-		next = d.msgChars / 2
-	}
-	if next < 200 || !d.longerThan(next) {
-		return false
-	}
-	d.msgChars = next
-	return true
-}
-
-func (d *draft) longerThan(n int) bool {
-	for i, t := range d.turns {
-		for _, m := range t.messages(i, 0) {
-			if len([]rune(m.Content)) > n {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func (d *draft) shortenSummary() bool {
-	if len(d.old) == 0 || d.summary <= 0 {
-		return false
-	}
-	if d.summary /= 2; d.summary < 100 {
-		d.summary = 0
-	}
-	return true
-}
-
-func (d *draft) cutLastTurn() bool {
-	l := &d.lastTurn
+// cut shortens the last turn: its summary to 80 characters, then without
+// it, then without its tools.
+func (l *lastTurnSection) cut() bool {
 	switch {
 	case len([]rune(l.summary)) > 80:
 		l.summary, _ = textcut.CutReport(l.summary, 80)
@@ -227,11 +137,120 @@ func (d *draft) cutLastTurn() bool {
 	return true
 }
 
-func (d *draft) dropFact() bool {
-	if len(d.facts) == 0 {
+// historySection is the conversation before the turn: the recent turns,
+// sent as messages, and the older ones, summed up in the system prompt.
+type historySection struct {
+	turns    []turn // recent turns, sent as messages, oldest first
+	old      []turn // older turns, summarised, oldest first
+	summary  int    // the summary's cap in characters; 0 drops it
+	msgChars int    // cap on each recent message (0: none)
+	policy   agents.HistoryPolicy
+	folded   int
+}
+
+// messages are the recent turns' messages, numbered after the older turns.
+func (h *historySection) messages() []llm.Message {
+	var history []llm.Message
+	first := len(h.old) + 1
+	for i, t := range h.turns {
+		history = append(history, t.messages(first+i, h.msgChars)...)
+	}
+	return history
+}
+
+// summaryText sums up the older turns in at most h.summary characters,
+// the newest first within the room.
+func (h *historySection) summaryText() string {
+	if len(h.old) == 0 || h.summary <= 0 {
+		return ""
+	}
+	var parts []string
+	used, shown := 0, 0
+	for i := len(h.old) - 1; i >= 0; i-- {
+		s := h.old[i].snippet()
+		if s == "" {
+			shown++
+			continue
+		}
+		w := len([]rune(s)) + 3
+		if used+w > h.summary {
+			if len(parts) == 0 {
+				s, _ = textcut.CutReport(s, h.summary)
+				parts = append(parts, s)
+				shown++
+			}
+			break
+		}
+		parts = append(parts, s)
+		used += w
+		shown++
+	}
+	slices.Reverse(parts)
+	head := fmt.Sprintf("## Earlier turns (summarised, oldest first; %d turns", len(h.old))
+	if left := len(h.old) - shown; left > 0 {
+		head += fmt.Sprintf(", the oldest %d left out", left)
+	}
+	return head + ")\n" + strings.Join(parts, " | ")
+}
+
+// recentMessages counts the messages the recent turns render to.
+func (h *historySection) recentMessages() int {
+	n := 0
+	for i, t := range h.turns {
+		n += len(t.messages(i, 0))
+	}
+	return n
+}
+
+// fold moves the oldest recent turn into the summary.
+func (h *historySection) fold() {
+	h.old = append(h.old, h.turns[0])
+	h.turns = h.turns[1:]
+	h.folded++
+}
+
+func (h *historySection) foldOldest() bool {
+	if len(h.turns) == 0 {
 		return false
 	}
-	d.facts = d.facts[1:]
-	d.omitted++
+	h.fold()
+	return true
+}
+
+// cutMessages caps the recent messages at the policy's length, then halves
+// the cap down to 200 characters.
+func (h *historySection) cutMessages() bool {
+	next := h.policy.MessageChars
+	if next <= 0 {
+		next = agents.DefaultHistoryPolicy().MessageChars
+	}
+	if h.msgChars > 0 {
+		next = h.msgChars / 2
+	}
+	if next < 200 || !h.longerThan(next) {
+		return false
+	}
+	h.msgChars = next
+	return true
+}
+
+func (h *historySection) longerThan(n int) bool {
+	for i, t := range h.turns {
+		for _, m := range t.messages(i, 0) {
+			if len([]rune(m.Content)) > n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (h *historySection) shortenSummary() bool {
+	if len(h.old) == 0 || h.summary <= 0 {
+		return false
+	}
+	if h.summary /= 2; h.summary < 100 {
+		h.summary = 0
+	}
 	return true
 }
