@@ -82,13 +82,11 @@ type Listener struct {
 	cfg    ListenerConfig
 	origin string // tells this process's notices from others'
 	notify *core
+	subs   *subscribers
 
-	mu        sync.Mutex
-	subs      map[string][]*Subscription // by full channel name
-	gen       int                        // bumped when the set of channels changes
-	interrupt context.CancelFunc         // ends the current wait, when waiting
-	stop      context.CancelCauseFunc
-	done      chan struct{}
+	mu   sync.Mutex
+	stop context.CancelCauseFunc
+	done chan struct{}
 }
 
 // NewListener returns a Listener for db. On PostgreSQL it reads the current
@@ -127,7 +125,8 @@ func NewListener(ctx context.Context, db *DB, cfg ListenerConfig) (*Listener, er
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	return &Listener{db: db, cfg: cfg, origin: hex.EncodeToString(b), notify: c, subs: map[string][]*Subscription{}}, nil
+	return &Listener{db: db, cfg: cfg, origin: hex.EncodeToString(b), notify: c,
+		subs: &subscribers{byChannel: map[string][]*Subscription{}}}, nil
 }
 
 // Channel returns the full name of channel name: what to LISTEN on or pass
@@ -175,35 +174,7 @@ func (l *Listener) Close() {
 // Subscribe adds s (its channel is listened on from the next moment the
 // listener can) and returns the function that removes it.
 func (l *Listener) Subscribe(s Subscription) (unsubscribe func()) {
-	ch := l.Channel(s.Channel)
-	sub := &s
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.subs[ch]) == 0 {
-		l.changed()
-	}
-	l.subs[ch] = append(l.subs[ch], sub)
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			l.subs[ch] = slices.DeleteFunc(l.subs[ch], func(x *Subscription) bool { return x == sub })
-			if len(l.subs[ch]) == 0 {
-				delete(l.subs, ch)
-				l.changed()
-			}
-		})
-	}
-}
-
-// changed notes that the channels changed and ends the current wait, so
-// the listener LISTENs or UNLISTENs (mu held).
-func (l *Listener) changed() {
-	l.gen++
-	if l.interrupt != nil {
-		l.interrupt()
-	}
+	return l.subs.add(l.Channel(s.Channel), &s)
 }
 
 // Notify sends payload on channel (its name without the prefix) to every
@@ -214,7 +185,7 @@ func (l *Listener) Notify(ctx context.Context, channel, payload string) error {
 		return apperr.New(apperr.Internal, "persistence: a notification's payload is at most %d bytes", maxPayload)
 	}
 	if l.db.driver != DriverPostgres {
-		l.deliver(l.Channel(channel), payload)
+		l.subs.deliver(l.Channel(channel), payload)
 		return nil
 	}
 	if err := l.notify.do(ctx, func(g *gorm.DB) error {
@@ -223,17 +194,6 @@ func (l *Listener) Notify(ctx context.Context, channel, payload string) error {
 		return dbErr("notify", err)
 	}
 	return nil
-}
-
-func (l *Listener) deliver(channel, payload string) {
-	l.mu.Lock()
-	subs := slices.Clone(l.subs[channel])
-	l.mu.Unlock()
-	for _, s := range subs {
-		if s.Notify != nil {
-			s.Notify(payload)
-		}
-	}
 }
 
 // run connects, listens until the connection is lost, and connects again,
@@ -275,34 +235,22 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn) error {
 	listening := map[string]bool{}
 	synced := -1
 	for {
-		l.mu.Lock()
-		gen := l.gen
-		want := make([]string, 0, len(l.subs))
-		for ch := range l.subs {
-			want = append(want, ch)
-		}
-		l.mu.Unlock()
+		gen, want := l.subs.channels()
 		if gen != synced {
 			fresh, err := l.sync(ctx, conn, listening, want)
 			if err != nil {
 				return err
 			}
 			synced = gen
-			l.started(fresh)
+			l.subs.started(fresh)
 		}
 		wctx, cancel := context.WithTimeout(ctx, l.cfg.Ping)
-		l.mu.Lock()
-		if l.gen != synced {
-			l.mu.Unlock()
+		if !l.subs.waiting(synced, cancel) {
 			cancel()
 			continue
 		}
-		l.interrupt = cancel
-		l.mu.Unlock()
 		n, err := conn.WaitForNotification(wctx)
-		l.mu.Lock()
-		l.interrupt = nil
-		l.mu.Unlock()
+		l.subs.waited()
 		// Read before cancel, which would make every wait look interrupted
 		// (and a dead connection spin here instead of reconnecting).
 		werr := wctx.Err()
@@ -310,7 +258,7 @@ func (l *Listener) serve(ctx context.Context, conn *pgx.Conn) error {
 		cancel()
 		switch {
 		case err == nil:
-			l.deliver(n.Channel, n.Payload)
+			l.subs.deliver(n.Channel, n.Payload)
 		case ctx.Err() != nil:
 			return context.Cause(ctx)
 		case quiet:
@@ -355,19 +303,103 @@ func (l *Listener) sync(ctx context.Context, conn *pgx.Conn, listening map[strin
 	return fresh, nil
 }
 
+// subscribers are a Listener's subscriptions by full channel name, and the
+// wait its connection is in, which a change of the channels ends (so that
+// the listener LISTENs or UNLISTENs). Safe for concurrent use.
+type subscribers struct {
+	mu        sync.Mutex
+	byChannel map[string][]*Subscription
+	gen       int                // bumped when the set of channels changes
+	interrupt context.CancelFunc // ends the current wait, when waiting
+}
+
+// add adds sub to channel ch and returns the function that removes it.
+func (s *subscribers) add(ch string, sub *Subscription) (remove func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byChannel[ch]) == 0 {
+		s.changedLocked()
+	}
+	s.byChannel[ch] = append(s.byChannel[ch], sub)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.byChannel[ch] = slices.DeleteFunc(s.byChannel[ch], func(x *Subscription) bool { return x == sub })
+			if len(s.byChannel[ch]) == 0 {
+				delete(s.byChannel, ch)
+				s.changedLocked()
+			}
+		})
+	}
+}
+
+// changedLocked notes that the channels changed and ends the current wait
+// (mu held).
+func (s *subscribers) changedLocked() {
+	s.gen++
+	if s.interrupt != nil {
+		s.interrupt()
+	}
+}
+
+// channels returns the channels subscribed to, and their generation.
+func (s *subscribers) channels() (gen int, want []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want = make([]string, 0, len(s.byChannel))
+	for ch := range s.byChannel {
+		want = append(want, ch)
+	}
+	return s.gen, want
+}
+
+// waiting records interrupt as the end of the wait about to start, unless
+// the channels changed since generation synced (then it reports false:
+// sync first).
+func (s *subscribers) waiting(synced int, interrupt context.CancelFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gen != synced {
+		return false
+	}
+	s.interrupt = interrupt
+	return true
+}
+
+// waited notes that the wait ended.
+func (s *subscribers) waited() {
+	s.mu.Lock()
+	s.interrupt = nil
+	s.mu.Unlock()
+}
+
+// deliver hands payload to the subscribers of channel.
+func (s *subscribers) deliver(channel, payload string) {
+	s.mu.Lock()
+	subs := slices.Clone(s.byChannel[channel])
+	s.mu.Unlock()
+	for _, sub := range subs {
+		if sub.Notify != nil {
+			sub.Notify(payload)
+		}
+	}
+}
+
 // started tells the subscribers of channels just listened on that they may
 // have missed notices.
-func (l *Listener) started(channels []string) {
+func (s *subscribers) started(channels []string) {
 	var missed []func()
-	l.mu.Lock()
+	s.mu.Lock()
 	for _, ch := range channels {
-		for _, s := range l.subs[ch] {
-			if s.Missed != nil {
-				missed = append(missed, s.Missed)
+		for _, sub := range s.byChannel[ch] {
+			if sub.Missed != nil {
+				missed = append(missed, sub.Missed)
 			}
 		}
 	}
-	l.mu.Unlock()
+	s.mu.Unlock()
 	for _, f := range missed {
 		f()
 	}
