@@ -86,19 +86,7 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 			}
 		}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
 
-		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
-		require.NoError(t, err)
-		orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: answers(0)}, Tools: rt,
-			Lookup: allowed("web_fetch", "create_task"), Executor: agents.Role{Name: event.RoleExecutor, Model: "exec-model"}})
-		require.NoError(t, err)
-		res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2), exec(3, 1)}}, em)
-		require.NoError(t, err)
-		require.NoError(t, l.Sync(ctx, "r1"))
-		planID := res.Plan.ID
-
-		p, err := store.GetPlan(ctx, planID)
-		require.NoError(t, err)
-		require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCompleted}, stepStatuses(p))
+		planID, p := runThreeSteps(t, store, answers(0), em, l)
 		require.Contains(t, p.Steps[1].Error, "could not record the step's start")
 
 		stored, err := l.Events(ctx, "r1", 0, 0)
@@ -227,19 +215,7 @@ func TestExecutorStartsWhileItsStartCommits(t *testing.T) {
 			}
 			return agents.Result{Text: fmt.Sprintf("result of step %d", step), Finished: agents.FinishCompleted}, nil
 		}
-		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
-		require.NoError(t, err)
-		orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: executor}, Tools: rt,
-			Lookup: allowed("web_fetch", "create_task"), Executor: agents.Role{Name: event.RoleExecutor, Model: "exec-model"}})
-		require.NoError(t, err)
-		res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2), exec(3, 1)}}, em)
-		require.NoError(t, err)
-		require.NoError(t, l.Sync(ctx, "r1"))
-		planID := res.Plan.ID
-
-		p, err := store.GetPlan(ctx, planID)
-		require.NoError(t, err)
-		require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCompleted}, stepStatuses(p))
+		planID, p := runThreeSteps(t, store, executor, em, l)
 		require.Contains(t, p.Steps[1].Error, "could not record the executor")
 		cause, ok := stopped.Load(2)
 		require.True(t, ok, "the executor whose start was refused is stopped")
@@ -280,4 +256,29 @@ func TestExecutorStartsWhileItsStartCommits(t *testing.T) {
 		}
 		require.NoError(t, l.Sync(ctx, "r1"))
 	})
+}
+
+// runThreeSteps runs a plan of steps 1 and 2, then 3 after 1, each by an
+// executor, through em (whose events go to run r1 of l), and returns the
+// plan once its log is committed: step 2 is the one the store refuses,
+// so it failed and the others completed.
+func runThreeSteps(t *testing.T, store interface {
+	planning.Store
+	tools.Recorder
+}, executor func(context.Context, agents.Task) (agents.Result, error),
+	em event.Emitter, l *persistence.RunLog) (string, planning.Plan) {
+	t.Helper()
+	ctx := context.Background()
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+	require.NoError(t, err)
+	orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: executor}, Tools: rt,
+		Lookup: allowed("web_fetch", "create_task"), Executor: agents.Role{Name: event.RoleExecutor, Model: "exec-model"}})
+	require.NoError(t, err)
+	res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2), exec(3, 1)}}, em)
+	require.NoError(t, err)
+	require.NoError(t, l.Sync(ctx, "r1"))
+	p, err := store.GetPlan(ctx, res.Plan.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCompleted}, stepStatuses(p))
+	return res.Plan.ID, p
 }
