@@ -309,7 +309,11 @@ func (j *Jobs) closeConns() {
 // it after the transaction that inserted it committed). On PostgreSQL
 // NOTIFY does that; on SQLite it is how a new run starts at once.
 func (j *Jobs) wakeFetcher(ctx context.Context) {
-	if j.waker != nil {
+	// Not before Start returned: River sets up what the wake-up reaches
+	// while it starts (a run created by a request that came in while the
+	// job system was starting raced it), and a job inserted before is
+	// fetched by the start's own first fetch.
+	if j.waker != nil && j.Running() {
 		j.waker.wake(ctx)
 	}
 }
