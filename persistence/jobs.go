@@ -94,6 +94,7 @@ type Jobs struct {
 	own   *sql.DB       // SQLite: River's connection (nil for :memory:)
 	waker *wakingPilot  // SQLite: wakes the fetcher after a job's insert committed
 	start sync.Once
+	runs  *RunLeases
 
 	mu      sync.Mutex
 	started bool
@@ -138,6 +139,7 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		return nil, err
 	}
 	j := &Jobs{db: db, core: c, cfg: cfg}
+	j.runs = &RunLeases{jobs: j}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[runJobArgs]) error {
 		return cfg.Work(ctx, job.Args.RunID)
@@ -276,6 +278,9 @@ func (j *Jobs) markStopped() bool {
 	j.stopped = true
 	return started
 }
+
+// Runs returns the runs whose jobs these are (runs.Store).
+func (j *Jobs) Runs() *RunLeases { return j.runs }
 
 // Running reports whether the job system fetches jobs (for /readyz).
 func (j *Jobs) Running() bool {

@@ -52,7 +52,7 @@ func queuedRun(t *testing.T, jobs *persistence.Jobs, id string) persistence.Run 
 	t.Helper()
 	r := persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice", SessionID: "s1", Request: []byte(`{"message_id":"m1"}`)}
 	first := event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem}, Event: event.AgentState{State: event.StateThinking, RunID: id}}
-	require.NoError(t, jobs.CreateRun(context.Background(), &r, first))
+	require.NoError(t, jobs.Runs().CreateRun(context.Background(), &r, first))
 	return r
 }
 
@@ -85,7 +85,7 @@ func TestJobsWorkAQueuedRunAfterTheStartContextEnded(t *testing.T) {
 		require.EqualValues(t, 1, r.LastSeq)
 		require.JSONEq(t, `{"message_id":"m1"}`, string(r.Request))
 		dup := persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice"}
-		err = jobs.CreateRun(context.Background(), &dup, event.Envelope{Event: event.AgentState{State: event.StateThinking}})
+		err = jobs.Runs().CreateRun(context.Background(), &dup, event.Envelope{Event: event.AgentState{State: event.StateThinking}})
 		require.ErrorIs(t, err, persistence.ErrRunExists)
 	})
 }
@@ -136,7 +136,7 @@ func TestLeases(t *testing.T) {
 		queuedRun(t, jobs, id)
 		receive(t, got)
 
-		a, ok, err := jobs.Claim(ctx, id, "A", time.Minute)
+		a, ok, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, "A", a.Owner)
@@ -144,24 +144,24 @@ func TestLeases(t *testing.T) {
 		require.NotNil(t, a.LeaseUntil)
 
 		// A live owner's run is not claimable, nor taken over.
-		_, ok, err = jobs.Claim(ctx, id, "B", time.Minute)
+		_, ok, err = jobs.Runs().Claim(ctx, id, "B", time.Minute)
 		require.NoError(t, err)
 		require.False(t, ok)
-		taken, err := jobs.TakeOverExpired(ctx)
+		taken, err := jobs.Runs().TakeOverExpired(ctx)
 		require.NoError(t, err)
 		require.Empty(t, taken)
-		n, err := jobs.Renew(ctx, "A", time.Minute)
+		n, err := jobs.Runs().Renew(ctx, "A", time.Minute)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, n)
 
 		// Its lease expires: the leader hands it over with a new job.
-		_, err = jobs.Renew(ctx, "A", -time.Second)
+		_, err = jobs.Runs().Renew(ctx, "A", -time.Second)
 		require.NoError(t, err)
-		taken, err = jobs.TakeOverExpired(ctx)
+		taken, err = jobs.Runs().TakeOverExpired(ctx)
 		require.NoError(t, err)
 		require.Equal(t, []string{id}, taken)
 		require.Equal(t, id, receive(t, got))
-		b, ok, err := jobs.Claim(ctx, id, "B", time.Minute)
+		b, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Greater(t, b.LeaseToken, a.LeaseToken)
@@ -169,19 +169,19 @@ func TestLeases(t *testing.T) {
 
 		// A release with a stale token does nothing; with the owner's, the
 		// run is free and queued again at once.
-		released, err := jobs.Release(ctx, id, a.LeaseToken)
+		released, err := jobs.Runs().Release(ctx, id, a.LeaseToken)
 		require.NoError(t, err)
 		require.False(t, released)
-		released, err = jobs.Release(ctx, id, b.LeaseToken)
+		released, err = jobs.Runs().Release(ctx, id, b.LeaseToken)
 		require.NoError(t, err)
 		require.True(t, released)
 		require.Equal(t, id, receive(t, got))
 
 		// Cancel requests are recorded for the owner; another user's run is
 		// not found.
-		require.Equal(t, apperr.NotFound, apperr.CodeOf(jobs.RequestCancel(ctx, "bob", id, persistence.CancelRequest{Cause: "user_cancelled"})))
-		require.NoError(t, jobs.RequestCancel(ctx, "alice", id, persistence.CancelRequest{Cause: "user_cancelled"}))
-		states, err := jobs.RunStates(ctx, []string{id})
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(jobs.Runs().RequestCancel(ctx, "bob", id, persistence.CancelRequest{Cause: "user_cancelled"})))
+		require.NoError(t, jobs.Runs().RequestCancel(ctx, "alice", id, persistence.CancelRequest{Cause: "user_cancelled"}))
+		states, err := jobs.Runs().RunStates(ctx, []string{id})
 		require.NoError(t, err)
 		require.Len(t, states, 1)
 		require.Equal(t, "user_cancelled", states[0].Cancel.Cause)
@@ -196,7 +196,7 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 		id := persistence.NewID()
 		queuedRun(t, jobs, id)
 		receive(t, got)
-		a, _, err := jobs.Claim(ctx, id, "A", time.Minute)
+		a, _, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
 		require.NoError(t, err)
 
 		var finished []string
@@ -217,11 +217,11 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 
 		// B takes the run over: A's later writes are refused, B's go on
 		// after A's last committed event.
-		released, err := jobs.Release(ctx, id, a.LeaseToken)
+		released, err := jobs.Runs().Release(ctx, id, a.LeaseToken)
 		require.NoError(t, err)
 		require.True(t, released)
 		receive(t, got)
-		b, ok, err := jobs.Claim(ctx, id, "B", time.Minute)
+		b, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
 		_, err = logA.Append(id, text("stale"))

@@ -27,6 +27,13 @@ import (
 // job system's leader, hands over the runs whose owner stopped renewing.
 // Both insert a new job for the run in the transaction that frees it.
 
+// RunLeases are the queued runs' rows (runs.Store): created with their
+// job, claimed, renewed, released and taken over through the job system
+// whose jobs they are (Jobs.Runs).
+type RunLeases struct {
+	jobs *Jobs
+}
+
 // runTx is one transaction of the job system: a pgx transaction on River's
 // pool on PostgreSQL (River inserts jobs through pgx), a database/sql
 // transaction on the project's pool on SQLite.
@@ -64,25 +71,25 @@ func (t runTx) insertJob(ctx context.Context, runID string) error {
 
 // inTx runs fn in one transaction, retrying transient failures, and wakes
 // the fetcher when it committed jobs.
-func (j *Jobs) inTx(ctx context.Context, fn func(tx runTx) error) error {
-	wait := j.core.retry.Backoff
+func (l *RunLeases) inTx(ctx context.Context, fn func(tx runTx) error) error {
+	wait := l.jobs.core.retry.Backoff
 	for attempt := 1; ; attempt++ {
 		var err error
 		jobs := 0
-		if j.pool != nil {
-			err = pgx.BeginFunc(ctx, j.pool, func(tx pgx.Tx) error {
-				if err := fn(runTx{j: j, pg: tx, jobs: &jobs}); err != nil || jobs == 0 {
+		if l.jobs.pool != nil {
+			err = pgx.BeginFunc(ctx, l.jobs.pool, func(tx pgx.Tx) error {
+				if err := fn(runTx{j: l.jobs, pg: tx, jobs: &jobs}); err != nil || jobs == 0 {
 					return err
 				}
 				return notifyInsert(ctx, tx)
 			})
 		} else {
-			err = j.liteTx(ctx, runTx{j: j, jobs: &jobs}, fn)
+			err = l.liteTx(ctx, runTx{j: l.jobs, jobs: &jobs}, fn)
 		}
 		if err == nil && jobs > 0 {
-			j.wakeFetcher(ctx)
+			l.jobs.wakeFetcher(ctx)
 		}
-		if err == nil || attempt >= j.core.retry.Attempts || !transient(err) || ctx.Err() != nil {
+		if err == nil || attempt >= l.jobs.core.retry.Attempts || !transient(err) || ctx.Err() != nil {
 			return err
 		}
 		select {
@@ -90,12 +97,12 @@ func (j *Jobs) inTx(ctx context.Context, fn func(tx runTx) error) error {
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
-		wait = min(2*wait, j.core.retry.MaxBackoff)
+		wait = min(2*wait, l.jobs.core.retry.MaxBackoff)
 	}
 }
 
-func (j *Jobs) liteTx(ctx context.Context, t runTx, fn func(tx runTx) error) error {
-	tx, err := j.db.sql.BeginTx(ctx, nil)
+func (l *RunLeases) liteTx(ctx context.Context, t runTx, fn func(tx runTx) error) error {
+	tx, err := l.jobs.db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
@@ -137,7 +144,7 @@ func escapePgArgs(args []any) ([]any, error) {
 // CreateRun stores a new queued run (status running, no owner) with its
 // first event as seq 1, and inserts its job, in one transaction. ID, kind
 // and user are required; a taken id is ErrRunExists.
-func (j *Jobs) CreateRun(ctx context.Context, r *Run, first event.Envelope) error {
+func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope) error {
 	if r.ID == "" || r.UserID == "" || r.Kind == "" {
 		return apperr.New(apperr.Internal, "persistence: a run needs an id, a user and a kind")
 	}
@@ -150,8 +157,8 @@ func (j *Jobs) CreateRun(ctx context.Context, r *Run, first event.Envelope) erro
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, err, "encode the run's first event")
 	}
-	now := j.core.stamp()
-	err = j.inTx(ctx, func(tx runTx) error {
+	now := l.jobs.core.stamp()
+	err = l.inTx(ctx, func(tx runTx) error {
 		if _, err := tx.exec(ctx, `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now); err != nil {
 			return err
@@ -176,12 +183,12 @@ func (j *Jobs) CreateRun(ctx context.Context, r *Run, first event.Envelope) erro
 // fencing token, when the run is still running and no live process owns it
 // (no owner, or an expired lease). It returns the run as claimed, and false
 // when the run is not claimable (finished, or owned by a live process).
-func (j *Jobs) Claim(ctx context.Context, runID, owner string, ttl time.Duration) (Run, bool, error) {
-	now := j.core.now()
+func (l *RunLeases) Claim(ctx context.Context, runID, owner string, ttl time.Duration) (Run, bool, error) {
+	now := l.jobs.core.now()
 	// One statement on the project's pool, which returns the claimed row:
 	// no transaction, no second read.
 	var row *runRow
-	err := j.core.query(ctx, `UPDATE runs SET owner = ?, lease_token = lease_token + 1, lease_until = ?, attempts = attempts + 1, updated_at = ?
+	err := l.jobs.core.query(ctx, `UPDATE runs SET owner = ?, lease_token = lease_token + 1, lease_until = ?, attempts = attempts + 1, updated_at = ?
 		WHERE id = ? AND status = ? AND (owner = '' OR lease_until < ?) RETURNING `+runCols,
 		[]any{owner, now.Add(ttl).UnixMilli(), Timestamp(now), runID, RunRunning, now.UnixMilli()},
 		func() { row = nil }, func(rows *sql.Rows) error {
@@ -212,10 +219,10 @@ func scanRun(rows *sql.Rows) (runRow, error) {
 
 // Renew extends the leases of owner's running runs to ttl from now. It
 // returns how many it renewed.
-func (j *Jobs) Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error) {
+func (l *RunLeases) Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error) {
 	var n int64
-	err := j.core.do(ctx, func(g *gorm.DB) error {
-		res := g.Exec(`UPDATE runs SET lease_until = ? WHERE owner = ? AND status = ?`, j.core.now().Add(ttl).UnixMilli(), owner, RunRunning)
+	err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
+		res := g.Exec(`UPDATE runs SET lease_until = ? WHERE owner = ? AND status = ?`, l.jobs.core.now().Add(ttl).UnixMilli(), owner, RunRunning)
 		n = res.RowsAffected
 		return res.Error
 	})
@@ -228,12 +235,12 @@ func (j *Jobs) Renew(ctx context.Context, owner string, ttl time.Duration) (int6
 // Release hands runID over: when token is still its fencing token, the run
 // loses its owner, gets a new token (so the releasing process writes
 // nothing more of it) and a new job, at once. It reports whether it did.
-func (j *Jobs) Release(ctx context.Context, runID string, token int64) (bool, error) {
+func (l *RunLeases) Release(ctx context.Context, runID string, token int64) (bool, error) {
 	var n int64
-	err := j.inTx(ctx, func(tx runTx) error {
+	err := l.inTx(ctx, func(tx runTx) error {
 		var err error
 		n, err = tx.exec(ctx, `UPDATE runs SET owner = '', lease_until = 0, lease_token = lease_token + 1, updated_at = ?
-			WHERE id = ? AND lease_token = ? AND status = ?`, j.core.stamp(), runID, token, RunRunning)
+			WHERE id = ? AND lease_token = ? AND status = ?`, l.jobs.core.stamp(), runID, token, RunRunning)
 		if err != nil || n == 0 {
 			return err
 		}
@@ -248,10 +255,10 @@ func (j *Jobs) Release(ctx context.Context, runID string, token int64) (bool, er
 // TakeOverExpired hands over every running run whose lease expired (its
 // owner stopped renewing it: it died or lost the database), each with a new
 // token and a new job, and returns their ids.
-func (j *Jobs) TakeOverExpired(ctx context.Context) ([]string, error) {
-	now := j.core.now().UnixMilli()
+func (l *RunLeases) TakeOverExpired(ctx context.Context) ([]string, error) {
+	now := l.jobs.core.now().UnixMilli()
 	var ids []string
-	if err := j.core.do(ctx, func(g *gorm.DB) error {
+	if err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
 		ids = nil
 		return g.Raw(`SELECT id FROM runs WHERE status = ? AND owner <> '' AND lease_until < ? ORDER BY created_at`, RunRunning, now).
 			Scan(&ids).Error
@@ -261,10 +268,10 @@ func (j *Jobs) TakeOverExpired(ctx context.Context) ([]string, error) {
 	var taken []string
 	for _, id := range ids {
 		var n int64
-		err := j.inTx(ctx, func(tx runTx) error {
+		err := l.inTx(ctx, func(tx runTx) error {
 			var err error
 			n, err = tx.exec(ctx, `UPDATE runs SET owner = '', lease_until = 0, lease_token = lease_token + 1, updated_at = ?
-				WHERE id = ? AND status = ? AND owner <> '' AND lease_until < ?`, j.core.stamp(), id, RunRunning, now)
+				WHERE id = ? AND status = ? AND owner <> '' AND lease_until < ?`, l.jobs.core.stamp(), id, RunRunning, now)
 			if err != nil || n == 0 {
 				return err
 			}
@@ -285,13 +292,13 @@ type CancelRequest = runs.CancelRequest
 
 // RequestCancel records a cancel of userID's running run runID (AnyUser:
 // anyone's). A run that is not running, or another user's, is NotFound.
-func (j *Jobs) RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error {
+func (l *RunLeases) RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error {
 	raw, err := json.Marshal(req)
 	if err != nil {
 		return apperr.Wrap(apperr.Internal, err, "encode cancel request")
 	}
 	var n int64
-	err = j.core.do(ctx, func(g *gorm.DB) error {
+	err = l.jobs.core.do(ctx, func(g *gorm.DB) error {
 		q := g.Model(&runRow{}).Where("id = ? AND status = ?", runID, RunRunning)
 		if userID != AnyUser {
 			q = q.Where("user_id = ?", userID)
@@ -313,7 +320,7 @@ func (j *Jobs) RequestCancel(ctx context.Context, userID, runID string, req Canc
 type RunState = runs.State
 
 // RunStates returns the states of the runs ids (those that exist).
-func (j *Jobs) RunStates(ctx context.Context, ids []string) ([]RunState, error) {
+func (l *RunLeases) RunStates(ctx context.Context, ids []string) ([]RunState, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -325,7 +332,7 @@ func (j *Jobs) RunStates(ctx context.Context, ids []string) ([]RunState, error) 
 		CancelRequest string
 	}
 	var rows []row
-	if err := j.core.do(ctx, func(g *gorm.DB) error {
+	if err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
 		rows = nil
 		return g.Raw(`SELECT id, status, owner, lease_token, cancel_request FROM runs WHERE id IN ?`, ids).Scan(&rows).Error
 	}); err != nil {
@@ -347,13 +354,13 @@ func (j *Jobs) RunStates(ctx context.Context, ids []string) ([]RunState, error) 
 
 // CountRuns counts runs by status, and the running ones by whether a live
 // process owns them (for the metrics).
-func (j *Jobs) CountRuns(ctx context.Context) (map[string]int64, error) {
+func (l *RunLeases) CountRuns(ctx context.Context) (map[string]int64, error) {
 	type row struct {
 		Status string
 		N      int64
 	}
 	var rows []row
-	if err := j.core.do(ctx, func(g *gorm.DB) error {
+	if err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
 		rows = nil
 		return g.Raw(`SELECT status, COUNT(*) AS n FROM runs GROUP BY status`).Scan(&rows).Error
 	}); err != nil {
@@ -375,4 +382,4 @@ func leaseTime(ms int64) *time.Time {
 	return &t
 }
 
-var _ runs.Store = (*Jobs)(nil)
+var _ runs.Store = (*RunLeases)(nil)

@@ -23,7 +23,7 @@ func TestClaimReturnsTheClaimedRun(t *testing.T) {
 		receive(t, got)
 
 		before := time.Now()
-		c, ok, err := jobs.Claim(ctx, id, "A", time.Minute)
+		c, ok, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, created.ID, c.ID)
@@ -42,10 +42,10 @@ func TestClaimReturnsTheClaimedRun(t *testing.T) {
 		require.NotNil(t, c.LeaseUntil)
 		require.WithinDuration(t, before.Add(time.Minute), *c.LeaseUntil, 10*time.Second)
 
-		_, ok, err = jobs.Claim(ctx, id, "B", time.Minute)
+		_, ok, err = jobs.Runs().Claim(ctx, id, "B", time.Minute)
 		require.NoError(t, err)
 		require.False(t, ok, "a live owner's run is not claimable")
-		_, ok, err = jobs.Claim(ctx, persistence.NewID(), "B", time.Minute)
+		_, ok, err = jobs.Runs().Claim(ctx, persistence.NewID(), "B", time.Minute)
 		require.NoError(t, err)
 		require.False(t, ok, "nor is a missing one")
 	})

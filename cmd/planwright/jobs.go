@@ -59,7 +59,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	res.add(jobs.Close)
 	control := orch.Control()
 	plan := runs.PlanWork(plans, svc)
-	rs, err = runs.New(runs.Config{Store: jobs, Log: runLog, Feed: feed, Owner: owner, LeaseTimeout: cfg.Runs.LeaseTimeout, Logger: log,
+	rs, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, LeaseTimeout: cfg.Runs.LeaseTimeout, Logger: log,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(svc), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})
@@ -75,7 +75,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	cancel.set(func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
 		return rs.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
 	})
-	if err := m.CountRuns(jobs.CountRuns); err != nil {
+	if err := m.CountRuns(jobs.Runs().CountRuns); err != nil {
 		return jobSystem{}, err
 	}
 	return jobSystem{jobs: jobs, runs: rs}, nil

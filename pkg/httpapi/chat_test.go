@@ -179,7 +179,7 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 	require.NoError(t, err)
 	control := orch.Control()
 	plan := runs.PlanWork(stores.PlanRecords, cfg.Chat)
-	worker, err = runs.New(runs.Config{Store: jobs, Log: runLog, Feed: feed, Owner: owner, PollInterval: 50 * time.Millisecond, Logger: logger,
+	worker, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, PollInterval: 50 * time.Millisecond, Logger: logger,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(cfg.Chat), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})
