@@ -191,22 +191,27 @@ func (j journal) stepEnding(ctx context.Context, sys event.Emitter, planID strin
 
 // executorStarting stores an executor's agent, its conversation and its
 // running execution in one transaction, also when the run was cancelled,
-// and announces it (executor_spawned), without the wait but committed at
-// once (event.Emitter.SubmitNow): the executor starts while it commits, and
+// and announces it (executor_spawned), without the wait — committed at once
+// with now (event.Emitter.SubmitNow), else with the next write someone
+// waits for (event.Emitter.Submit): the executor starts while it commits, and
 // done hears how it ended (from the log's goroutine; before
 // executorStarting returns without a log, or when start had already
 // failed). xem is the executor's emitter. start, when set, is its step's
 // start (stepStarting): the executor's write fails with the start's error
 // when that was not stored, so neither is announced (start.failed() then
 // tells the caller why).
-func (j journal) executorStarting(ctx context.Context, xem event.Emitter, start *stepStart, a AgentRecord, s AgentSession, e Execution, done func(error)) {
+func (j journal) executorStarting(ctx context.Context, xem event.Emitter, start *stepStart, a AgentRecord, s AgentSession, e Execution, now bool, done func(error)) {
 	if err := start.failed(); err != nil {
 		done(err)
 		return
 	}
 	wctx, cancel := j.persist(ctx) // without a log, the write is made before SubmitNow returns
 	defer cancel()
-	xem.SubmitNow(wctx, event.ExecutorSpawned{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID},
+	submit := xem.Submit
+	if now {
+		submit = xem.SubmitNow
+	}
+	submit(wctx, event.ExecutorSpawned{PlanID: e.PlanID, StepNumber: e.StepNumber, ExecutionID: e.ID},
 		func(ctx context.Context) error {
 			if err := start.failed(); err != nil {
 				return err

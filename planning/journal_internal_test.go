@@ -198,6 +198,6 @@ func TestJournalApprovalWithoutEditsIsQuiet(t *testing.T) {
 // executorStarted is journal.executorStarting, waited for.
 func executorStarted(ctx context.Context, j journal, em event.Emitter, start *stepStart, a AgentRecord, s AgentSession, e Execution) error {
 	done := make(chan error, 1)
-	j.executorStarting(ctx, em, start, a, s, e, func(err error) { done <- err })
+	j.executorStarting(ctx, em, start, a, s, e, true, func(err error) { done <- err })
 	return <-done
 }

@@ -113,8 +113,17 @@ func (pr *planRun) drive() {
 		for _, sk := range next.Skip {
 			pr.finish(pr.steps[sk.Number], StepSkipped, sk.Reason)
 		}
-		for _, n := range next.Start {
-			pr.launch(pr.steps[n])
+		// The executor steps that start together submit their starts
+		// without a wait, the last asking for the commit: one batch for
+		// all (startExecutor).
+		last := -1
+		for i, n := range next.Start {
+			if pr.steps[n].Tool == "" {
+				last = i
+			}
+		}
+		for i, n := range next.Start {
+			pr.launch(pr.steps[n], i == last)
 		}
 		if next.Done {
 			return
@@ -126,12 +135,16 @@ func (pr *planRun) drive() {
 	}
 }
 
-// launch marks a step running and runs it in a goroutine of its own, which
-// stores the step's start before announcing it, so steps that start
-// together do not wait for each other's writes, and reports how the step
-// ended (drive stores that). A start that is not stored is not announced,
-// and the step does not run.
-func (pr *planRun) launch(st *Step) {
+// launch marks a step running and runs it in a goroutine of its own, and
+// reports how the step ended (drive stores that). A direct step's goroutine
+// stores its start before announcing it (and before its tool runs), so
+// steps that start together do not wait for each other's writes. An
+// executor step's start and its executor's are submitted here, before its
+// goroutine runs — the starts of a round go to the log together, and the
+// round's last executor step (commit) asks for their commit — and the
+// executor begins while they commit (runExecutor). A start that is not
+// stored is not announced, and the step does not run.
+func (pr *planRun) launch(st *Step, commit bool) {
 	now := pr.cfg.Now()
 	st.Status, st.StartedAt, st.CompletedAt, st.Error, st.Result = StepRunning, &now, nil, "", ""
 	snapshot := *st
@@ -141,9 +154,13 @@ func (pr *planRun) launch(st *Step) {
 		lost = &e
 		delete(pr.lost, st.Number) // once per takeover
 	}
+	var x *executorStart
+	if snapshot.Tool == "" {
+		start := pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
+		x = pr.coordinator.startExecutor(pr.ctx, pr.p, pr.origin, snapshot, deps, start, pr.em, commit)
+	}
 	go func() {
-		var start *stepStart
-		if snapshot.Tool != "" {
+		if x == nil {
 			// A direct step's tool runs only once its start is stored.
 			if err := pr.journal.stepStarted(pr.ctx, pr.sys, pr.p.ID, snapshot); err != nil {
 				notRun := pr.notStarted(pr.ctx, pr.p.ID, snapshot, err)
@@ -152,12 +169,8 @@ func (pr *planRun) launch(st *Step) {
 				pr.results <- stepOutcome{number: notRun.Number, step: notRun}
 				return
 			}
-		} else {
-			// An executor step's start commits with its executor's
-			// (runExecutor): one waited commit for both.
-			start = pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
 		}
-		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, start, pr.em)
+		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, x, pr.em)
 		end := pr.cfg.Now()
 		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
 		pr.results <- out

@@ -38,18 +38,17 @@ func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependen
 	return deps
 }
 
-// runStep runs one step: a direct tool call or an executor agent.
+// runStep runs one step: a direct tool call, or the executor agent whose
+// start was submitted (x, from startExecutor).
 // lost, when set, is the step's execution an earlier owner of the run lost:
 // an executor continues from it.
-// start is an executor step's start, submitted (journal.stepStarting): it
-// commits with the executor's start.
-func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, start *stepStart, em event.Emitter) stepOutcome {
+func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, x *executorStart, em event.Emitter) stepOutcome {
 	out := stepOutcome{number: s.Number, step: s}
 	if s.Tool != "" {
 		out.step = r.runDirect(ctx, p, origin, s, deps, em)
 		return out
 	}
-	out.step, out.usage = r.runExecutor(ctx, p, origin, s, deps, lost, start, em)
+	out.step, out.usage = r.runExecutor(ctx, p, origin, s, lost, x)
 	return out
 }
 
@@ -97,12 +96,30 @@ func scopeOf(p Plan, origin Origin) tools.Scope {
 		ProjectID: origin.ProjectID}
 }
 
-// runExecutor is the executor coordinator for one step: it records the
-// agent, its conversation and the execution (with the step's start, when
-// start is set: a step whose start was not stored does not run), runs a
-// focused executor loop limited to the step's tools, and closes the
-// execution with its outcome.
-func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, start *stepStart, em event.Emitter) (Step, event.Usage) {
+// executorStart is an executor step whose start — its step's, and its
+// agent's, conversation's and execution's — was submitted
+// (startExecutor); runExecutor runs it.
+type executorStart struct {
+	step  *stepStart
+	exec  Execution
+	tools []tools.Tool
+	data  agents.PromptData
+	xem   event.Emitter
+	gate  *startGate
+	// ctx is the executor's run: cancelled, with the error as its cause,
+	// when its start is not stored; stop ends it.
+	ctx  context.Context
+	stop context.CancelCauseFunc
+}
+
+// startExecutor submits the start of executor step s's executor (start is
+// the step's own, submitted just before) without waiting for it, and
+// returns the executor for runExecutor. now asks the run log to commit at
+// once; without it the start rides with the next write someone waits for
+// — drive submits the starts of the steps a round starts together and
+// asks for the commit with the last, so that they commit in one batch
+// rather than one after the other.
+func (r *stepRunner) startExecutor(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, start *stepStart, em event.Emitter, now bool) *executorStart {
 	agentID, sessionID, execID := r.cfg.NewID(), r.cfg.NewID(), r.cfg.NewID()
 	started := r.cfg.Now()
 	var stepTools []tools.Tool
@@ -112,39 +129,48 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		}
 	}
 	data, task := executorRequest(r.cfg.Executor, p, s, deps, stepTools)
-	exec := Execution{ID: execID, PlanID: p.ID, StepNumber: s.Number, AgentID: agentID, AgentSessionID: sessionID,
-		UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}
+	x := &executorStart{step: start, tools: stepTools, data: data, gate: newStartGate(),
+		exec: Execution{ID: execID, PlanID: p.ID, StepNumber: s.Number, AgentID: agentID, AgentSessionID: sessionID,
+			UserID: p.UserID, Status: ExecutionRunning, Task: task, StartedAt: started}}
 	src := event.Source{Role: event.RoleExecutor, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, ExecutionID: execID}
-	xem := r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
-	// The executor starts while its start commits (startGate): its first
-	// model call runs meanwhile; what it emits and writes, and its tools,
-	// wait for the start; a start that failed stops it.
-	gate := newStartGate()
-	runCtx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
-	r.journal.executorStarting(ctx, xem, start,
+	x.xem = r.planEmitter(em, p.ID, event.RoleExecutor).With(src)
+	x.ctx, x.stop = context.WithCancelCause(ctx)
+	r.journal.executorStarting(ctx, x.xem, start,
 		AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: p.UserID, SessionID: p.SessionID, PlanID: p.ID,
 			StepNumber: s.Number, ParentID: origin.PlannerAgentID, Model: r.cfg.Executor.Model, CreatedAt: started},
 		AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: s.Number, UserID: p.UserID, CreatedAt: started},
-		exec, func(err error) {
+		x.exec, now, func(err error) {
 			if err != nil {
-				stop(err) // before the gate says so: whoever it tells finds the run stopped
+				x.stop(err) // before the gate says so: whoever it tells finds the run stopped
 			}
-			gate.resolve(err)
+			x.gate.resolve(err)
 		})
+	return x
+}
+
+// runExecutor is the executor coordinator for one step: its executor, whose
+// start startExecutor submitted, runs a focused loop limited to the step's
+// tools, and its execution is closed with its outcome. The executor does
+// not wait for its start to commit (startGate): its first model call runs
+// meanwhile; what it emits and writes, and its tools, wait for the start;
+// a start that was not stored stops it, and the step does not run (its
+// step's start failed) or fails (its own did).
+func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s Step, lost *Execution, x *executorStart) (Step, event.Usage) {
+	defer x.stop(nil)
+	exec, gate, start := x.exec, x.gate, x.step
 	var res agents.Result
 	var runErr error
 	if known, err := gate.outcome(); !known || err == nil {
-		gated := xem
-		if sink := xem.Sink(); sink != nil {
-			gated = xem.WithSink(gate.sink(sink))
+		gated := x.xem
+		if sink := x.xem.Sink(); sink != nil {
+			gated = x.xem.WithSink(gate.sink(sink))
 		}
-		res, runErr = r.cfg.Runner.Run(runCtx, agents.Task{
+		res, runErr = r.cfg.Runner.Run(x.ctx, agents.Task{
 			Role:  r.cfg.Executor,
-			Data:  data,
-			Input: task, Tools: stepTools, Scope: scopeOf(p, origin), Events: gated,
-			Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: sessionID, ExecutionID: execID, Now: r.cfg.Now, gate: gate},
-			Resume:     r.resumeOf(ctx, lost, sessionID, execID),
+			Data:  x.data,
+			Input: exec.Task, Tools: x.tools, Scope: scopeOf(p, origin), Events: gated,
+			Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: exec.AgentSessionID, ExecutionID: exec.ID, Now: r.cfg.Now, gate: gate},
+			Resume:     r.resumeOf(ctx, lost, exec.AgentSessionID, exec.ID),
 			Ready:      gate.wait,
 		})
 	}
@@ -165,7 +191,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	end := r.cfg.Now()
 	exec.Usage, exec.ToolCalls, exec.Result, exec.CompletedAt = usage, res.ToolCallCount, res.Text, &end
-	exec.DurationMS = end.Sub(started).Milliseconds()
+	exec.DurationMS = end.Sub(exec.StartedAt).Milliseconds()
 	switch {
 	case res.Interrupted || (runErr != nil && ctx.Err() != nil):
 		exec.Status, exec.Error = ExecutionCancelled, "cancelled"
@@ -173,7 +199,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 	case runErr != nil:
 		// Clients and the planner see only caller-safe text; the detail
 		// (a driver's or provider's own words) goes to the log.
-		r.cfg.Logger.Warn().Ctx(ctx).Err(runErr).Str("plan_id", p.ID).Int("step", s.Number).Str("execution_id", execID).Msg("the executor failed")
+		r.cfg.Logger.Warn().Ctx(ctx).Err(runErr).Str("plan_id", p.ID).Int("step", s.Number).Str("execution_id", exec.ID).Msg("the executor failed")
 		exec.Status, exec.Error = ExecutionFailed, apperr.MessageOf(runErr)
 		s.Status, s.Error = StepFailed, "the executor failed: "+exec.Error
 	case strings.TrimSpace(res.Text) == "":
@@ -190,10 +216,10 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 	}
 	// Nothing waits for the outcome (a failure is only logged): the
 	// step's end, stored next, commits with it or after it.
-	r.journal.executorEnded(ctx, xem, exec, func(err error) {
+	r.journal.executorEnded(ctx, x.xem, exec, func(err error) {
 		if err != nil {
 			// Not stored, not announced.
-			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", execID).Msg("store execution outcome; not announced")
+			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", exec.ID).Msg("store execution outcome; not announced")
 		}
 	})
 	return s, usage

@@ -282,3 +282,36 @@ func runThreeSteps(t *testing.T, store interface {
 	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCompleted}, stepStatuses(p))
 	return res.Plan.ID, p
 }
+
+// The executor steps a round starts submit their starts together and only
+// the last asks the log to commit (Commit.Waited), so that one batch
+// stores them all: the first three start together, the fourth (after
+// them) alone.
+func TestARoundsStartsAskForOneCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := dbtest.NewStores(t, dbtest.Open(t, persistence.DriverSQLite)).PlanRecords
+	var mu sync.Mutex
+	var waited []bool // of each executor_spawned, in order
+	em := event.NewEmitter(event.SinkFunc(func(ctx context.Context, e event.Envelope) {
+		if _, ok := e.Event.(event.ExecutorSpawned); ok {
+			mu.Lock()
+			waited = append(waited, e.Commit.Waited())
+			mu.Unlock()
+		}
+		if write := e.Commit.Take(); write != nil {
+			e.Commit.Resolve(write(ctx))
+		}
+	}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
+	require.NoError(t, err)
+	orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: answers(0)}, Tools: rt,
+		Lookup: allowed("web_fetch", "create_task"), Executor: agents.Role{Name: event.RoleExecutor, Model: "exec-model"}})
+	require.NoError(t, err)
+	res, err := orch.Submit(ctx, origin(""), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2), exec(3), exec(4, 1, 2, 3)}}, em)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, res.Plan.Status)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []bool{false, false, true, true}, waited)
+}
