@@ -116,11 +116,7 @@ func (t *Turn) Open(ctx context.Context) error {
 				return err
 			}
 		}
-		answer, err := s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleAssistant)
-		switch {
-		case err == nil:
-			t.Replay = &answer
-		case apperr.CodeOf(err) != apperr.NotFound:
+		if err := t.keepReplay(s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleAssistant)); err != nil {
 			return err
 		}
 		// No answer and not running: the earlier attempt died; run it again.
@@ -141,7 +137,13 @@ func (t *Turn) reopen(ctx context.Context, user Message) error {
 	if err := s.admission.admit(t, sess.ID, false); err != nil {
 		return err
 	}
-	answer, err := s.cfg.Store.RunMessage(ctx, user.UserID, t.RunID, RoleAssistant)
+	return t.keepReplay(s.cfg.Store.RunMessage(ctx, user.UserID, t.RunID, RoleAssistant))
+}
+
+// keepReplay makes answer, the stored answer of an earlier attempt, the
+// turn's Replay; a NotFound is no answer (nil), any other error is
+// returned.
+func (t *Turn) keepReplay(answer Message, err error) error {
 	switch {
 	case err == nil:
 		t.Replay = &answer

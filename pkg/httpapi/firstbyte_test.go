@@ -78,21 +78,7 @@ func (g *gatedStore) TurnMessage(ctx context.Context, userID, turnID string, rol
 func TestFirstEventPrecedesDatabaseWork(t *testing.T) {
 	t.Parallel()
 	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{})}
-	env := newChatEnv(t, persistence.DriverSQLite, says("Hello."), func(cfg *httpapi.APIConfig) {
-		gate.Store = cfg.Sessions.(*persistence.Chats)
-		roles, err := agents.LoadRoles("../../configs/agents.yaml")
-		require.NoError(t, err)
-		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: cfg.PlanStore.(persistence.PlanRecords).ToolExecutions})
-		require.NoError(t, err)
-		runner, err := agents.New(agents.Config{Model: says("Hello."), Tools: rt})
-		require.NoError(t, err)
-		svc, err := chat.NewService(chat.Config{Store: gate, Runner: runner, Turns: cfg.Runs.(*persistence.RunLog),
-			Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
-				return chat.Planner{Role: roles.Planner}, nil
-			}})
-		require.NoError(t, err)
-		cfg.Chat = svc
-	})
+	env := newChatEnv(t, persistence.DriverSQLite, says("Hello."), gate.chat(t, says("Hello.")))
 	// Bounds a broken implementation (the first event waiting for the
 	// store) so that it fails instead of hanging.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -131,4 +117,24 @@ func TestFirstEventPrecedesDatabaseWork(t *testing.T) {
 	require.Equal(t, "done", got[len(got)-1])
 	require.NotContains(t, got, "error", "the turn ran to its end")
 	require.Positive(t, gate.done.Load())
+}
+
+// chat makes the API's chat service one whose session and message writes
+// go through g (model answers its planner).
+func (g *gatedStore) chat(t *testing.T, model agents.Model) func(cfg *httpapi.APIConfig) {
+	return func(cfg *httpapi.APIConfig) {
+		g.Store = cfg.Sessions.(*persistence.Chats)
+		roles, err := agents.LoadRoles("../../configs/agents.yaml")
+		require.NoError(t, err)
+		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: cfg.PlanStore.(persistence.PlanRecords).ToolExecutions})
+		require.NoError(t, err)
+		runner, err := agents.New(agents.Config{Model: model, Tools: rt})
+		require.NoError(t, err)
+		svc, err := chat.NewService(chat.Config{Store: g, Runner: runner, Turns: cfg.Runs.(*persistence.RunLog),
+			Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
+				return chat.Planner{Role: roles.Planner}, nil
+			}})
+		require.NoError(t, err)
+		cfg.Chat = svc
+	}
 }

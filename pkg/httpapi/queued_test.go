@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/apperr"
@@ -18,7 +17,6 @@ import (
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/planning"
-	"github.com/planwright/planwright/tools"
 )
 
 func TestQueuedTurnRunsAsAJob(t *testing.T) {
@@ -187,21 +185,7 @@ func TestCancelBeforeTheRunExistsIsKept(t *testing.T) {
 	t.Parallel()
 	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{})}
 	started := make(chan struct{}, 1)
-	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), func(cfg *httpapi.APIConfig) {
-		gate.Store = cfg.Sessions.(*persistence.Chats)
-		roles, err := agents.LoadRoles("../../configs/agents.yaml")
-		require.NoError(t, err)
-		rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: cfg.PlanStore.(persistence.PlanRecords).ToolExecutions})
-		require.NoError(t, err)
-		runner, err := agents.New(agents.Config{Model: stalls(started), Tools: rt})
-		require.NoError(t, err)
-		svc, err := chat.NewService(chat.Config{Store: gate, Runner: runner, Turns: cfg.Runs.(*persistence.RunLog),
-			Planner: func(context.Context, chat.TurnInfo) (chat.Planner, error) {
-				return chat.Planner{Role: roles.Planner}, nil
-			}})
-		require.NoError(t, err)
-		cfg.Chat = svc
-	})
+	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), gate.chat(t, stalls(started)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream",
