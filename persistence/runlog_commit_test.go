@@ -37,6 +37,25 @@ func newPlan(id string) planning.Plan {
 	return planning.Plan{ID: id, UserID: "alice", Goal: "g", Mode: "auto_execute", Status: planning.StatusExecuting, Steps: steps}
 }
 
+// planOnLog starts a run log with cfg on db, opens run r1 on it, and
+// stores plan id (newPlan) with its plan_created through r1's emitter.
+func planOnLog(t *testing.T, db *persistence.DB, stores dbtest.Stores, cfg persistence.RunLogConfig, id string) (*persistence.RunLog, event.Emitter, planning.Plan) {
+	t.Helper()
+	ctx := t.Context()
+	l, err := persistence.NewRunLog(db, cfg)
+	require.NoError(t, err)
+	l.Start()
+	t.Cleanup(l.Close)
+	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+	em := logEmitter(t, l, "r1")
+	p := newPlan(id)
+	require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
+		q := p
+		return stores.Plans.CreatePlan(ctx, &q)
+	}))
+	return l, em, p
+}
+
 // TestRunLogCommitsWritesWithTheirEvents: a write recorded with its event
 // (Emitter.Record) runs in the transaction that stores the event; one that
 // fails for a reason of its own (a missing row, a taken key) is returned
@@ -49,19 +68,8 @@ func TestRunLogCommitsWritesWithTheirEvents(t *testing.T) {
 		stores := dbtest.NewStores(t, db)
 		pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
 		// A long linger gathers the concurrent records below in one batch.
-		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
-			Linger: 100 * time.Millisecond})
-		require.NoError(t, err)
-		l.Start()
-		t.Cleanup(l.Close)
-		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-		em := logEmitter(t, l, "r1")
-
-		p := newPlan("00000000-0000-7000-8000-000000000001")
-		require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
-			q := p
-			return stores.Plans.CreatePlan(ctx, &q)
-		}))
+		l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
+			Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000001")
 		got, err := stores.Plans.GetPlan(ctx, p.ID)
 		require.NoError(t, err, "the plan is stored once its event is")
 		require.Len(t, got.Steps, 3)
@@ -327,17 +335,7 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 	db := dbtest.Open(t, persistence.DriverPostgres)
 	ctx := t.Context()
 	stores := dbtest.NewStores(t, db)
-	l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Linger: 100 * time.Millisecond})
-	require.NoError(t, err)
-	l.Start()
-	t.Cleanup(l.Close)
-	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-	em := logEmitter(t, l, "r1")
-	p := newPlan("00000000-0000-7000-8000-000000000002")
-	require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
-		q := p
-		return stores.Plans.CreatePlan(ctx, &q)
-	}))
+	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000002")
 
 	trips, stmts := l.PipelineStats()
 	// One batch (the linger gathers them): three steps start, one write
