@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -120,10 +119,8 @@ func (p *pipeline) flush(ctx context.Context) error {
 	}
 	items := p.items
 	p.items = nil
-	if p.stats != nil {
-		p.stats.roundTrips.Add(1)
-		p.stats.statements.Add(int64(len(items)))
-	}
+	p.stats.roundTrips.Add(1)
+	p.stats.statements.Add(int64(len(items)))
 	return p.conn.Raw(func(dc any) error {
 		conn, err := pgxConn(dc)
 		if err != nil {
@@ -245,16 +242,9 @@ func batchTx(ctx context.Context) (*gorm.DB, error) {
 func (b *batch) write(ctx context.Context, query string, args []any, end func(n int64, err error) error) error {
 	at := b.at
 	return b.stmts.exec(ctx, query, args, func(n int64, err error) error {
-		if err = end(n, err); err == nil || at < 0 {
+		if err = end(n, err); at < 0 {
 			return err
 		}
-		if transient(err) || ctx.Err() != nil {
-			return err
-		}
-		var wf *writeFailed
-		if errors.As(err, &wf) {
-			return err
-		}
-		return &writeFailed{at: at, err: err}
+		return failedWrite(ctx, at, err)
 	})
 }

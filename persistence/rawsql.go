@@ -76,8 +76,8 @@ func (c *core) onConn(ctx context.Context, fn func(conn gorm.ConnPool) error) er
 
 // mustUpdate runs one statement (placeholders ?) that must match a row: none
 // is missing's error; op names it in errors. Inside the run log's batch it
-// is given to the batch (pipeline.go), which hears its outcome, and update
-// returns nil.
+// is given to the batch (pipeline.go), which hears its outcome, and
+// mustUpdate returns nil.
 func (c *core) mustUpdate(ctx context.Context, op string, missing func() error, query string, args ...any) error {
 	end := func(n int64, err error) error {
 		if err != nil {

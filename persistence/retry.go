@@ -100,11 +100,8 @@ func (c *core) do(ctx context.Context, fn func(g *gorm.DB) error) error {
 // savepoint: a write that fails fails the batch, which drops it and runs
 // again without it).
 func (c *core) transact(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	if tx, err := batchTx(ctx); tx != nil || err != nil {
-		if err != nil {
-			return err
-		}
-		return fn(tx.WithContext(ctx))
+	if batchOf(ctx) != nil {
+		return c.do(ctx, fn) // the batch's transaction
 	}
 	return c.do(ctx, func(g *gorm.DB) error { return g.Transaction(fn) })
 }

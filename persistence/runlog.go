@@ -126,11 +126,9 @@ type RunLogConfig struct {
 // safe for concurrent use. Start begins its writer; Close stops it after
 // committing what is pending.
 type RunLog struct {
-	runReads
-	db     *DB
-	store  *core
-	cfg    RunLogConfig
-	writer *logWriter
+	runReads // and its db and store
+	cfg      RunLogConfig
+	writer   *logWriter
 
 	mu      sync.Mutex
 	runs    map[string]*runSeq
@@ -225,7 +223,7 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("persistence: the run log's connection: %w", err)
 	}
-	l := &RunLog{runReads: runReads{db: db, store: store}, db: db, store: store, cfg: cfg, runs: map[string]*runSeq{},
+	l := &RunLog{runReads: runReads{db: db, store: store}, cfg: cfg, runs: map[string]*runSeq{},
 		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stopped: make(chan struct{})}
 	l.writer = &logWriter{RunLog: l, tx: logTx{db: db, pool: pool, stats: &pipeStats{}}}
 	return l, nil

@@ -111,10 +111,7 @@ func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pending
 			q := t.db.rebind(insertSQL(p.row.table, p.row.cols, len(p.row.args), 1))
 			at, table := i, p.row.table
 			if err := stmts.exec(ctx, q, p.row.args, func(_ int64, err error) error {
-				if err == nil || transient(err) || ctx.Err() != nil {
-					return err
-				}
-				return &writeFailed{at: at, err: dbErr("insert "+table, err)}
+				return failedWrite(ctx, at, dbErr("insert "+table, err))
 			}); err != nil {
 				return err
 			}

@@ -86,11 +86,8 @@ func (t logTx) write(ctx context.Context, bt *batch, b txBatch) error {
 			bt.at = i
 			err := p.write(wctx)
 			bt.at = -1
-			if err != nil {
-				if ownErr(err) || transient(err) || ctx.Err() != nil {
-					return err
-				}
-				return &writeFailed{at: i, err: err}
+			if err := failedWrite(ctx, i, err); err != nil {
+				return err
 			}
 		}
 		if err := t.insertRows(ctx, bt.stmts, b.events); err != nil {
@@ -130,6 +127,17 @@ func batchEnd(op string) func(int64, error) error {
 		}
 		return &batchFailed{fmt.Errorf("%s: %w", op, err)}
 	}
+}
+
+// failedWrite is how err, the failure of the batch's write at entry at,
+// fails the batch: a transient error, a cancelled batch, or one the batch
+// has placed already (ownErr) as it is; any other as that write's
+// (writeFailed: the batch drops it and goes on without it).
+func failedWrite(ctx context.Context, at int, err error) error {
+	if err == nil || ownErr(err) || transient(err) || ctx.Err() != nil {
+		return err
+	}
+	return &writeFailed{at: at, err: err}
 }
 
 // ownErr reports whether err, returned by a write, is the batch's own
