@@ -205,7 +205,7 @@ func (j journal) executorStarting(ctx context.Context, xem event.Emitter, start 
 		done(err)
 		return
 	}
-	wctx, cancel := j.persist(ctx) // without a log, the write is made before SubmitNow returns
+	wctx, cancel := j.persist(ctx) // without a log, the write is made before submit returns
 	defer cancel()
 	submit := xem.Submit
 	if now {

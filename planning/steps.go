@@ -174,11 +174,13 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 			Ready:      gate.wait,
 		})
 	}
-	<-gate.done // the log resolves every commit it takes, also when it closes
-	if err := gate.err; err != nil {
+	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	// The start's outcome, and what still waits at the gate let out (a run
+	// that emitted nothing since) or dropped. Not cut short by ctx: the log
+	// resolves every commit it takes, also when it closes.
+	if err := gate.wait(context.WithoutCancel(ctx)); err != nil {
 		// Not started: nothing of the executor is stored or announced (the
 		// gate dropped it); the tokens its first call spent still count.
-		usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 		if serr := start.failed(); serr != nil {
 			return r.notStarted(ctx, p.ID, s, serr), usage
 		}
@@ -186,9 +188,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)
 		return s, usage
 	}
-	gate.do(func() {}) // let out what still waits (a run that emitted nothing since)
 
-	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	end := r.cfg.Now()
 	exec.Usage, exec.ToolCalls, exec.Result, exec.CompletedAt = usage, res.ToolCallCount, res.Text, &end
 	exec.DurationMS = end.Sub(exec.StartedAt).Milliseconds()
