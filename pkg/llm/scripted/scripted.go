@@ -179,7 +179,7 @@ type Model struct {
 	mu    sync.Mutex
 	used  []int
 	calls []Call
-	keep  int // how many calls Calls returns (KeepCalls); -1: KeptCalls
+	keep  int // how many calls Calls returns (KeptCalls, or KeepCalls)
 	ids   int
 }
 
@@ -226,7 +226,7 @@ func Parse(data []byte) (*Model, error) {
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("scripted: %s", strings.Join(problems, "; "))
 	}
-	return &Model{script: s, used: make([]int, len(s.Rules)), keep: -1}, nil
+	return &Model{script: s, used: make([]int, len(s.Rules)), keep: KeptCalls}, nil
 }
 
 func (r Rule) check(where string) []string {
@@ -276,7 +276,7 @@ const KeptCalls = 1000
 func (m *Model) Calls() []Call {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Call(nil), m.calls[max(0, len(m.calls)-m.kept()):]...)
+	return append([]Call(nil), m.calls[max(0, len(m.calls)-m.keep):]...)
 }
 
 // KeepCalls sets how many of the latest calls the model keeps for Calls
@@ -291,14 +291,6 @@ func (m *Model) KeepCalls(n int) *Model {
 		m.calls = append(m.calls[:0:0], m.calls[len(m.calls)-m.keep:]...)
 	}
 	return m
-}
-
-// kept is how many calls m keeps; m.mu is held.
-func (m *Model) kept() int {
-	if m.keep < 0 {
-		return KeptCalls
-	}
-	return m.keep
 }
 
 // Call implements llms.Model.
@@ -375,7 +367,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	rule, idx, err := m.match(call)
 	call.Rule = idx
 	m.mu.Lock()
-	if keep := m.kept(); keep > 0 {
+	if keep := m.keep; keep > 0 {
 		m.calls = append(m.calls, call)
 		if len(m.calls) >= 2*keep {
 			// Drop the oldest in one copy now and then, not one per call.
