@@ -1,7 +1,7 @@
 // Package llmtest has scripted provider peers for tests: httptest servers
-// that speak the real OpenAI chat-completions and Anthropic messages wire
-// formats, streaming and not, and answer each request with the next
-// scripted Reply.
+// that speak the real OpenAI chat-completions, Anthropic messages and Gemini
+// generateContent wire formats, streaming and not, and answer each request
+// with the next scripted Reply.
 package llmtest
 
 import (
@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,11 +52,12 @@ type Fault string
 // The faults a peer can script.
 const (
 	// CutMidText ends the response cleanly in the middle of a text delta's
-	// line, before finish_reason / [DONE] (OpenAI) or message_stop
-	// (Anthropic).
+	// line, before finish_reason / [DONE] (OpenAI), message_stop
+	// (Anthropic) or finishReason (Gemini).
 	CutMidText Fault = "cut_mid_text"
 	// CutMidToolCall starts the first of Calls, sends half its arguments
-	// and ends the response cleanly.
+	// and ends the response cleanly (Gemini, which sends a call whole in
+	// one chunk: half of that chunk's line).
 	CutMidToolCall Fault = "cut_mid_tool_call"
 	// MalformedChunk sends a data line that is not JSON after Chunks, then
 	// the rest of the answer as usual.
@@ -67,8 +69,30 @@ type Peer struct {
 	*httptest.Server
 	mu      sync.Mutex
 	replies []Reply
-	// Bodies are the request bodies received, in order.
-	bodies [][]byte
+	// bodies, headers and urls are what each request carried, in order.
+	bodies  [][]byte
+	headers []http.Header
+	urls    []string
+}
+
+// Header returns the i-th request's headers.
+func (p *Peer) Header(i int) http.Header {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i >= len(p.headers) {
+		return nil
+	}
+	return p.headers[i]
+}
+
+// RequestURL returns the i-th request's path and query.
+func (p *Peer) RequestURL(i int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i >= len(p.urls) {
+		return ""
+	}
+	return p.urls[i]
 }
 
 // Bodies returns the request bodies received so far.
@@ -101,6 +125,8 @@ func (p *Peer) next(r *http.Request) (Reply, map[string]any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.bodies = append(p.bodies, body)
+	p.headers = append(p.headers, r.Header.Clone())
+	p.urls = append(p.urls, r.URL.RequestURI())
 	var req map[string]any
 	_ = json.Unmarshal(body, &req)
 	if len(p.replies) == 0 {
@@ -311,5 +337,96 @@ func Anthropic(t testing.TB, replies ...Reply) *Peer {
 		sse(w, "message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop},
 			"usage": map[string]any{"output_tokens": rep.OutputTokens}})
 		sse(w, "message_stop", map[string]any{"type": "message_stop"})
+	})
+}
+
+// Gemini starts a peer speaking the Gemini API's generateContent and
+// streamGenerateContent?alt=sse (base URL: Peer.URL). Calls come without
+// ids, as the API sends them; Call.ID is not used.
+func Gemini(t testing.TB, replies ...Reply) *Peer {
+	return newPeer(t, replies, func(p *Peer, w http.ResponseWriter, r *http.Request) {
+		rep, _ := p.next(r)
+		if fail(w, rep) {
+			return
+		}
+		if !strings.HasPrefix(r.URL.Path, "/v1beta/models/") {
+			http.NotFound(w, r)
+			return
+		}
+		stream := strings.HasSuffix(r.URL.Path, ":streamGenerateContent")
+		if stream && r.URL.Query().Get("alt") != "sse" {
+			http.Error(w, "llmtest: a stream without alt=sse is not SSE", http.StatusBadRequest)
+			return
+		}
+		if !stream && !strings.HasSuffix(r.URL.Path, ":generateContent") {
+			http.NotFound(w, r)
+			return
+		}
+		usage := map[string]any{"promptTokenCount": rep.InputTokens, "candidatesTokenCount": rep.OutputTokens,
+			"totalTokenCount": rep.InputTokens + rep.OutputTokens}
+		call := func(c Call) map[string]any {
+			var args any
+			_ = json.Unmarshal([]byte(c.Args), &args)
+			return map[string]any{"functionCall": map[string]any{"name": c.Name, "args": args}}
+		}
+		answer := func(parts []any, finish string, usage map[string]any) map[string]any {
+			cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
+			if finish != "" {
+				cand["finishReason"] = finish
+			}
+			out := map[string]any{"candidates": []any{cand}, "modelVersion": "scripted"}
+			if usage != nil {
+				out["usageMetadata"] = usage
+			}
+			return out
+		}
+		if !stream {
+			var parts []any
+			text := strings.Join(rep.Chunks, "")
+			if text != "" {
+				parts = append(parts, map[string]any{"text": text})
+			}
+			for _, c := range rep.Calls {
+				parts = append(parts, call(c))
+			}
+			w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+			_ = json.NewEncoder(w).Encode(answer(parts, "STOP", usage))
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		// The API ends each event with CRLF CRLF and repeats the usage so
+		// far on every chunk.
+		event := func(v any) {
+			b, _ := json.Marshal(v)
+			raw(w, "data: "+string(b)+"\r\n\r\n")
+		}
+		sofar := map[string]any{"promptTokenCount": rep.InputTokens, "totalTokenCount": rep.InputTokens}
+		for _, c := range rep.Chunks {
+			event(answer([]any{map[string]any{"text": c}}, "", sofar))
+		}
+		if rep.Stall {
+			stall(r)
+			return
+		}
+		switch rep.Fault {
+		case CutMidText:
+			raw(w, `data: {"candidates": [{"content": {"parts": [{"text": "wor`)
+			return
+		case MalformedChunk:
+			raw(w, "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"lost\"}\r\n\r\n")
+		}
+		if len(rep.Calls) > 0 {
+			var parts []any
+			for _, c := range rep.Calls {
+				parts = append(parts, call(c))
+			}
+			if rep.Fault == CutMidToolCall {
+				b, _ := json.Marshal(answer(parts, "", sofar))
+				raw(w, "data: "+string(b[:len(b)/2]))
+				return
+			}
+			event(answer(parts, "", sofar))
+		}
+		event(answer([]any{map[string]any{"text": ""}}, "STOP", usage))
 	})
 }
