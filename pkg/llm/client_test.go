@@ -54,9 +54,12 @@ func newHarnessWith(t *testing.T, provider string, tweak func(*llm.ClientConfig)
 	case "anthropic":
 		h.peer = llmtest.Anthropic(t, replies...)
 		base = h.peer.URL + "/v1"
+	case "googleai":
+		h.peer = llmtest.Gemini(t, replies...)
+		base = h.peer.URL
 	}
 	model, err := llm.NewProvider(context.Background(), llm.ProviderConfig{Provider: provider, Model: "scripted-model", BaseURL: base,
-		OpenAIAPIKey: "test", AnthropicAPIKey: "test", HTTPClient: h.peer.Client()})
+		OpenAIAPIKey: "test", AnthropicAPIKey: "test", GoogleAPIKey: googleKey, HTTPClient: h.peer.Client()})
 	require.NoError(t, err)
 	cfg := llm.ClientConfig{Model: model, Provider: provider, Stream: true, CallTimeout: 5 * time.Second,
 		Rand: func() float64 { return 0.5 }, Sleep: func(_ context.Context, d time.Duration) error {
@@ -72,6 +75,12 @@ func newHarnessWith(t *testing.T, provider string, tweak func(*llm.ClientConfig)
 	require.NoError(t, err)
 	return h
 }
+
+// googleKey is the googleai key the harness configures.
+const googleKey = "test-google-key"
+
+// providers are the remote providers every provider table covers.
+var providers = []string{"openai", "anthropic", "googleai"}
 
 type parts struct {
 	text  strings.Builder
@@ -102,7 +111,7 @@ func userAsks(s string) []llm.Message {
 
 func TestProvidersSpeakTheirWireFormats(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range providers {
 		for _, stream := range []bool{true, false} {
 			name := provider + map[bool]string{true: "/stream", false: "/no-stream"}[stream]
 			t.Run(name, func(t *testing.T) {
@@ -151,7 +160,7 @@ func TestProvidersSpeakTheirWireFormats(t *testing.T) {
 
 func TestRetries(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range providers {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, provider, true, 5*time.Second,
@@ -180,7 +189,7 @@ func TestRetries(t *testing.T) {
 
 func TestStalledStreamHitsTheTimeout(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range providers {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, provider, true, 200*time.Millisecond, llmtest.Reply{Chunks: []string{"partial"}, Stall: true})
@@ -197,15 +206,21 @@ func TestStalledStreamHitsTheTimeout(t *testing.T) {
 
 func TestCancellationReturnsTheCause(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, "openai", true, 5*time.Second, llmtest.Reply{Chunks: []string{"x"}, Stall: true})
-	ctx, cancel := context.WithCancelCause(context.Background())
-	cause := context.Canceled
-	go func() {
-		time.Sleep(50 * time.Millisecond)
-		cancel(cause)
-	}()
-	_, err := h.client.Generate(ctx, llm.Request{Messages: userAsks("hi")}, nil)
-	require.ErrorIs(t, err, cause)
+	for _, provider := range providers {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, provider, true, 5*time.Second, llmtest.Reply{Chunks: []string{"x"}, Stall: true})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cause := errors.New("user cancelled")
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				cancel(cause)
+			}()
+			_, err := h.client.Generate(ctx, llm.Request{Messages: userAsks("hi")}, nil)
+			require.Same(t, cause, err, "a stalled stream ends with the caller's cause")
+			require.Equal(t, 1, h.peer.Requests())
+		})
+	}
 }
 
 // langchaingo's anthropic provider reads only the first part of an
@@ -262,7 +277,7 @@ func TestNewClientValidates(t *testing.T) {
 func TestRetryAfterAsAnHTTPDate(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range providers {
 		h := newHarnessWith(t, provider, func(c *llm.ClientConfig) { c.Now = func() time.Time { return now } },
 			llmtest.Reply{Status: 503, RetryAfterHeader: now.Add(3 * time.Second).Format(http.TimeFormat)},
 			llmtest.Reply{Chunks: []string{"ok"}})
@@ -311,7 +326,7 @@ func TestRetryLimits(t *testing.T) {
 // user has seen nothing that a second answer would repeat.
 func TestStallBeforeTextIsRetried(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range providers {
 		h := newHarness(t, provider, true, 200*time.Millisecond, llmtest.Reply{Stall: true}, llmtest.Reply{Chunks: []string{"second"}})
 		var p parts
 		resp, err := h.client.Generate(context.Background(), llm.Request{Messages: userAsks("hi")}, p.on)

@@ -103,11 +103,18 @@ const (
 	// dialectAnthropic: messages events; complete with message_stop (or an
 	// error event, which langchaingo reports itself).
 	dialectAnthropic
+	// dialectGoogleAI: Gemini streamGenerateContent chunks; complete with a
+	// candidate's finishReason (or an error chunk, which the model reports
+	// itself).
+	dialectGoogleAI
 )
 
-// streamGuard sits between a provider's SSE body and langchaingo, which
-// takes a stream that simply ends for a complete answer and skips chunks
-// that are not JSON (openai). It passes on complete lines only, checks
+// streamGuard sits between a provider's SSE body and the model reading it:
+// langchaingo, which takes a stream that simply ends for a complete answer
+// and skips chunks that are not JSON (openai), or planwright's googleai
+// model, which checks the same itself but is guarded alike so that every
+// provider's broken stream is recorded and classified in one place. It
+// passes on complete lines only, checks
 // every data line, and turns a stream that ends before the provider said
 // the answer was complete, or a malformed chunk, into a *StreamError — so
 // the broken line never reaches the user and the call fails instead of
@@ -207,6 +214,23 @@ func (g *streamGuard) inspect(line []byte) string {
 		}
 		if json.Unmarshal(data, &e) == nil && (e.Type == "message_stop" || e.Type == "error") {
 			g.complete = true
+		}
+	case dialectGoogleAI:
+		var c struct {
+			Candidates []struct {
+				FinishReason string `json:"finishReason"`
+			} `json:"candidates"`
+			Error json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(data, &c) == nil {
+			for _, ch := range c.Candidates {
+				if ch.FinishReason != "" {
+					g.complete = true
+				}
+			}
+			if len(c.Error) > 0 {
+				g.complete = true
+			}
 		}
 	}
 	return ""

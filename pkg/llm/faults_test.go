@@ -14,14 +14,15 @@ import (
 	"github.com/planwright/planwright/pkg/llm/llmtest"
 )
 
-// A stream cut before its end (no finish_reason / [DONE], no message_stop)
+// A stream cut before its end (no finish_reason / [DONE], no message_stop,
+// no finishReason)
 // or carrying a chunk that is not JSON is a provider error, never a
 // complete answer; a cut tool call is never handed on. It is retried while
 // no text reached the user.
 func TestBrokenStreamsAreProviderErrors(t *testing.T) {
 	t.Parallel()
 	call := llmtest.Call{ID: "c1", Name: "search", Args: `{"q":"a long query"}`}
-	for _, provider := range []string{"openai", "anthropic"} {
+	for _, provider := range providers {
 		for _, tc := range []struct {
 			name  string
 			first llmtest.Reply

@@ -6,7 +6,6 @@ import (
 
 	"github.com/tmc/langchaingo/llms"
 	"github.com/tmc/langchaingo/llms/anthropic"
-	"github.com/tmc/langchaingo/llms/googleai"
 	"github.com/tmc/langchaingo/llms/openai"
 
 	"github.com/planwright/planwright/pkg/apperr"
@@ -27,8 +26,9 @@ type ProviderConfig struct {
 	// Model is the model name; empty means the provider's default.
 	Model string
 	// BaseURL points openai at an OpenAI-compatible server (Ollama, vLLM,
-	// llama.cpp) or anthropic at a proxy; empty means the provider's own
-	// endpoint.
+	// llama.cpp), anthropic at a proxy, or googleai at another host (the
+	// requests go to BaseURL + "/v1beta/models/…"); empty means the
+	// provider's own endpoint.
 	BaseURL string
 	// The provider keys; only the selected provider's is used. The openai
 	// key may be empty when BaseURL is set (local servers take any key).
@@ -41,18 +41,16 @@ type ProviderConfig struct {
 	HTTPClient *http.Client
 }
 
-// NewProvider builds a langchaingo model for a remote provider. It does no
-// network I/O; ctx is only used to build the googleai client. A missing key
-// or unknown provider is an apperr.Invalid error naming the field.
-//
-// A googleai model should be built once per process: generative-ai-go
-// v0.15.1 starts a gRPC cache client (goroutines, a lazy connection) that
-// its Close does not close.
+// NewProvider builds an llms.Model for a remote provider: langchaingo's
+// for openai and anthropic, planwright's own Gemini REST model for googleai
+// (googleai.go). It does no network I/O and starts nothing, so a model
+// needs no closing; ctx is unused. A missing key or unknown provider is an
+// apperr.Invalid error naming the field.
 //
 // Use the model through a Client: the Client shapes messages the way each
 // provider's langchaingo code needs them, and reads the statuses the
 // transport installed here records.
-func NewProvider(ctx context.Context, cfg ProviderConfig) (llms.Model, error) {
+func NewProvider(_ context.Context, cfg ProviderConfig) (llms.Model, error) {
 	invalid := func(field, msg string) error {
 		return apperr.Invalidf([]apperr.FieldError{{Field: field, Message: msg}}, "llm: invalid provider config")
 	}
@@ -101,18 +99,7 @@ func NewProvider(ctx context.Context, cfg ProviderConfig) (llms.Model, error) {
 		key := func(next http.RoundTripper) http.RoundTripper {
 			return apiKeyTransport{key: cfg.GoogleAPIKey, next: next}
 		}
-		// The key goes in both: genai refuses a client without an auth
-		// option, and google.golang.org/api drops it once an HTTP client
-		// is given, so the transport sends it.
-		opts := []googleai.Option{googleai.WithAPIKey(cfg.GoogleAPIKey), googleai.WithHTTPClient(wrapClient(cfg.HTTPClient, dialectNone, key))}
-		if cfg.Model != "" {
-			opts = append(opts, googleai.WithDefaultModel(cfg.Model))
-		}
-		m, err := googleai.New(ctx, opts...)
-		if err != nil {
-			return nil, apperr.Wrap(apperr.Invalid, err, "llm: building the googleai provider")
-		}
-		return m, nil
+		return newGoogleAI(wrapClient(cfg.HTTPClient, dialectGoogleAI, key), cfg.BaseURL, cfg.Model, cfg.GoogleAPIKey), nil
 	}
 	return nil, invalid("Provider", "must be openai, anthropic or googleai, not "+quote(cfg.Provider))
 }

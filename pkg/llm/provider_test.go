@@ -31,9 +31,8 @@ func TestNewProvider(t *testing.T) {
 		{"openai without a key", llm.ProviderConfig{Provider: "openai"}, "OpenAIAPIKey"},
 		{"anthropic", llm.ProviderConfig{Provider: "anthropic", AnthropicAPIKey: "k", Model: "claude-x"}, ""},
 		{"anthropic without a key", llm.ProviderConfig{Provider: "anthropic", OpenAIAPIKey: "k"}, "AnthropicAPIKey"},
-		// A built googleai model is not tested here: generative-ai-go v0.15.1
-		// starts a gRPC cache client its Close never closes, whose
-		// goroutines goleak rightly reports.
+		{"googleai", llm.ProviderConfig{Provider: "googleai", GoogleAPIKey: "k"}, ""},
+		{"googleai at another host", llm.ProviderConfig{Provider: "googleai", GoogleAPIKey: "k", Model: "gemini-x", BaseURL: "http://127.0.0.1:1"}, ""},
 		{"googleai without a key", llm.ProviderConfig{Provider: "googleai"}, "GoogleAPIKey"},
 		{"unknown", llm.ProviderConfig{Provider: "nope"}, "Provider"},
 		{"scripted is wired by cmd", llm.ProviderConfig{Provider: "scripted"}, "Provider"},

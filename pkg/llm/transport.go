@@ -83,9 +83,9 @@ func (t statusTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// apiKeyTransport adds Google's API key header. google.golang.org/api
-// ignores option.WithAPIKey once option.WithHTTPClient is given, so the
-// googleai provider's key travels here instead.
+// apiKeyTransport adds Google's API key header (x-goog-api-key), so the
+// googleai provider's key never appears in a URL and the model never
+// handles it.
 type apiKeyTransport struct {
 	key  string
 	next http.RoundTripper
