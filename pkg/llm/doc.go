@@ -1,8 +1,11 @@
-// Package llm is planwright's model layer: it builds langchaingo models
-// from configuration (NewProvider: openai and OpenAI-compatible servers,
-// anthropic, googleai; the scripted and demo models live in sub-packages
-// and cmd wires them) and adapts a model call into typed stream parts
-// (Client), so that no other package sees langchaingo.
+// Package llm is planwright's model layer: it builds langchaingo llms.Models
+// from configuration (NewProvider: langchaingo's openai, for OpenAI and
+// OpenAI-compatible servers, and anthropic; googleai is planwright's own
+// model speaking the Gemini REST API, googleai.go, which spares the binary
+// langchaingo's Google SDK, gRPC and their memory; the scripted and demo
+// models live in sub-packages and cmd wires them) and adapts a model call
+// into typed stream parts (Client), so that no other package sees
+// langchaingo.
 //
 // The Client owns everything between a Request and the provider's wire:
 //
@@ -19,7 +22,8 @@
 //   - failures: 429, 5xx and attempt timeouts are retried with backoff and
 //     jitter, honouring Retry-After, which the transport NewProvider
 //     installs records (retry.go, transport.go); an attempt that already
-//     streamed text is never retried.
+//     streamed text is never retried; a stream cut before its end marker
+//     or carrying a malformed chunk fails the attempt (fault.go).
 //
 // Known langchaingo v0.1.14 quirks it works around, each tested against the
 // scripted peers of package llmtest: openai passes tool-call deltas to the
