@@ -94,20 +94,14 @@ const (
 func followContext(c echo.Context) (context.Context, context.CancelFunc) {
 	parent := c.Request().Context()
 	ctx, cancel := context.WithCancelCause(parent)
-	draining, _ := c.Get(drainingKey).(chan struct{})
+	draining, _ := c.Get(drainingKey).(context.Context)
 	if draining == nil {
 		return ctx, func() { cancel(nil) }
 	}
-	stop := make(chan struct{})
-	go func() {
-		select {
-		case <-draining:
-			cancel(agents.Shutdown)
-		case <-stop:
-		}
-	}()
+	// No goroutine a stream: the drain cancels ctx from Shutdown's own.
+	stop := context.AfterFunc(draining, func() { cancel(agents.Shutdown) })
 	return ctx, func() {
-		close(stop)
+		stop()
 		cancel(nil)
 	}
 }

@@ -153,11 +153,12 @@ type Server struct {
 	echo *echo.Echo
 	http *http.Server
 
-	mu       sync.Mutex
-	ln       net.Listener
-	started  bool
-	draining chan struct{}
-	drainOne sync.Once
+	mu      sync.Mutex
+	ln      net.Listener
+	started bool
+	// draining is cancelled when Shutdown begins (Draining).
+	draining context.Context
+	drain    context.CancelFunc
 	stopped  chan struct{}
 	serveErr error
 	inflight inflight
@@ -170,11 +171,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		draining: make(chan struct{}),
-		stopped:  make(chan struct{}),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		stopped: make(chan struct{}),
 	}
+	s.draining, s.drain = context.WithCancel(context.Background())
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	// The peer's address, not X-Forwarded-For/X-Real-IP, which any client
@@ -252,7 +253,7 @@ func (s *Server) Addr() net.Addr {
 // runs then (cause agents.Shutdown, see followContext), so streams end
 // early, each with error{code: "shutdown"} and done, instead of being cut
 // at the deadline; the runs go on (the job system hands them over).
-func (s *Server) Draining() <-chan struct{} { return s.draining }
+func (s *Server) Draining() <-chan struct{} { return s.draining.Done() }
 
 // Stopped is closed when the server has stopped serving, after Shutdown or
 // because serving failed (see Err).
@@ -275,7 +276,7 @@ func (s *Server) Err() error {
 // after it (closing the database) does not pull the ground from under
 // them. Calling it before Start is a no-op.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.drainOne.Do(func() { close(s.draining) })
+	s.drain()
 	s.mu.Lock()
 	started := s.started
 	s.mu.Unlock()
