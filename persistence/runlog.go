@@ -173,7 +173,8 @@ type pendingEvent struct {
 	write  func(context.Context) error
 	commit *event.Commit
 	// row, when set, is a queued insert no event announces (runlog_rows.go):
-	// the entry has no run and no event, and done hears how it ended.
+	// the entry has no event, its runID is the run whose work queued it
+	// ("" when none), and done hears how it ended.
 	row  *rowInsert
 	done func(error)
 	// alone: insert row by itself, not in its table's multi-row INSERT.
@@ -372,7 +373,7 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 		// not seen it, so no one has.
 		for i := len(l.queue) - 1; i >= 0; i-- {
 			last := &l.queue[i]
-			if last.runID != runID {
+			if last.runID != runID || last.row != nil {
 				continue
 			}
 			if lt, ok := last.env.Event.(event.Text); ok && last.write == nil && last.env.Source == e.Source && len(lt.Content)+len(t.Content) <= l.cfg.MaxText {

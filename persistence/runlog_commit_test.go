@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -322,6 +323,85 @@ func TestRunLogQueuesRows(t *testing.T) {
 		var after error = errors.New("not called")
 		stores.Executions.QueueAgentMessage(ctx, msg(5), func(err error) { after = err })
 		require.NoError(t, after)
+	})
+}
+
+// TestRunLogFencesQueuedRowsOfALostRun: a row queued by a run's work (its
+// context names the run) is fenced with the run's events — once another
+// process owns the run, it is not stored, its caller hears why, and rows
+// of no run (or of a run still owned) in the same batch are stored.
+func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		stores := dbtest.NewStores(t, db)
+		jobs, got := startJobs(t, db)
+		id := persistence.NewID()
+		queuedRun(t, jobs, id)
+		receive(t, got)
+		a, _, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
+		require.NoError(t, err)
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Linger: 50 * time.Millisecond})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		_, err = l.OpenRun(ctx, id, a.LeaseToken)
+		require.NoError(t, err)
+
+		p := newPlan(persistence.NewID())
+		require.NoError(t, stores.Plans.CreatePlan(ctx, &p))
+		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
+		require.NoError(t, stores.Executions.StartExecution(ctx,
+			planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: p.ID, StepNumber: 1},
+			planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: 1, UserID: "alice"},
+			planning.Execution{ID: execID, PlanID: p.ID, StepNumber: 1, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice"}))
+		msg := func(seq int) planning.AgentMessage {
+			return planning.AgentMessage{AgentSessionID: sessionID, ExecutionID: execID, Seq: seq, Role: "assistant",
+				Content: fmt.Sprintf("message %d", seq)}
+		}
+		queue := func(ctx context.Context, m planning.AgentMessage) <-chan error {
+			done := make(chan error, 1)
+			stores.Executions.QueueAgentMessage(ctx, m, func(err error) { done <- err })
+			return done
+		}
+		outcome := func(done <-chan error) error {
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(30 * time.Second):
+				t.Fatal("a queued row was never done")
+				return nil
+			}
+		}
+		runCtx := runs.WithRun(ctx, id)
+
+		// While A owns the run, its work's rows are stored.
+		require.NoError(t, outcome(queue(runCtx, msg(1))))
+
+		// B takes the run over: what A's work queues now is refused; a row
+		// of no run in the same batch is stored.
+		released, err := jobs.Runs().Release(ctx, id, a.LeaseToken)
+		require.NoError(t, err)
+		require.True(t, released)
+		receive(t, got)
+		_, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		stale, other := queue(runCtx, msg(2)), queue(ctx, msg(3))
+		err = outcome(stale)
+		require.Error(t, err)
+		require.Equal(t, apperr.Unavailable, apperr.CodeOf(err), "%v", err)
+		require.NoError(t, outcome(other))
+		// And so is every later row of A's work.
+		require.Error(t, outcome(queue(runCtx, msg(4))))
+
+		msgs, err := stores.Executions.ListAgentMessages(ctx, sessionID)
+		require.NoError(t, err)
+		var seqs []int
+		for _, m := range msgs {
+			seqs = append(seqs, m.Seq)
+		}
+		require.Equal(t, []int{1, 3}, seqs)
 	})
 }
 

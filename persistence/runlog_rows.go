@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"gorm.io/gorm"
+
+	"github.com/planwright/planwright/pkg/runs"
 )
 
 // Queued inserts. Most rows a run writes are announced by no event: each
@@ -64,12 +66,14 @@ func (c *core) queueInsert(ctx context.Context, r rowInsert, done func(error)) b
 	if l == nil {
 		return false
 	}
-	return l.queueRow(r, done)
+	return l.queueRow(runs.RunOf(ctx), r, done)
 }
 
-// queueRow queues r (see queueInsert); false when the log is closed. A
-// failure is logged, and told to done when set.
-func (l *RunLog) queueRow(r rowInsert, done func(error)) bool {
+// queueRow queues r, written by the work of run runID ("" when none; see
+// queueInsert); false when the log is closed. A failure is logged, and
+// told to done when set. A run's rows are fenced with its events: not
+// written once another process owns the run, nor once its log failed.
+func (l *RunLog) queueRow(runID string, r rowInsert, done func(error)) bool {
 	tell := func(err error) {
 		if err != nil {
 			l.cfg.Logger.Error().Err(err).Str("table", r.table).Msg("run log: a queued row was not stored")
@@ -83,7 +87,7 @@ func (l *RunLog) queueRow(r rowInsert, done func(error)) bool {
 	if l.closed || !l.started {
 		return false
 	}
-	l.queue = append(l.queue, pendingEvent{row: &r, done: tell})
+	l.queue = append(l.queue, pendingEvent{runID: runID, row: &r, done: tell})
 	l.signal()
 	return true
 }

@@ -192,12 +192,12 @@ func (w *logWriter) dropWrite(batch []pendingEvent, at int, err error) []pending
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := at; i < len(batch); i++ {
-		if batch[i].runID == gone.runID {
+		if batch[i].runID == gone.runID && batch[i].row == nil {
 			batch[i].env.Seq--
 		}
 	}
 	for i := range w.queue {
-		if w.queue[i].runID == gone.runID {
+		if w.queue[i].runID == gone.runID && w.queue[i].row == nil {
 			w.queue[i].env.Seq--
 		}
 	}
@@ -239,7 +239,7 @@ func (w *logWriter) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 	w.mu.Lock()
 	for _, p := range batch {
 		r, ok := w.runs[p.runID]
-		if !ok || r.broken {
+		if !ok || r.broken || p.row != nil {
 			continue
 		}
 		r.broken = true

@@ -246,6 +246,7 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	// What the work logs names the run and its user, as a handler's lines
 	// do (the request's line names the run too).
 	ctx = logctx.With(logctx.With(ctx, "run_id", r.ID), "user", r.UserID)
+	ctx = WithRun(ctx, r.ID)
 	if r.Attempts > 1 {
 		log.Info().Msg("taking over a run")
 		if s.cfg.OnTakeOver != nil {
@@ -433,4 +434,21 @@ func (s *LogSink) statusLocked() string {
 		return StatusCancelled
 	}
 	return StatusFailed
+}
+
+// runKey is the context key of the run a context's work belongs to.
+type runKey struct{}
+
+// WithRun returns ctx carrying runID: the work Work runs belongs to that
+// run, so that a write it queues without an event (a transcript message, a
+// tool call's record) is fenced with the run's events when another process
+// takes the run over.
+func WithRun(ctx context.Context, runID string) context.Context {
+	return context.WithValue(ctx, runKey{}, runID)
+}
+
+// RunOf is the run ctx's work belongs to ("" when none).
+func RunOf(ctx context.Context) string {
+	id, _ := ctx.Value(runKey{}).(string)
+	return id
 }

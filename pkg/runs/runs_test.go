@@ -199,8 +199,13 @@ func TestWorkRunsAClaimedRun(t *testing.T) {
 		want   []event.Type
 		status string
 	}{
-		{"completed", "turn", func(ctx context.Context, _ event.Run, em event.Emitter) { say(ctx, em, event.FinishedCompleted) },
-			[]event.Type{event.TypeText, event.TypeDone}, runs.StatusCompleted},
+		{"completed", "turn", func(ctx context.Context, r event.Run, em event.Emitter) {
+			if runs.RunOf(ctx) != r.ID {
+				// What the work queues without an event is fenced with the run.
+				em.Emit(ctx, event.Error{Error: event.ErrorInfo{Message: "the work's context does not name its run"}})
+			}
+			say(ctx, em, event.FinishedCompleted)
+		}, []event.Type{event.TypeText, event.TypeDone}, runs.StatusCompleted},
 		{"cancelled", "turn", func(ctx context.Context, _ event.Run, em event.Emitter) { say(ctx, em, event.FinishedCancelled) },
 			[]event.Type{event.TypeText, event.TypeDone}, runs.StatusCancelled},
 		{"work without done", "turn", func(ctx context.Context, _ event.Run, em event.Emitter) { em.Emit(ctx, event.Text{Content: "x"}) },
