@@ -14,7 +14,7 @@ import (
 
 // The statements of a run log batch. Most of what a batch writes needs no
 // answer before the next statement is sent: a step's state, an executor's
-// start (three INSERTs) and finish, the queued rows, the events, the runs
+// start (one statement) and finish, the queued rows, the events, the runs
 // that end, the notices, and the check of the runs' fencing tokens, whose
 // answer only decides whether the transaction commits. On SQLite, in
 // process, each runs when it is given. On PostgreSQL each used to be a

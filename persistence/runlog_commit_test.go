@@ -405,6 +405,59 @@ func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
 	})
 }
 
+// TestRunLogStartsAnExecutorInOneStatement: on PostgreSQL an executor's
+// start — its agent, conversation and execution — is one statement of its
+// batch, whose foreign keys hold at its end; a start that breaks one (an
+// unknown plan) fails that write alone.
+func TestRunLogStartsAnExecutorInOneStatement(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	ctx := t.Context()
+	stores := dbtest.NewStores(t, db)
+	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{}, "00000000-0000-7000-8000-000000000003")
+	start := func(planID string, step int) (string, error) {
+		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
+		return execID, em.Record(ctx, event.ExecutorSpawned{PlanID: planID, StepNumber: step, ExecutionID: execID}, func(ctx context.Context) error {
+			return stores.Executions.StartExecution(ctx,
+				planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: planID, StepNumber: step},
+				planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: planID, StepNumber: step, UserID: "alice"},
+				planning.Execution{ID: execID, PlanID: planID, StepNumber: step, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice", Task: "t"})
+		})
+	}
+	statements := func(f func()) int64 {
+		_, before := l.PipelineStats()
+		f()
+		_, after := l.PipelineStats()
+		return after - before
+	}
+
+	alone := statements(func() {
+		require.NoError(t, em.Record(ctx, event.Text{Content: "no write"}, func(context.Context) error { return nil }))
+	})
+	var execID string
+	withStart := statements(func() {
+		var err error
+		execID, err = start(p.ID, 1)
+		require.NoError(t, err)
+	})
+	require.Equal(t, alone+1, withStart, "the start is one statement")
+	got, err := stores.Executions.ExecutionFor(ctx, persistence.AnyUser, execID)
+	require.NoError(t, err)
+	require.Equal(t, planning.ExecutionRunning, got.Status)
+	require.Equal(t, 1, got.StepNumber)
+	require.Equal(t, "t", got.Task)
+	agent, err := stores.Executions.GetAgent(ctx, got.AgentID)
+	require.NoError(t, err)
+	require.Equal(t, event.RoleExecutor, agent.Role)
+
+	_, err = start(persistence.NewID(), 1)
+	require.Error(t, err, "an unknown plan breaks a foreign key")
+	_, err = stores.Executions.ExecutionFor(ctx, persistence.AnyUser, execID)
+	require.NoError(t, err)
+	_, err = start(p.ID, 2)
+	require.NoError(t, err, "the log goes on")
+}
+
 // TestRunLogPipelinesABatch: on PostgreSQL a batch's statements — the
 // fencing check, the writes its events carry, the events, the notices —
 // travel together, one round trip besides BEGIN and COMMIT, and a write's
