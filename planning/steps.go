@@ -184,8 +184,13 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		if serr := start.failed(); serr != nil {
 			return r.notStarted(ctx, p.ID, s, serr), usage
 		}
-		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store the executor; the step fails")
+		r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("plan_id", p.ID).Int("step", s.Number).Msg("store the executor; the step does not run")
 		s.Status, s.Error = StepFailed, "could not record the executor: "+apperr.MessageOf(err)
+		if ctx.Err() != nil {
+			// The run was cancelled meanwhile: the step is cancelled, as
+			// one whose own start was not stored is (notStarted).
+			s.Status, s.Error = StepCancelled, "cancelled before its executor started"
+		}
 		return s, usage
 	}
 
