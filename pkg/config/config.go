@@ -129,8 +129,12 @@ type LLM struct {
 	Provider string `yaml:"provider"`
 	// Model is the model name; empty means the provider's default.
 	Model string `yaml:"model"`
-	// BaseURL points the openai provider at an OpenAI-compatible server
-	// (Ollama, vLLM, …); empty means the provider's own endpoint.
+	// BaseURL is where the remote provider's requests go; empty means the
+	// provider's own endpoint. openai: an OpenAI-compatible server (Ollama,
+	// vLLM, llama.cpp; ending in /v1), which also makes OPENAI_API_KEY
+	// optional; anthropic: an Anthropic-compatible endpoint such as a proxy
+	// (ending in /v1; "/messages" is appended); googleai: another host for
+	// the Gemini REST API ("/v1beta/models/…" is appended).
 	BaseURL string `yaml:"base_url"`
 	// Script is the scripted model's YAML file (provider scripted).
 	Script string `yaml:"script"`
