@@ -13,6 +13,7 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/pkg/gcfloor"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
 )
@@ -134,6 +135,7 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 			newHTTPServer,
 		),
 		fx.Provide(migrate),
+		fx.Invoke(runGCFloor),
 		engineOptions(),
 		fx.Invoke(runHTTPServer),
 		// After the HTTP server: the job system stops first (see runJobSystem).
@@ -142,6 +144,22 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 		// OnStop hooks share this window: drain first, then close the database.
 		fx.StopTimeout(cfg.Server.DrainTimeout+10*time.Second),
 	)
+}
+
+// runGCFloor keeps the garbage collector from running more often than the
+// process's small live heap warrants while the server runs (gcfloor).
+func runGCFloor(lc fx.Lifecycle) {
+	var t *gcfloor.Tuner
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) (err error) {
+			t, err = gcfloor.Start(gcfloor.Config{})
+			return err
+		},
+		OnStop: func(context.Context) error {
+			t.Stop()
+			return nil
+		},
+	})
 }
 
 // openDatabase opens the database (bounded by database.connect_timeout) and
