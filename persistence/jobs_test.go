@@ -188,6 +188,20 @@ func TestLeases(t *testing.T) {
 	})
 }
 
+// takeOver hands run r, claimed by its owner, to owner: released, its job
+// received again, claimed anew (a new fencing token).
+func takeOver(t *testing.T, jobs *persistence.Jobs, got <-chan string, r persistence.Run, owner string) persistence.Run {
+	t.Helper()
+	released, err := jobs.Runs().Release(t.Context(), r.ID, r.LeaseToken)
+	require.NoError(t, err)
+	require.True(t, released)
+	receive(t, got)
+	b, ok, err := jobs.Runs().Claim(t.Context(), r.ID, owner, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return b
+}
+
 func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
@@ -217,13 +231,7 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 
 		// B takes the run over: A's later writes are refused, B's go on
 		// after A's last committed event.
-		released, err := jobs.Runs().Release(ctx, id, a.LeaseToken)
-		require.NoError(t, err)
-		require.True(t, released)
-		receive(t, got)
-		b, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok)
+		b := takeOver(t, jobs, got, a, "B")
 		_, err = logA.Append(id, text("stale"))
 		require.NoError(t, err)
 		logA.Finish(id, persistence.RunFailed)

@@ -220,6 +220,21 @@ func TestRunLogCommitsWritesAcrossTerminatedConnections(t *testing.T) {
 	}
 }
 
+// startedExecution stores a plan and the start of an executor of its
+// step 1 (its agent, conversation and execution), for transcript rows.
+func startedExecution(t *testing.T, stores dbtest.Stores) (p planning.Plan, sessionID, execID string) {
+	t.Helper()
+	ctx := t.Context()
+	p = newPlan(persistence.NewID())
+	require.NoError(t, stores.Plans.CreatePlan(ctx, &p))
+	agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
+	require.NoError(t, stores.Executions.StartExecution(ctx,
+		planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: p.ID, StepNumber: 1},
+		planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: 1, UserID: "alice"},
+		planning.Execution{ID: execID, PlanID: p.ID, StepNumber: 1, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice"}))
+	return p, sessionID, execID
+}
+
 // TestRunLogQueuesRows: transcript messages and tool records queued while
 // the writer runs (QueueAgentMessage, QueueToolExecution) are stored in its
 // batches, without their callers waiting, before (or with) the events
@@ -241,13 +256,7 @@ func TestRunLogQueuesRows(t *testing.T) {
 		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
 		em := logEmitter(t, l, "r1")
 
-		p := newPlan(persistence.NewID())
-		require.NoError(t, stores.Plans.CreatePlan(ctx, &p))
-		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
-		require.NoError(t, stores.Executions.StartExecution(ctx,
-			planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: p.ID, StepNumber: 1},
-			planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: 1, UserID: "alice"},
-			planning.Execution{ID: execID, PlanID: p.ID, StepNumber: 1, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice"}))
+		p, sessionID, execID := startedExecution(t, stores)
 
 		var mu sync.Mutex
 		outcome := map[string]error{}
@@ -348,13 +357,7 @@ func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
 		_, err = l.OpenRun(ctx, id, a.LeaseToken)
 		require.NoError(t, err)
 
-		p := newPlan(persistence.NewID())
-		require.NoError(t, stores.Plans.CreatePlan(ctx, &p))
-		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
-		require.NoError(t, stores.Executions.StartExecution(ctx,
-			planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: p.ID, StepNumber: 1},
-			planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: p.ID, StepNumber: 1, UserID: "alice"},
-			planning.Execution{ID: execID, PlanID: p.ID, StepNumber: 1, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice"}))
+		_, sessionID, execID := startedExecution(t, stores)
 		msg := func(seq int) planning.AgentMessage {
 			return planning.AgentMessage{AgentSessionID: sessionID, ExecutionID: execID, Seq: seq, Role: "assistant",
 				Content: fmt.Sprintf("message %d", seq)}
@@ -380,13 +383,7 @@ func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
 
 		// B takes the run over: what A's work queues now is refused; a row
 		// of no run in the same batch is stored.
-		released, err := jobs.Runs().Release(ctx, id, a.LeaseToken)
-		require.NoError(t, err)
-		require.True(t, released)
-		receive(t, got)
-		_, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok)
+		takeOver(t, jobs, got, a, "B")
 		stale, other := queue(runCtx, msg(2)), queue(ctx, msg(3))
 		err = outcome(stale)
 		require.Error(t, err)
