@@ -132,19 +132,14 @@ func TestLeases(t *testing.T) {
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := context.Background()
 		jobs, got := startJobs(t, db)
-		id := persistence.NewID()
-		queuedRun(t, jobs, id)
-		receive(t, got)
-
-		a, ok, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
-		require.NoError(t, err)
-		require.True(t, ok)
+		a := claimedRun(t, jobs, got, "A")
+		id := a.ID
 		require.Equal(t, "A", a.Owner)
 		require.Equal(t, 1, a.Attempts)
 		require.NotNil(t, a.LeaseUntil)
 
 		// A live owner's run is not claimable, nor taken over.
-		_, ok, err = jobs.Runs().Claim(ctx, id, "B", time.Minute)
+		_, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
 		require.NoError(t, err)
 		require.False(t, ok)
 		taken, err := jobs.Runs().TakeOverExpired(ctx)
@@ -188,6 +183,19 @@ func TestLeases(t *testing.T) {
 	})
 }
 
+// claimedRun creates a run with its job, receives the job and claims the
+// run for owner.
+func claimedRun(t *testing.T, jobs *persistence.Jobs, got <-chan string, owner string) persistence.Run {
+	t.Helper()
+	id := persistence.NewID()
+	queuedRun(t, jobs, id)
+	receive(t, got)
+	r, ok, err := jobs.Runs().Claim(t.Context(), id, owner, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return r
+}
+
 // takeOver hands run r, claimed by its owner, to owner: released, its job
 // received again, claimed anew (a new fencing token).
 func takeOver(t *testing.T, jobs *persistence.Jobs, got <-chan string, r persistence.Run, owner string) persistence.Run {
@@ -207,11 +215,8 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := context.Background()
 		jobs, got := startJobs(t, db)
-		id := persistence.NewID()
-		queuedRun(t, jobs, id)
-		receive(t, got)
-		a, _, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
-		require.NoError(t, err)
+		a := claimedRun(t, jobs, got, "A")
+		id := a.ID
 
 		var finished []string
 		logA, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnFinish: func(id string) { finished = append(finished, id) }})

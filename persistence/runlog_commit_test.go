@@ -345,11 +345,8 @@ func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
 		ctx := t.Context()
 		stores := dbtest.NewStores(t, db)
 		jobs, got := startJobs(t, db)
-		id := persistence.NewID()
-		queuedRun(t, jobs, id)
-		receive(t, got)
-		a, _, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
-		require.NoError(t, err)
+		a := claimedRun(t, jobs, got, "A")
+		id := a.ID
 		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Linger: 50 * time.Millisecond})
 		require.NoError(t, err)
 		l.Start()
