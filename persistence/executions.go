@@ -90,12 +90,17 @@ func (agentMessageRow) TableName() string { return "agent_chat_messages" }
 
 // CreateAgent stores an agent instance.
 func (s *Executions) CreateAgent(ctx context.Context, a planning.AgentRecord) error {
+	return s.execInsert(ctx, "create agent", insertAgentSQL, s.agentArgs(a)...)
+}
+
+// insertAgentSQL inserts an agent; agentArgs are its values.
+const insertAgentSQL = `INSERT INTO agents (id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)`
+
+func (s *Executions) agentArgs(a planning.AgentRecord) []any {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	return s.execInsert(ctx, "create agent",
-		`INSERT INTO agents (id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		a.ID, string(a.Role), a.UserID, a.RunID, a.SessionID, a.PlanID, a.StepNumber, a.ParentID, a.Model, Timestamp(a.CreatedAt))
+	return []any{a.ID, string(a.Role), a.UserID, a.RunID, a.SessionID, a.PlanID, a.StepNumber, a.ParentID, a.Model, Timestamp(a.CreatedAt)}
 }
 
 // GetAgent returns one agent instance.
@@ -192,12 +197,18 @@ func (s *Executions) OpenAgent(ctx context.Context, a planning.AgentRecord, as p
 
 // CreateAgentSession stores an agent's private conversation.
 func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSession) error {
+	return s.execInsert(ctx, "create agent session", insertAgentSessionSQL, s.agentSessionArgs(a)...)
+}
+
+// insertAgentSessionSQL inserts an agent's conversation; agentSessionArgs
+// are its values.
+const insertAgentSessionSQL = `INSERT INTO agent_chat_sessions (id, agent_id, plan_id, step_number, user_id, created_at) VALUES (?,?,?,?,?,?)`
+
+func (s *Executions) agentSessionArgs(a planning.AgentSession) []any {
 	if a.CreatedAt.IsZero() {
 		a.CreatedAt = s.now()
 	}
-	return s.execInsert(ctx, "create agent session",
-		`INSERT INTO agent_chat_sessions (id, agent_id, plan_id, step_number, user_id, created_at) VALUES (?,?,?,?,?,?)`,
-		a.ID, a.AgentID, a.PlanID, a.StepNumber, a.UserID, Timestamp(a.CreatedAt))
+	return []any{a.ID, a.AgentID, a.PlanID, a.StepNumber, a.UserID, Timestamp(a.CreatedAt)}
 }
 
 // StartExecution records an executor's agent, its conversation and its
@@ -207,16 +218,8 @@ func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSes
 // batch, and PostgreSQL's cost is per statement more than per row.
 func (s *Executions) StartExecution(ctx context.Context, a planning.AgentRecord, as planning.AgentSession, e planning.Execution) error {
 	if s.db.driver == DriverPostgres {
-		now := s.now()
-		a.CreatedAt, as.CreatedAt, e.StartedAt = orNow(a.CreatedAt, now), orNow(as.CreatedAt, now), orNow(e.StartedAt, now)
-		if e.Status == "" {
-			e.Status = planning.ExecutionRunning
-		}
-		return s.execInsert(ctx, "start execution", startExecutionSQL,
-			a.ID, string(a.Role), a.UserID, a.RunID, a.SessionID, a.PlanID, a.StepNumber, a.ParentID, a.Model, Timestamp(a.CreatedAt),
-			as.ID, as.AgentID, as.PlanID, as.StepNumber, as.UserID, Timestamp(as.CreatedAt),
-			e.ID, e.PlanID, e.StepNumber, e.AgentID, e.AgentSessionID, e.UserID, string(e.Status), e.Task, e.Result, e.Error,
-			e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS)
+		args := append(append(s.agentArgs(a), s.agentSessionArgs(as)...), s.executionArgs(e)...)
+		return s.execInsert(ctx, "start execution", startExecutionSQL, args...)
 	}
 	return dbErr("start execution", s.transact(ctx, func(tx *gorm.DB) error {
 		inTx := &Executions{s.inTransaction(tx)}
@@ -232,35 +235,27 @@ func (s *Executions) StartExecution(ctx context.Context, a planning.AgentRecord,
 
 // startExecutionSQL is StartExecution's one statement on PostgreSQL: the
 // INSERTs of CreateAgent, CreateAgentSession and CreateExecution.
-const startExecutionSQL = `WITH agent AS (
-	INSERT INTO agents (id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)
-), conversation AS (
-	INSERT INTO agent_chat_sessions (id, agent_id, plan_id, step_number, user_id, created_at) VALUES (?,?,?,?,?,?)
-)
-INSERT INTO agent_executions (id, plan_id, step_number, agent_id, agent_session_id, user_id, status, task, result, error,
-	input_tokens, output_tokens, tool_calls, started_at, completed_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
-
-// orNow is t, or now when t is zero.
-func orNow(t, now time.Time) time.Time {
-	if t.IsZero() {
-		return now
-	}
-	return t
-}
+const startExecutionSQL = `WITH agent AS (` + insertAgentSQL + `), conversation AS (` + insertAgentSessionSQL + `) ` + insertExecutionSQL
 
 // CreateExecution stores an executor run as it starts.
 func (s *Executions) CreateExecution(ctx context.Context, e planning.Execution) error {
+	return s.execInsert(ctx, "create execution", insertExecutionSQL, s.executionArgs(e)...)
+}
+
+// insertExecutionSQL inserts an execution; executionArgs are its values (a
+// running one started now, unless e says otherwise).
+const insertExecutionSQL = `INSERT INTO agent_executions (id, plan_id, step_number, agent_id, agent_session_id, user_id, status, task,
+	result, error, input_tokens, output_tokens, tool_calls, started_at, completed_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+
+func (s *Executions) executionArgs(e planning.Execution) []any {
 	if e.StartedAt.IsZero() {
 		e.StartedAt = s.now()
 	}
 	if e.Status == "" {
 		e.Status = planning.ExecutionRunning
 	}
-	return s.execInsert(ctx, "create execution", `INSERT INTO agent_executions (id, plan_id, step_number, agent_id,
-		agent_session_id, user_id, status, task, result, error, input_tokens, output_tokens, tool_calls, started_at, completed_at,
-		duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		e.ID, e.PlanID, e.StepNumber, e.AgentID, e.AgentSessionID, e.UserID, string(e.Status), e.Task, e.Result, e.Error,
-		e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS)
+	return []any{e.ID, e.PlanID, e.StepNumber, e.AgentID, e.AgentSessionID, e.UserID, string(e.Status), e.Task, e.Result, e.Error,
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS}
 }
 
 // FinishExecution closes an executor run with its outcome.
