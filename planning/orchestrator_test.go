@@ -426,6 +426,18 @@ func TestCancelARunningPlan(t *testing.T) {
 
 func TestAgentReview(t *testing.T) {
 	t.Parallel()
+	// The planner's revision names the plan in review, or (a model cannot
+	// always repeat an id) does not: the plan the reviewer sent back is
+	// revised either way.
+	for _, withID := range []bool{true, false} {
+		t.Run(fmt.Sprintf("plan_id given %v", withID), func(t *testing.T) {
+			t.Parallel()
+			testAgentReview(t, withID)
+		})
+	}
+}
+
+func testAgentReview(t *testing.T, withID bool) {
 	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0),
 		Reviewer: verdicts("changes_requested:Take a backup first.", "approved:Safe now.")}, nil)
 	ctx := context.Background()
@@ -444,8 +456,13 @@ func TestAgentReview(t *testing.T) {
 	p := mustPlan(t, e, planID)
 	require.Equal(t, planning.StatusInReview, p.Status, "a plan the reviewer did not approve never runs")
 
-	second := call(fmt.Sprintf(`{"goal":"Migrate","plan_id":%q,"steps":[{"number":1,"title":"Back up","executor_required":true},{"number":2,"title":"Migrate","executor_required":true,"depends_on":[1]}]}`, planID))
+	idArg := ""
+	if withID {
+		idArg = fmt.Sprintf(`"plan_id":%q,`, planID)
+	}
+	second := call(`{"goal":"Migrate",` + idArg + `"steps":[{"number":1,"title":"Back up","executor_required":true},{"number":2,"title":"Migrate","executor_required":true,"depends_on":[1]}]}`)
 	require.True(t, second.Success, second.Content)
+	require.Equal(t, planID, touched(t, second), "the revision is of the plan in review, not a new plan")
 	require.Contains(t, second.Content, "2 of 2 steps completed")
 	p = mustPlan(t, e, planID)
 	require.Equal(t, planning.StatusCompleted, p.Status)

@@ -130,14 +130,14 @@ func (t *Tools) CreatePlanTool(origin Origin) tools.Tool {
 		if err != nil {
 			return tools.Result{}, err
 		}
-		if p, gerr := t.cfg.Store.GetPlan(ctx, sub.Plan.ID); gerr == nil {
-			mu.Lock()
-			underReview = ""
-			if p.Status == StatusInReview {
-				underReview = p.ID
-			}
-			mu.Unlock()
+		// Submission.Plan is the plan as it stands when Submit returns:
+		// no need to read it again.
+		mu.Lock()
+		underReview = ""
+		if sub.Plan.Status == StatusInReview {
+			underReview = sub.Plan.ID
 		}
+		mu.Unlock()
 		return submitted(sub), nil
 	})
 }
