@@ -317,9 +317,10 @@ func (s *Plans) getPlan(ctx context.Context, g *gorm.DB, userID, id string) (pla
 // TransitionPlan moves a plan to status to if its current status is one of
 // from (compare-and-set in one transaction); otherwise it is a Conflict that
 // names the current status. mutate, if not nil, edits the plan's other
-// fields, saved with the new status; what it adds to Usage is saved as an
+// fields, saved with the new status, or refuses the transition (its error
+// is returned, nothing is written); what it adds to Usage is saved as an
 // increment, so usage added concurrently (AddPlanUsage) is never lost.
-func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan) error) (planning.Plan, error) {
 	// A plan in none of from is a Conflict without a transaction (on
 	// SQLite every transaction takes the write lock): a turn's end asks
 	// this of each plan it made (planning.Settler) and most are not in
@@ -358,7 +359,7 @@ func (s *Plans) status(ctx context.Context, id string) (planning.Status, bool) {
 }
 
 // transition is TransitionPlan inside the caller's transaction.
-func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan)) (planning.Plan, error) {
+func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan) error) (planning.Plan, error) {
 	p, err := s.getPlan(ctx, tx, AnyUser, id)
 	if err != nil {
 		return planning.Plan{}, err
@@ -369,7 +370,9 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	before := p.Usage
 	p.Status = to
 	if mutate != nil {
-		mutate(&p)
+		if err := mutate(&p); err != nil {
+			return planning.Plan{}, err
+		}
 		p.Status = to
 	}
 	p.UpdatedAt = s.stamp()
@@ -416,8 +419,9 @@ func (s *Plans) ApprovePlan(ctx context.Context, id string, a planning.Approval,
 	var out planning.Plan
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		at := a.At
-		p, err := s.transition(ctx, tx, id, []planning.Status{planning.StatusPendingReview}, planning.StatusExecuting, func(q *planning.Plan) {
+		p, err := s.transition(ctx, tx, id, []planning.Status{planning.StatusPendingReview}, planning.StatusExecuting, func(q *planning.Plan) error {
 			q.StartedAt, q.CompletedAt, q.Reason, q.Approval = &at, nil, "", &a
+			return nil
 		})
 		if err != nil {
 			return err
@@ -452,8 +456,9 @@ func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planni
 			return apperr.New(apperr.Conflict, "plan %s was never approved (it is %s and never ran); it cannot be resumed", id, cur.Status)
 		}
 		at = Timestamp(at)
-		p, err := s.transition(ctx, tx, id, resumable, planning.StatusExecuting, func(q *planning.Plan) {
+		p, err := s.transition(ctx, tx, id, resumable, planning.StatusExecuting, func(q *planning.Plan) error {
 			q.Reason, q.CompletedAt, q.StartedAt, q.CancelledBy = "", nil, &at, nil
+			return nil
 		})
 		if err != nil {
 			return err

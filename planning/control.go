@@ -106,8 +106,9 @@ func (c *Control) PlansOfRun(ctx context.Context, userID, runID string) ([]Plan,
 // Reject closes a plan waiting for review (a human's or the reviewer's).
 func (c *Control) Reject(ctx context.Context, planID, reason string) (Plan, error) {
 	now := c.cfg.Now()
-	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusRejected, func(q *Plan) {
+	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusRejected, func(q *Plan) error {
 		q.Reason, q.CompletedAt = strings.TrimSpace("rejected: "+reason), &now
+		return nil
 	})
 }
 
@@ -126,9 +127,10 @@ func (c *Control) Cancel(ctx context.Context, planID string, by Actor) (Plan, er
 		return c.cfg.Store.GetPlan(ctx, planID)
 	}
 	now := c.cfg.Now()
-	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusCancelled, func(q *Plan) {
+	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusCancelled, func(q *Plan) error {
 		q.Reason = fmt.Sprintf("cancelled by %s %s before it was approved; it never ran and cannot be resumed", by.Role(), by.UserID)
 		q.CompletedAt, q.CancelledBy = &now, &Cancellation{By: by.Role(), UserID: by.UserID, At: now}
+		return nil
 	})
 }
 

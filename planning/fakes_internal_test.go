@@ -147,7 +147,7 @@ func (f *fakeStore) CreateAgent(ctx context.Context, _ AgentRecord) error {
 
 func (f *fakeStore) GetPlan(context.Context, string) (Plan, error) { return f.plan, nil }
 
-func (f *fakeStore) TransitionPlan(ctx context.Context, _ string, from []Status, to Status, mutate func(*Plan)) (Plan, error) {
+func (f *fakeStore) TransitionPlan(ctx context.Context, _ string, from []Status, to Status, mutate func(*Plan) error) (Plan, error) {
 	if err := f.write(ctx, "TransitionPlan"); err != nil {
 		return Plan{}, err
 	}
@@ -160,8 +160,19 @@ func (f *fakeStore) TransitionPlan(ctx context.Context, _ string, from []Status,
 	}
 	p := f.plan
 	p.Status = to
+	// The steps as stored (UpdateStep).
+	p.Steps = append([]Step(nil), p.Steps...)
+	f.log.mu.Lock()
+	for i, st := range p.Steps {
+		if status, ok := f.steps[st.Number]; ok {
+			p.Steps[i].Status = status
+		}
+	}
+	f.log.mu.Unlock()
 	if mutate != nil {
-		mutate(&p)
+		if err := mutate(&p); err != nil {
+			return Plan{}, err
+		}
 	}
 	f.transitions = append(f.transitions, p)
 	return p, nil

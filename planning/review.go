@@ -66,28 +66,31 @@ func (r *reviewer) round(ctx context.Context, p Plan, em event.Emitter) (sub Sub
 	switch {
 	case rv.Verdict == VerdictApproved:
 		now := r.cfg.Now()
-		p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusExecuting, func(q *Plan) {
+		p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusExecuting, func(q *Plan) error {
 			spent(q)
 			q.StartedAt, q.Reason = &now, ""
 			q.Approval = &Approval{By: ByReviewer, At: now, Note: textcut.Cut(fmt.Sprintf("review round %d: %s", round, rv.Comments), 500)}
+			return nil
 		})
 		if err != nil {
 			return Submission{}, false, err
 		}
 		return Submission{Plan: p}, true, nil
 	case round >= r.cfg.ReviewRounds:
-		p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) {
+		p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) error {
 			spent(q)
 			q.Reason = fmt.Sprintf("not approved after %d review rounds; last comments: %s", round, rv.Comments)
+			return nil
 		})
 		if err != nil {
 			return Submission{}, false, err
 		}
 		return r.awaitHuman(ctx, p, rv.Comments, em), false, nil
 	}
-	p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusInReview, func(q *Plan) {
+	p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusInReview, func(q *Plan) error {
 		spent(q)
 		q.Reason = rv.Comments
+		return nil
 	})
 	if err != nil {
 		return Submission{}, false, err

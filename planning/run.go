@@ -2,6 +2,7 @@ package planning
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -96,18 +97,13 @@ type planRun struct {
 //
 // It stores each step's end as it learns of it, before what the end lets
 // start: without a wait (submitEnd), so the end commits with the starts
-// that follow it, unless nothing follows — the plan's last end is waited
-// for (storeEnd).
+// that follow it — the plan's last end with the plan's own (end).
 func (pr *planRun) drive() {
 	var ended *Step // a step end not stored yet
 	for {
 		next := Schedule(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil)
 		if ended != nil {
-			if next.Done {
-				pr.storeEnd(*ended)
-			} else {
-				pr.submitEnd(*ended)
-			}
+			pr.submitEnd(*ended)
 			ended = nil
 		}
 		for _, sk := range next.Skip {
@@ -234,6 +230,13 @@ func (pr *planRun) submitEnd(s Step) {
 // end closes the run: what never started is cancelled, step ends the
 // database did not take are tried once more, and the plan moves to how it
 // ended (Outcome) with plan_complete.
+//
+// The plan's end is recorded without waiting for the step ends submitted
+// before it, so that the last of them commits with it (one commit, not
+// two). It is stored only when every step's end is (journal.planEnded
+// checks the steps as its transaction reads them): when one was not, the
+// plan's end is refused with it, and is recorded again once the ends the
+// database did not take were tried once more.
 func (pr *planRun) end() (Plan, error) {
 	if agents.OwnerGone(pr.ctx) {
 		// The run is another process's now: this one writes nothing more,
@@ -249,7 +252,21 @@ func (pr *planRun) end() (Plan, error) {
 		}
 		pr.finish(pr.steps[n], StepCancelled, why)
 	}
+	pr.retryUnsaved()
+	ended, err := pr.recordEnd(shutdown)
 	pr.pending.Wait()
+	if pr.retryUnsaved() && errors.Is(err, errEndsNotStored) {
+		ended, err = pr.recordEnd(shutdown)
+	}
+	if err != nil {
+		return pr.p, err
+	}
+	return ended, nil
+}
+
+// retryUnsaved tries once more to store the step ends the database did not
+// take so far, and reports whether there were any.
+func (pr *planRun) retryUnsaved() bool {
 	pr.unsavedMu.Lock()
 	retry := pr.unsaved
 	pr.unsaved = map[int]Step{}
@@ -257,7 +274,11 @@ func (pr *planRun) end() (Plan, error) {
 	for _, s := range retry {
 		pr.storeEnd(s)
 	}
+	return len(retry) > 0
+}
 
+// recordEnd moves the plan to how it ended (Outcome) with plan_complete.
+func (pr *planRun) recordEnd(shutdown bool) (Plan, error) {
 	final := Outcome(pr.p.Steps, pr.ctx.Err() != nil, shutdown)
 	counts := map[StepStatus]int{}
 	for _, s := range pr.p.Steps {
@@ -266,16 +287,12 @@ func (pr *planRun) end() (Plan, error) {
 	end := pr.cfg.Now()
 	reason, cancelledBy := pr.reason(final, counts, end)
 	usage := pr.usage
-	ended, err := pr.journal.planEnded(pr.ctx, pr.sys, final, func(q *Plan) {
+	return pr.journal.planEnded(pr.ctx, pr.sys, final, func(q *Plan) {
 		q.CompletedAt, q.Reason, q.CancelledBy = &end, reason, cancelledBy
 		q.Usage.InputTokens += usage.InputTokens
 		q.Usage.OutputTokens += usage.OutputTokens
 	}, event.PlanComplete{PlanID: pr.p.ID, Status: final, Completed: counts[StepCompleted], Failed: counts[StepFailed],
 		Skipped: counts[StepSkipped], DurationMS: end.Sub(pr.start).Milliseconds()})
-	if err != nil {
-		return pr.p, err
-	}
-	return ended, nil
 }
 
 // reason says why a plan ended as it did, and who cancelled it through

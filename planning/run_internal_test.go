@@ -45,6 +45,10 @@ func TestRunRecordsThroughTheJournal(t *testing.T) {
 			map[int]StepStatus{1: StepCompleted, 2: StepCompleted},
 			cat([]string{"event agent_state"}, executed, []string{"write UpdateStep"}, executed, ended, ended,
 				[]string{"write TransitionPlan", "event plan_complete"})},
+		{"the last end refused is tried again before the plan ends", []int{4}, StatusCompleted,
+			map[int]StepStatus{1: StepCompleted, 2: StepCompleted},
+			cat([]string{"event agent_state"}, executed, ended, executed, []string{"write UpdateStep"}, ended,
+				[]string{"write TransitionPlan", "event plan_complete"})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

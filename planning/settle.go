@@ -42,8 +42,9 @@ func (s *Settler) AfterTurn(ctx context.Context, planIDs []string, planner event
 // instead of revising), so it goes to a human. A plan not in review is left
 // as it is.
 func (s *Settler) Settle(ctx context.Context, planID string) error {
-	_, err := s.store.TransitionPlan(ctx, planID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) {
+	_, err := s.store.TransitionPlan(ctx, planID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) error {
 		q.Reason = strings.TrimSpace("the planner did not revise the plan after the reviewer's comments; it waits for a human. " + q.Reason)
+		return nil
 	})
 	if apperr.CodeOf(err) == apperr.Conflict {
 		return nil // not in review: nothing to settle

@@ -18,10 +18,12 @@ type Store interface {
 	GetPlan(ctx context.Context, id string) (Plan, error)
 	// TransitionPlan changes the status only if the current one is in from
 	// (compare-and-set); mutate (may be nil) edits other fields saved in
-	// the same transaction. A change of Usage is saved as an increment (what
-	// mutate added), never as an overwrite, so concurrent AddPlanUsage calls
-	// are kept.
-	TransitionPlan(ctx context.Context, id string, from []Status, to Status, mutate func(*Plan)) (Plan, error)
+	// the same transaction, given the plan and its steps as the
+	// transaction reads them, and may refuse the transition: its error is
+	// returned and nothing changes. A change of Usage is saved as an
+	// increment (what mutate added), never as an overwrite, so concurrent
+	// AddPlanUsage calls are kept.
+	TransitionPlan(ctx context.Context, id string, from []Status, to Status, mutate func(*Plan) error) (Plan, error)
 	// ApprovePlan moves a plan pending review to executing with approval a
 	// (started at a.At), and, when edits is not nil, stores it as the plan's
 	// new version — all in one transaction: when any part fails nothing

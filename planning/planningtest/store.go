@@ -7,6 +7,7 @@ package planningtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"TransitionPlan from another status is a Conflict naming it", transitionConflict},
 		{"TransitionPlan is compare-and-set", transitionIsCompareAndSet},
 		{"TransitionPlan saves added usage as an increment", transitionAddsUsage},
+		{"TransitionPlan's mutate sees the stored steps and may refuse", transitionRefused},
 		{"RevisePlan stores a new version with pending steps", revisePlan},
 		{"a plan runs: steps, usage and reviews are saved", planRuns},
 		{"ApprovePlan approves and stores the edits together", approvePlan},
@@ -144,9 +146,10 @@ func transitionAddsUsage(t *testing.T, s planning.Store, _ string) {
 	p := SamplePlan("alice", "s1")
 	require.NoError(t, s.CreatePlan(ctx, &p))
 	require.NoError(t, s.AddPlanUsage(ctx, p.ID, event.Usage{InputTokens: 7, OutputTokens: 3}))
-	got, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, func(q *planning.Plan) {
+	got, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, func(q *planning.Plan) error {
 		q.Usage.InputTokens += 2
 		q.Usage.OutputTokens++
+		return nil
 	})
 	require.NoError(t, err)
 	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, got.Usage)
@@ -154,6 +157,33 @@ func transitionAddsUsage(t *testing.T, s planning.Store, _ string) {
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCompleted, stored.Status)
 	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, stored.Usage)
+}
+
+func transitionRefused(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	started := time.Now()
+	step := p.Steps[0]
+	step.Status, step.StartedAt = planning.StepRunning, &started
+	require.NoError(t, s.UpdateStep(ctx, p.ID, step))
+
+	refusal := errors.New("step 1 is still running")
+	var seen []planning.StepStatus
+	_, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, func(q *planning.Plan) error {
+		for _, st := range q.Steps {
+			seen = append(seen, st.Status)
+		}
+		q.Reason, q.Usage.InputTokens = "must not be saved", q.Usage.InputTokens+5
+		return refusal
+	})
+	require.ErrorIs(t, err, refusal)
+	require.Equal(t, []planning.StepStatus{planning.StepRunning, planning.StepPending}, seen, "mutate is given the steps as stored")
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, stored.Status, "a refused transition changes nothing")
+	require.Empty(t, stored.Reason)
+	require.Zero(t, stored.Usage.InputTokens)
 }
 
 func revisePlan(t *testing.T, s planning.Store, _ string) {
@@ -185,7 +215,7 @@ func planRuns(t *testing.T, s planning.Store, _ string) {
 
 	started := time.Now()
 	run, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusPendingReview}, planning.StatusExecuting,
-		func(p *planning.Plan) { p.StartedAt = &started })
+		func(p *planning.Plan) error { p.StartedAt = &started; return nil })
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusExecuting, run.Status)
 
@@ -530,12 +560,13 @@ func planRoundTrip(t *testing.T, s planning.Store, anyUser string) {
 	// A transition saves every field mutate changed, and returns the plan
 	// as stored.
 	moved, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting, planning.StatusCancelled}, planning.StatusFailed,
-		func(q *planning.Plan) {
+		func(q *planning.Plan) error {
 			q.Goal, q.Mode, q.Version, q.ReviewRound, q.Reason = "another goal", planmode.DraftOnly, 3, 4, "another reason"
 			q.StartedAt, q.CompletedAt = &later, &later
 			q.Approval = &planning.Approval{By: planning.ByOperator, UserID: "olga", At: later, Note: "another note"}
 			q.CancelledBy = nil
 			q.Usage.InputTokens += 10
+			return nil
 		})
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusFailed, moved.Status)
