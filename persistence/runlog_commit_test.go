@@ -498,3 +498,24 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 	require.Equal(t, int64(2), trips2-trips, "one round trip an attempt")
 	require.GreaterOrEqual(t, stmts2-stmts, int64(5+4))
 }
+
+// On PostgreSQL a batch's transaction begins in its pipeline: BEGIN, the
+// writes and the events go in one round trip, then COMMIT.
+func TestRunLogBatchBeginsInItsPipeline(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	ctx := t.Context()
+	stores := dbtest.NewStores(t, db)
+	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{}, "00000000-0000-7000-8000-000000000003")
+	trips, stmts := l.PipelineStats()
+	require.NoError(t, em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: 1, Status: planning.StepRunning}},
+		func(ctx context.Context) error {
+			return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: 1}, Status: planning.StepRunning})
+		}))
+	trips2, stmts2 := l.PipelineStats()
+	require.Equal(t, int64(1), trips2-trips, "one round trip")
+	require.Equal(t, int64(3), stmts2-stmts, "BEGIN, the step's UPDATE and the event's INSERT")
+	got, err := stores.Plans.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StepRunning, got.Steps[0].Status, "committed")
+}

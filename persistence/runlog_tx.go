@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sort"
@@ -54,17 +56,51 @@ func (t logTx) commit(b txBatch) error {
 		return err
 	}
 	// The transaction on a connection of its own, so that the pipeline
-	// reaches the connection the transaction holds.
+	// reaches the connection the transaction holds. Its BEGIN is the
+	// pipeline's first statement (one round trip less a batch); COMMIT
+	// follows once every statement's outcome was heard.
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = conn.Close() }()
+	p := &pipeline{conn: conn, stats: t.stats}
+	_ = p.exec(ctx, "BEGIN", nil, batchEnd("begin"))
 	g := t.pool.Session(&gorm.Session{Context: ctx, NewDB: true})
-	g.Statement.ConnPool = conn
-	return g.Transaction(func(tx *gorm.DB) error {
-		return t.write(ctx, &batch{tx: tx, stmts: &pipeline{conn: conn, stats: t.stats}, at: -1}, b)
-	})
+	g.Statement.ConnPool = inTx{conn}
+	err = t.write(ctx, &batch{tx: g, stmts: p, at: -1}, b)
+	if err == nil {
+		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
+			return nil
+		}
+	}
+	if _, rerr := conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+		// The connection may still hold the transaction: it never goes
+		// back to the pool.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	}
+	return err
+}
+
+// inTx is the connection that holds a batch's transaction (opened and
+// ended by statements) as gorm sees it: it cannot begin another, so a
+// Transaction called on it fails instead of committing the batch early.
+type inTx struct{ conn *sql.Conn }
+
+func (c inTx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	return c.conn.PrepareContext(ctx, query)
+}
+
+func (c inTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return c.conn.ExecContext(ctx, query, args...)
+}
+
+func (c inTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return c.conn.QueryContext(ctx, query, args...)
+}
+
+func (c inTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	return c.conn.QueryRowContext(ctx, query, args...)
 }
 
 // write gives the batch's statements to bt and sends them.
