@@ -165,7 +165,7 @@ func (h *planControl) enqueuePlanRun(c echo.Context, r event.Run, first event.En
 		return err
 	}
 	openSSE(c)
-	return h.streams.followQueued(c, r, 0, h.streams.onDisconnect == OnContinue)
+	return h.streams.followQueued(c, r, 0, h.streams.onDisconnect == OnContinue, nil)
 }
 
 // planJSON answers a "stream": false approval or resume: its run is

@@ -3,11 +3,15 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"net/http"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
@@ -215,4 +219,66 @@ func TestCancelBeforeTheRunExistsIsKept(t *testing.T) {
 		t.Fatal("the run was not cancelled")
 	}
 	require.Equal(t, "cancelled", got[len(got)-1].Env["finished_reason"])
+}
+
+// readsOf counts the reads of a run's log the API makes (Events, GetRun).
+type readsOf struct {
+	httpapi.RunLog
+	n atomic.Int32
+}
+
+func (r *readsOf) Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error) {
+	r.n.Add(1)
+	return r.RunLog.Events(ctx, runID, after, limit)
+}
+
+func (r *readsOf) GetRun(ctx context.Context, userID, id string) (event.Run, error) {
+	r.n.Add(1)
+	return r.RunLog.GetRun(ctx, userID, id)
+}
+
+// TestAJustCreatedTurnIsFollowedWithoutReadingTheStore: the handler that
+// creates a turn's run knows its log (seq 1, not finished) and takes its
+// wake before creating it, so it follows the run without reading the store
+// while the run is live here (nor misses what its worker commits).
+func TestAJustCreatedTurnIsFollowedWithoutReadingTheStore(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			started, release := make(chan struct{}, 1), make(chan struct{})
+			reads := &readsOf{}
+			env := newChatEnv(t, driver, waitsFor(started, release, "done."), func(cfg *httpapi.APIConfig) {
+				reads.RunLog = cfg.Runs
+				cfg.Runs = reads
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			resp := env.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi"})
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			next, stop := iter.Pull2(sse.Read(resp.Body, nil))
+			defer stop()
+			var got []string
+			for !slices.Contains(got, "text") {
+				ev, err, ok := next()
+				require.True(t, ok)
+				require.NoError(t, err)
+				got = append(got, ev.Type)
+			}
+			<-started
+			require.Equal(t, []string{"agent_state", "session", "context_usage"}, got[:3])
+			require.Zero(t, reads.n.Load(), "the follower read nothing from the store")
+			close(release)
+			for {
+				ev, err, ok := next()
+				if !ok {
+					break
+				}
+				require.NoError(t, err)
+				got = append(got, ev.Type)
+			}
+			require.Equal(t, "done", got[len(got)-1])
+		})
+	}
 }

@@ -53,11 +53,54 @@ type follower struct {
 // for more, until it wrote done or ctx ended. A run that is not live here
 // and is over without done (its process died) ends the stream.
 func (f *follower) follow(ctx context.Context, w io.Writer, flush func(), runID string, after int64) error {
+	return f.followFrom(ctx, w, flush, runID, after, nil)
+}
+
+// created is what a handler knows of a run it just created: it took wake
+// (Feed.RunWake) before creating it, so no commit after the creation goes
+// unseen, and the run's log was seq 1 alone, unfinished. Its follower
+// does not read the store for it: a run created here a moment ago has
+// nothing more to read until a wake says so.
+type created struct {
+	wake    <-chan struct{}
+	release func()
+}
+
+// expect takes the wake of runID, a run about to be created; call release
+// when the creation failed.
+func (f *follower) expect(runID string) *created {
+	wake, release := f.feed.RunWake(runID)
+	return &created{wake: wake, release: release}
+}
+
+// followFrom is follow; fresh, when not nil, is the run's creation by the
+// caller with the log at seq after (1), and follow takes over its release.
+func (f *follower) followFrom(ctx context.Context, w io.Writer, flush func(), runID string, after int64, fresh *created) error {
 	keep := time.NewTicker(f.keepAlive)
 	defer keep.Stop()
+	defer func() {
+		if fresh != nil {
+			fresh.release()
+		}
+	}()
 	for {
 		evs, wake, ok := f.feed.Since(runID, after)
 		remote, release := false, func() {}
+		if !ok && wake == nil && fresh != nil {
+			// Created here, not live here yet: nothing to read; wait for
+			// its worker (here or, through LISTEN/NOTIFY, elsewhere).
+			wake, release, fresh = fresh.wake, fresh.release, nil
+			err := f.await(ctx, w, flush, keep, runID, after, wake, true, false)
+			release()
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if fresh != nil {
+			fresh.release()
+			fresh = nil
+		}
 		if !ok {
 			if wake == nil {
 				// Not live here: finished, or run elsewhere, whose
@@ -91,7 +134,7 @@ func (f *follower) follow(ctx context.Context, w io.Writer, flush func(), runID 
 				continue // there may be more in the store
 			}
 		}
-		err := f.await(ctx, w, flush, keep, runID, after, wake, remote)
+		err := f.await(ctx, w, flush, keep, runID, after, wake, remote, remote)
 		release()
 		if errors.Is(err, errFollowed) {
 			return nil
@@ -107,17 +150,20 @@ func (f *follower) follow(ctx context.Context, w io.Writer, flush func(), runID 
 var errFollowed = errors.New("followed to the end")
 
 // await waits for wake, a keep-alive or ctx; for a run that is not live
-// here (remote), also for the safety poll, unless the run is over.
+// here (remote), also for the safety poll, unless the run is over (checked
+// when check: a run just created is not).
 func (f *follower) await(ctx context.Context, w io.Writer, flush func(), keep *time.Ticker, runID string, after int64,
-	wake <-chan struct{}, remote bool) error {
+	wake <-chan struct{}, remote, check bool) error {
 	var pollC <-chan time.Time
 	if remote {
-		r, err := f.runs.GetRun(ctx, f.anyUser, runID)
-		if err != nil {
-			return err
-		}
-		if r.FinishedAt != nil && r.LastSeq <= after {
-			return errFollowed
+		if check {
+			r, err := f.runs.GetRun(ctx, f.anyUser, runID)
+			if err != nil {
+				return err
+			}
+			if r.FinishedAt != nil && r.LastSeq <= after {
+				return errFollowed
+			}
 		}
 		poll := time.NewTimer(f.poll)
 		defer poll.Stop()

@@ -108,13 +108,14 @@ func (s *runStreams) logRun(c echo.Context, run event.Run, first event.Envelope,
 }
 
 // followQueued streams a queued run's log after seq after, until done, the
-// client leaving, or this server draining.
-func (s *runStreams) followQueued(c echo.Context, run event.Run, after int64, detach bool) error {
+// client leaving, or this server draining; fresh, when not nil, is the
+// run's creation by the caller (see created).
+func (s *runStreams) followQueued(c echo.Context, run event.Run, after int64, detach bool, fresh *created) error {
 	defer s.streamOpened()()
 	w := c.Response()
 	fctx, stop := followContext(c)
 	defer stop()
-	_ = s.follower.follow(fctx, w, func() { w.Flush() }, run.ID, after)
+	_ = s.follower.followFrom(fctx, w, func() { w.Flush() }, run.ID, after, fresh)
 	switch {
 	case shuttingDown(fctx):
 		sys := event.Source{Role: event.RoleSystem}

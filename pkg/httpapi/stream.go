@@ -219,34 +219,37 @@ func (h *turnHandlers) replayJSON(c echo.Context, turn *chat.Turn) error {
 // first is its first event (agent_state thinking), sent to the client
 // already.
 func (h *turnHandlers) enqueueTurn(c echo.Context, turn *chat.Turn, run event.Run, first event.Envelope, detach bool) error {
-	r, err := h.queueTurn(c.Request().Context(), turn, run, first)
+	r, fresh, err := h.queueTurn(c.Request().Context(), turn, run, first)
 	if err != nil {
 		return err
 	}
-	return h.streams.followQueued(c, r, 1, detach)
+	return h.streams.followQueued(c, r, 1, detach, fresh)
 }
 
-// queueTurn creates the opened turn's run with its job and returns it, or
-// returns the run of an earlier try of the same turn (client_turn_id) that
-// still goes on: the client follows that rather than run the turn twice.
-func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event.Run, first event.Envelope) (event.Run, error) {
+// queueTurn creates the opened turn's run with its job and returns it with
+// what its follower knows of it (created), or returns the run of an earlier
+// try of the same turn (client_turn_id) that still goes on (and no
+// created): the client follows that rather than run the turn twice.
+func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event.Run, first event.Envelope) (event.Run, *created, error) {
 	if prior := turn.User.StreamRunID; prior != "" && prior != run.ID {
 		if r, err := h.runs.GetRun(ctx, run.UserID, prior); err == nil && r.FinishedAt == nil {
 			h.forwardKeptCancel(ctx, turn, r)
-			return r, nil
+			return r, nil, nil
 		}
 	}
 	spec, err := json.Marshal(turn.Spec())
 	if err != nil {
-		return event.Run{}, apperr.Wrap(apperr.Internal, err, "encode the turn")
+		return event.Run{}, nil, apperr.Wrap(apperr.Internal, err, "encode the turn")
 	}
 	run.Request = spec
 	first.Seq = 1
+	fresh := h.follower.expect(run.ID)
 	if err := h.queue.Create(ctx, &run, first); err != nil {
-		return event.Run{}, err
+		fresh.release()
+		return event.Run{}, nil, err
 	}
 	h.forwardKeptCancel(ctx, turn, run)
-	return run, nil
+	return run, fresh, nil
 }
 
 // forwardKeptCancel ends the turn's reservation and records on its run r
@@ -270,14 +273,14 @@ func (h *turnHandlers) turnJSON(c echo.Context, turn *chat.Turn, detach bool) er
 	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
 	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
 		Event: event.AgentState{State: event.StateThinking, RunID: run.ID}}
-	r, err := h.queueTurn(ctx, turn, run, first)
+	r, fresh, err := h.queueTurn(ctx, turn, run, first)
 	if err != nil {
 		return err
 	}
 	c.Set(LogRunID, r.ID)
 	wctx, stop := followContext(c)
 	defer stop()
-	_ = h.follower.follow(wctx, io.Discard, func() {}, r.ID, 1)
+	_ = h.follower.followFrom(wctx, io.Discard, func() {}, r.ID, 1, fresh)
 	out := TurnResult{UserMessage: messageView(turn.User), ToolCalls: []chat.ToolCall{}}
 	switch {
 	case shuttingDown(wctx):
