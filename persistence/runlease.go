@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -142,7 +143,8 @@ func escapePgArgs(args []any) ([]any, error) {
 }
 
 // CreateRun stores a new queued run (status running, no owner) with its
-// first event as seq 1, and inserts its job, in one transaction. ID, kind
+// first event as seq 1, and inserts its job, in one transaction — with the
+// rows of a turn that ctx carries (Chats.OpenTurn), stored first. ID, kind
 // and user are required; a taken id is ErrRunExists.
 func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope) error {
 	if r.ID == "" || r.UserID == "" || r.Kind == "" {
@@ -158,7 +160,14 @@ func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope)
 		return apperr.Wrap(apperr.Internal, err, "encode the run's first event")
 	}
 	now := l.jobs.core.stamp()
+	// A turn's rows that open it (Chats.OpenTurn) commit with its run.
+	open := takeOpening(ctx)
 	err = l.inTx(ctx, func(tx runTx) error {
+		if open != nil {
+			if err := open.run(ctx, tx); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.exec(ctx, `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now); err != nil {
 			return err
@@ -169,10 +178,12 @@ func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope)
 		}
 		return tx.insertJob(ctx, r.ID)
 	})
-	if isUniqueViolation(err) {
+	switch {
+	case errors.Is(err, errTurnStored):
+		return err
+	case isUniqueViolation(err):
 		return ErrRunExists
-	}
-	if err != nil {
+	case err != nil:
 		return dbErr("create run", err)
 	}
 	r.Status, r.CreatedAt, r.UpdatedAt, r.LastSeq, r.Request = RunRunning, now, now, 1, json.RawMessage(req)

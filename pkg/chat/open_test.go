@@ -349,3 +349,47 @@ func TestOpenRacingAnotherReplica(t *testing.T) {
 	require.Len(t, msgs, 2)
 	require.Equal(t, out.Assistant.ID, msgs[1].ID)
 }
+
+// racedOpener is a TurnOpener whose OpenTurn finds the turn stored by a
+// concurrent request (and stores nothing).
+type racedOpener struct{ storeFunc }
+
+func (racedOpener) OpenTurn(context.Context, *chat.Session, *chat.Message, func(context.Context) error) error {
+	return chat.ErrTurnStored
+}
+
+// OpenWith of a turn that a concurrent request (another replica) stored
+// first, between the lookup of its client turn and the transaction that
+// would have stored it with its run: no run is created, and the turn is
+// the stored one, in its session, as Open would have found it.
+func TestOpenWithRacingAnotherReplica(t *testing.T) {
+	t.Parallel()
+	f := sqliteFixture(t, fixtureOpts{config: func(c *chat.Config) {
+		inner := c.Store
+		c.Store = racedOpener{storeFunc{Store: inner, TurnMessageFunc: func(ctx context.Context, user, turn string, role chat.MessageRole) (chat.Message, error) {
+			if role == chat.RoleUser {
+				return chat.Message{}, apperr.New(apperr.NotFound, "not yet")
+			}
+			return inner.TurnMessage(ctx, user, turn, role)
+		}}}
+	}})
+	ctx := context.Background()
+	theirs := chat.Session{UserID: "alice", Title: "hi", ContextType: chat.ContextGlobal}
+	require.NoError(t, f.stores.Chats.CreateSession(ctx, &theirs))
+	stored := chat.Message{SessionID: theirs.ID, UserID: "alice", Role: chat.RoleUser, Content: "hi", ClientTurnID: "turn-1"}
+	_, err := f.stores.Chats.AppendMessage(ctx, &stored)
+	require.NoError(t, err)
+
+	tr, err := f.svc.Reserve(chat.Request{UserID: "alice", Message: "hi", ClientTurnID: "turn-1"})
+	require.NoError(t, err)
+	defer tr.Release()
+	created, err := tr.OpenWith(ctx, func(context.Context) error {
+		t.Error("no run is created for a turn stored already")
+		return nil
+	})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, theirs.ID, tr.Session.ID)
+	require.Equal(t, stored.ID, tr.User.ID)
+	require.Nil(t, tr.Replay)
+}

@@ -39,6 +39,20 @@ type Store interface {
 	RunMessage(ctx context.Context, userID, runID string, role MessageRole) (Message, error)
 }
 
+// TurnOpener is a Store that stores a new turn's rows with its run, in one
+// transaction (persistence.Chats): OpenTurn stores sess (nil: m's session
+// exists) and m with what create — given a context that carries them —
+// creates, the turn's run; IDs and timestamps left empty are filled in
+// before create runs. It returns create's error, or ErrTurnStored (nothing
+// stored) when m's client turn is stored already.
+type TurnOpener interface {
+	OpenTurn(ctx context.Context, sess *Session, m *Message, create func(ctx context.Context) error) error
+}
+
+// ErrTurnStored is TurnOpener's error for a turn whose message a concurrent
+// request stored first.
+var ErrTurnStored = apperr.New(apperr.Conflict, "the turn's message is stored already")
+
 // Transcripts keeps the planner's durable transcript, as executors have
 // theirs: an agents row per turn (found again by the turn's run id), its
 // agent_chat_session and its messages (persistence implements it; its

@@ -51,13 +51,15 @@ func ParseContextType(s string) (ContextType, error) {
 		"invalid context_type")
 }
 
-func (s *Service) resolveSession(ctx context.Context, req Request) (Session, event.Event, error) {
+// resolveSession finds req's session, or makes a new one — stored, unless
+// later (then fresh is true: the caller stores it, as it is returned, with
+// the turn's message) — and moves it to the request's context, entity and
+// focus.
+func (s *Service) resolveSession(ctx context.Context, req Request, later bool) (sess Session, focusEv event.Event, fresh bool, err error) {
 	ctype, _ := ParseContextType(req.ContextType)
-	var sess Session
 	if req.SessionID != "" {
-		var err error
 		if sess, err = s.cfg.Store.GetSession(ctx, req.UserID, req.SessionID); err != nil {
-			return Session{}, nil, err
+			return Session{}, nil, false, err
 		}
 	} else {
 		if ctype == "" {
@@ -66,15 +68,17 @@ func (s *Service) resolveSession(ctx context.Context, req Request) (Session, eve
 		sess = Session{UserID: req.UserID, Title: titleOf(req.Message), ContextType: ctype, EntityID: req.EntityID}
 		if req.AgentDefinitionID != "" {
 			if s.cfg.Definitions == nil {
-				return Session{}, nil, apperr.Invalidf([]apperr.FieldError{{Field: "agent_definition_id", Message: "agent definitions are not enabled"}}, "invalid agent_definition_id")
+				return Session{}, nil, false, apperr.Invalidf([]apperr.FieldError{{Field: "agent_definition_id", Message: "agent definitions are not enabled"}}, "invalid agent_definition_id")
 			}
 			if _, err := s.cfg.Definitions.DefinitionFor(ctx, req.UserID, req.AgentDefinitionID); err != nil {
-				return Session{}, nil, err
+				return Session{}, nil, false, err
 			}
 			sess.AgentDefinitionID = req.AgentDefinitionID
 		}
-		if err := s.cfg.Store.CreateSession(ctx, &sess); err != nil {
-			return Session{}, nil, err
+		if later {
+			sess.ID, fresh = s.cfg.NewID(), true
+		} else if err := s.cfg.Store.CreateSession(ctx, &sess); err != nil {
+			return Session{}, nil, false, err
 		}
 	}
 	changed := false
@@ -84,7 +88,6 @@ func (s *Service) resolveSession(ctx context.Context, req Request) (Session, eve
 	if req.EntityID != "" && req.EntityID != sess.EntityID {
 		sess.EntityID, changed = req.EntityID, true
 	}
-	var focusEv event.Event
 	if req.ProjectFocus != nil {
 		meta := SessionMetadata(sess)
 		switch {
@@ -99,12 +102,12 @@ func (s *Service) resolveSession(ctx context.Context, req Request) (Session, eve
 			sess.Metadata, changed = meta.raw(), true
 		}
 	}
-	if changed {
+	if changed && !fresh {
 		if err := s.cfg.Store.UpdateSession(ctx, sess); err != nil {
-			return Session{}, nil, err
+			return Session{}, nil, false, err
 		}
 	}
-	return sess, focusEv, nil
+	return sess, focusEv, fresh, nil
 }
 
 func titleOf(msg string) string {

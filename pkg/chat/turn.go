@@ -3,9 +3,11 @@ package chat
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
@@ -55,6 +57,24 @@ type Turn struct {
 // user's session), Conflict (the client turn id belongs to another session)
 // and the store's.
 func (t *Turn) Open(ctx context.Context) error {
+	_, err := t.open(ctx, nil)
+	return err
+}
+
+// OpenWith is Open for a turn whose run create creates. When the turn is
+// new (no message of it is stored) and the store is a TurnOpener, its
+// session (when new) and its message commit in one transaction with what
+// create stores, given a context that carries them; create then sees the
+// turn's Session, User (their IDs) and FocusEvent, and created is true
+// when it succeeded (its error is OpenWith's). Otherwise — a retry of a
+// stored turn, a turn a concurrent request stored first, a store that
+// cannot — it is Open, create is not called, and the caller goes on as
+// after Open.
+func (t *Turn) OpenWith(ctx context.Context, create func(ctx context.Context) error) (created bool, err error) {
+	return t.open(ctx, create)
+}
+
+func (t *Turn) open(ctx context.Context, create func(ctx context.Context) error) (bool, error) {
 	s, req := t.svc, t.req
 	retry := false
 	if req.ClientTurnID != "" {
@@ -64,11 +84,11 @@ func (t *Turn) Open(ctx context.Context) error {
 		prior, err := s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleUser)
 		switch {
 		case err == nil && req.SessionID != "" && req.SessionID != prior.SessionID:
-			return apperr.New(apperr.Conflict, "client_turn_id %q was already used in another session (%s)", req.ClientTurnID, prior.SessionID)
+			return false, apperr.New(apperr.Conflict, "client_turn_id %q was already used in another session (%s)", req.ClientTurnID, prior.SessionID)
 		case err == nil:
 			req.SessionID, retry = prior.SessionID, true
 		case apperr.CodeOf(err) != apperr.NotFound:
-			return err
+			return false, err
 		}
 	} else if req.StreamRunID != "" {
 		// The same run again (its process died; another took it over):
@@ -77,51 +97,71 @@ func (t *Turn) Open(ctx context.Context) error {
 		prior, err := s.cfg.Store.RunMessage(ctx, req.UserID, t.RunID, RoleUser)
 		switch {
 		case err == nil:
-			return t.reopen(ctx, prior)
+			return false, t.reopen(ctx, prior)
 		case apperr.CodeOf(err) != apperr.NotFound:
-			return err
+			return false, err
 		}
 	}
-	sess, focusEv, err := s.resolveSession(ctx, req)
+	opener, _ := s.cfg.Store.(TurnOpener)
+	together := create != nil && opener != nil && !retry
+	sess, focusEv, fresh, err := s.resolveSession(ctx, req, together)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := s.admission.admit(t, sess.ID, true); err != nil {
-		return err
+		return false, err
 	}
 	if t.multitask == multitask.Reject && !retry && req.SessionID != "" {
 		// A turn of the session running in another process: refused
 		// before the message is stored. (Two that start at once are told
 		// apart by Run, in the order of their runs.)
 		if err := s.admission.rejectBusy(ctx, t, sess.ID); err != nil {
-			return err
+			return false, err
 		}
 	}
 	t.Session, t.FocusEvent = sess, focusEv
 	t.User = Message{SessionID: sess.ID, UserID: req.UserID, Role: RoleUser, Content: req.Message,
 		ClientTurnID: req.ClientTurnID, StreamRunID: t.RunID}
+	if together {
+		var newSession *Session
+		if fresh {
+			newSession = &t.Session
+		}
+		err := opener.OpenTurn(ctx, newSession, &t.User, create)
+		if !errors.Is(err, ErrTurnStored) {
+			return err == nil, err
+		}
+		// A concurrent request stored the turn first: nothing of this
+		// one is stored; go on as Open, which finds it.
+		t.User.ID, t.User.CreatedAt = "", time.Time{}
+		if fresh {
+			if err := s.cfg.Store.CreateSession(ctx, &t.Session); err != nil {
+				return false, err
+			}
+		}
+	}
 	created, err := s.cfg.Store.AppendMessage(ctx, &t.User)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !created {
 		if t.User.SessionID != sess.ID {
 			// Another replica stored this turn first, in a session of its
 			// own: the turn is that session's.
 			if t.Session, err = s.cfg.Store.GetSession(ctx, req.UserID, t.User.SessionID); err != nil {
-				return err
+				return false, err
 			}
 			t.FocusEvent = nil
 			if err := s.admission.admit(t, t.Session.ID, false); err != nil {
-				return err
+				return false, err
 			}
 		}
 		if err := t.keepReplay(s.cfg.Store.TurnMessage(ctx, req.UserID, req.ClientTurnID, RoleAssistant)); err != nil {
-			return err
+			return false, err
 		}
 		// No answer and not running: the earlier attempt died; run it again.
 	}
-	return nil
+	return false, nil
 }
 
 // reopen makes the turn the one an earlier attempt of its run stored: its
@@ -174,7 +214,7 @@ func (t *Turn) await(ctx context.Context, sys event.Emitter) error {
 	// request's context, entity and focus applied again.
 	req := t.req
 	req.SessionID = t.Session.ID
-	sess, _, err := t.svc.resolveSession(ctx, req)
+	sess, _, _, err := t.svc.resolveSession(ctx, req, false)
 	if err != nil {
 		return err
 	}

@@ -282,3 +282,36 @@ func TestAJustCreatedTurnIsFollowedWithoutReadingTheStore(t *testing.T) {
 		})
 	}
 }
+
+// TestATurnWhoseRunCannotBeCreatedStoresNothing: a turn's session, user
+// message and run commit in one transaction, so a turn whose run cannot be
+// created (its stream_run_id names another user's run) leaves no session
+// and no message behind; its stream says why and ends.
+func TestATurnWhoseRunCannotBeCreatedStoresNothing(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			env := newChatEnv(t, driver, says("Hello."), nil)
+			ctx := context.Background()
+			bobs := readStream(t, env.request(t, ctx, "bob", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "stream_run_id": "run-taken"}))
+			require.Equal(t, "done", bobs[len(bobs)-1].Type)
+
+			frames := readStream(t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "client_turn_id": "a1", "stream_run_id": "run-taken"}))
+			require.Equal(t, []string{"agent_state", "error", "done"}, types(frames))
+			sessions, _, err := env.stores.Chats.ListSessions(ctx, "alice", 100, "")
+			require.NoError(t, err)
+			require.Empty(t, sessions, "no session was stored")
+			_, err = env.stores.Chats.TurnMessage(ctx, "alice", "a1", chat.RoleUser)
+			require.Equal(t, apperr.NotFound, apperr.CodeOf(err), "no message was stored")
+
+			// The same turn under a run id of its own runs.
+			frames = readStream(t, env.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hi", "client_turn_id": "a1"}))
+			require.Equal(t, "done", frames[len(frames)-1].Type)
+			require.Equal(t, "completed", frames[len(frames)-1].Env["finished_reason"])
+		})
+	}
+}

@@ -133,13 +133,33 @@ func (h *turnHandlers) streamTurn(c echo.Context, turn *chat.Turn, detach bool) 
 		_ = event.WriteFrame(w, e)
 		w.Flush()
 	}), event.Source{Role: event.RoleSystem}, h.now))
-	openErr := turn.Open(ctx)
+	// A new turn's session, message and run (with its job) commit in
+	// one transaction.
+	var (
+		queued    event.Run
+		fresh     *created
+		createErr error
+	)
+	createdRun, openErr := turn.OpenWith(ctx, func(ctx context.Context) error {
+		run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
+		queued, fresh, createErr = h.createTurnRun(ctx, turn, run, first)
+		return createErr
+	})
+	if !createdRun && fresh != nil {
+		fresh.release() // created, then not committed
+	}
 	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
 	if run.UserID == "" {
 		run.UserID = PrincipalOf(c).UserID
 	}
 	var err error
 	switch {
+	case createdRun:
+		c.Set(LogSessionID, turn.Session.ID)
+		h.forwardKeptCancel(ctx, turn, queued)
+		err = h.streams.followQueued(c, queued, 1, detach, fresh)
+	case createErr != nil:
+		err = createErr
 	case openErr != nil:
 		err = h.streams.logRun(c, run, first, func(ctx context.Context, em event.Emitter) {
 			sys := em.With(event.Source{Role: event.RoleSystem})
@@ -237,6 +257,17 @@ func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event
 			return r, nil, nil
 		}
 	}
+	run, fresh, err := h.createTurnRun(ctx, turn, run, first)
+	if err != nil {
+		return event.Run{}, nil, err
+	}
+	h.forwardKeptCancel(ctx, turn, run)
+	return run, fresh, nil
+}
+
+// createTurnRun creates the opened turn's run with its job and returns it
+// with what its follower knows of it.
+func (h *turnHandlers) createTurnRun(ctx context.Context, turn *chat.Turn, run event.Run, first event.Envelope) (event.Run, *created, error) {
 	spec, err := json.Marshal(turn.Spec())
 	if err != nil {
 		return event.Run{}, nil, apperr.Wrap(apperr.Internal, err, "encode the turn")
@@ -248,7 +279,6 @@ func (h *turnHandlers) queueTurn(ctx context.Context, turn *chat.Turn, run event
 		fresh.release()
 		return event.Run{}, nil, err
 	}
-	h.forwardKeptCancel(ctx, turn, run)
 	return run, fresh, nil
 }
 
