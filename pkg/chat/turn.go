@@ -360,13 +360,19 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 		meta.ClarificationRounds = 0
 	}
 	t.Session.Metadata = meta.raw()
-	if err := s.cfg.Store.UpdateSession(pctx, t.Session); err != nil {
-		s.cfg.Logger.Error().Ctx(pctx).Err(err).Str("session_id", t.Session.ID).Msg("update session after turn")
-	}
 	if res.AwaitUser && out.Err == nil && !res.Interrupted {
 		sys.Emit(pctx, event.AgentState{State: event.StateWaitingOnUser})
 	}
-	sys.Emit(pctx, last)
+	// The session moves with last_turn_context, which announces it: through
+	// the run's log in the transaction of the answer (done, recorded next)
+	// instead of one of its own. A session that cannot be moved is only
+	// logged; it drops that event, never the answer.
+	moved := t.Session
+	sys.Submit(pctx, last, func(ctx context.Context) error { return s.cfg.Store.UpdateSession(ctx, moved) }, func(err error) {
+		if err != nil {
+			s.cfg.Logger.Error().Ctx(pctx).Err(err).Str("session_id", moved.ID).Msg("update session after turn")
+		}
+	})
 	if out.Err != nil {
 		sys.Emit(pctx, event.Error{Error: ErrorInfo(out.Err)})
 	}

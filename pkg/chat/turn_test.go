@@ -377,7 +377,8 @@ func TestFailedTurnReportsACallerSafeError(t *testing.T) {
 
 // When the answer cannot be stored the turn fails with an internal error
 // (and done has no message id); a session that cannot be updated after
-// the turn is only logged.
+// the turn is only logged, and last_turn_context, which would have
+// announced it, is not sent.
 func TestTurnWhoseWritesFail(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -385,6 +386,7 @@ func TestTurnWhoseWritesFail(t *testing.T) {
 		store    func(chat.Store) chat.Store
 		finished event.FinishedReason
 		errors   int
+		lastTurn int
 	}{
 		{"the answer", func(s chat.Store) chat.Store {
 			return storeFunc{Store: s, AppendMessageFunc: func(ctx context.Context, m *chat.Message) (bool, error) {
@@ -393,10 +395,10 @@ func TestTurnWhoseWritesFail(t *testing.T) {
 				}
 				return s.AppendMessage(ctx, m)
 			}}
-		}, event.FinishedError, 1},
+		}, event.FinishedError, 1, 1},
 		{"the session", func(s chat.Store) chat.Store {
 			return storeFunc{Store: s, UpdateSessionFunc: func(context.Context, chat.Session) error { return errors.New("disk full") }}
-		}, event.FinishedCompleted, 0},
+		}, event.FinishedCompleted, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -404,6 +406,7 @@ func TestTurnWhoseWritesFail(t *testing.T) {
 			out, rec, _ := f.turn(t, chat.Request{Message: "hi"})
 			require.Equal(t, tc.finished, out.Finished)
 			require.Equal(t, tc.errors, count(rec.Types(), event.TypeError))
+			require.Equal(t, tc.lastTurn, count(rec.Types(), event.TypeLastTurnContext))
 			d := only[event.Done](t, rec)
 			require.Equal(t, tc.finished, d.FinishedReason)
 			if tc.errors > 0 {

@@ -321,6 +321,13 @@ func TestStreamTurn(t *testing.T) {
 			require.Equal(t, "Hello there, Alice.", msgs[1].Content)
 			require.Equal(t, "run-1", msgs[1].StreamRunID)
 			require.Equal(t, done["message_id"], msgs[1].ID)
+			// The session moved with last_turn_context (in the answer's
+			// transaction): what it announced is stored.
+			stored, err := env.stores.Chats.GetSession(ctx, "alice", session["id"].(string))
+			require.NoError(t, err)
+			lastTurn := chat.SessionMetadata(stored).LastTurn
+			require.NotNil(t, lastTurn)
+			require.Equal(t, frames[len(frames)-2].Env["summary"], lastTurn.Summary)
 
 			// The session is listed, and readable only by its owner.
 			list := decodeBody[httpapi.SessionList](t, env.request(t, ctx, "alice", "GET", "/api/sessions", nil))
