@@ -161,23 +161,45 @@ func (s *Executions) OpenAgent(ctx context.Context, a planning.AgentRecord, as p
 		session planning.AgentSession
 		created bool
 	)
-	err := s.transact(ctx, func(tx *gorm.DB) error {
-		found, fs, ok, err := find(tx)
-		if err != nil || ok {
-			agent, session = found, fs
-			return err
-		}
-		inTx := &Executions{s.inTransaction(tx)}
-		if err := inTx.CreateAgent(ctx, a); err != nil {
-			return err
-		}
+	var err error
+	if batchOf(ctx) == nil {
+		// Created first, found only when that conflicts (the run's agent
+		// exists: an earlier attempt's): the first attempt of a run, by
+		// far the most common, reads nothing; on PostgreSQL it is one
+		// statement (both INSERTs as data-modifying CTEs, the foreign key
+		// checked at its end), on SQLite one transaction.
 		as.AgentID = a.ID
-		if err := inTx.CreateAgentSession(ctx, as); err != nil {
-			return err
+		if s.db.driver == DriverPostgres {
+			err = s.execInsert(ctx, "open agent", openAgentSQL, append(s.agentArgs(a), s.agentSessionArgs(as)...)...)
+		} else {
+			err = s.transact(ctx, func(tx *gorm.DB) error {
+				inTx := &Executions{s.inTransaction(tx)}
+				if err := inTx.CreateAgent(ctx, a); err != nil {
+					return err
+				}
+				return inTx.CreateAgentSession(ctx, as)
+			})
 		}
-		agent, session, created = a, as, true
-		return nil
-	})
+		agent, session, created = a, as, err == nil
+	} else {
+		err = s.transact(ctx, func(tx *gorm.DB) error {
+			found, fs, ok, err := find(tx)
+			if err != nil || ok {
+				agent, session = found, fs
+				return err
+			}
+			inTx := &Executions{s.inTransaction(tx)}
+			if err := inTx.CreateAgent(ctx, a); err != nil {
+				return err
+			}
+			as.AgentID = a.ID
+			if err := inTx.CreateAgentSession(ctx, as); err != nil {
+				return err
+			}
+			agent, session, created = a, as, true
+			return nil
+		})
+	}
 	if apperr.CodeOf(dbErr("", err)) == apperr.Conflict {
 		// Another attempt created it first: it is the run's.
 		err = s.do(ctx, func(g *gorm.DB) error {
@@ -194,6 +216,10 @@ func (s *Executions) OpenAgent(ctx context.Context, a planning.AgentRecord, as p
 	}
 	return agent, session, created, nil
 }
+
+// openAgentSQL is OpenAgent's creation on PostgreSQL: the INSERTs of
+// CreateAgent and CreateAgentSession.
+const openAgentSQL = `WITH agent AS (` + insertAgentSQL + `) ` + insertAgentSessionSQL
 
 // CreateAgentSession stores an agent's private conversation.
 func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSession) error {
