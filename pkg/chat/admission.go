@@ -202,6 +202,11 @@ func (a *admission) turnsAhead(ctx context.Context, t *Turn) ([]string, error) {
 // cancels them (cause superseded: each stores its partial answer) and
 // waits for them to end; enqueue waits. It reports whether t waited.
 func (a *admission) await(ctx context.Context, t *Turn, sys event.Emitter) (bool, error) {
+	if t.newSession {
+		// Its session was created with its run, in one transaction:
+		// every other turn of the session came later.
+		return false, nil
+	}
 	superseded := map[string]bool{}
 	waited := false
 	for {

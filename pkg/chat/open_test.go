@@ -2,7 +2,9 @@ package chat_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/uuid"
@@ -392,4 +394,65 @@ func TestOpenWithRacingAnotherReplica(t *testing.T) {
 	require.Equal(t, theirs.ID, tr.Session.ID)
 	require.Equal(t, stored.ID, tr.User.ID)
 	require.Nil(t, tr.Replay)
+}
+
+// countingTurns is a SessionTurns that counts its lookups and finds none.
+type countingTurns struct{ n atomic.Int32 }
+
+func (c *countingTurns) RunningTurns(context.Context, string, string) ([]string, error) {
+	c.n.Add(1)
+	return nil, nil
+}
+
+// sequentialOpener is a TurnOpener that stores the session and the message,
+// then runs create (the fixture has no run to create in their transaction).
+type sequentialOpener struct{ chat.Store }
+
+func (o sequentialOpener) OpenTurn(ctx context.Context, sess *chat.Session, m *chat.Message, create func(context.Context) error) error {
+	if sess != nil {
+		if err := o.CreateSession(ctx, sess); err != nil {
+			return err
+		}
+		m.SessionID = sess.ID
+	}
+	if _, err := o.AppendMessage(ctx, m); err != nil {
+		return err
+	}
+	return create(ctx)
+}
+
+// A turn whose session was created with its run has no turn of the session
+// ahead of it: its worker does not look for one. A later turn of the
+// session does.
+func TestATurnThatCreatedItsSessionLooksForNoTurnAhead(t *testing.T) {
+	t.Parallel()
+	turns := &countingTurns{}
+	f := sqliteFixture(t, fixtureOpts{config: func(c *chat.Config) {
+		c.Store = sequentialOpener{c.Store}
+		c.Turns = turns
+	}})
+	ctx := context.Background()
+	runTurn := func(sessionID string) (chat.RunSpec, string) {
+		tr, err := f.svc.Reserve(chat.Request{UserID: "alice", Message: "hi", SessionID: sessionID})
+		require.NoError(t, err)
+		defer tr.Release()
+		created, err := tr.OpenWith(ctx, func(context.Context) error { return nil })
+		require.NoError(t, err)
+		require.True(t, created)
+		spec := tr.Spec()
+		raw, err := json.Marshal(spec)
+		require.NoError(t, err)
+		worked, err := f.svc.Rebuild(ctx, tr.RunID, "alice", tr.Session.ID, raw)
+		require.NoError(t, err)
+		defer worked.Release()
+		out := worked.Run(ctx, event.NewEmitter(&event.Recorder{}, event.Source{}, nil))
+		require.NoError(t, out.Err)
+		return spec, tr.Session.ID
+	}
+	spec, sessionID := runTurn("")
+	require.True(t, spec.NewSession)
+	require.Zero(t, turns.n.Load(), "no turn can be ahead of the session's first")
+	spec, _ = runTurn(sessionID)
+	require.False(t, spec.NewSession)
+	require.Positive(t, turns.n.Load(), "a later turn looks for turns ahead")
 }

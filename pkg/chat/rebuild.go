@@ -28,12 +28,15 @@ type RunSpec struct {
 	// focus (announced after the session).
 	FocusActive  *event.Focus `json:"focus_active,omitempty"`
 	FocusChanged *event.Focus `json:"focus_changed,omitempty"`
+	// NewSession: the turn's session was created with its run, so no turn
+	// of the session is ahead of it.
+	NewSession bool `json:"new_session,omitempty"`
 }
 
 // Spec is the opened turn's RunSpec.
 func (t *Turn) Spec() RunSpec {
 	s := RunSpec{MessageID: t.User.ID, Message: t.User.Content, ClientTurnID: t.User.ClientTurnID, PlanMode: t.req.PlanMode,
-		Operator: t.operator, Multitask: t.multitask}
+		Operator: t.operator, Multitask: t.multitask, NewSession: t.newSession}
 	switch f := t.FocusEvent.(type) {
 	case event.FocusActive:
 		s.FocusActive = &f.Focus
@@ -62,7 +65,7 @@ func (s *Service) Rebuild(ctx context.Context, runID, userID, sessionID string, 
 			StreamRunID: runID, Operator: rs.Operator},
 		User: Message{ID: rs.MessageID, SessionID: sessionID, UserID: userID, Role: RoleUser, Content: rs.Message,
 			ClientTurnID: rs.ClientTurnID, StreamRunID: runID},
-		multitask: rs.Multitask,
+		multitask: rs.Multitask, newSession: rs.NewSession,
 		// Not registered: Release has nothing to unregister.
 		done: true}
 	if t.multitask == "" {

@@ -42,6 +42,9 @@ type Turn struct {
 	userKey   string
 	multitask multitask.Strategy
 	session   string // the session id it is registered under (bySession), once known
+	// newSession: the turn's session was created in one transaction with
+	// its run (OpenWith), so no turn of the session can be ahead of it.
+	newSession bool
 	// stop and cancel are the turn's own cancellation, created with the
 	// turn: a Cancel that arrives before Run is kept, and Run's context
 	// ends with its cause.
@@ -119,7 +122,7 @@ func (t *Turn) open(ctx context.Context, create func(ctx context.Context) error)
 			return false, err
 		}
 	}
-	t.Session, t.FocusEvent = sess, focusEv
+	t.Session, t.FocusEvent, t.newSession = sess, focusEv, fresh
 	t.User = Message{SessionID: sess.ID, UserID: req.UserID, Role: RoleUser, Content: req.Message,
 		ClientTurnID: req.ClientTurnID, StreamRunID: t.RunID}
 	if together {
@@ -133,7 +136,7 @@ func (t *Turn) open(ctx context.Context, create func(ctx context.Context) error)
 		}
 		// A concurrent request stored the turn first: nothing of this
 		// one is stored; go on as Open, which finds it.
-		t.User.ID, t.User.CreatedAt = "", time.Time{}
+		t.User.ID, t.User.CreatedAt, t.newSession = "", time.Time{}, false
 		if fresh {
 			if err := s.cfg.Store.CreateSession(ctx, &t.Session); err != nil {
 				return false, err
