@@ -57,7 +57,16 @@ type feedRun struct {
 	base   int64
 	wake   chan struct{}
 	plans  map[string]bool // the plans its events were about
+	// closed: the run ended with done and is kept a moment (closedLinger)
+	// for the followers its last events woke.
+	closed bool
 }
+
+// closedLinger is how long a Feed keeps a run that ended with done: the
+// writer closes the run right after it publishes its last events, before
+// the followers those woke read them, and each would read them from the
+// store instead.
+const closedLinger = 5 * time.Second
 
 // waiters is a wake channel and how many wait on it: the entry goes when
 // it is closed or its last waiter leaves, so ids nobody waits for do not
@@ -76,7 +85,7 @@ func NewFeed() *Feed {
 func (f *Feed) Open(runID string, after int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.runs[runID]; !ok {
+	if r, ok := f.runs[runID]; !ok || r.closed {
 		f.runs[runID] = &feedRun{base: after, wake: make(chan struct{}), plans: map[string]bool{}}
 	}
 	wake(f.remote, runID)
@@ -87,7 +96,7 @@ func (f *Feed) Open(runID string, after int64) {
 func (f *Feed) Publish(runID string, evs []Envelope) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r, ok := f.runs[runID]; ok && len(evs) > 0 {
+	if r, ok := f.runs[runID]; ok && !r.closed && len(evs) > 0 {
 		for _, e := range evs {
 			if e.Seq == r.base+int64(len(r.events))+1 {
 				r.events = append(r.events, e)
@@ -98,7 +107,7 @@ func (f *Feed) Publish(runID string, evs []Envelope) {
 	}
 	for _, e := range evs {
 		if p := PlanOf(e); p != "" {
-			if r, ok := f.runs[runID]; ok {
+			if r, ok := f.runs[runID]; ok && !r.closed {
 				r.plans[p] = true
 			}
 			wake(f.plans, p)
@@ -108,24 +117,41 @@ func (f *Feed) Publish(runID string, evs []Envelope) {
 
 // Close stops holding runID's events (the run is over and its last events
 // are committed): its followers, and the watchers of the plans it was
-// about, are woken and read the rest from the store.
+// about, are woken and read the rest from the store — except the events of
+// a run that ended with done, which its followers still read from here for
+// a moment (closedLinger; the run is not live meanwhile).
 func (f *Feed) Close(runID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r, ok := f.runs[runID]; ok {
-		close(r.wake)
-		delete(f.runs, runID)
-		for p := range r.plans {
-			wake(f.plans, p)
-		}
+	r, ok := f.runs[runID]
+	if !ok || r.closed {
+		return
 	}
+	close(r.wake)
+	for p := range r.plans {
+		wake(f.plans, p)
+	}
+	if n := len(r.events); n == 0 || r.events[n-1].Event.Type() != TypeDone {
+		delete(f.runs, runID)
+		return
+	}
+	r.closed = true
+	time.AfterFunc(closedLinger, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.runs[runID] == r {
+			delete(f.runs, runID)
+		}
+	})
 }
 
 // Since returns runID's committed events after seq after, and a channel
 // closed when more are committed or the run closes. ok is false when the
 // feed cannot answer (the run is not live here, or after is older than what
 // it holds): read the store then, and wait on wake, which is nil for a run
-// that is not live here (wait on RunWake then).
+// that is not live here (wait on RunWake then). A run that ended with done
+// answers for a moment after it closed (see Close) while events are left
+// after after.
 func (f *Feed) Since(runID string, after int64) (evs []Envelope, wake <-chan struct{}, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -134,10 +160,17 @@ func (f *Feed) Since(runID string, after int64) (evs []Envelope, wake <-chan str
 		return nil, nil, false
 	}
 	if after < r.base {
+		if r.closed {
+			return nil, nil, false
+		}
 		return nil, r.wake, false
 	}
 	if i := after - r.base; i < int64(len(r.events)) {
 		evs = append([]Envelope(nil), r.events[i:]...)
+	}
+	if r.closed && len(evs) == 0 {
+		// Over, and nothing left to read: as a run not live here.
+		return nil, nil, false
 	}
 	return evs, r.wake, true
 }
@@ -146,8 +179,8 @@ func (f *Feed) Since(runID string, after int64) (evs []Envelope, wake <-chan str
 func (f *Feed) Live(runID string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, ok := f.runs[runID]
-	return ok
+	r, ok := f.runs[runID]
+	return ok && !r.closed
 }
 
 // PlanWake returns a channel closed when an event about planID is next

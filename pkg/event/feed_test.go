@@ -76,3 +76,36 @@ func TestFeedWakeRelease(t *testing.T) {
 	relC()
 	require.Empty(t, f.remote)
 }
+
+// A run that ended with done is kept a moment after Close, for the
+// followers its last events woke: they read what is left from the feed,
+// not the store; once nothing is left, or for a run closed without done
+// (handed over: its new owner's events are in the store), the feed does
+// not answer.
+func TestFeedKeepsARunThatEndedWithDone(t *testing.T) {
+	t.Parallel()
+	f := NewFeed()
+	f.Open("done", 1)
+	f.Publish("done", []Envelope{{Seq: 2, Event: Text{Content: "x"}}, {Seq: 3, Event: Done{FinishedReason: FinishedCompleted}}})
+	_, wake, ok := f.Since("done", 1)
+	require.True(t, ok)
+	f.Close("done")
+	require.True(t, closed(wake), "its followers are woken")
+	require.False(t, f.Live("done"))
+	evs, _, ok := f.Since("done", 2)
+	require.True(t, ok)
+	require.Len(t, evs, 1)
+	require.Equal(t, TypeDone, evs[0].Event.Type())
+	_, wake, ok = f.Since("done", 3)
+	require.False(t, ok, "nothing left: read the store")
+	require.Nil(t, wake)
+	_, wake, ok = f.Since("done", 0)
+	require.False(t, ok, "older than the feed holds")
+	require.Nil(t, wake)
+
+	f.Open("lost", 1)
+	f.Publish("lost", []Envelope{{Seq: 2, Event: Text{Content: "x"}}})
+	f.Close("lost")
+	_, _, ok = f.Since("lost", 1)
+	require.False(t, ok, "a run closed without done is read from the store")
+}

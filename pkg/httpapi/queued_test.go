@@ -240,7 +240,8 @@ func (r *readsOf) GetRun(ctx context.Context, userID, id string) (event.Run, err
 // TestAJustCreatedTurnIsFollowedWithoutReadingTheStore: the handler that
 // creates a turn's run knows its log (seq 1, not finished) and takes its
 // wake before creating it, so it follows the run without reading the store
-// while the run is live here (nor misses what its worker commits).
+// while the run is live here (nor misses what its worker commits), to its
+// end.
 func TestAJustCreatedTurnIsFollowedWithoutReadingTheStore(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
@@ -279,6 +280,7 @@ func TestAJustCreatedTurnIsFollowedWithoutReadingTheStore(t *testing.T) {
 				got = append(got, ev.Type)
 			}
 			require.Equal(t, "done", got[len(got)-1])
+			require.Zero(t, reads.n.Load(), "nor its last events, kept by the feed after the run closed")
 		})
 	}
 }
