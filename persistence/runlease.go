@@ -65,6 +65,41 @@ func (t runTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return res.RowsAffected()
 }
 
+// execAll runs stmts in order and returns the first one's error (mapped by
+// its fail). On PostgreSQL they travel together, one round trip.
+func (t runTx) execAll(ctx context.Context, stmts []openStmt) error {
+	failed := func(st openStmt, err error) error {
+		if st.fail != nil {
+			return st.fail(err)
+		}
+		return err
+	}
+	if t.pg == nil {
+		for _, st := range stmts {
+			if _, err := t.exec(ctx, st.query, st.args...); err != nil {
+				return failed(st, err)
+			}
+		}
+		return nil
+	}
+	var b pgx.Batch
+	for _, st := range stmts {
+		esc, err := escapePgArgs(st.args)
+		if err != nil {
+			return err
+		}
+		b.Queue(pgPlaceholders(st.query), esc...)
+	}
+	br := t.pg.SendBatch(ctx, &b)
+	for _, st := range stmts {
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return failed(st, err)
+		}
+	}
+	return br.Close()
+}
+
 func (t runTx) insertJob(ctx context.Context, runID string) error {
 	*t.jobs++
 	return t.j.insertRunJob(ctx, t.pg, t.lite, runID)
@@ -162,18 +197,17 @@ func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope)
 	now := l.jobs.core.stamp()
 	// A turn's rows that open it (Chats.OpenTurn) commit with its run.
 	open := takeOpening(ctx)
+	var stmts []openStmt
+	if open != nil {
+		stmts = open.stmts
+	}
+	stmts = append(stmts[:len(stmts):len(stmts)],
+		openStmt{query: `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args: []any{r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now}},
+		openStmt{query: `INSERT INTO run_events (run_id, seq, type, plan_id, data, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
+			args: []any{r.ID, string(first.Event.Type()), event.PlanOf(first), string(data), Timestamp(first.TS)}})
 	err = l.inTx(ctx, func(tx runTx) error {
-		if open != nil {
-			if err := open.run(ctx, tx); err != nil {
-				return err
-			}
-		}
-		if _, err := tx.exec(ctx, `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now); err != nil {
-			return err
-		}
-		if _, err := tx.exec(ctx, `INSERT INTO run_events (run_id, seq, type, plan_id, data, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
-			r.ID, string(first.Event.Type()), event.PlanOf(first), string(data), Timestamp(first.TS)); err != nil {
+		if err := tx.execAll(ctx, stmts); err != nil {
 			return err
 		}
 		return tx.insertJob(ctx, r.ID)

@@ -16,7 +16,8 @@ import (
 // them one: the session's and the message's statements are given to
 // CreateRun through the context (an opening) and run first in its
 // transaction, so the turn's rows and its run commit together or not at
-// all.
+// all (on PostgreSQL they and the run's INSERTs travel together, one round
+// trip before the job's).
 
 // opening is what OpenTurn gives CreateRun: statements of the turn's rows,
 // and whether a run's transaction took them.
@@ -47,19 +48,6 @@ func takeOpening(ctx context.Context) *opening {
 	}
 	o.taken = true
 	return o
-}
-
-// run runs the opening's statements in tx, in order.
-func (o *opening) run(ctx context.Context, tx runTx) error {
-	for _, st := range o.stmts {
-		if _, err := tx.exec(ctx, st.query, st.args...); err != nil {
-			if st.fail != nil {
-				return st.fail(err)
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // errTurnStored marks the failure of a turn's opening whose message a
