@@ -223,7 +223,10 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 		require.NoError(t, err)
 		logA.Start()
 		defer logA.Close()
-		last, err := logA.OpenRun(ctx, id, a.LeaseToken)
+		// A's is the run's first claim: its log is its first event, read
+		// from nowhere.
+		require.Equal(t, 1, a.Attempts)
+		last, err := logA.OpenFirstClaim(id, a.LeaseToken)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, last)
 		text := func(s string) event.Envelope {

@@ -453,15 +453,26 @@ func (l *RunLog) OpenRun(ctx context.Context, runID string, token int64) (int64,
 	}); err != nil {
 		return 0, dbErr("open run", err)
 	}
-	next := int64(1)
+	stored := int64(0)
 	if last != nil {
-		next = *last + 1
+		stored = *last
 	}
+	return l.open(runID, token, stored)
+}
+
+// OpenFirstClaim is OpenRun for a queued run on its first claim, without
+// reading the store: its log is seq 1 alone (CreateRun stores its first
+// event, and only an owner appends; it had none).
+func (l *RunLog) OpenFirstClaim(runID string, token int64) (int64, error) {
+	return l.open(runID, token, 1)
+}
+
+func (l *RunLog) open(runID string, token, stored int64) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return 0, apperr.New(apperr.Unavailable, "the run log is closed")
 	}
-	l.runs[runID] = &runSeq{next: next, committed: next - 1, flushed: make(chan struct{}), token: token}
-	return next - 1, nil
+	l.runs[runID] = &runSeq{next: stored + 1, committed: stored, flushed: make(chan struct{}), token: token}
+	return stored, nil
 }

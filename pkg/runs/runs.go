@@ -69,7 +69,12 @@ type Store interface {
 
 // Log is the run log (persistence.RunLog implements it).
 type Log interface {
+	// OpenRun opens runID's log for appends with fencing token token,
+	// after its last stored event, whose seq it returns.
 	OpenRun(ctx context.Context, runID string, token int64) (int64, error)
+	// OpenFirstClaim is OpenRun for a run's first claim, whose log is its
+	// first event alone (seq 1): nothing is read.
+	OpenFirstClaim(runID string, token int64) (int64, error)
 	Appender
 	Finish(runID, status string)
 }
@@ -253,7 +258,14 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 			s.cfg.OnTakeOver()
 		}
 	}
-	last, err := s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken)
+	var last int64
+	if r.Attempts == 1 {
+		// Nobody owned it before: its log is the first event its creation
+		// stored.
+		last, err = s.cfg.Log.OpenFirstClaim(r.ID, r.LeaseToken)
+	} else {
+		last, err = s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken)
+	}
 	if err != nil {
 		// Not ours to run after all; free it for another attempt.
 		_, _ = s.cfg.Store.Release(context.WithoutCancel(ctx), r.ID, r.LeaseToken)

@@ -78,6 +78,10 @@ func (l *fakeLog) OpenRun(_ context.Context, runID string, token int64) (int64, 
 	return 1, nil
 }
 
+func (l *fakeLog) OpenFirstClaim(runID string, token int64) (int64, error) {
+	return l.OpenRun(context.Background(), runID, token)
+}
+
 func (l *fakeLog) Append(_ string, e event.Envelope) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
