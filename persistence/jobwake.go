@@ -74,10 +74,13 @@ func (p *wakingPilot) wake(ctx context.Context) {
 	}
 }
 
+// notifyInsertSQL is notifyInsert's statement.
+const notifyInsertSQL = `SELECT pg_notify(current_schema() || '.river_insert', '{"queue":"default"}')`
+
 // notifyInsert sends River's insert notification for the default queue in
 // tx (delivered when it commits), the way River's own insert does.
 func notifyInsert(ctx context.Context, tx pgx.Tx) error {
-	_, err := tx.Exec(ctx, `SELECT pg_notify(current_schema() || '.river_insert', '{"queue":"default"}')`)
+	_, err := tx.Exec(ctx, notifyInsertSQL)
 	if err != nil {
 		return fmt.Errorf("notify the job's insert: %w", err)
 	}

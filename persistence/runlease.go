@@ -45,6 +45,9 @@ type runTx struct {
 	// jobs counts the jobs the transaction inserted (the fetcher is woken
 	// once it committed).
 	jobs *int
+	// notified: the transaction sent River's insert notification itself
+	// (PostgreSQL; see notifyInsert).
+	notified *bool
 }
 
 // exec runs q (with ? placeholders) and returns the rows it touched. On
@@ -111,10 +114,10 @@ func (l *RunLeases) inTx(ctx context.Context, fn func(tx runTx) error) error {
 	wait := l.jobs.core.retry.Backoff
 	for attempt := 1; ; attempt++ {
 		var err error
-		jobs := 0
+		jobs, notified := 0, false
 		if l.jobs.pool != nil {
 			err = pgx.BeginFunc(ctx, l.jobs.pool, func(tx pgx.Tx) error {
-				if err := fn(runTx{j: l.jobs, pg: tx, jobs: &jobs}); err != nil || jobs == 0 {
+				if err := fn(runTx{j: l.jobs, pg: tx, jobs: &jobs, notified: &notified}); err != nil || jobs == 0 || notified {
 					return err
 				}
 				return notifyInsert(ctx, tx)
@@ -207,7 +210,14 @@ func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope)
 		openStmt{query: `INSERT INTO run_events (run_id, seq, type, plan_id, data, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
 			args: []any{r.ID, string(first.Event.Type()), event.PlanOf(first), string(data), Timestamp(first.TS)}})
 	err = l.inTx(ctx, func(tx runTx) error {
-		if err := tx.execAll(ctx, stmts); err != nil {
+		all := stmts
+		if tx.pg != nil {
+			// The job's notification travels with them (delivered at
+			// the commit, as the job becomes visible).
+			all = append(stmts[:len(stmts):len(stmts)], openStmt{query: notifyInsertSQL})
+			*tx.notified = true
+		}
+		if err := tx.execAll(ctx, all); err != nil {
 			return err
 		}
 		return tx.insertJob(ctx, r.ID)
