@@ -405,8 +405,17 @@ func (c *countingTurns) RunningTurns(context.Context, string, string) ([]string,
 }
 
 // sequentialOpener is a TurnOpener that stores the session and the message,
-// then runs create (the fixture has no run to create in their transaction).
-type sequentialOpener struct{ chat.Store }
+// then runs create (the fixture has no run to create in their transaction);
+// it counts the reads of sessions' messages.
+type sequentialOpener struct {
+	chat.Store
+	lists *atomic.Int32
+}
+
+func (o sequentialOpener) ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error) {
+	o.lists.Add(1)
+	return o.Store.ListMessages(ctx, sessionID, limit)
+}
 
 func (o sequentialOpener) OpenTurn(ctx context.Context, sess *chat.Session, m *chat.Message, create func(context.Context) error) error {
 	if sess != nil {
@@ -422,13 +431,13 @@ func (o sequentialOpener) OpenTurn(ctx context.Context, sess *chat.Session, m *c
 }
 
 // A turn whose session was created with its run has no turn of the session
-// ahead of it: its worker does not look for one. A later turn of the
-// session does.
+// ahead of it and no history: its worker neither looks for one nor reads
+// the session's messages. A later turn of the session does both.
 func TestATurnThatCreatedItsSessionLooksForNoTurnAhead(t *testing.T) {
 	t.Parallel()
-	turns := &countingTurns{}
+	turns, lists := &countingTurns{}, &atomic.Int32{}
 	f := sqliteFixture(t, fixtureOpts{config: func(c *chat.Config) {
-		c.Store = sequentialOpener{c.Store}
+		c.Store = sequentialOpener{Store: c.Store, lists: lists}
 		c.Turns = turns
 	}})
 	ctx := context.Background()
@@ -452,7 +461,9 @@ func TestATurnThatCreatedItsSessionLooksForNoTurnAhead(t *testing.T) {
 	spec, sessionID := runTurn("")
 	require.True(t, spec.NewSession)
 	require.Zero(t, turns.n.Load(), "no turn can be ahead of the session's first")
+	require.Zero(t, lists.Load(), "nor any message")
 	spec, _ = runTurn(sessionID)
 	require.False(t, spec.NewSession)
 	require.Positive(t, turns.n.Load(), "a later turn looks for turns ahead")
+	require.Positive(t, lists.Load(), "and reads the history")
 }

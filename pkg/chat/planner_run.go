@@ -176,6 +176,10 @@ func (p *plannerRun) open(ctx context.Context, role agents.Role) (string, agents
 // loadHistory loads the messages before this turn's user message, oldest first.
 func (p *plannerRun) loadHistory(ctx context.Context) ([]Message, error) {
 	t, s := p.turn, p.turn.svc
+	if t.newSession {
+		// Its session was created with it: nothing came before.
+		return nil, nil
+	}
 	msgs, err := s.cfg.Store.ListMessages(ctx, t.Session.ID, s.cfg.HistoryMessages+1)
 	if err != nil {
 		return nil, err
