@@ -2,6 +2,8 @@ package persistence
 
 import (
 	"context"
+	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -45,4 +47,26 @@ func TestRebind(t *testing.T) {
 	pg := &DB{driver: DriverPostgres}
 	require.Equal(t, "UPDATE t SET a = $1, b = $2 WHERE id = $3", pg.rebind(q))
 	require.Equal(t, "UPDATE t SET a = $1, b = $2 WHERE id = $3", pg.rebind(q), "from the cache")
+}
+
+// Unless configured, SQLite's pool has a connection per thread that can run
+// SQLite's code (at least 4, at most 16), PostgreSQL's 16.
+func TestPoolSize(t *testing.T) {
+	t.Parallel()
+	sqlite := min(max(runtime.GOMAXPROCS(0), 4), 16)
+	for _, c := range []struct {
+		cfg  Config
+		want int
+	}{
+		{Config{Driver: DriverSQLite}, sqlite},
+		{Config{Driver: DriverSQLite, MaxOpenConns: 32}, 32},
+		{Config{Driver: DriverPostgres}, 16},
+		{Config{Driver: DriverPostgres, MaxOpenConns: 3}, 3},
+	} {
+		require.Equal(t, c.want, c.cfg.maxOpen(), "%+v", c.cfg)
+	}
+	db, err := Open(t.Context(), Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "p.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	require.Equal(t, sqlite, db.sql.Stats().MaxOpenConnections)
 }

@@ -98,7 +98,8 @@ type Database struct {
 	// ConnectTimeout bounds the first connection at startup.
 	ConnectTimeout time.Duration `yaml:"connect_timeout"`
 	// MaxOpenConns bounds the connection pool (idle connections are kept up
-	// to the same number).
+	// to the same number); 0 is the driver's default: 16 on PostgreSQL,
+	// GOMAXPROCS within [4, 16] on SQLite.
 	MaxOpenConns int `yaml:"max_open_conns"`
 }
 
@@ -286,7 +287,6 @@ func Default() Config {
 			Driver:         DriverSQLite,
 			DSN:            "data/planwright.db",
 			ConnectTimeout: 5 * time.Second,
-			MaxOpenConns:   16,
 		},
 		Auth: Auth{Mode: AuthNone},
 		LLM: LLM{

@@ -168,7 +168,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"unknown driver", func(c *config.Config) { c.Database.Driver = "mysql" }, `database.driver: unknown driver "mysql" (want sqlite or postgres)`},
 		{"empty dsn", func(c *config.Config) { c.Database.DSN = " " }, "database.dsn: must not be empty"},
 		{"connect timeout", func(c *config.Config) { c.Database.ConnectTimeout = 0 }, `database.connect_timeout: must be a positive duration, got "0s"`},
-		{"max open conns", func(c *config.Config) { c.Database.MaxOpenConns = 0 }, "database.max_open_conns: must be positive, got 0"},
+		{"max open conns", func(c *config.Config) { c.Database.MaxOpenConns = -1 }, "database.max_open_conns: must not be negative, got -1"},
 		{"address without port", func(c *config.Config) { c.Server.Addr = "localhost" }, `server.addr: invalid address "localhost"`},
 		{"address with bad port", func(c *config.Config) { c.Server.Addr = "127.0.0.1:http2" }, `server.addr: invalid port "http2" in address "127.0.0.1:http2"`},
 		{"address with port out of range", func(c *config.Config) { c.Server.Addr = "127.0.0.1:70000" }, `server.addr: invalid port "70000"`},

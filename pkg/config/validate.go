@@ -45,7 +45,7 @@ func (c Config) Validate() error {
 		v.add("database.dsn", "must not be empty")
 	}
 	v.positiveDuration("database.connect_timeout", c.Database.ConnectTimeout)
-	v.positive("database.max_open_conns", int64(c.Database.MaxOpenConns))
+	v.notNegative("database.max_open_conns", int64(c.Database.MaxOpenConns))
 
 	v.oneOf("auth.mode", "mode", c.Auth.Mode, authModes)
 
@@ -181,6 +181,12 @@ func (v *validator) mode(field string, got planmode.Mode, emptyOK bool) {
 func (v *validator) positive(field string, n int64) {
 	if n <= 0 {
 		v.add(field, fmt.Sprintf("must be positive, got %d", n))
+	}
+}
+
+func (v *validator) notNegative(field string, n int64) {
+	if n < 0 {
+		v.add(field, fmt.Sprintf("must not be negative, got %d", n))
 	}
 }
 
