@@ -166,7 +166,18 @@ func (pr *planRun) launch(st *Step, commit bool) {
 				return
 			}
 		}
-		out := pr.coordinator.runStep(pr.ctx, pr.p, pr.origin, snapshot, deps, lost, x, pr.em)
+		// A direct tool call, or the executor agent whose start was
+		// submitted (x); lost, when set, is the step's execution an earlier
+		// owner of the run lost: an executor continues from it. Called from
+		// here, not through a function of their own: a step's goroutine
+		// parks at every model and tool call of its executor, and a frame
+		// more of by-value plans and steps keeps its stack from shrinking.
+		out := stepOutcome{number: snapshot.Number, step: snapshot}
+		if snapshot.Tool != "" {
+			out.step = pr.coordinator.runDirect(pr.ctx, pr.p, pr.origin, snapshot, deps, pr.em)
+		} else {
+			out.step, out.usage = pr.coordinator.runExecutor(pr.ctx, pr.p, pr.origin, snapshot, lost, x)
+		}
 		end := pr.cfg.Now()
 		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
 		pr.results <- out

@@ -38,20 +38,6 @@ func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependen
 	return deps
 }
 
-// runStep runs one step: a direct tool call, or the executor agent whose
-// start was submitted (x, from startExecutor).
-// lost, when set, is the step's execution an earlier owner of the run lost:
-// an executor continues from it.
-func (r *stepRunner) runStep(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, lost *Execution, x *executorStart, em event.Emitter) stepOutcome {
-	out := stepOutcome{number: s.Number, step: s}
-	if s.Tool != "" {
-		out.step = r.runDirect(ctx, p, origin, s, deps, em)
-		return out
-	}
-	out.step, out.usage = r.runExecutor(ctx, p, origin, s, lost, x)
-	return out
-}
-
 // runDirect calls a direct step's tool with "{{steps.N.result}}" replaced by
 // step N's result.
 func (r *stepRunner) runDirect(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) Step {

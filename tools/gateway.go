@@ -63,7 +63,8 @@ func (r *Runtime) Gateway(available []Tool) []Tool {
 	}, func(ctx context.Context, call Call, args execArgs) (Result, error) {
 		inner := call
 		inner.Name, inner.Args = args.Name, args.Arguments
-		o := r.run(ctx, g.tools, inner)
+		var o Outcome
+		r.run(ctx, g.tools, &inner, &o)
 		if !o.Success {
 			return Result{}, o.Err
 		}

@@ -165,14 +165,14 @@ func newUUIDv7() string { return uuid.Must(uuid.NewV7()).String() }
 func (r *Runtime) RunRound(ctx context.Context, available []Tool, calls []Call) []Outcome {
 	out := make([]Outcome, len(calls))
 	if len(calls) == 1 || r.cfg.Parallelism == 1 {
-		for i, c := range calls {
-			out[i] = r.run(ctx, available, c)
+		for i := range calls {
+			r.run(ctx, available, &calls[i], &out[i])
 		}
 		return out
 	}
 	sem := make(chan struct{}, r.cfg.Parallelism)
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for i := range calls {
 		acquired := false
 		if ctx.Err() == nil {
 			select {
@@ -185,50 +185,74 @@ func (r *Runtime) RunRound(ctx context.Context, available []Tool, calls []Call) 
 			if acquired {
 				<-sem
 			}
-			out[i] = r.run(ctx, available, c) // reports ErrCancelled without running
+			r.run(ctx, available, &calls[i], &out[i]) // reports ErrCancelled without running
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			out[i] = r.run(ctx, available, c)
+			r.run(ctx, available, &calls[i], &out[i])
 		}()
 	}
 	wg.Wait()
 	return out
 }
 
-// run handles one call from announcement to tool_result.
-func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome {
+// run handles one call from announcement to tool_result and sets *o.
+//
+// Its frame is kept small — the call and its outcome by pointer, the events
+// built in announce and conclude — because the goroutine of an agent's
+// tool round waits in it (in execute) for as long as the tool runs: a
+// parked goroutine's stack only shrinks while it uses less than a quarter
+// of it, so every kilobyte of frames below the wait can double the stack
+// each executor keeps.
+func (r *Runtime) run(ctx context.Context, available []Tool, call *Call, o *Outcome) {
 	start := r.cfg.Now()
-	tool, eff, err := r.resolve(available, call)
-	call.Events.Emit(ctx, event.ToolCall{ToolCall: event.ToolCallInfo{ID: eff.ID, Name: eff.Name, Arguments: jsonOrString(eff.Args)}})
-
+	var eff Call
+	tool, err := r.announce(ctx, available, call, &eff)
 	var res Result
-	switch {
-	case err != nil:
-	case ctx.Err() != nil:
-		err = fmt.Errorf("tool %q was not run: %w: %w", eff.Name, ErrCancelled, context.Cause(ctx))
-	default:
+	if err == nil {
 		res, err = r.execute(ctx, tool, eff)
 	}
+	r.conclude(ctx, call, &eff, start, res, err, o)
+}
+
+// announce resolves a call's tool and sets *eff to the call as that tool
+// sees it, emits tool_call, and says why the tool is not to run, if so.
+//
+//go:noinline
+func (r *Runtime) announce(ctx context.Context, available []Tool, call, eff *Call) (Tool, error) {
+	tool, resolved, err := r.resolve(available, *call)
+	*eff = resolved
+	call.Events.Emit(ctx, event.ToolCall{ToolCall: event.ToolCallInfo{ID: eff.ID, Name: eff.Name, Arguments: jsonOrString(eff.Args)}})
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("tool %q was not run: %w: %w", eff.Name, ErrCancelled, context.Cause(ctx))
+	}
+	return tool, err
+}
+
+// conclude makes a call's outcome from what its tool returned (res, err),
+// records it and emits its tool_result.
+//
+//go:noinline
+func (r *Runtime) conclude(ctx context.Context, call, eff *Call, start time.Time, res Result, err error, out *Outcome) {
 	// A tool's text reaches the model, the client and the database, and
 	// none of them takes invalid UTF-8 (PostgreSQL refuses it): bytes that
 	// are not UTF-8 (a Latin-1 page, binary output) become U+FFFD.
 	res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
 
-	o := Outcome{Call: call, Success: err == nil, Result: res, Err: err, Duration: r.cfg.Now().Sub(start)}
+	o := Outcome{Call: *call, Success: err == nil, Result: res, Err: err, Duration: r.cfg.Now().Sub(start)}
 	var text string
 	if err == nil {
 		text = res.Content
 		o.Content = truncate(text, r.cfg.MaxResultChars)
 	} else {
-		text = truncate(strings.ToValidUTF8(r.errorText(ctx, eff, err), "\uFFFD"), r.cfg.MaxResultChars)
+		text = truncate(strings.ToValidUTF8(r.errorText(ctx, *eff, err), "\uFFFD"), r.cfg.MaxResultChars)
 		o.Content = "error: " + text
 		o.Result = Result{Effects: res.Effects}
 	}
-	r.record(ctx, eff, start, o, text)
+	r.record(ctx, *eff, start, o, text)
 	ev := event.ToolResult{ToolCallID: eff.ID, Name: eff.Name, Success: o.Success, DurationMS: o.Duration.Milliseconds()}
 	if o.Success {
 		ev.Result = o.Content
@@ -236,7 +260,7 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call Call) Outcome 
 		ev.Error = text
 	}
 	call.Events.Emit(ctx, ev)
-	return o
+	*out = o
 }
 
 // resolve finds the tool a call names among the available ones and, for the
