@@ -151,18 +151,17 @@ var errFollowed = errors.New("followed to the end")
 
 // await waits for wake, a keep-alive or ctx; for a run that is not live
 // here (remote), also for the safety poll, unless the run is over (checked
-// when check: a run just created is not).
+// when check: a run just created is not). A stream's goroutine waits here
+// for most of its life: the run is read in over, not here, so that its
+// frame does not keep the stack from shrinking (a parked stack shrinks only
+// while less than a quarter of it is used).
 func (f *follower) await(ctx context.Context, w io.Writer, flush func(), keep *time.Ticker, runID string, after int64,
 	wake <-chan struct{}, remote, check bool) error {
 	var pollC <-chan time.Time
 	if remote {
 		if check {
-			r, err := f.runs.GetRun(ctx, f.anyUser, runID)
-			if err != nil {
+			if err := f.over(ctx, runID, after); err != nil {
 				return err
-			}
-			if r.FinishedAt != nil && r.LastSeq <= after {
-				return errFollowed
 			}
 		}
 		poll := time.NewTimer(f.poll)
@@ -179,6 +178,21 @@ func (f *follower) await(ctx context.Context, w io.Writer, flush func(), keep *t
 		flush()
 	case <-ctx.Done():
 		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// over returns errFollowed when run runID is over and its events up to
+// after were all followed.
+//
+//go:noinline
+func (f *follower) over(ctx context.Context, runID string, after int64) error {
+	r, err := f.runs.GetRun(ctx, f.anyUser, runID)
+	if err != nil {
+		return err
+	}
+	if r.FinishedAt != nil && r.LastSeq <= after {
+		return errFollowed
 	}
 	return nil
 }
