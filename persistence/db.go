@@ -232,11 +232,10 @@ func openSQLite(dsn string, gcfg func() *gorm.Config) (*gorm.DB, func(int) (*gor
 }
 
 func openPostgres(dsn string, timeout time.Duration, gcfg func() *gorm.Config) (*gorm.DB, *pgx.ConnConfig, func(int) (*gorm.DB, error), error) {
-	pc, err := pgx.ParseConfig(dsn)
+	pc, err := pgConfig(dsn, timeout)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
+		return nil, nil, nil, err
 	}
-	pc.ConnectTimeout = timeout
 	conn := nulSafeConnector{inner: stdlib.GetConnector(*pc)}
 	open := func(n int) (*gorm.DB, error) {
 		sqlDB := sql.OpenDB(conn)
@@ -248,6 +247,27 @@ func openPostgres(dsn string, timeout time.Duration, gcfg func() *gorm.Config) (
 	}
 	g, err := open(0)
 	return g, pc.Copy(), open, err
+}
+
+// pgConfig is the configuration of a PostgreSQL connection of the pool.
+func pgConfig(dsn string, timeout time.Duration) (*pgx.ConnConfig, error) {
+	pc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
+	}
+	pc.ConnectTimeout = timeout
+	withoutUnusedCache(pc)
+	return pc, nil
+}
+
+// withoutUnusedCache turns off the description cache of a connection that
+// caches its statements (pgx's default mode, and ours): pgx makes both
+// caches for every connection, each a map sized for 512 statements up
+// front (some 25 KB), and this mode never reads the description cache.
+func withoutUnusedCache(cc *pgx.ConnConfig) {
+	if cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		cc.DescriptionCacheCapacity = 0
+	}
 }
 
 // dropIdle closes the pool's idle connections (at most every 100 ms), so

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -69,4 +71,20 @@ func TestPoolSize(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
 	require.Equal(t, sqlite, db.sql.Stats().MaxOpenConnections)
+}
+
+// PostgreSQL connections cache statements (pgx's default mode) and keep no
+// description cache, which that mode never reads; a DSN that asks for the
+// description cache's mode keeps it.
+func TestPostgresWithoutUnusedCache(t *testing.T) {
+	t.Parallel()
+	pc, err := pgConfig("postgres://u@127.0.0.1:1/db", time.Second)
+	require.NoError(t, err)
+	require.Zero(t, pc.DescriptionCacheCapacity)
+	require.Equal(t, 512, pc.StatementCacheCapacity)
+
+	describe, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?default_query_exec_mode=cache_describe")
+	require.NoError(t, err)
+	withoutUnusedCache(describe)
+	require.Equal(t, 512, describe.DescriptionCacheCapacity)
 }
