@@ -148,3 +148,45 @@ func TestOpenTurnSurvivesATerminatedConnection(t *testing.T) {
 	require.Len(t, msgs, 1)
 	require.Equal(t, m.ID, msgs[0].ID)
 }
+
+// TestAppendMessageInARunLogBatch: an answer stored with its event (a
+// turn's done) is pipelined in the run log's batch; a second answer of the
+// same client turn fails its write (Conflict) and is not announced, and
+// the session's updated_at moves with the one stored.
+func TestAppendMessageInARunLogBatch(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		stores := dbtest.NewStores(t, db)
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		em := logEmitter(t, l, "r1")
+		sess := chat.Session{UserID: "alice", Title: "hi", ContextType: chat.ContextGlobal}
+		require.NoError(t, stores.Chats.CreateSession(ctx, &sess))
+		answer := func(content string) error {
+			return em.Record(ctx, event.Text{Content: content}, func(ctx context.Context) error {
+				m := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleAssistant, Content: content, ClientTurnID: "t1"}
+				created, err := stores.Chats.AppendMessage(ctx, &m)
+				if err == nil && !created {
+					t.Error("a message appended in a batch is created or fails")
+				}
+				return err
+			})
+		}
+		require.NoError(t, answer("first"))
+		require.Equal(t, apperr.Conflict, apperr.CodeOf(answer("second")))
+		msgs, err := stores.Chats.ListMessages(ctx, sess.ID, 0)
+		require.NoError(t, err)
+		require.Len(t, msgs, 1)
+		require.Equal(t, "first", msgs[0].Content)
+		stored, err := stores.Chats.GetSession(ctx, "alice", sess.ID)
+		require.NoError(t, err)
+		require.Equal(t, msgs[0].CreatedAt, stored.UpdatedAt)
+		evs, err := l.Events(ctx, "r1", 0, 10)
+		require.NoError(t, err)
+		require.Len(t, evs, 1, "the failed answer's event was not stored")
+	})
+}
