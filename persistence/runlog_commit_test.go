@@ -519,3 +519,39 @@ func TestRunLogBatchBeginsInItsPipeline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, planning.StepRunning, got.Steps[0].Status, "committed")
 }
+
+// A Sync that waits for a run whose last pending event is dropped (its
+// write failed) returns: nothing is published for the run, and the drop
+// itself wakes it.
+func TestRunLogSyncReturnsWhenTheLastPendingEventIsDropped(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		em := logEmitter(t, l, "r1")
+
+		writing, release := make(chan struct{}), make(chan struct{})
+		refused := make(chan error, 1)
+		em.Submit(ctx, event.Text{Content: "x"}, func(context.Context) error {
+			close(writing)
+			<-release
+			return apperr.New(apperr.Conflict, "refused")
+		}, func(err error) { refused <- err })
+		<-writing // the writer holds the batch
+		synced := make(chan error, 1)
+		go func() { synced <- l.Sync(ctx, "r1") }()
+		time.Sleep(50 * time.Millisecond) // Sync waits for the batch
+		close(release)
+		require.ErrorContains(t, <-refused, "refused")
+		select {
+		case err := <-synced:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Sync still waits for an event that was dropped")
+		}
+	})
+}

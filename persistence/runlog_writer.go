@@ -203,6 +203,11 @@ func (w *logWriter) dropWrite(batch []pendingEvent, at int, err error) []pending
 	}
 	if r, ok := w.runs[gone.runID]; ok {
 		r.next--
+		// Sync waits until the run's pending events are committed: when
+		// this was the last of them, nothing will be published for it,
+		// so its waiters look again now.
+		close(r.flushed)
+		r.flushed = make(chan struct{})
 	}
 	return batch
 }
