@@ -93,7 +93,7 @@ func (c *Control) Run(ctx context.Context, p Plan, em event.Emitter) (Plan, erro
 	if cur.Status != StatusExecuting {
 		return cur, nil
 	}
-	return c.runs.run(ctx, cur, Origin{UserID: cur.UserID, SessionID: cur.SessionID}, em)
+	return c.runs.run(ctx, cur, Origin{UserID: cur.UserID, SessionID: cur.SessionID}, em, nil)
 }
 
 // PlansOfRun lists the plans userID's chat turn runID created, newest

@@ -46,6 +46,18 @@ func (j journal) created(ctx context.Context, em event.Emitter, p *Plan) error {
 	return nil
 }
 
+// creating is created without the wait: the plan's creation commits with
+// what is recorded next, and done hears how it ended (from the log's
+// goroutine; before creating returns without a log).
+func (j journal) creating(ctx context.Context, em event.Emitter, p Plan, done func(error)) {
+	steps := append([]Step(nil), p.Steps...) // the run changes p's as it goes
+	em.Submit(ctx, event.PlanCreated{Plan: eventPlan(p)}, func(ctx context.Context) error {
+		q := p
+		q.Steps = append([]Step(nil), steps...)
+		return j.cfg.Store.CreatePlan(ctx, &q)
+	}, done)
+}
+
 // revised stores a new version of plan p and announces it (plan_revised).
 // The event carries the version the store makes of p and rev (revision);
 // the write checks that it made that one.

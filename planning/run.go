@@ -35,7 +35,11 @@ type runner struct {
 // on; cancellation cancels what runs and what waits. It returns the plan as
 // it ended (completed, failed or cancelled; interrupted when ctx was
 // cancelled with agents.Shutdown).
-func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitter) (Plan, error) {
+//
+// created, when set, is the plan's creation while it commits
+// (createAndRun): what the run announces before its first write depends on
+// it, and is dropped with it when the database refuses it.
+func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitter, created *creation) (Plan, error) {
 	ctx, active, release, err := r.registry.register(ctx, p.ID)
 	if err != nil {
 		return p, err
@@ -44,7 +48,12 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
 		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
 		unsaved: map[int]Step{}, lost: map[int]Execution{}}
-	pr.sys.Emit(ctx, event.AgentState{State: event.StateExecutingPlan, Details: p.Goal})
+	state := event.AgentState{State: event.StateExecutingPlan, Details: p.Goal}
+	if created == nil {
+		pr.sys.Emit(ctx, state)
+	} else {
+		pr.sys.Submit(ctx, state, func(context.Context) error { return created.failed() }, nil)
+	}
 	for i := range pr.p.Steps {
 		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]
 	}

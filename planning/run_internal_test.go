@@ -66,7 +66,7 @@ func TestRunRecordsThroughTheJournal(t *testing.T) {
 			j := journal{b}
 			r := &runner{base: b, journal: j, registry: &registry{hub: b.cfg.Hub, plans: map[string]*activeRun{}},
 				coordinator: &stepRunner{base: b, journal: j}}
-			got, err := r.run(t.Context(), p, Origin{UserID: "alice"}, log.emitter())
+			got, err := r.run(t.Context(), p, Origin{UserID: "alice"}, log.emitter(), nil)
 			require.NoError(t, err)
 			require.Equal(t, tc.final, got.Status)
 			require.Equal(t, tc.ledger, log.all())

@@ -61,6 +61,9 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	if found {
 		return o.resume(ctx, origin, p, em)
 	}
+	if o.mode(origin, d) == planmode.AutoExecute {
+		return o.createAndRun(ctx, origin, d, em)
+	}
 	if p, err = o.create(ctx, origin, d, em); err != nil {
 		return Submission{}, err
 	}
@@ -70,7 +73,7 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	case StatusInReview:
 		return o.reviewThenRun(ctx, origin, p, em)
 	}
-	return o.run(ctx, origin, p, em)
+	return o.run(ctx, origin, p, em, nil)
 }
 
 // created finds the plan an earlier attempt of the same turn created with
@@ -96,7 +99,7 @@ func (o *Orchestrator) created(ctx context.Context, origin Origin) (Plan, bool, 
 func (o *Orchestrator) resume(ctx context.Context, origin Origin, p Plan, em event.Emitter) (Submission, error) {
 	switch p.Status {
 	case StatusExecuting:
-		return o.run(ctx, origin, p, em)
+		return o.run(ctx, origin, p, em, nil)
 	case StatusInReview:
 		return o.reviewThenRun(ctx, origin, p, em)
 	case StatusPendingReview:
@@ -112,23 +115,88 @@ func (o *Orchestrator) reviewThenRun(ctx context.Context, origin Origin, p Plan,
 	if err != nil || !approved {
 		return sub, err
 	}
-	return o.run(ctx, origin, sub.Plan, em)
+	return o.run(ctx, origin, sub.Plan, em, nil)
 }
 
 // run runs an executing plan to its end and sums it up for the planner.
-func (o *Orchestrator) run(ctx context.Context, origin Origin, p Plan, em event.Emitter) (Submission, error) {
-	ended, err := o.runs.run(ctx, p, origin, em)
+// created, when set, is the plan's creation while it commits: when the
+// database refused it, its error is what run returns.
+func (o *Orchestrator) run(ctx context.Context, origin Origin, p Plan, em event.Emitter, created *creation) (Submission, error) {
+	ended, err := o.runs.run(ctx, p, origin, em, created)
+	if created != nil {
+		select {
+		case <-created.done:
+			if created.err != nil {
+				return Submission{}, created.err
+			}
+		case <-ctx.Done():
+		}
+	}
 	if err != nil {
 		return Submission{}, err
 	}
 	return Submission{Plan: ended, Outcome: Summary(ended, o.cfg.SummaryChars)}, nil
 }
 
+// createAndRun creates an auto_execute plan and runs it. Its creation is
+// not waited for: it commits with what the run records first (the first
+// steps' starts), one commit instead of two. Nothing of the plan has an
+// effect before it commits — a step's tools wait for its start, which
+// commits with the plan or after it — and a creation the database refuses
+// takes those starts with it (they name no stored plan): the run ends
+// without having done anything, and its error is the creation's.
+func (o *Orchestrator) createAndRun(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Submission, error) {
+	p := o.draft(origin, d)
+	created := &creation{done: make(chan struct{})}
+	o.journal.creating(ctx, o.planEmitter(em, p.ID, ""), p, created.resolve)
+	if err := created.failed(); err != nil { // refused at once (no run log)
+		return Submission{}, err
+	}
+	return o.run(ctx, origin, p, em, created)
+}
+
+// creation is a plan's creation while it commits (createAndRun).
+type creation struct {
+	done chan struct{} // closed once its outcome is known
+	err  error         // set before done is closed
+}
+
+// resolve records the creation's outcome (from the run log's goroutine).
+func (c *creation) resolve(err error) {
+	c.err = err
+	close(c.done)
+}
+
+// failed returns the creation's error once it is known to have failed;
+// nil while it commits and once it committed.
+func (c *creation) failed() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// mode is the mode a new plan of d starts in.
+func (o *Orchestrator) mode(origin Origin, d Draft) planmode.Mode {
+	return planmode.Resolve(origin.RequestMode, d.Mode, o.cfg.DefaultMode, o.cfg.MinMode)
+}
+
 // create stores a new plan in the status its mode starts it in: executing
 // (auto_execute, approved as such), pending_review (draft_only) or
 // in_review (agent_review).
 func (o *Orchestrator) create(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Plan, error) {
-	mode := planmode.Resolve(origin.RequestMode, d.Mode, o.cfg.DefaultMode, o.cfg.MinMode)
+	p := o.draft(origin, d)
+	if err := o.journal.created(ctx, o.planEmitter(em, p.ID, ""), &p); err != nil {
+		return Plan{}, err
+	}
+	return p, nil
+}
+
+// draft is the new plan of d, in the status its mode starts it in.
+func (o *Orchestrator) draft(origin Origin, d Draft) Plan {
+	mode := o.mode(origin, d)
 	status := map[planmode.Mode]Status{planmode.AutoExecute: StatusExecuting, planmode.DraftOnly: StatusPendingReview, planmode.AgentReview: StatusInReview}[mode]
 	now := o.cfg.Now()
 	p := Plan{ID: o.cfg.NewID(), SessionID: origin.SessionID, UserID: origin.UserID, Goal: strings.TrimSpace(d.Goal), Mode: mode,
@@ -140,8 +208,5 @@ func (o *Orchestrator) create(ctx context.Context, origin Origin, d Draft, em ev
 		p.StartedAt = &now
 		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute"}
 	}
-	if err := o.journal.created(ctx, o.planEmitter(em, p.ID, ""), &p); err != nil {
-		return Plan{}, err
-	}
-	return p, nil
+	return p
 }
