@@ -81,6 +81,8 @@ type CallStats struct {
 type Client struct {
 	cfg       ClientConfig
 	anthropic bool
+	// signed: calls go to googleAI, which takes tool calls' signatures.
+	signed bool
 }
 
 // NewClient validates cfg, fills its defaults and returns a Client. A bad
@@ -123,7 +125,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Provider == "" {
 		cfg.Provider = "model"
 	}
-	return &Client{cfg: cfg, anthropic: isAnthropic(cfg.Provider, cfg.Model)}, nil
+	_, signed := cfg.Model.(*googleAI)
+	return &Client{cfg: cfg, anthropic: isAnthropic(cfg.Provider, cfg.Model), signed: signed}, nil
 }
 
 // Generate makes one model call. It delivers the answer to onPart (which
@@ -161,7 +164,7 @@ func (c *Client) Generate(ctx context.Context, req Request, onPart func(Part)) (
 func (c *Client) generate(ctx context.Context, req Request, onPart func(Part), stats *CallStats) (Response, error) {
 	ctx = WithRole(ctx, req.Role)
 	n := newNames(req.Tools, req.Messages)
-	msgs := toMessages(req.Messages, n, c.anthropic, len(req.Tools) > 0)
+	msgs := toMessages(req.Messages, n, c.anthropic, len(req.Tools) > 0, c.signed)
 	opts := c.callOptions(req, n)
 	for attempt := 0; ; attempt++ {
 		stats.Attempts = attempt + 1
@@ -282,11 +285,13 @@ func (c *Client) finish(req Request, resp *llms.ContentResponse, st *streamState
 			continue
 		}
 		text.WriteString(ch.Content)
+		sigs, _ := ch.GenerationInfo[signaturesInfo].(map[string]string)
 		for _, tc := range ch.ToolCalls {
 			if tc.FunctionCall == nil || tc.FunctionCall.Name == "" {
 				continue
 			}
-			calls = append(calls, ToolCall{ID: tc.ID, Name: n.ours(tc.FunctionCall.Name), Arguments: rawArgs(tc.FunctionCall.Arguments)})
+			calls = append(calls, ToolCall{ID: tc.ID, Name: n.ours(tc.FunctionCall.Name), Arguments: rawArgs(tc.FunctionCall.Arguments),
+				Signature: sigs[tc.ID]})
 		}
 		if out.StopReason == "" {
 			out.StopReason = ch.StopReason

@@ -19,7 +19,11 @@ import (
 // a call offers no tools but the history has tool calls (a forced final
 // answer), the calls and results are written as text, as the API refuses
 // tool blocks in a request without tool definitions.
-func toMessages(msgs []Message, n *names, onePart, toolsOffered bool) []llms.MessageContent {
+//
+// For googleai (signed) a call with a Signature goes as a signedToolCall,
+// so the signature reaches the functionCall part; other providers get
+// plain calls and never see a signature.
+func toMessages(msgs []Message, n *names, onePart, toolsOffered, signed bool) []llms.MessageContent {
 	inline := onePart && !toolsOffered
 	out := make([]llms.MessageContent, 0, len(msgs))
 	add := func(role llms.ChatMessageType, parts ...llms.ContentPart) {
@@ -53,8 +57,13 @@ func toMessages(msgs []Message, n *names, onePart, toolsOffered bool) []llms.Mes
 				if !json.Valid(c.Arguments) || strings.TrimSpace(args) == "" || strings.TrimSpace(args) == "null" {
 					args = "{}"
 				}
-				parts = append(parts, llms.ToolCall{ID: c.ID, Type: "function",
-					FunctionCall: &llms.FunctionCall{Name: n.provider(c.Name), Arguments: args}})
+				call := llms.ToolCall{ID: c.ID, Type: "function",
+					FunctionCall: &llms.FunctionCall{Name: n.provider(c.Name), Arguments: args}}
+				if signed && c.Signature != "" {
+					parts = append(parts, signedToolCall{ToolCall: call, Signature: c.Signature})
+					continue
+				}
+				parts = append(parts, call)
 			}
 			if onePart {
 				for _, p := range parts {

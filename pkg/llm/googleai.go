@@ -41,7 +41,12 @@ const (
 // content, so a turn's parallel tool results answer its calls together. The
 // first candidate's text, function calls (with ids "call_0", "call_1", …,
 // unless the API sent its own), finishReason and usageMetadata
-// (input_tokens, output_tokens) make the one choice it returns.
+// (input_tokens, output_tokens) make the one choice it returns. A
+// functionCall part's thoughtSignature (Gemini 2.5 and 3 thinking models)
+// is returned in the choice's GenerationInfo (signaturesInfo) and sent back
+// on the call's part when the history carries it (signedToolCall); the
+// API refuses a follow-up of Gemini 3 without it. Signatures on text
+// parts are not kept (the API does not require them back).
 //
 // It is safe for concurrent use and holds no state between calls.
 type googleAI struct {
@@ -192,10 +197,24 @@ func (e *googleStatusError) Error() string {
 // HTTPStatus is the status the API answered.
 func (e *googleStatusError) HTTPStatus() int { return e.Status }
 
+// signedToolCall is a tool call with the signature the API gave it, as
+// toMessages passes it to googleAI: llms.ToolCall has no field for it.
+// Embedding makes it an llms.ContentPart; only googleAI is sent one.
+type signedToolCall struct {
+	llms.ToolCall
+	Signature string
+}
+
+// signaturesInfo is the GenerationInfo entry in which googleAI returns its
+// calls' thoughtSignatures (a map[string]string by call id, only when the
+// answer has any); the Client puts them on its ToolCalls.
+const signaturesInfo = "tool_call_signatures"
+
 // googleAnswer gathers the first candidate of one answer, whole or streamed.
 type googleAnswer struct {
 	text   bytes.Buffer
 	calls  []llms.ToolCall
+	sigs   map[string]string // thoughtSignatures by call id
 	finish string
 	usage  *googleUsage
 }
@@ -231,6 +250,12 @@ func (a *googleAnswer) add(r *googleResponse) error {
 				}
 				a.calls = append(a.calls, llms.ToolCall{ID: id, Type: "function",
 					FunctionCall: &llms.FunctionCall{Name: p.FunctionCall.Name, Arguments: args}})
+				if p.ThoughtSignature != "" {
+					if a.sigs == nil {
+						a.sigs = map[string]string{}
+					}
+					a.sigs[id] = p.ThoughtSignature
+				}
 			case p.Text != nil:
 				a.text.WriteString(*p.Text)
 			}
@@ -251,6 +276,9 @@ func (a *googleAnswer) response() (*llms.ContentResponse, error) {
 		info["input_tokens"] = a.usage.PromptTokenCount
 		info["output_tokens"] = a.usage.CandidatesTokenCount
 		info["total_tokens"] = a.usage.TotalTokenCount
+	}
+	if len(a.sigs) > 0 {
+		info[signaturesInfo] = a.sigs
 	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{{
 		Content: a.text.String(), StopReason: a.finish, GenerationInfo: info, ToolCalls: a.calls,

@@ -168,3 +168,50 @@ func TestGoogleAIErrorsNeverShowTheKey(t *testing.T) {
 	require.Equal(t, 400, pe.Status)
 	require.Equal(t, 1, pe.Attempts, "a 400 is not retried")
 }
+
+// A thinking model's thoughtSignature on a functionCall part comes back on
+// that call (Signature) and goes back, unchanged, on the same part of the
+// next request; a call the API gave no signature goes without one.
+func TestGoogleAIThoughtSignatureGoesBackOnItsCall(t *testing.T) {
+	t.Parallel()
+	const sig = "Q2lZQnlqbGZRZ3Y0eWw5c2lnbmF0dXJl"
+	for _, stream := range []bool{true, false} {
+		h := newHarness(t, "googleai", stream, 5*time.Second,
+			llmtest.Reply{Calls: []llmtest.Call{{Name: "files__read", Args: `{"path":"a.txt"}`, Signature: sig}, {Name: "search", Args: `{"q":"x"}`}}},
+			llmtest.Reply{Chunks: []string{"done"}})
+		req := llm.Request{Messages: userAsks("read a.txt"), Tools: []llm.ToolDef{searchTool, mcpTool}}
+		var p parts
+		resp, err := h.client.Generate(context.Background(), req, p.on)
+		require.NoError(t, err)
+		require.Len(t, resp.ToolCalls, 2)
+		require.Equal(t, sig, resp.ToolCalls[0].Signature)
+		require.Empty(t, resp.ToolCalls[1].Signature)
+		require.Equal(t, resp.ToolCalls, p.calls, "the ToolCallParts carry it too")
+
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: "Reading.", ToolCalls: resp.ToolCalls},
+			llm.Message{Role: llm.RoleTool, ToolCallID: resp.ToolCalls[0].ID, Name: "files.read", Content: "hello"},
+			llm.Message{Role: llm.RoleTool, ToolCallID: resp.ToolCalls[1].ID, Name: "search", Content: "nothing"})
+		_, err = h.client.Generate(context.Background(), req, nil)
+		require.NoError(t, err)
+		contents, _ := h.peer.Body(t, 1)["contents"].([]any)
+		require.Len(t, contents, 3)
+		require.JSONEq(t, `{"role":"model","parts":[
+			{"text":"Reading."},
+			{"functionCall":{"name":"files__read","args":{"path":"a.txt"}},"thoughtSignature":"`+sig+`"},
+			{"functionCall":{"name":"search","args":{"q":"x"}}}]}`, jsonOf(t, contents[1]))
+	}
+}
+
+// Other providers never send a signature (it is Gemini's).
+func TestSignatureIsGoogleAIsOnly(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{"openai", "anthropic"} {
+		h := newHarness(t, provider, true, 5*time.Second, llmtest.Reply{Chunks: []string{"done"}})
+		msgs := twoCalls()
+		msgs[2].ToolCalls[0].Signature = "c2lnbmF0dXJl"
+		_, err := h.client.Generate(context.Background(), llm.Request{Messages: msgs, Tools: []llm.ToolDef{searchTool, mcpTool}}, nil)
+		require.NoError(t, err, provider)
+		require.NotContains(t, string(h.peer.Bodies()[0]), "c2lnbmF0dXJl", provider)
+		require.Contains(t, string(h.peer.Bodies()[0]), "result one", provider)
+	}
+}

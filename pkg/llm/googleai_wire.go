@@ -32,6 +32,10 @@ type (
 		InlineData       *googleBlob             `json:"inlineData,omitempty"`
 		FunctionCall     *googleFunctionCall     `json:"functionCall,omitempty"`
 		FunctionResponse *googleFunctionResponse `json:"functionResponse,omitempty"`
+		// ThoughtSignature is the opaque signature a thinking model puts
+		// on a part (a functionCall's, which must come back on that part
+		// in later requests; see ToolCall.Signature).
+		ThoughtSignature string `json:"thoughtSignature,omitempty"`
 	}
 	googleBlob struct {
 		MIMEType string `json:"mimeType"`
@@ -165,10 +169,17 @@ func googlePartsOf(parts []llms.ContentPart) ([]googlePart, error) {
 		case llms.BinaryContent:
 			out = append(out, googlePart{InlineData: &googleBlob{MIMEType: v.MIMEType, Data: v.Data}})
 		case llms.ToolCall:
-			if v.FunctionCall == nil {
-				return nil, fmt.Errorf("tool call %q has no function", v.ID)
+			part, err := googleCallPart(v, "")
+			if err != nil {
+				return nil, err
 			}
-			out = append(out, googlePart{FunctionCall: &googleFunctionCall{Name: v.FunctionCall.Name, Args: googleArgs(v.FunctionCall.Arguments)}})
+			out = append(out, part)
+		case signedToolCall:
+			part, err := googleCallPart(v.ToolCall, v.Signature)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, part)
 		case llms.ToolCallResponse:
 			out = append(out, googlePart{FunctionResponse: &googleFunctionResponse{Name: v.Name,
 				Response: map[string]any{"response": v.Content}}})
@@ -177,6 +188,16 @@ func googlePartsOf(parts []llms.ContentPart) ([]googlePart, error) {
 		}
 	}
 	return out, nil
+}
+
+// googleCallPart is a call's functionCall part, with the thoughtSignature
+// the API gave the call (none when sig is empty).
+func googleCallPart(c llms.ToolCall, sig string) (googlePart, error) {
+	if c.FunctionCall == nil {
+		return googlePart{}, fmt.Errorf("tool call %q has no function", c.ID)
+	}
+	return googlePart{FunctionCall: &googleFunctionCall{Name: c.FunctionCall.Name, Args: googleArgs(c.FunctionCall.Arguments)},
+		ThoughtSignature: sig}, nil
 }
 
 // googleArgs is a call's arguments as the JSON object functionCall.args

@@ -22,6 +22,13 @@ type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Signature is opaque, provider-owned state the provider attached to
+	// the call (Gemini's thoughtSignature, base64) and requires back,
+	// unchanged, on the same call in later requests of the conversation. It
+	// is kept with the call wherever the conversation is (the transcript
+	// included), never shown, and ignored by providers that did not make
+	// it. Empty for most calls.
+	Signature string `json:"signature,omitempty"`
 }
 
 // Message is one message of a model conversation. An assistant message may

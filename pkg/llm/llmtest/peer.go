@@ -20,6 +20,9 @@ import (
 // Call is a tool call a Reply makes.
 type Call struct {
 	ID, Name, Args string
+	// Signature (Gemini) is sent as the functionCall part's
+	// thoughtSignature.
+	Signature string
 }
 
 // Reply is one scripted answer of a peer.
@@ -367,7 +370,11 @@ func Gemini(t testing.TB, replies ...Reply) *Peer {
 		call := func(c Call) map[string]any {
 			var args any
 			_ = json.Unmarshal([]byte(c.Args), &args)
-			return map[string]any{"functionCall": map[string]any{"name": c.Name, "args": args}}
+			part := map[string]any{"functionCall": map[string]any{"name": c.Name, "args": args}}
+			if c.Signature != "" {
+				part["thoughtSignature"] = c.Signature
+			}
+			return part
 		}
 		answer := func(parts []any, finish string, usage map[string]any) map[string]any {
 			cand := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}
