@@ -271,6 +271,10 @@ type ToolCall struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Signature is the provider's opaque state on the call
+	// (llm.ToolCall.Signature), stored so a resumed run sends it back. It
+	// is never shown.
+	Signature string `json:"signature,omitempty"`
 }
 
 // AgentMessage is one message of an agent's conversation

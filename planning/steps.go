@@ -257,7 +257,7 @@ func (t *Transcript) Append(ctx context.Context, e agents.TranscriptEntry) error
 		Content: e.Message.Content, ToolCallID: e.Message.ToolCallID, Name: e.Message.Name,
 		Usage: event.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.Now()}
 	for _, c := range e.Message.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Signature: c.Signature})
 	}
 	q, ok := t.Store.(AgentMessageQueue)
 	if !ok {
@@ -304,7 +304,7 @@ func TranscriptEntries(msgs []AgentMessage) []agents.TranscriptEntry {
 	for _, m := range msgs {
 		msg := llm.Message{Role: llm.Role(m.Role), Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
 		for _, c := range m.ToolCalls {
-			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Signature: c.Signature})
 		}
 		out = append(out, agents.TranscriptEntry{Seq: m.Seq, Message: msg, Usage: m.Usage})
 	}

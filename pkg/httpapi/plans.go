@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -247,14 +248,22 @@ func (h *planHandlers) get(c echo.Context) error {
 
 // TranscriptMessage is one message of an executor's conversation.
 type TranscriptMessage struct {
-	Seq        int                 `json:"seq"`
-	Role       string              `json:"role"`
-	Content    string              `json:"content,omitempty"`
-	ToolCalls  []planning.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string              `json:"tool_call_id,omitempty"`
-	Name       string              `json:"name,omitempty"`
-	Usage      event.Usage         `json:"usage"`
-	CreatedAt  time.Time           `json:"created_at"`
+	Seq        int                  `json:"seq"`
+	Role       string               `json:"role"`
+	Content    string               `json:"content,omitempty"`
+	ToolCalls  []TranscriptToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string               `json:"tool_call_id,omitempty"`
+	Name       string               `json:"name,omitempty"`
+	Usage      event.Usage          `json:"usage"`
+	CreatedAt  time.Time            `json:"created_at"`
+}
+
+// TranscriptToolCall is a tool call of a transcript message (without the
+// provider's signature, which is not shown).
+type TranscriptToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
 }
 
 // ToolExecutionView is one recorded tool call.
@@ -294,8 +303,12 @@ func (h *planHandlers) getExecution(c echo.Context) error {
 	}
 	out := ExecutionDetail{Execution: executionView(e), Transcript: []TranscriptMessage{}, ToolCalls: []ToolExecutionView{}}
 	for _, m := range msgs {
-		out.Transcript = append(out.Transcript, TranscriptMessage{Seq: m.Seq, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls,
-			ToolCallID: m.ToolCallID, Name: m.Name, Usage: m.Usage, CreatedAt: m.CreatedAt})
+		tm := TranscriptMessage{Seq: m.Seq, Role: m.Role, Content: m.Content,
+			ToolCallID: m.ToolCallID, Name: m.Name, Usage: m.Usage, CreatedAt: m.CreatedAt}
+		for _, c := range m.ToolCalls {
+			tm.ToolCalls = append(tm.ToolCalls, TranscriptToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		out.Transcript = append(out.Transcript, tm)
 	}
 	for _, x := range calls {
 		out.ToolCalls = append(out.ToolCalls, ToolExecutionView{ID: x.ID, ToolCallID: x.ToolCallID, Tool: x.ToolName,

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"testing"
 
@@ -51,6 +52,8 @@ func TestPlanInspection(t *testing.T) {
 			require.NoError(t, s.CreateAgentSession(ctx, planning.AgentSession{ID: sessID, AgentID: agentID, PlanID: mine.ID, StepNumber: 1, UserID: "alice"}))
 			require.NoError(t, s.CreateExecution(ctx, planning.Execution{ID: execID, PlanID: mine.ID, StepNumber: 1, AgentID: agentID, AgentSessionID: sessID, UserID: "alice", Task: "draft"}))
 			require.NoError(t, s.AppendAgentMessage(ctx, planning.AgentMessage{AgentSessionID: sessID, ExecutionID: execID, Seq: 1, Role: "user", Content: "draft"}))
+			require.NoError(t, s.AppendAgentMessage(ctx, planning.AgentMessage{AgentSessionID: sessID, ExecutionID: execID, Seq: 2, Role: "assistant",
+				ToolCalls: []planning.ToolCall{{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{"title":"x"}`), Signature: "cHJvdmlkZXItc2ln"}}}))
 			require.NoError(t, s.RecordToolExecution(ctx, tools.Execution{UserID: "alice", ToolName: "create_document", Arguments: json.RawMessage(`{"title":"x"}`),
 				Success: true, Source: event.Source{Role: event.RoleExecutor, PlanID: mine.ID, StepNumber: 1, ExecutionID: execID}}))
 
@@ -88,8 +91,16 @@ func TestPlanInspection(t *testing.T) {
 			opsView := decodeBody[httpapi.PlanDetail](t, env.request(t, ctx, "ops", "GET", "/api/plans/"+theirs.ID, nil))
 			require.Equal(t, theirs.ID, opsView.Plan.ID)
 
-			exec := decodeBody[httpapi.ExecutionDetail](t, env.request(t, ctx, "alice", "GET", "/api/executions/"+execID, nil))
-			require.Len(t, exec.Transcript, 1)
+			raw := env.request(t, ctx, "alice", "GET", "/api/executions/"+execID, nil)
+			body, err := io.ReadAll(raw.Body)
+			raw.Body.Close()
+			require.NoError(t, err)
+			require.NotContains(t, string(body), "cHJvdmlkZXItc2ln", "a provider's signature is never shown")
+			var exec httpapi.ExecutionDetail
+			require.NoError(t, json.Unmarshal(body, &exec))
+			require.Len(t, exec.Transcript, 2)
+			require.Equal(t, []httpapi.TranscriptToolCall{{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{"title":"x"}`)}},
+				exec.Transcript[1].ToolCalls)
 			require.Len(t, exec.ToolCalls, 1)
 			require.Equal(t, "create_document", exec.ToolCalls[0].Tool)
 			resp = env.request(t, ctx, "bob", "GET", "/api/executions/"+execID, nil)

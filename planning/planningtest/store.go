@@ -17,9 +17,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/apperr/apperrtest"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 )
@@ -62,6 +64,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"ResumePlan reruns what did not complete, only after an approval", resumePlan},
 		{"ListPlans pages and filters", listPlans},
 		{"executions and transcripts are written", executions},
+		{"a transcript read back is the conversation written, signatures included", transcriptRoundTrip},
 		{"StartExecution writes all three rows or none", startExecution},
 		{"InterruptRunning repairs what a stopped process left", interruptRunning},
 		{"a turn's plan is found by its run and create_plan call", planOfCall},
@@ -390,6 +393,47 @@ func Transcript(as planning.AgentSession, exec planning.Execution) []planning.Ag
 		msgs[i].AgentSessionID, msgs[i].ExecutionID, msgs[i].Seq = as.ID, exec.ID, i+1
 	}
 	return msgs
+}
+
+// transcriptRoundTrip writes a run's messages through planning.Transcript
+// and reads them back as TranscriptEntries (what a resumed run is sent): a
+// tool call's provider signature survives, a call without one has none.
+func transcriptRoundTrip(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	agent, as, exec := ExecutorRun(p)
+	require.NoError(t, s.CreateAgent(ctx, agent))
+	require.NoError(t, s.CreateAgentSession(ctx, as))
+	require.NoError(t, s.CreateExecution(ctx, exec))
+	want := []agents.TranscriptEntry{
+		{Seq: 1, Message: llm.Message{Role: llm.RoleSystem, Content: "You execute."}},
+		{Seq: 2, Message: llm.Message{Role: llm.RoleUser, Content: "draft"}},
+		{Seq: 3, Message: llm.Message{Role: llm.RoleAssistant, Content: "Drafting.", ToolCalls: []llm.ToolCall{
+			{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{"title":"a"}`), Signature: "c2lnbmF0dXJlLW9uZQ=="},
+			{ID: "c2", Name: "create_document", Arguments: json.RawMessage(`{"title":"b"}`)},
+		}}, Usage: event.Usage{InputTokens: 5, OutputTokens: 3}},
+		{Seq: 4, Message: llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Name: "create_document", Content: "created"}},
+	}
+	tr := &planning.Transcript{Store: s, AgentSessionID: as.ID, ExecutionID: exec.ID, Now: time.Now}
+	for _, e := range want {
+		require.NoError(t, tr.Append(ctx, e))
+	}
+	stored, err := s.ListAgentMessages(ctx, as.ID)
+	require.NoError(t, err)
+	got := planning.TranscriptEntries(stored)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].Message.Role, got[i].Message.Role)
+		require.Equal(t, want[i].Message.Content, got[i].Message.Content)
+		require.Len(t, got[i].Message.ToolCalls, len(want[i].Message.ToolCalls))
+		for j, c := range want[i].Message.ToolCalls {
+			g := got[i].Message.ToolCalls[j]
+			require.Equal(t, c.ID, g.ID)
+			require.JSONEq(t, string(c.Arguments), string(g.Arguments))
+			require.Equal(t, c.Signature, g.Signature)
+		}
+	}
 }
 
 func executions(t *testing.T, s planning.Store, _ string) {
