@@ -292,10 +292,13 @@ func (s *Executions) FinishExecution(ctx context.Context, e planning.Execution) 
 		completed = &now
 	}
 	return s.mustUpdate(ctx, "finish execution", func() error { return notFound("execution", e.ID) },
-		`UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?,
-		completed_at = ?, duration_ms = ? WHERE id = ?`,
-		string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, stampPtr(completed), e.DurationMS, e.ID)
+		finishExecutionSQL, string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, stampPtr(completed), e.DurationMS, e.ID)
 }
+
+// finishExecutionSQL saves an execution's end (a run log batch merges those
+// of distinct executions: pipeline_merge.go).
+const finishExecutionSQL = `UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?,
+		completed_at = ?, duration_ms = ? WHERE id = ?`
 
 // ExecutionFor returns userID's execution id (AnyUser: anyone's).
 func (s *Executions) ExecutionFor(ctx context.Context, userID, id string) (planning.Execution, error) {

@@ -85,6 +85,9 @@ type pipeline struct {
 	conn  *sql.Conn
 	items []pipeItem
 	stats *pipeStats
+	// merge sends single-row UPDATEs of one kind as one statement
+	// (pipeline_merge.go).
+	merge bool
 }
 
 // pipeStats counts what a run log's pipelines sent: round trips and the
@@ -98,6 +101,8 @@ type pipeItem struct {
 	args  []any
 	end   func(n int64, err error) error // an exec
 	read  func(rows rowScanner) error    // a query
+	// merged, when set, are the statements this one runs as one.
+	merged *mergedRows
 }
 
 func (p *pipeline) exec(_ context.Context, query string, args []any, end func(int64, error) error) error {
@@ -119,6 +124,9 @@ func (p *pipeline) flush(ctx context.Context) error {
 	}
 	items := p.items
 	p.items = nil
+	if p.merge {
+		items = merge(items)
+	}
 	p.stats.roundTrips.Add(1)
 	p.stats.statements.Add(int64(len(items)))
 	return p.conn.Raw(func(dc any) error {
@@ -138,9 +146,12 @@ func (p *pipeline) flush(ctx context.Context) error {
 		var first error
 		for _, it := range items {
 			var err error
-			if it.read != nil {
+			switch {
+			case it.merged != nil:
+				err = it.merged.outcome(br)
+			case it.read != nil:
 				err = readBatch(br, it.read)
-			} else {
+			default:
 				tag, execErr := br.Exec()
 				err = it.end(tag.RowsAffected(), execErr)
 			}

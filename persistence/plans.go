@@ -556,9 +556,12 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 // UpdateStep saves a step's run state: status, result, error and times.
 func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
 	return s.mustUpdate(ctx, "update plan step", func() error { return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID) },
-		`UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`,
-		string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
+		updateStepSQL, string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
 }
+
+// updateStepSQL saves a step's run state (a run log batch merges those of
+// distinct steps: pipeline_merge.go).
+const updateStepSQL = `UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`
 
 // updateStep is the UPDATE that saves a step's run state.
 func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {

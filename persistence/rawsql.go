@@ -29,6 +29,13 @@ func (db *DB) rebind(query string) string {
 	if q, ok := rebound.Load(query); ok {
 		return q.(string)
 	}
+	q := dollars(query)
+	rebound.Store(query, q)
+	return q
+}
+
+// dollars is query with PostgreSQL's placeholders ($1, $2, …) for its ?s.
+func dollars(query string) string {
 	var sb strings.Builder
 	n := 0
 	for _, r := range query {
@@ -40,9 +47,7 @@ func (db *DB) rebind(query string) string {
 		}
 		sb.WriteRune(r)
 	}
-	q := sb.String()
-	rebound.Store(query, q)
-	return q
+	return sb.String()
 }
 
 // exec runs one statement (placeholders ?) and returns how many rows it

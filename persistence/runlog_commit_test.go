@@ -493,10 +493,78 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 
 	trips2, stmts2 := l.PipelineStats()
 	// The batch ran twice (the failed write dropped, then the rest): each
-	// attempt one round trip of five statements or more (four or three
-	// writes and the events' INSERT).
+	// attempt one round trip of three statements — BEGIN, the steps'
+	// UPDATEs merged into one (pipeline_merge.go), the events' INSERT.
 	require.Equal(t, int64(2), trips2-trips, "one round trip an attempt")
-	require.GreaterOrEqual(t, stmts2-stmts, int64(5+4))
+	require.Equal(t, int64(3+3), stmts2-stmts)
+}
+
+// On PostgreSQL a batch's single-row UPDATEs of one kind that name
+// distinct rows run as one statement, each told whether its row matched;
+// two of the same row keep their order; a merged statement that fails is
+// tried again with each statement alone, so the write at fault is found
+// and the others are stored.
+func TestRunLogMergesUpdatesOfDistinctRows(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	ctx := t.Context()
+	stores := dbtest.NewStores(t, db)
+	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000004")
+	now := time.Now()
+	stepWith := func(n int, status planning.StepStatus, result string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: status, Result: result, StartedAt: &now})
+		}
+	}
+	step := func(n int, status planning.StepStatus) func(context.Context) error { return stepWith(n, status, "") }
+	record := func(writes ...func(context.Context) error) []error {
+		errs := make([]error, len(writes))
+		var wg sync.WaitGroup
+		for i, w := range writes {
+			wg.Go(func() {
+				errs[i] = em.Record(ctx, event.Text{Content: fmt.Sprint(i)}, w)
+			})
+			time.Sleep(5 * time.Millisecond) // in this order, in one batch (the linger)
+		}
+		wg.Wait()
+		return errs
+	}
+
+	// Step 1 starts and ends in the batch (not merged: the same row), step
+	// 2 starts, step 3 ends.
+	_, stmts := l.PipelineStats()
+	errs := record(step(1, planning.StepRunning), step(2, planning.StepRunning), step(1, planning.StepCompleted), step(3, planning.StepFailed))
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	_, stmts2 := l.PipelineStats()
+	require.Equal(t, int64(1+4+1), stmts2-stmts, "BEGIN, four UPDATEs (two rows named twice), the events")
+	got, err := stores.Plans.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepRunning, 3: planning.StepFailed}, stepStatuses(got))
+
+	// A result the server refuses (not UTF-8) fails the merged statement:
+	// each alone, the write at fault is dropped and the others are stored.
+	errs = record(step(1, planning.StepFailed), stepWith(3, planning.StepCompleted, "bad \xff"), step(2, planning.StepCompleted))
+	require.NoError(t, errs[0])
+	require.Error(t, errs[1])
+	require.NoError(t, errs[2])
+	got, err = stores.Plans.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepFailed, 2: planning.StepCompleted, 3: planning.StepFailed}, stepStatuses(got))
+	stored, err := l.Events(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	for i, e := range stored {
+		require.Equal(t, int64(i+1), e.Seq, "no gap where the failed write's event was dropped")
+	}
+}
+
+func stepStatuses(p planning.Plan) map[int]planning.StepStatus {
+	out := map[int]planning.StepStatus{}
+	for _, s := range p.Steps {
+		out[s.Number] = s.Status
+	}
+	return out
 }
 
 // On PostgreSQL a batch's transaction begins in its pipeline: BEGIN, the

@@ -36,6 +36,9 @@ type txBatch struct {
 	notices []string
 	channel string
 	retry   bool
+	// alone sends each statement on its own (PostgreSQL): a merged one
+	// failed (errMergeFailed).
+	alone bool
 }
 
 // commit writes b in one transaction: the events' writes, in order, then
@@ -64,7 +67,7 @@ func (t logTx) commit(b txBatch) error {
 		return err
 	}
 	defer func() { _ = conn.Close() }()
-	p := &pipeline{conn: conn, stats: t.stats}
+	p := &pipeline{conn: conn, stats: t.stats, merge: !b.alone}
 	_ = p.exec(ctx, "BEGIN", nil, batchEnd("begin"))
 	g := t.pool.Session(&gorm.Session{Context: ctx, NewDB: true})
 	g.Statement.ConnPool = inTx{conn}

@@ -91,8 +91,9 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 	batch = w.liveOnly(batch)
 	rows := w.eventRows(batch)
 	wait := w.cfg.Retry.Backoff
+	alone := false
 	for attempt := 1; ; attempt++ {
-		b := txBatch{events: batch, rows: rows, fin: fin, tokens: w.tokens(batch, fin), retry: attempt > 1}
+		b := txBatch{events: batch, rows: rows, fin: fin, tokens: w.tokens(batch, fin), retry: attempt > 1, alone: alone}
 		b.channel, b.notices = w.notices(rows, fin)
 		err := w.tx.commit(b)
 		var fenced errFenced
@@ -106,6 +107,13 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 		}
 		if err == nil {
 			break
+		}
+		if errors.Is(err, errMergeFailed) && !alone {
+			// A merged statement failed: each alone finds the write at
+			// fault (a writeFailed next).
+			alone = true
+			attempt--
+			continue
 		}
 		if errors.Is(err, errRowsFailed) {
 			// One of the queued rows is at fault: insert them one by one
