@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,16 +47,7 @@ func TestAutoExecutePlanCommitsWithItsFirstStarts(t *testing.T) {
 				ctx := context.Background()
 				store := createRefusingStore{PlanRecords: dbtest.NewStores(t, db).PlanRecords, refuse: refuse}
 				var committed batches
-				l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: committed.onCommit})
-				require.NoError(t, err)
-				l.Start()
-				t.Cleanup(l.Close)
-				require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-				em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
-					if _, err := l.Append("r1", e); err != nil {
-						t.Logf("append: %v", err)
-					}
-				}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+				l, em := onRunLog(t, db, persistence.RunLogConfig{OnCommit: committed.onCommit})
 				var worked atomic.Int32 // executors whose tools could run
 				executor := func(ctx context.Context, task agents.Task) (agents.Result, error) {
 					if task.Ready != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -47,16 +46,7 @@ func TestPlanEndCommitsWithItsLastStepEnd(t *testing.T) {
 				ctx := context.Background()
 				store := endRefusingStore{PlanRecords: dbtest.NewStores(t, db).PlanRecords, refuse: refuse, refused: &atomic.Int32{}}
 				var committed batches
-				l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: committed.onCommit})
-				require.NoError(t, err)
-				l.Start()
-				t.Cleanup(l.Close)
-				require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-				em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
-					if _, err := l.Append("r1", e); err != nil {
-						t.Logf("append: %v", err)
-					}
-				}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+				l, em := onRunLog(t, db, persistence.RunLogConfig{OnCommit: committed.onCommit})
 				rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: store})
 				require.NoError(t, err)
 				orch, err := planning.NewOrchestrator(planning.Config{Store: store, Runner: &runner{Executor: answers(0)}, Tools: rt,

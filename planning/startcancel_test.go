@@ -129,22 +129,13 @@ func TestCancelWhileAnExecutorsStartCommits(t *testing.T) {
 				bg := context.Background()
 				store := heldStartStore{PlanRecords: dbtest.NewStores(t, db).PlanRecords,
 					holding: make(chan planning.Execution, 1), release: make(chan error, 1)}
-				l, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
-				require.NoError(t, err)
-				l.Start()
-				t.Cleanup(l.Close)
+				l, em := onRunLog(t, db, persistence.RunLogConfig{})
 				t.Cleanup(func() { // a test that failed before the release lets the start go
 					select {
 					case store.release <- refused:
 					default:
 					}
 				})
-				require.NoError(t, l.CreateRun(bg, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-				em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
-					if _, err := l.Append("r1", e); err != nil {
-						t.Logf("append: %v", err)
-					}
-				}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
 
 				var ran atomic.Int32
 				createTask := tools.New(tools.Spec{Name: "create_task", Description: "create_task"},

@@ -32,6 +32,23 @@ func (s refusingStore) UpdateStep(ctx context.Context, planID string, st plannin
 	return s.PlanRecords.UpdateStep(ctx, planID, st)
 }
 
+// onRunLog starts a run log on db (closed when t ends) with run r1 of
+// alice, and returns an emitter whose events (and their writes) go to r1.
+func onRunLog(t *testing.T, db *persistence.DB, cfg persistence.RunLogConfig) (*persistence.RunLog, event.Emitter) {
+	t.Helper()
+	l, err := persistence.NewRunLog(db, cfg)
+	require.NoError(t, err)
+	l.Start()
+	t.Cleanup(l.Close)
+	require.NoError(t, l.CreateRun(context.Background(), &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+	em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+		if _, err := l.Append("r1", e); err != nil {
+			t.Logf("append: %v", err)
+		}
+	}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+	return l, em
+}
+
 // batches records what a run log hands on, commit by commit.
 type batches struct {
 	mu  sync.Mutex
@@ -74,17 +91,7 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 		// A linger, so that a writer busy with another batch when step 3's
 		// start is submitted (a loaded machine) still gathers its
 		// executor's start with it.
-		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: committed.onCommit, Linger: 20 * time.Millisecond})
-		require.NoError(t, err)
-		l.Start()
-		t.Cleanup(l.Close)
-		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-		em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
-			_, err := l.Append("r1", e)
-			if err != nil {
-				t.Logf("append: %v", err)
-			}
-		}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+		l, em := onRunLog(t, db, persistence.RunLogConfig{OnCommit: committed.onCommit, Linger: 20 * time.Millisecond})
 
 		planID, p := runThreeSteps(t, store, answers(0), em, l)
 		require.Contains(t, p.Steps[1].Error, "could not record the step's start")
@@ -190,16 +197,7 @@ func TestExecutorStartsWhileItsStartCommits(t *testing.T) {
 			return calls[step]
 		}
 		store := startGatedStore{PlanRecords: records, called: func(step int) <-chan struct{} { return called(step) }, refuse: 2}
-		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
-		require.NoError(t, err)
-		l.Start()
-		t.Cleanup(l.Close)
-		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-		em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
-			if _, err := l.Append("r1", e); err != nil {
-				t.Logf("append: %v", err)
-			}
-		}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+		l, em := onRunLog(t, db, persistence.RunLogConfig{})
 
 		var stopped sync.Map // step -> the cause its executor was stopped with
 		executor := func(ctx context.Context, task agents.Task) (agents.Result, error) {
