@@ -162,14 +162,22 @@ func transitionAddsUsage(t *testing.T, s planning.Store, _ string) {
 	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, stored.Usage)
 }
 
-func transitionRefused(t *testing.T, s planning.Store, _ string) {
+// runningPlan stores a SamplePlan of alice whose step 1 runs.
+func runningPlan(t *testing.T, s planning.Store) planning.Plan {
+	t.Helper()
 	ctx := context.Background()
 	p := SamplePlan("alice", "s1")
 	require.NoError(t, s.CreatePlan(ctx, &p))
-	started := time.Now()
-	step := p.Steps[0]
-	step.Status, step.StartedAt = planning.StepRunning, &started
-	require.NoError(t, s.UpdateStep(ctx, p.ID, step))
+	now := time.Now()
+	st := p.Steps[0]
+	st.Status, st.StartedAt = planning.StepRunning, &now
+	require.NoError(t, s.UpdateStep(ctx, p.ID, st))
+	return p
+}
+
+func transitionRefused(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := runningPlan(t, s)
 
 	refusal := errors.New("step 1 is still running")
 	var seen []planning.StepStatus
@@ -485,12 +493,7 @@ func startExecution(t *testing.T, s planning.Store, _ string) {
 
 func interruptRunning(t *testing.T, s planning.Store, _ string) {
 	ctx := context.Background()
-	running := SamplePlan("alice", "s1")
-	require.NoError(t, s.CreatePlan(ctx, &running))
-	now := time.Now()
-	st := running.Steps[0]
-	st.Status, st.StartedAt = planning.StepRunning, &now
-	require.NoError(t, s.UpdateStep(ctx, running.ID, st))
+	running := runningPlan(t, s)
 	done := SamplePlan("alice", "s1")
 	done.Status = planning.StatusCompleted
 	require.NoError(t, s.CreatePlan(ctx, &done))
