@@ -3,6 +3,7 @@ package persistence
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -21,13 +22,17 @@ import (
 // across a statement that reads. A merged statement that fails for a
 // reason of its own fails the attempt with errMergeFailed, and the batch is
 // tried again without merging, so the failure is found at the write that
-// caused it.
+// caused it. The executors a batch starts (each one statement of three
+// INSERTs) are merged the same way, their VALUES repeated, where the first
+// of them was: what follows may update the rows they insert.
 
 // errMergeFailed is an attempt whose merged statement failed for a reason
 // of its own: the batch is tried again with each statement alone.
 var errMergeFailed = errors.New("persistence: a merged statement failed")
 
-// mergeRule is how single-row UPDATEs of one statement become one.
+// mergeRule is how statements of one text become one: single-row UPDATEs
+// (table, cols, set, key), or INSERTs of one row into each of their
+// tables (insert).
 type mergeRule struct {
 	table string
 	// cols are the statement's arguments, in order, as "name::type".
@@ -36,7 +41,15 @@ type mergeRule struct {
 	set string
 	// key are the indexes of cols that name the row (WHERE, RETURNING).
 	key []int
+	// insert, when set, is the INSERT statement (its ? placeholders):
+	// its VALUES tuples are repeated, one a member, each tuple's
+	// arguments taken from every member in turn. Inserts are merged where
+	// the first of them was (what follows may update their rows).
+	insert string
 }
+
+// valuesTuple is one VALUES tuple of placeholders.
+var valuesTuple = regexp.MustCompile(`VALUES \((\?,)*\?\)`)
 
 // mergeRules are the statements the pipeline merges, by their PostgreSQL
 // text.
@@ -53,8 +66,34 @@ var mergeRules = sync.OnceValue(func() map[string]*mergeRule {
 			set: "status = v.status, result = v.result, error = v.error, input_tokens = v.input_tokens, output_tokens = v.output_tokens, " +
 				"tool_calls = v.tool_calls, completed_at = v.completed_at, duration_ms = v.duration_ms",
 			key: []int{8}},
+		dollars(startExecutionSQL): {insert: startExecutionSQL},
 	}
 })
+
+// args is how many arguments one statement of the rule takes.
+func (r *mergeRule) args() int {
+	if r.insert != "" {
+		return strings.Count(r.insert, "?")
+	}
+	return len(r.cols)
+}
+
+// insertSQL is an insert rule's statement for members, and its arguments.
+func (r *mergeRule) insertSQL(members []pipeItem) (string, []any) {
+	var args []any
+	off := 0
+	q := valuesTuple.ReplaceAllStringFunc(r.insert, func(tuple string) string {
+		n := strings.Count(tuple, "?")
+		tuples := make([]string, len(members))
+		for i, m := range members {
+			tuples[i] = strings.TrimPrefix(tuple, "VALUES ")
+			args = append(args, m.args[off:off+n]...)
+		}
+		off += n
+		return "VALUES " + strings.Join(tuples, ",")
+	})
+	return dollars(q), args
+}
 
 // sql is the merged statement for n rows.
 func (r *mergeRule) sql(n int) string {
@@ -141,28 +180,32 @@ func merge(items []pipeItem) []pipeItem {
 func mergeStretch(items []pipeItem, rules map[string]*mergeRule) []pipeItem {
 	members := map[string][]int{}
 	for i, it := range items {
-		if r := rules[it.query]; r != nil && len(it.args) == len(r.cols) {
+		if r := rules[it.query]; r != nil && len(it.args) == r.args() {
 			members[it.query] = append(members[it.query], i)
 		}
 	}
-	last := map[int]string{} // the position a merged statement takes
+	place := map[int]string{} // the position a merged statement takes
 	skip := map[int]bool{}
 	for q, at := range members {
 		r := rules[q]
-		if len(at) < 2 || !distinct(r, items, at) {
+		if len(at) < 2 || (r.insert == "" && !distinct(r, items, at)) {
 			continue
 		}
-		last[at[len(at)-1]] = q
+		if r.insert != "" {
+			place[at[0]] = q
+		} else {
+			place[at[len(at)-1]] = q
+		}
 		for _, i := range at {
 			skip[i] = true
 		}
 	}
-	if len(last) == 0 {
+	if len(place) == 0 {
 		return items
 	}
 	out := make([]pipeItem, 0, len(items))
 	for i, it := range items {
-		if q, ok := last[i]; ok {
+		if q, ok := place[i]; ok {
 			out = append(out, mergedItem(rules[q], items, members[q]))
 			continue
 		}
@@ -189,10 +232,16 @@ func distinct(r *mergeRule, items []pipeItem, at []int) bool {
 // mergedItem is the statement that runs the members of items at as one.
 func mergedItem(r *mergeRule, items []pipeItem, at []int) pipeItem {
 	members := make([]pipeItem, len(at))
-	args := make([]any, 0, len(at)*len(r.cols))
 	for i, j := range at {
 		members[i] = items[j]
-		args = append(args, items[j].args...)
+	}
+	if r.insert != "" {
+		q, args := r.insertSQL(members)
+		return pipeItem{query: q, args: args, merged: &mergedRows{rule: r, members: members}}
+	}
+	args := make([]any, 0, len(at)*len(r.cols))
+	for _, m := range members {
+		args = append(args, m.args...)
 	}
 	return pipeItem{query: r.sql(len(at)), args: args, merged: &mergedRows{rule: r, members: members}}
 }
@@ -208,6 +257,19 @@ type mergedRows struct {
 // first error one of them returned. A failure of the statement itself is
 // the batch's (transient: tried again as it is; otherwise errMergeFailed).
 func (m *mergedRows) outcome(br pgx.BatchResults) error {
+	if m.rule.insert != "" {
+		// Every row is inserted, or the statement fails.
+		if _, err := br.Exec(); err != nil {
+			return mergeFailed(err)
+		}
+		var first error
+		for _, it := range m.members {
+			if err := it.end(1, nil); first == nil {
+				first = err
+			}
+		}
+		return first
+	}
 	rows, err := br.Query()
 	matched := map[string]bool{}
 	if err == nil {
@@ -225,10 +287,7 @@ func (m *mergedRows) outcome(br pgx.BatchResults) error {
 		}
 	}
 	if err != nil {
-		if transient(err) {
-			return &batchFailed{err}
-		}
-		return &batchFailed{fmt.Errorf("%w: %w", errMergeFailed, err)}
+		return mergeFailed(err)
 	}
 	var first error
 	for _, it := range m.members {
@@ -241,4 +300,14 @@ func (m *mergedRows) outcome(br pgx.BatchResults) error {
 		}
 	}
 	return first
+}
+
+// mergeFailed is the batch's failure when a merged statement failed with
+// err: tried again as it is when err is transient, else with each
+// statement alone (errMergeFailed).
+func mergeFailed(err error) error {
+	if transient(err) {
+		return &batchFailed{err}
+	}
+	return &batchFailed{fmt.Errorf("%w: %w", errMergeFailed, err)}
 }

@@ -623,3 +623,65 @@ func TestRunLogSyncReturnsWhenTheLastPendingEventIsDropped(t *testing.T) {
 		}
 	})
 }
+
+// On PostgreSQL the executor starts of a batch (each one statement of
+// three INSERTs) run as one statement; one that fails (its plan does not
+// exist) makes the batch try again with each alone, so only that start
+// fails and the others are stored.
+func TestRunLogMergesExecutorStarts(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	ctx := t.Context()
+	stores := dbtest.NewStores(t, db)
+	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000005")
+	start := func(planID string, step int) (string, func(context.Context) error) {
+		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
+		return execID, func(ctx context.Context) error {
+			return stores.Executions.StartExecution(ctx,
+				planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: planID, StepNumber: step},
+				planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: planID, StepNumber: step, UserID: "alice"},
+				planning.Execution{ID: execID, PlanID: planID, StepNumber: step, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice", Task: "t"})
+		}
+	}
+	record := func(writes ...func(context.Context) error) []error {
+		errs := make([]error, len(writes))
+		var wg sync.WaitGroup
+		for i, w := range writes {
+			wg.Go(func() {
+				errs[i] = em.Record(ctx, event.Text{Content: fmt.Sprint(i)}, w)
+			})
+			time.Sleep(5 * time.Millisecond) // in this order, in one batch (the linger)
+		}
+		wg.Wait()
+		return errs
+	}
+	stored := func(ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			x, err := stores.Executions.ExecutionFor(ctx, persistence.AnyUser, id)
+			require.NoError(t, err)
+			require.Equal(t, planning.ExecutionRunning, x.Status)
+			_, err = stores.Executions.GetAgent(ctx, x.AgentID)
+			require.NoError(t, err)
+		}
+	}
+
+	x1, w1 := start(p.ID, 1)
+	x2, w2 := start(p.ID, 2)
+	_, stmts := l.PipelineStats()
+	for _, err := range record(w1, w2) {
+		require.NoError(t, err)
+	}
+	_, stmts2 := l.PipelineStats()
+	require.Equal(t, int64(1+1+1), stmts2-stmts, "BEGIN, the two starts as one statement, the events")
+	stored(x1, x2)
+
+	x3, w3 := start(p.ID, 3)
+	xBad, wBad := start("00000000-0000-7000-8000-0000000000ff", 1)
+	errs := record(w3, wBad)
+	require.NoError(t, errs[0])
+	require.Error(t, errs[1], "a start whose plan does not exist")
+	stored(x3)
+	_, err := stores.Executions.ExecutionFor(ctx, persistence.AnyUser, xBad)
+	require.Error(t, err)
+}
