@@ -410,13 +410,8 @@ func TestRunLogStartsAnExecutorInOneStatement(t *testing.T) {
 	stores := dbtest.NewStores(t, db)
 	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{}, "00000000-0000-7000-8000-000000000003")
 	start := func(planID string, step int) (string, error) {
-		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
-		return execID, em.Record(ctx, event.ExecutorSpawned{PlanID: planID, StepNumber: step, ExecutionID: execID}, func(ctx context.Context) error {
-			return stores.Executions.StartExecution(ctx,
-				planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: planID, StepNumber: step},
-				planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: planID, StepNumber: step, UserID: "alice"},
-				planning.Execution{ID: execID, PlanID: planID, StepNumber: step, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice", Task: "t"})
-		})
+		execID, write := executorStart(stores, planID, step)
+		return execID, em.Record(ctx, event.ExecutorSpawned{PlanID: planID, StepNumber: step, ExecutionID: execID}, write)
 	}
 	statements := func(f func()) int64 {
 		_, before := l.PipelineStats()
@@ -517,18 +512,7 @@ func TestRunLogMergesUpdatesOfDistinctRows(t *testing.T) {
 		}
 	}
 	step := func(n int, status planning.StepStatus) func(context.Context) error { return stepWith(n, status, "") }
-	record := func(writes ...func(context.Context) error) []error {
-		errs := make([]error, len(writes))
-		var wg sync.WaitGroup
-		for i, w := range writes {
-			wg.Go(func() {
-				errs[i] = em.Record(ctx, event.Text{Content: fmt.Sprint(i)}, w)
-			})
-			time.Sleep(5 * time.Millisecond) // in this order, in one batch (the linger)
-		}
-		wg.Wait()
-		return errs
-	}
+	record := func(writes ...func(context.Context) error) []error { return recordInOrder(ctx, em, writes...) }
 
 	// Step 1 starts and ends in the batch (not merged: the same row), step
 	// 2 starts, step 3 ends.
@@ -634,27 +618,7 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 	ctx := t.Context()
 	stores := dbtest.NewStores(t, db)
 	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000005")
-	start := func(planID string, step int) (string, func(context.Context) error) {
-		agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
-		return execID, func(ctx context.Context) error {
-			return stores.Executions.StartExecution(ctx,
-				planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: planID, StepNumber: step},
-				planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: planID, StepNumber: step, UserID: "alice"},
-				planning.Execution{ID: execID, PlanID: planID, StepNumber: step, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice", Task: "t"})
-		}
-	}
-	record := func(writes ...func(context.Context) error) []error {
-		errs := make([]error, len(writes))
-		var wg sync.WaitGroup
-		for i, w := range writes {
-			wg.Go(func() {
-				errs[i] = em.Record(ctx, event.Text{Content: fmt.Sprint(i)}, w)
-			})
-			time.Sleep(5 * time.Millisecond) // in this order, in one batch (the linger)
-		}
-		wg.Wait()
-		return errs
-	}
+	record := func(writes ...func(context.Context) error) []error { return recordInOrder(ctx, em, writes...) }
 	stored := func(ids ...string) {
 		t.Helper()
 		for _, id := range ids {
@@ -666,8 +630,8 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 		}
 	}
 
-	x1, w1 := start(p.ID, 1)
-	x2, w2 := start(p.ID, 2)
+	x1, w1 := executorStart(stores, p.ID, 1)
+	x2, w2 := executorStart(stores, p.ID, 2)
 	_, stmts := l.PipelineStats()
 	for _, err := range record(w1, w2) {
 		require.NoError(t, err)
@@ -676,12 +640,40 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 	require.Equal(t, int64(1+1+1), stmts2-stmts, "BEGIN, the two starts as one statement, the events")
 	stored(x1, x2)
 
-	x3, w3 := start(p.ID, 3)
-	xBad, wBad := start("00000000-0000-7000-8000-0000000000ff", 1)
+	x3, w3 := executorStart(stores, p.ID, 3)
+	xBad, wBad := executorStart(stores, "00000000-0000-7000-8000-0000000000ff", 1)
 	errs := record(w3, wBad)
 	require.NoError(t, errs[0])
 	require.Error(t, errs[1], "a start whose plan does not exist")
 	stored(x3)
 	_, err := stores.Executions.ExecutionFor(ctx, persistence.AnyUser, xBad)
 	require.Error(t, err)
+}
+
+// executorStart is the write that starts an executor of step of planID
+// (its agent, conversation and execution), and the execution's id.
+func executorStart(stores dbtest.Stores, planID string, step int) (string, func(context.Context) error) {
+	agentID, sessionID, execID := persistence.NewID(), persistence.NewID(), persistence.NewID()
+	return execID, func(ctx context.Context) error {
+		return stores.Executions.StartExecution(ctx,
+			planning.AgentRecord{ID: agentID, Role: event.RoleExecutor, UserID: "alice", PlanID: planID, StepNumber: step},
+			planning.AgentSession{ID: sessionID, AgentID: agentID, PlanID: planID, StepNumber: step, UserID: "alice"},
+			planning.Execution{ID: execID, PlanID: planID, StepNumber: step, AgentID: agentID, AgentSessionID: sessionID, UserID: "alice", Task: "t"})
+	}
+}
+
+// recordInOrder records one text event for each of writes, a few
+// milliseconds apart so that they queue in this order (one batch under a
+// run log's linger), and returns each Record's error.
+func recordInOrder(ctx context.Context, em event.Emitter, writes ...func(context.Context) error) []error {
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Go(func() {
+			errs[i] = em.Record(ctx, event.Text{Content: fmt.Sprint(i)}, w)
+		})
+		time.Sleep(5 * time.Millisecond)
+	}
+	wg.Wait()
+	return errs
 }
