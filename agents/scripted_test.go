@@ -39,6 +39,13 @@ func realTools() []tools.Tool {
 
 func runScript(t *testing.T, src string, ctx context.Context) (agents.Result, *event.Recorder, error) {
 	t.Helper()
+	return runScriptSeeing(t, src, ctx, func(event.Envelope) {})
+}
+
+// runScriptSeeing is runScript with see called on each event as it is
+// emitted.
+func runScriptSeeing(t *testing.T, src string, ctx context.Context, see func(event.Envelope)) (agents.Result, *event.Recorder, error) {
+	t.Helper()
 	m, err := scriptedmodel.Parse([]byte(src))
 	require.NoError(t, err)
 	model, err := llm.NewClient(llm.ClientConfig{Model: m, Provider: "scripted", Stream: true, MaxRetries: -1})
@@ -50,7 +57,10 @@ func runScript(t *testing.T, src string, ctx context.Context) (agents.Result, *e
 	require.NoError(t, err)
 	rec := &event.Recorder{}
 	res, err := r.Run(ctx, agents.Task{Role: agents.Role{Name: event.RolePlanner}, System: "You plan.", Input: "go",
-		Tools: realTools(), Events: event.NewEmitter(rec, plannerSource, time.Now)})
+		Tools: realTools(), Events: event.NewEmitter(event.SinkFunc(func(ctx context.Context, e event.Envelope) {
+			rec.Emit(ctx, e)
+			see(e)
+		}), plannerSource, time.Now)})
 	return res, rec, err
 }
 
@@ -138,16 +148,20 @@ func TestScriptedProviderErrorAndCancellation(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, agents.FinishError, res.Finished)
 
+	// Cancelled once the slow tool has timed out, as the model's second
+	// call (5 s) starts — never before the first reply's text, however
+	// loaded the machine.
 	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		time.Sleep(30 * time.Millisecond)
-		cancel(agents.UserCancelled)
-	}()
-	res, _, _ = runScript(t, `
+	defer cancel(nil)
+	res, _, _ = runScriptSeeing(t, `
 rules:
   - when: {after_tool: none}
     reply: {text: "Working on it", chunk: 3, tool_calls: [{name: slow}]}
-default: {reply: {delay_ms: 5000, text: "never"}}`, ctx)
+default: {reply: {delay_ms: 5000, text: "never"}}`, ctx, func(e event.Envelope) {
+		if e.Event.Type() == event.TypeToolResult {
+			cancel(agents.UserCancelled)
+		}
+	})
 	require.True(t, res.Interrupted)
 	require.Equal(t, agents.UserCancelled, res.Cause)
 	require.Contains(t, res.Text, "Working on it", "the partial text is kept")
