@@ -87,6 +87,10 @@ type options struct {
 	// PerfDir, when set, receives a perf recording of each server.
 	PerfDir         string
 	RequirePostgres bool
+	// DialInShot makes a concurrent workload dial its connections inside
+	// the measured shot instead of before it (how sessions up to the
+	// seventh measured).
+	DialInShot bool
 }
 
 var allDrivers = []string{"sqlite", "postgres"}
@@ -98,6 +102,7 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 	wls := fs.String("workloads", getenv("BENCH_WORKLOADS"), "comma-separated workloads W1–W4 (default all, W4 on PostgreSQL only; $BENCH_WORKLOADS)")
 	quick := fs.Bool("quick", getenv("BENCH_QUICK") == "1", "few turns per workload, to iterate ($BENCH_QUICK=1)")
 	perfDir := fs.String("perf", "", "record each server with `perf record -g` during the measured turns into DIR/<driver>-<workload>.perf.data")
+	dialInShot := fs.Bool("dial-in-shot", false, "concurrent workloads dial their connections inside the measured shot, not before it")
 	keep := fs.Bool("keep", false, "keep the temporary directory (configs, scripts, server logs); it is kept anyway after a failure")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -105,7 +110,7 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{Quick: *quick, Keep: *keep, PerfDir: *perfDir, RequirePostgres: getenv("REQUIRE_POSTGRES") == "1"}
+	o := options{Quick: *quick, Keep: *keep, PerfDir: *perfDir, RequirePostgres: getenv("REQUIRE_POSTGRES") == "1", DialInShot: *dialInShot}
 	o.Drivers = allDrivers
 	if *drivers != "" {
 		o.Drivers, o.DriversNamed = splitList(*drivers, strings.ToLower), true
@@ -159,7 +164,9 @@ type environment struct {
 	tick    time.Duration
 	keep    bool
 	perfDir string
-	out     io.Writer
+	// dialInShot: see options.DialInShot.
+	dialInShot bool
+	out        io.Writer
 }
 
 func (e *environment) note(format string, args ...any) {
@@ -177,7 +184,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	env := &environment{dir: dir, tick: clockTick(), keep: o.Keep, perfDir: o.PerfDir, out: out}
+	env := &environment{dir: dir, tick: clockTick(), keep: o.Keep, perfDir: o.PerfDir, dialInShot: o.DialInShot, out: out}
 	if o.PerfDir != "" {
 		if _, err := exec.LookPath("perf"); err != nil {
 			return fmt.Errorf("-perf: %w", err)

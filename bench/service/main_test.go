@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,6 +127,11 @@ func TestParseOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"sqlite"}, o.Drivers, "a flag wins over the environment")
 
+	require.False(t, o.DialInShot, "connections are dialed before a shot unless asked")
+	o, err = parseOptions([]string{"-dial-in-shot"}, env(nil), &usage)
+	require.NoError(t, err)
+	require.True(t, o.DialInShot)
+
 	_, err = parseOptions([]string{"-drivers", "mysql"}, env(nil), &usage)
 	require.ErrorContains(t, err, `unknown driver "mysql"`)
 	_, err = parseOptions([]string{"-workloads", "W5"}, env(nil), &usage)
@@ -213,6 +220,49 @@ func TestTurnChecksTheStream(t *testing.T) {
 			require.ErrorContains(t, r.Err, tc.wantErr)
 		})
 	}
+}
+
+// A concurrent shot's connections are dialed before it: its turns take
+// them and dial none of their own; what a shot leaves unused is closed.
+func TestPreopenedConnectionsServeTheShot(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	states := map[http.ConnState]int{}
+	// Each turn answers once all three are in, so none can reuse another's
+	// connection.
+	var arrived sync.WaitGroup
+	arrived.Add(3)
+	answer := stream(`{"type":"agent_state"}`, `{"type":"text","content":"hi"}`, goodDone)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Done()
+		arrived.Wait()
+		answer(w, r)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		mu.Lock()
+		defer mu.Unlock()
+		states[s]++
+	}
+	srv.Start()
+	defer srv.Close()
+	count := func(s http.ConnState) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return states[s]
+	}
+	c := newClient(srv.URL)
+	require.NoError(t, c.preopen(context.Background(), 5))
+	require.Eventually(t, func() bool { return count(http.StateNew) == 5 }, 5*time.Second, time.Millisecond, "dialed before the shot")
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { require.NoError(t, c.turn(context.Background(), named(t, "W4")).Err) })
+	}
+	wg.Wait()
+	require.Equal(t, 5, count(http.StateNew), "the turns dialed nothing")
+	require.Len(t, c.open, 2)
+	c.close()
+	require.Eventually(t, func() bool { return count(http.StateClosed) == 5 }, 5*time.Second, time.Millisecond, "every connection closed")
 }
 
 // What a turn left in the database is checked over the API too.

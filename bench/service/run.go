@@ -83,6 +83,11 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 	turns := make([]turnResult, w.Turns)
 	if w.Concurrent {
 		var wg sync.WaitGroup
+		if !env.dialInShot {
+			if err := c.preopen(ctx, w.Turns); err != nil {
+				return res, err
+			}
+		}
 		gate := make(chan struct{})
 		for i := range turns {
 			wg.Go(func() {

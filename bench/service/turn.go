@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,17 +22,66 @@ import (
 type client struct {
 	base string
 	http *http.Client
+	// open holds connections dialed before a concurrent shot; the
+	// transport takes one of them before it dials.
+	open chan net.Conn
 }
 
 func newClient(base string) *client {
-	return &client{base: base, http: &http.Client{Transport: &http.Transport{
+	c := &client{base: base, open: make(chan net.Conn, 1024)}
+	var d net.Dialer
+	c.http = &http.Client{Transport: &http.Transport{
 		MaxIdleConns:        0, // no limit
 		MaxIdleConnsPerHost: 1024,
 		DisableCompression:  true,
-	}}}
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			select {
+			case conn := <-c.open:
+				return conn, nil
+			default:
+				return d.DialContext(ctx, network, addr)
+			}
+		},
+	}}
+	return c
 }
 
-func (c *client) close() { c.http.CloseIdleConnections() }
+// preopen dials n connections to the server before a concurrent shot, as
+// n clients that already hold a connection: the shot then measures the
+// server, not one process dialing n sockets at once on the cores the
+// server runs on.
+func (c *client) preopen(ctx context.Context, n int) error {
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return err
+	}
+	var d net.Dialer
+	for range n {
+		conn, err := d.DialContext(ctx, "tcp", u.Host)
+		if err != nil {
+			return err
+		}
+		select {
+		case c.open <- conn:
+		default:
+			conn.Close()
+			return fmt.Errorf("more than %d connections to open", cap(c.open))
+		}
+	}
+	return nil
+}
+
+func (c *client) close() {
+	c.http.CloseIdleConnections()
+	for {
+		select {
+		case conn := <-c.open:
+			conn.Close()
+		default:
+			return
+		}
+	}
+}
 
 // turnResult is what the stream of one turn showed.
 type turnResult struct {
