@@ -142,7 +142,7 @@ func TestLeases(t *testing.T) {
 		_, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
 		require.NoError(t, err)
 		require.False(t, ok)
-		taken, err := jobs.Runs().TakeOverExpired(ctx)
+		taken, err := jobs.Runs().TakeOverExpired(ctx, time.Now().Add(-time.Hour))
 		require.NoError(t, err)
 		require.Empty(t, taken)
 		n, err := jobs.Runs().Renew(ctx, "A", time.Minute)
@@ -152,7 +152,7 @@ func TestLeases(t *testing.T) {
 		// Its lease expires: the leader hands it over with a new job.
 		_, err = jobs.Runs().Renew(ctx, "A", -time.Second)
 		require.NoError(t, err)
-		taken, err = jobs.Runs().TakeOverExpired(ctx)
+		taken, err = jobs.Runs().TakeOverExpired(ctx, time.Now().Add(-time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, []string{id}, taken)
 		require.Equal(t, id, receive(t, got))
@@ -194,6 +194,42 @@ func claimedRun(t *testing.T, jobs *persistence.Jobs, got <-chan string, owner s
 	require.NoError(t, err)
 	require.True(t, ok)
 	return r
+}
+
+// A run whose job was fetched by a process that died before it claimed the
+// run (no owner, no lease) is queued again once it stayed unclaimed for a
+// lease timeout — not before, and not again at once.
+func TestUnclaimedRunsAreQueuedAgain(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		jobs, got := startJobs(t, db)
+		id := persistence.NewID()
+		created := queuedRun(t, jobs, id)
+		require.Equal(t, id, receive(t, got), "fetched, never claimed")
+
+		taken, err := jobs.Runs().TakeOverExpired(ctx, time.Now().Add(-time.Minute))
+		require.NoError(t, err)
+		require.Empty(t, taken, "not unclaimed for long enough")
+
+		first := time.Now()
+		taken, err = jobs.Runs().TakeOverExpired(ctx, first.Add(time.Second))
+		require.NoError(t, err)
+		require.Equal(t, []string{id}, taken)
+		require.Equal(t, id, receive(t, got), "queued again")
+		taken, err = jobs.Runs().TakeOverExpired(ctx, first)
+		require.NoError(t, err)
+		require.Empty(t, taken, "queued again a moment ago")
+
+		r, ok, err := jobs.Runs().Claim(ctx, id, "B", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, 1, r.Attempts, "its first attempt")
+		require.Equal(t, created.LeaseToken+1, r.LeaseToken, "nobody held a token to fence off")
+		taken, err = jobs.Runs().TakeOverExpired(ctx, time.Now().Add(time.Second))
+		require.NoError(t, err)
+		require.Empty(t, taken, "claimed and live")
+	})
 }
 
 // takeOver hands run r, claimed by its owner, to owner: released, its job

@@ -309,14 +309,20 @@ func (l *RunLeases) Release(ctx context.Context, runID string, token int64) (boo
 
 // TakeOverExpired hands over every running run whose lease expired (its
 // owner stopped renewing it: it died or lost the database), each with a new
-// token and a new job, and returns their ids.
-func (l *RunLeases) TakeOverExpired(ctx context.Context) ([]string, error) {
+// token and a new job, and returns their ids. A running run nobody claimed
+// whose row is older than unclaimedBefore gets a new job too: its job may
+// have been fetched by a process that died before it claimed the run, and
+// River would leave that job running until its rescuer's hour. A job that
+// merely waited for a worker that long is harmless to double: the claim
+// lets one attempt run it, the other finds it owned or finished.
+func (l *RunLeases) TakeOverExpired(ctx context.Context, unclaimedBefore time.Time) ([]string, error) {
 	now := l.jobs.core.now().UnixMilli()
+	stale := Timestamp(unclaimedBefore)
 	var ids []string
 	if err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
 		ids = nil
-		return g.Raw(`SELECT id FROM runs WHERE status = ? AND owner <> '' AND lease_until < ? ORDER BY created_at`, RunRunning, now).
-			Scan(&ids).Error
+		return g.Raw(`SELECT id FROM runs WHERE status = ? AND (owner <> '' AND lease_until < ? OR owner = '' AND updated_at < ?)
+			ORDER BY created_at`, RunRunning, now, stale).Scan(&ids).Error
 	}); err != nil {
 		return nil, dbErr("find expired leases", err)
 	}
@@ -325,8 +331,10 @@ func (l *RunLeases) TakeOverExpired(ctx context.Context) ([]string, error) {
 		var n int64
 		err := l.inTx(ctx, func(tx runTx) error {
 			var err error
-			n, err = tx.exec(ctx, `UPDATE runs SET owner = '', lease_until = 0, lease_token = lease_token + 1, updated_at = ?
-				WHERE id = ? AND status = ? AND owner <> '' AND lease_until < ?`, l.jobs.core.stamp(), id, RunRunning, now)
+			n, err = tx.exec(ctx, `UPDATE runs SET owner = '', lease_until = 0,
+					lease_token = CASE WHEN owner = '' THEN lease_token ELSE lease_token + 1 END, updated_at = ?
+				WHERE id = ? AND status = ? AND (owner <> '' AND lease_until < ? OR owner = '' AND updated_at < ?)`,
+				l.jobs.core.stamp(), id, RunRunning, now, stale)
 			if err != nil || n == 0 {
 				return err
 			}

@@ -101,6 +101,20 @@ func newChatEnv(t testing.TB, driver string, m agents.Model, mutate func(*httpap
 // or the plan — on any env sharing the database.
 func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(*httpapi.APIConfig), listener *persistence.Listener) chatEnv {
 	t.Helper()
+	return newChatEnvWith(t, db, m, envWiring{Mutate: mutate, Listener: listener})
+}
+
+// envWiring is what a test changes of newChatEnvOn's wiring.
+type envWiring struct {
+	Mutate   func(*httpapi.APIConfig)
+	Listener *persistence.Listener
+	// LeaseTimeout is the runs' (runs.Config; 0: its default).
+	LeaseTimeout time.Duration
+}
+
+func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
+	t.Helper()
+	mutate, listener := w.Mutate, w.Listener
 	stores := dbtest.NewStores(t, db)
 	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions})
 	require.NoError(t, err)
@@ -179,7 +193,7 @@ func newChatEnvOn(t testing.TB, db *persistence.DB, m agents.Model, mutate func(
 	require.NoError(t, err)
 	control := orch.Control()
 	plan := runs.PlanWork(stores.PlanRecords, cfg.Chat)
-	worker, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, PollInterval: 50 * time.Millisecond, Logger: logger,
+	worker, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, PollInterval: 50 * time.Millisecond, LeaseTimeout: w.LeaseTimeout, Logger: logger,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(cfg.Chat), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})

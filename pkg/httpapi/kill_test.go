@@ -21,24 +21,31 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/event"
 )
 
 // killDSN names, in a re-executed test binary, the database its server
-// runs on (TestKilledServer).
-const killDSN = "PLANWRIGHT_TEST_KILL_DSN"
+// runs on, and killLease its runs' lease timeout (TestKilledServer).
+const (
+	killDSN   = "PLANWRIGHT_TEST_KILL_DSN"
+	killLease = "PLANWRIGHT_TEST_KILL_LEASE"
+)
 
 // TestKilledServerChild is the server TestKilledServer kills: it runs only
-// in a re-executed test binary, serves the API on the given database,
-// prints its address and a key, and waits to be killed.
+// in a re-executed test binary, serves the API on the given database (its
+// runs are jobs, taken over from a dead process once their lease expires),
+// prints its address and a key per user, and waits to be killed.
 func TestKilledServerChild(t *testing.T) {
 	dsn := os.Getenv(killDSN)
 	if dsn == "" {
 		t.Skip("runs only as TestKilledServer's child process")
 	}
+	lease, err := time.ParseDuration(os.Getenv(killLease))
+	require.NoError(t, err)
 	ctx := context.Background()
 	db, err := persistence.Open(ctx, persistence.Config{Driver: persistence.DriverPostgres, DSN: dsn})
 	require.NoError(t, err)
-	e := newChatEnvOn(t, db, scriptedModel(t, reviewScript), nil, nil)
+	e := newChatEnvWith(t, db, scriptedModel(t, reviewScript), envWiring{LeaseTimeout: lease})
 	keys := make([]string, 10) // a user per turn: a user runs only a few turns at once
 	for i := range keys {
 		secret, key, err := auth.NewKey(auth.KeySpec{UserID: fmt.Sprintf("user-%d", i), Role: auth.RoleUser}, persistence.NewID(), time.Now())
@@ -50,10 +57,52 @@ func TestKilledServerChild(t *testing.T) {
 	time.Sleep(3 * time.Minute) // killed long before
 }
 
+// killable is a TestKilledServerChild process.
+type killable struct {
+	cmd  *exec.Cmd
+	url  string
+	keys []string
+}
+
+// startKillable starts a server process on dsn whose runs lease for lease.
+func startKillable(t *testing.T, ctx context.Context, dsn string, lease time.Duration) *killable {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKilledServerChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), killDSN+"="+dsn, killLease+"="+lease.String())
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	k := &killable{cmd: cmd}
+	t.Cleanup(k.kill)
+	lines := bufio.NewScanner(out)
+	for lines.Scan() {
+		if f := strings.Fields(lines.Text()); len(f) == 3 && f[0] == "serving" {
+			k.url, k.keys = f[1], strings.Split(f[2], ",")
+			break
+		}
+	}
+	require.NotEmpty(t, k.url, "the child serves")
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return k
+}
+
+// kill ends the process with SIGKILL and waits for it (idempotent).
+func (k *killable) kill() {
+	if k.cmd.ProcessState == nil {
+		_ = k.cmd.Process.Kill()
+		_ = k.cmd.Wait()
+	}
+}
+
 // A server process is killed (SIGKILL) at a random moment while 10 turns
-// run plans; after recovery (InterruptRunning, as a restart runs it) every
-// run's log and the rows agree: nothing the log announced is missing from
-// the rows, seqs have no gap, nothing is announced twice (logAgreement).
+// run plans, twice — the second process may be taking the first one's
+// runs over when it dies. A third process, left alive, takes every run
+// over once its lease expires, as a replica or the next start does, and
+// finishes it. Then every run completed, and its log and the rows agree
+// exactly: nothing the log announced is missing from the rows, nothing in
+// the rows went unannounced, seqs have no gap, nothing is announced twice,
+// each answer is stored once (logAgreement).
 func TestKilledServer(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
@@ -67,35 +116,20 @@ func TestKilledServer(t *testing.T) {
 	t.Cleanup(func() { _ = db.Close() })
 	_, err = db.Migrate(ctx)
 	require.NoError(t, err)
+	const lease = 2 * time.Second
+	var cut int64 // runs left unfinished by the kills
 
 	for round := range 2 {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestKilledServerChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killDSN+"="+cfg.DSN)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := bufio.NewScanner(out)
-		var url string
-		var keys []string
-		for lines.Scan() {
-			if f := strings.Fields(lines.Text()); len(f) == 3 && f[0] == "serving" {
-				url, keys = f[1], strings.Split(f[2], ",")
-				break
-			}
-		}
-		require.NotEmpty(t, url, "the child serves")
-		go func() { _, _ = io.Copy(io.Discard, out) }()
-
+		k := startKillable(t, ctx, cfg.DSN, lease)
 		var wg sync.WaitGroup
 		started := make(chan struct{}, 10)
 		for i := range 10 {
 			wg.Go(func() {
 				body, _ := json.Marshal(map[string]any{"message": "plan the launch", "plan_mode": "auto_execute",
 					"stream_run_id": fmt.Sprintf("kill-%d-%d", round, i)})
-				req, _ := http.NewRequestWithContext(ctx, "POST", url+"/api/agent/stream", bytes.NewReader(body))
+				req, _ := http.NewRequestWithContext(ctx, "POST", k.url+"/api/agent/stream", bytes.NewReader(body))
 				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+keys[i])
+				req.Header.Set("Authorization", "Bearer "+k.keys[i])
 				resp, err := http.DefaultClient.Do(req)
 				started <- struct{}{}
 				if err != nil {
@@ -106,27 +140,55 @@ func TestKilledServer(t *testing.T) {
 			})
 		}
 		<-started
-		delay := time.Duration(rng.IntN(1500)) * time.Millisecond
-		t.Logf("round %d: kill after %s", round, delay)
+		// Round 0 anywhere from before the first run to after the last;
+		// round 1 while its runs work (a turn takes 150 ms or more).
+		delay := time.Duration(rng.IntN(400)) * time.Millisecond
+		if round == 1 {
+			delay = time.Duration(100+rng.IntN(150)) * time.Millisecond
+		}
 		time.Sleep(delay)
-		require.NoError(t, cmd.Process.Kill())
-		_ = cmd.Wait()
+		k.kill()
 		wg.Wait()
+		var open int64
+		require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT count(*) FROM runs WHERE finished_at IS NULL`).Scan(&open).Error)
+		t.Logf("round %d: killed after %s with %d runs unfinished", round, delay, open)
+		cut += open
 	}
 
-	// Recovery, as the next process to start runs it.
-	stores := dbtest.NewStores(t, db)
-	_, err = stores.Plans.InterruptRunning(ctx)
-	require.NoError(t, err)
-	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
-	require.NoError(t, err)
-	t.Cleanup(runs.Close) // its writer has a connection pool of its own
+	require.Positive(t, cut, "the kills cut runs short")
+
+	// Recovery: a process that lives takes the runs over.
+	startKillable(t, ctx, cfg.DSN, lease)
 	var ids []string
 	require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT id FROM runs ORDER BY id`).Scan(&ids).Error)
 	require.NotEmpty(t, ids)
+	took := time.Now()
+	for {
+		var open []string
+		require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT id FROM runs WHERE finished_at IS NULL`).Scan(&open).Error)
+		if len(open) == 0 {
+			break
+		}
+		require.Less(t, time.Since(took), 30*time.Second, "runs %v still unfinished after the recovery had %s (lease %s)",
+			open, time.Since(took), lease)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%d runs finished %s after the recovery started", len(ids), time.Since(took))
+
+	stores := dbtest.NewStores(t, db)
+	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{})
+	require.NoError(t, err)
+	t.Cleanup(runs.Close) // its writer has a connection pool of its own
 	check := logAgreement{runs: runs, stores: stores}
 	for _, id := range ids {
+		r, err := runs.GetRun(ctx, persistence.AnyUser, id)
+		require.NoError(t, err)
+		require.Equal(t, persistence.RunCompleted, r.Status, "run %s", id)
+		evs, err := runs.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		last, ok := evs[len(evs)-1].Event.(event.Done)
+		require.True(t, ok, "run %s ends with done", id)
+		require.Equal(t, event.FinishedCompleted, last.FinishedReason, "run %s", id)
 		check.check(t, ctx, id)
 	}
-	t.Logf("%d runs checked", len(ids))
 }

@@ -22,38 +22,26 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// What a run's log and the rows must agree on. The log is what clients
-// were (or will be) told; the rows are what the database holds.
+// What a run's log and the rows must agree on, once the run is over or
+// while no process works it. The log is what clients were (or will be)
+// told; the rows are what the database holds. They say the same: each
+// step's status is that of its last step_start/step_complete (pending
+// without one), each plan that ended says so in plan_complete (one without
+// it is not over), the executions are exactly those executor_spawned
+// announced, with the status executor_result gave them (running without
+// one), and the turn's answer named by done is stored once (a turn without
+// done's answer has none). A row and the event announcing it commit in one
+// transaction, so this holds after dropped connections (the process lived
+// on) and after kills whose runs other processes took over alike.
 //
-// exact (the process lived on; only connections were dropped): the rows
-// say exactly what the log's last events about them said — each step's
-// status is that of its last step_start/step_complete (pending without
-// one), each plan that ended says so in plan_complete, the executions are
-// exactly those executor_spawned announced with the status executor_result
-// gave them (running without one), and the turn's answer named by done is
-// stored once.
-//
-// after a kill (exact false), the log ends wherever the process died and
-// recovery (InterruptRunning) closed what it left running (a running step
-// or execution is cancelled, "interrupted: …"). Nothing was announced that
-// the rows do not hold — a step announced running is running or was
-// interrupted, a final state announced is the row's, an announced
-// execution exists, a plan_complete's status is the plan's, done's message
-// is stored — and, since a row and the event announcing it commit in one
-// transaction, no row the log announces changed without its event: a step
-// never announced is pending, every execution of the plan was announced,
-// a plan without plan_complete is not over, and the session of a turn
-// without done's answer has no answer.
-//
-// Both: the log's seqs run 1, 2, … without a gap, and no step ends twice
-// in one run, nor does one execution. An execution announced ended has its
-// whole transcript (seq 1, 2, … ending with the executor's answer): its
-// messages are queued to the log's writer before the event, so they commit
-// before or with it.
+// The log's seqs run 1, 2, … without a gap, and no step ends twice in one
+// run, nor does one execution. An execution announced ended has its whole
+// transcript (seq 1, 2, … ending with the executor's answer): its messages
+// are queued to the log's writer before the event, so they commit before
+// or with it.
 type logAgreement struct {
 	runs   *persistence.RunLog
 	stores dbtest.Stores
-	exact  bool
 }
 
 type planInLog struct {
@@ -107,14 +95,10 @@ func (a logAgreement) check(t *testing.T, ctx context.Context, runID string) {
 		require.NoError(t, err, "run %s: an announced plan is stored", runID)
 		for _, s := range p.Steps {
 			said, ok := pl.steps[s.Number]
-			switch {
-			case !ok:
+			if !ok {
 				require.Equal(t, planning.StepPending, s.Status, "run %s plan %s step %d: never announced", runID, id, s.Number)
-			case a.exact, said != planning.StepRunning:
+			} else {
 				require.Equal(t, said, s.Status, "run %s plan %s step %d: the row says what the log said", runID, id, s.Number)
-			case s.Status != planning.StepRunning:
-				require.Equal(t, planning.StepCancelled, s.Status, "run %s plan %s step %d: announced running", runID, id, s.Number)
-				require.Contains(t, s.Error, "interrupted", "run %s plan %s step %d: only recovery ends it unannounced", runID, id, s.Number)
 			}
 		}
 		execs, err := a.stores.PlanRecords.ListExecutions(ctx, id)
@@ -126,15 +110,11 @@ func (a logAgreement) check(t *testing.T, ctx context.Context, runID string) {
 		for xid, said := range pl.execs {
 			got, ok := rows[xid]
 			require.True(t, ok, "run %s: announced execution %s is stored", runID, xid)
-			switch {
-			case said != "":
+			if said != "" {
 				require.Equal(t, said, got.Status, "run %s: execution %s", runID, xid)
 				a.wholeTranscript(t, ctx, runID, got)
-			case a.exact || got.Status == planning.ExecutionRunning:
+			} else {
 				require.Equal(t, planning.ExecutionRunning, got.Status, "run %s: execution %s never announced ended", runID, xid)
-			default:
-				require.Equal(t, planning.ExecutionCancelled, got.Status, "run %s: execution %s never announced ended", runID, xid)
-				require.Contains(t, got.Error, "interrupted", "run %s: execution %s: only recovery ends it unannounced", runID, xid)
 			}
 		}
 		require.Len(t, rows, len(pl.execs), "run %s plan %s: every execution was announced", runID, id)
@@ -239,7 +219,7 @@ func TestDroppedConnectionsKeepLogAndRowsInAgreement(t *testing.T) {
 	killer.Wait()
 	require.Positive(t, terminated.Load(), "connections were dropped")
 
-	check := logAgreement{runs: e.runs, stores: e.stores, exact: true}
+	check := logAgreement{runs: e.runs, stores: e.stores}
 	completed := 0
 	for i := range turns {
 		id := fmt.Sprintf("drop-%d", i)

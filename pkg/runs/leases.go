@@ -128,9 +128,10 @@ func (l *leases) loop(ctx context.Context) {
 	}
 }
 
-// takeOverExpired frees and queues again the runs whose lease expired.
+// takeOverExpired frees and queues again the runs whose lease expired, and
+// those left unclaimed for a lease timeout.
 func (l *leases) takeOverExpired(ctx context.Context) error {
-	ids, err := l.cfg.Store.TakeOverExpired(ctx)
+	ids, err := l.cfg.Store.TakeOverExpired(ctx, l.cfg.Now().Add(-l.cfg.LeaseTimeout))
 	if len(ids) > 0 {
 		l.cfg.Logger.Warn().Strs("runs", ids).Msg("runs whose owner stopped renewing their lease are queued again")
 	}

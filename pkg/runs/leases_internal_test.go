@@ -32,7 +32,9 @@ func (s *leaseStore) Release(_ context.Context, runID string, _ int64) (bool, er
 	return runID != "gone", nil
 }
 
-func (s *leaseStore) TakeOverExpired(context.Context) ([]string, error) { return s.expired, s.err }
+func (s *leaseStore) TakeOverExpired(context.Context, time.Time) ([]string, error) {
+	return s.expired, s.err
+}
 
 func activeRun(t *testing.T, token int64) (*active, context.Context) {
 	t.Helper()
@@ -41,7 +43,7 @@ func activeRun(t *testing.T, token int64) (*active, context.Context) {
 }
 
 func newTestLeases(st Store) *leases {
-	return &leases{cfg: Config{Store: st, Owner: "me", LeaseTimeout: 30 * time.Second, PollInterval: time.Hour},
+	return &leases{cfg: Config{Store: st, Owner: "me", LeaseTimeout: 30 * time.Second, PollInterval: time.Hour, Now: time.Now},
 		runs: &owned{active: map[string]*active{}}}
 }
 

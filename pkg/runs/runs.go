@@ -59,8 +59,11 @@ type Store interface {
 	Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error)
 	// Release frees a run owned with token and queues it again.
 	Release(ctx context.Context, runID string, token int64) (bool, error)
-	// TakeOverExpired frees and queues again the runs whose lease expired.
-	TakeOverExpired(ctx context.Context) ([]string, error)
+	// TakeOverExpired frees and queues again the runs whose lease expired,
+	// and queues again those still unclaimed that were created or last
+	// queued before unclaimedBefore: their job may have died with the
+	// process that fetched it before it claimed the run.
+	TakeOverExpired(ctx context.Context, unclaimedBefore time.Time) ([]string, error)
 	// RequestCancel records a cancel of userID's running run.
 	RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error
 	// RunStates returns the states of runs.

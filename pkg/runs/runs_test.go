@@ -23,7 +23,7 @@ type fakeStore struct {
 	claim     func(ctx context.Context, runID, owner string, ttl time.Duration) (event.Run, bool, error)
 	renew     func(ctx context.Context, owner string, ttl time.Duration) (int64, error)
 	release   func(ctx context.Context, runID string, token int64) (bool, error)
-	takeOver  func(ctx context.Context) ([]string, error)
+	takeOver  func(ctx context.Context, unclaimedBefore time.Time) ([]string, error)
 	cancel    func(ctx context.Context, userID, runID string, req runs.CancelRequest) error
 	runStates func(ctx context.Context, ids []string) ([]runs.State, error)
 }
@@ -41,7 +41,9 @@ func (f *fakeStore) Renew(ctx context.Context, owner string, ttl time.Duration) 
 func (f *fakeStore) Release(ctx context.Context, runID string, token int64) (bool, error) {
 	return f.release(ctx, runID, token)
 }
-func (f *fakeStore) TakeOverExpired(ctx context.Context) ([]string, error) { return f.takeOver(ctx) }
+func (f *fakeStore) TakeOverExpired(ctx context.Context, unclaimedBefore time.Time) ([]string, error) {
+	return f.takeOver(ctx, unclaimedBefore)
+}
 func (f *fakeStore) RequestCancel(ctx context.Context, userID, runID string, req runs.CancelRequest) error {
 	if f.cancel == nil {
 		return nil
@@ -405,15 +407,17 @@ func TestHandOverReleasesRuns(t *testing.T) {
 	require.False(t, finished, "the next owner finishes it")
 }
 
-// TakeOver queues expired runs again and interrupts the plans no run runs
-// that stayed unchanged for a lease timeout.
+// TakeOver queues expired runs again, and those unclaimed for a lease
+// timeout, and interrupts the plans no run runs that stayed unchanged for
+// a lease timeout.
 func TestTakeOverInterruptsOrphanedPlans(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	var idle time.Time
+	var idle, unclaimed time.Time
 	took := 0
-	s, err := runs.New(runs.Config{Store: &fakeStore{takeOver: func(context.Context) ([]string, error) {
+	s, err := runs.New(runs.Config{Store: &fakeStore{takeOver: func(_ context.Context, before time.Time) ([]string, error) {
 		took++
+		unclaimed = before
 		return []string{"r1"}, nil
 	}}, Log: newFakeLog(), Owner: "A", Kinds: map[string]runs.Work{"turn": nil}, LeaseTimeout: 30 * time.Second,
 		Now: func() time.Time { return now },
@@ -424,6 +428,7 @@ func TestTakeOverInterruptsOrphanedPlans(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.TakeOver(context.Background()))
 	require.Equal(t, 1, took)
+	require.Equal(t, now.Add(-30*time.Second), unclaimed)
 	require.Equal(t, now.Add(-30*time.Second), idle)
 }
 
