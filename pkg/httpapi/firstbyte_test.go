@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"net/http"
 	"sync/atomic"
@@ -27,6 +28,11 @@ type gatedStore struct {
 	reached chan struct{} // closed by the first call
 	first   atomic.Bool
 	done    atomic.Int32 // calls that returned
+	// cutRead: the first GetSession (the worker reading the turn back)
+	// waits until its context ends and fails with it, as a read a cancel
+	// cut short.
+	cutRead bool
+	cut     atomic.Bool
 }
 
 func (g *gatedStore) wait(ctx context.Context) error {
@@ -52,6 +58,14 @@ func (g *gatedStore) CreateSession(ctx context.Context, s *chat.Session) error {
 func (g *gatedStore) GetSession(ctx context.Context, userID, id string) (chat.Session, error) {
 	if err := g.wait(ctx); err != nil {
 		return chat.Session{}, err
+	}
+	if g.cutRead && ctx.Done() != nil && g.cut.CompareAndSwap(false, true) {
+		select {
+		case <-ctx.Done():
+			return chat.Session{}, context.Cause(ctx)
+		case <-time.After(10 * time.Second):
+			return chat.Session{}, errors.New("the read was never cut")
+		}
 	}
 	defer g.done.Add(1)
 	return g.Store.GetSession(ctx, userID, id)

@@ -184,10 +184,20 @@ func TestQueuedApprovalAnswersJSON(t *testing.T) {
 // A cancel that arrives after the turn was reserved but before its run
 // exists (the handler still stores the session and message) finds no run
 // to record itself on: it is kept and recorded on the run once the run is
-// created, so the run ends cancelled instead of running unasked.
+// created, so the run ends cancelled instead of running unasked — also
+// when it cuts short the worker's first read (the turn read back).
 func TestCancelBeforeTheRunExistsIsKept(t *testing.T) {
 	t.Parallel()
-	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{})}
+	for _, cutRead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cut read %v", cutRead), func(t *testing.T) {
+			t.Parallel()
+			cancelBeforeTheRunExists(t, cutRead)
+		})
+	}
+}
+
+func cancelBeforeTheRunExists(t *testing.T, cutRead bool) {
+	gate := &gatedStore{open: make(chan struct{}), reached: make(chan struct{}), cutRead: cutRead}
 	started := make(chan struct{}, 1)
 	env := newChatEnv(t, persistence.DriverSQLite, stalls(started), gate.chat(t, stalls(started)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -218,7 +228,8 @@ func TestCancelBeforeTheRunExistsIsKept(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the run was not cancelled")
 	}
-	require.Equal(t, "cancelled", got[len(got)-1].Env["finished_reason"])
+	require.Equal(t, "cancelled", got[len(got)-1].Env["finished_reason"], "%+v", got)
+	require.Equal(t, cutRead, gate.cut.Load(), "the worker's read was cut short")
 }
 
 // readsOf counts the reads of a run's log the API makes (Events, GetRun).

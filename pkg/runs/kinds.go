@@ -18,11 +18,26 @@ type Turns interface {
 	Rebuild(ctx context.Context, runID, userID, sessionID string, spec []byte) (*chat.Turn, error)
 }
 
+// readBack reads what a run's work starts from. A cancel that came before
+// the work (one kept by the handler is recorded with the run) can end ctx
+// during this read: it is made again regardless, so the work ends the run
+// as cancelled — its interrupted answer stored, done cancelled — as it
+// would have a moment later, not as failed.
+func readBack[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
+	v, err := read(ctx)
+	if err != nil && ctx.Err() != nil {
+		return read(context.WithoutCancel(ctx))
+	}
+	return v, err
+}
+
 // TurnWork runs a queued chat turn. A takeover runs the turn again (what it
 // recorded before is found, not repeated).
 func TurnWork(turns Turns) Work {
 	return func(ctx context.Context, r event.Run, em event.Emitter) {
-		t, err := turns.Rebuild(ctx, r.ID, r.UserID, r.SessionID, r.Request)
+		t, err := readBack(ctx, func(ctx context.Context) (*chat.Turn, error) {
+			return turns.Rebuild(ctx, r.ID, r.UserID, r.SessionID, r.Request)
+		})
 		if err != nil {
 			fail(ctx, em.With(event.Source{Role: event.RoleSystem}), err)
 			return
@@ -51,7 +66,7 @@ type PlanAnswers interface {
 func PlanWork(plans Plans, answers PlanAnswers) Work {
 	return func(ctx context.Context, r event.Run, em event.Emitter) {
 		sys := em.With(event.Source{Role: event.RoleSystem, PlanID: r.PlanID})
-		p, err := plans.GetPlan(ctx, r.PlanID)
+		p, err := readBack(ctx, func(ctx context.Context) (planning.Plan, error) { return plans.GetPlan(ctx, r.PlanID) })
 		if err != nil {
 			fail(ctx, sys, err)
 			return
