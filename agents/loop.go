@@ -95,6 +95,9 @@ func (s *run) run(system string) (Result, error) {
 		}
 		if ready := s.task.Ready; ready != nil {
 			if err := ready(ctx); err != nil {
+				if s.ctx.Err() != nil {
+					return s.interrupted() // cancelled while it waited
+				}
 				return s.fail(err)
 			}
 			s.task.Ready = nil

@@ -985,16 +985,19 @@ func TestUntimedToolsDoNotSpendTheTurnsTime(t *testing.T) {
 
 // Ready is waited for once, after the first model call and before the
 // first tool runs; a Ready that fails ends the run with its error and no
-// tool runs.
+// tool runs; a run cancelled while it waits is interrupted with its cause,
+// not failed.
 func TestReadyGatesTheFirstToolRound(t *testing.T) {
 	t.Parallel()
 	notStored := errors.New("the start was not stored")
 	for _, tc := range []struct {
-		name  string
-		ready error
+		name      string
+		ready     error
+		cancelled bool
 	}{
-		{"ready", nil},
-		{"not ready", notStored},
+		{"ready", nil, false},
+		{"not ready", notStored, false},
+		{"cancelled while it waits", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -1009,14 +1012,30 @@ func TestReadyGatesTheFirstToolRound(t *testing.T) {
 				return tools.Result{Content: "[]"}, nil
 			}))
 			var waits, callsBefore int
-			b.task.Ready = func(context.Context) error {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			defer cancel(nil)
+			b.task.Ready = func(ctx context.Context) error {
 				waits++
 				callsBefore = len(model.Requests())
+				if tc.cancelled {
+					cancel(agents.UserCancelled)
+					<-ctx.Done()
+					return context.Cause(ctx)
+				}
 				return tc.ready
 			}
-			res, err := b.runner.Run(t.Context(), b.task)
+			res, err := b.runner.Run(ctx, b.task)
 			require.Equal(t, 1, waits, "Ready is waited for once")
 			require.Equal(t, 1, callsBefore, "the first model call runs before Ready is waited for")
+			if tc.cancelled {
+				require.NoError(t, err)
+				require.Equal(t, agents.FinishCancelled, res.Finished)
+				require.True(t, res.Interrupted)
+				require.Equal(t, agents.UserCancelled, res.Cause)
+				require.Equal(t, "Checking.", res.Text, "the partial text is kept")
+				require.Zero(t, ran, "no tool runs")
+				return
+			}
 			if tc.ready != nil {
 				require.ErrorIs(t, err, notStored)
 				require.Equal(t, agents.FinishError, res.Finished)
