@@ -545,8 +545,14 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 	if err := tx.Create(&row).Error; err != nil {
 		return planning.Plan{}, err
 	}
-	if err := tx.Model(&planRow{}).Where("id = ?", id).Updates(map[string]any{
-		"goal": rev.Goal, "version": rev.Version, "updated_at": now}).Error; err != nil {
+	set := map[string]any{"goal": rev.Goal, "version": rev.Version, "updated_at": now}
+	if rev.ToolCallID != "" {
+		// The call that made this version: a turn that runs the call again
+		// finds the plan revised (planning.ListQuery).
+		set["stream_run_id"], set["tool_call_id"] = rev.StreamRunID, rev.ToolCallID
+		p.StreamRunID, p.ToolCallID = rev.StreamRunID, rev.ToolCallID
+	}
+	if err := tx.Model(&planRow{}).Where("id = ?", id).Updates(set).Error; err != nil {
 		return planning.Plan{}, err
 	}
 	p.Goal, p.Version, p.Steps, p.UpdatedAt = rev.Goal, rev.Version, steps, now

@@ -86,9 +86,10 @@ type Plan struct {
 	// Reason explains a rejection, a failure, or why a plan waits for a human.
 	Reason string
 	// StreamRunID is the chat run that created the plan, if any, and
-	// ToolCallID the planner's create_plan call that did: a turn that runs
-	// again finds the plan its call created (ListQuery) instead of
-	// creating it twice.
+	// ToolCallID the planner's create_plan call that made its current
+	// version (created it, or revised it after a review): a turn that runs
+	// again finds the plan its call created or revised (ListQuery) instead
+	// of storing it twice.
 	StreamRunID string
 	ToolCallID  string
 	// Approval records who let the plan run; nil while it never had one (a
@@ -183,8 +184,12 @@ type Revision struct {
 	// with edited steps).
 	Author string
 	// Reason is the review comments or the human's note that led to it.
-	Reason    string
-	CreatedAt time.Time
+	Reason string
+	// StreamRunID and ToolCallID, when set, are the planner's create_plan
+	// call that made the revision: the plan records them as its current
+	// version's (Plan.ToolCallID).
+	StreamRunID, ToolCallID string
+	CreatedAt               time.Time
 }
 
 // Verdict is a reviewer agent's answer (event.Verdict).

@@ -44,7 +44,8 @@ func (r *reviewer) revise(ctx context.Context, origin Origin, d Draft, em event.
 		goal = p.Goal
 	}
 	return r.journal.revised(ctx, r.planEmitter(em, p.ID, ""), p, Revision{PlanID: p.ID, Version: p.Version + 1, Goal: goal,
-		Steps: d.Steps, Author: "planner", Reason: p.Reason, CreatedAt: r.cfg.Now()})
+		Steps: d.Steps, Author: "planner", Reason: p.Reason, StreamRunID: origin.StreamRunID, ToolCallID: origin.CallID,
+		CreatedAt: r.cfg.Now()})
 }
 
 // round runs the next reviewer round of a plan in review and acts on the

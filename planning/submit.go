@@ -47,19 +47,19 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	if err := Validate(Plan{Goal: strings.TrimSpace(d.Goal), Steps: d.Steps}, ValidateConfig{MaxSteps: o.cfg.MaxSteps, Tool: lookup}); err != nil {
 		return Submission{}, err
 	}
-	if d.PlanID != "" {
-		p, err := o.review.revise(ctx, origin, d, em)
-		if err != nil {
-			return Submission{}, err
-		}
-		return o.reviewThenRun(ctx, origin, p, em)
-	}
 	p, found, err := o.created(ctx, origin)
 	if err != nil {
 		return Submission{}, err
 	}
 	if found {
 		return o.resume(ctx, origin, p, em)
+	}
+	if d.PlanID != "" {
+		p, err := o.review.revise(ctx, origin, d, em)
+		if err != nil {
+			return Submission{}, err
+		}
+		return o.reviewThenRun(ctx, origin, p, em)
 	}
 	if o.mode(origin, d) == planmode.AutoExecute {
 		return o.createAndRun(ctx, origin, d, em)
@@ -76,10 +76,10 @@ func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em ev
 	return o.run(ctx, origin, p, em, nil)
 }
 
-// created finds the plan an earlier attempt of the same turn created with
-// the same create_plan call (origin.StreamRunID, origin.CallID): a run
-// taken over by another process runs the call again, and must not create
-// the plan twice.
+// created finds the plan an earlier attempt of the same turn created or
+// revised with the same create_plan call (origin.StreamRunID,
+// origin.CallID): a run taken over by another process runs the call again,
+// and must not create the plan, or store its revision, twice.
 func (o *Orchestrator) created(ctx context.Context, origin Origin) (Plan, bool, error) {
 	if origin.StreamRunID == "" || origin.CallID == "" || (origin.FirstAttempt != nil && origin.FirstAttempt()) {
 		return Plan{}, false, nil

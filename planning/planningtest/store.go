@@ -546,6 +546,24 @@ func planOfCall(t *testing.T, s planning.Store, anyUser string) {
 	stored, err := s.GetPlan(ctx, other.ID)
 	require.NoError(t, err)
 	require.Equal(t, "call-2", stored.ToolCallID)
+
+	// A planner's revision records its call as the current version's: the
+	// call finds the plan; the creating call no longer does.
+	revised, err := s.RevisePlan(ctx, p.ID, planning.Revision{Steps: p.Steps, Author: "planner", StreamRunID: "run-1", ToolCallID: "call-3"})
+	require.NoError(t, err)
+	require.Equal(t, "call-3", revised.ToolCallID)
+	got, _, err = s.ListPlans(ctx, planning.ListQuery{UserID: "alice", StreamRunID: "run-1", ToolCallID: "call-3"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.Equal(t, p.ID, got[0].ID)
+	require.Equal(t, 2, got[0].Version)
+	got, _, err = s.ListPlans(ctx, planning.ListQuery{UserID: "alice", StreamRunID: "run-1", ToolCallID: "call-1"})
+	require.NoError(t, err)
+	require.Empty(t, got)
+	// A person's edits (no call) leave the call as it was.
+	edited, err := s.RevisePlan(ctx, p.ID, planning.Revision{Steps: p.Steps, Author: "user"})
+	require.NoError(t, err)
+	require.Equal(t, "call-3", edited.ToolCallID)
 }
 
 func listExecutions(t *testing.T, s planning.Store, _ string) {
