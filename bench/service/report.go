@@ -33,8 +33,10 @@ var targets = []target{
 	{"W3 wall", 2.0, "s", func(r result) (float64, bool) {
 		return r.Wall.Seconds(), r.Workload.Name == "W3"
 	}},
-	{"peak RSS", 120, "MiB", func(r result) (float64, bool) {
-		return float64(r.PeakRSS) / mib, r.PeakRSS > 0
+	// The 120 MB, decimal (114.4 MiB); until the seventh session
+	// the driver compared with 120 MiB.
+	{"peak RSS", 120, "MB", func(r result) (float64, bool) {
+		return float64(r.PeakRSS) / 1e6, r.PeakRSS > 0
 	}},
 	{"W4 p99 time to first event", 50, "ms", func(r result) (float64, bool) {
 		return ms(r.FirstEventP99), r.Workload.Name == "W4"

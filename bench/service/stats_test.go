@@ -69,3 +69,50 @@ func TestPercentile(t *testing.T) {
 		})
 	}
 }
+
+// The targets are the issue's, in its units: peak RSS in decimal MB.
+func TestTargetsAreTheIssues(t *testing.T) {
+	t.Parallel()
+	w := func(name string) workload {
+		for _, w := range workloads(false) {
+			if w.Name == name {
+				return w
+			}
+		}
+		t.Fatalf("no workload %s", name)
+		return workload{}
+	}
+	find := func(what string) target {
+		for _, tg := range targets {
+			if tg.what == what {
+				return tg
+			}
+		}
+		t.Fatalf("no target %q", what)
+		return target{}
+	}
+	for _, tc := range []struct {
+		target string
+		r      result
+		want   float64
+		met    bool
+	}{
+		{"W1 wall / 460 ms critical path", result{Workload: w("W1"), Wall: 506 * time.Millisecond}, 1.10, true},
+		{"W1 wall / 460 ms critical path", result{Workload: w("W1"), Wall: 507 * time.Millisecond}, 507.0 / 460, false},
+		{"W2 per step (wall / 12)", result{Workload: w("W2"), Wall: 18 * time.Millisecond}, 1.5, true},
+		{"server CPU per 12-step turn", result{Workload: w("W3"), CPUPerTurn: 16 * time.Millisecond}, 16, false},
+		{"W3 wall", result{Workload: w("W3"), Wall: 1999 * time.Millisecond}, 1.999, true},
+		{"peak RSS", result{Workload: w("W3"), PeakRSS: 114 << 20}, 119.537664, true},
+		{"peak RSS", result{Workload: w("W3"), PeakRSS: 115 << 20}, 120.58624, false},
+		{"W4 p99 time to first event", result{Workload: w("W4"), FirstEventP99: 51 * time.Millisecond}, 51, false},
+	} {
+		tg := find(tc.target)
+		v, ok := tg.value(tc.r)
+		require.True(t, ok, tc.target)
+		require.InDelta(t, tc.want, v, 1e-9, tc.target)
+		require.Equal(t, tc.met, v <= tg.limit, "%s: %.3f %s against %.2f", tc.target, v, tg.unit, tg.limit)
+	}
+	require.Equal(t, "MB", find("peak RSS").unit)
+	_, ok := find("W4 p99 time to first event").value(result{Workload: w("W1")})
+	require.False(t, ok, "W4's target is W4's only")
+}
