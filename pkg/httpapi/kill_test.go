@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,6 +122,17 @@ func TestKilledServer(t *testing.T) {
 
 	for round := range 2 {
 		k := startKillable(t, ctx, cfg.DSN, lease)
+		// Killed after the clients read `after` events of the runs' logs (the
+		// first, written before a run exists, not counted): round 0 at
+		// any point from before the first run exists (k = 0) on, round 1
+		// while its runs work.
+		after := int64(rng.IntN(60))
+		if round == 1 {
+			after = 1 + int64(rng.IntN(40))
+		}
+		var seen atomic.Int64
+		reached := make(chan struct{})
+		var once sync.Once
 		var wg sync.WaitGroup
 		started := make(chan struct{}, 10)
 		for i := range 10 {
@@ -136,22 +148,34 @@ func TestKilledServer(t *testing.T) {
 					return
 				}
 				defer resp.Body.Close()
-				_, _ = io.Copy(io.Discard, resp.Body) // until the process dies
+				lines, first := bufio.NewScanner(resp.Body), true
+				for lines.Scan() { // until the process dies
+					if !strings.HasPrefix(lines.Text(), "data:") {
+						continue
+					}
+					if first {
+						first = false
+						continue
+					}
+					if seen.Add(1) >= after {
+						once.Do(func() { close(reached) })
+					}
+				}
 			})
 		}
 		<-started
-		// Round 0 anywhere from before the first run to after the last;
-		// round 1 while its runs work (a turn takes 150 ms or more).
-		delay := time.Duration(rng.IntN(400)) * time.Millisecond
-		if round == 1 {
-			delay = time.Duration(100+rng.IntN(150)) * time.Millisecond
+		if after > 0 {
+			select {
+			case <-reached:
+			case <-time.After(20 * time.Second):
+				t.Logf("round %d: %d of %d events read; killed anyway", round, seen.Load(), after)
+			}
 		}
-		time.Sleep(delay)
 		k.kill()
 		wg.Wait()
 		var open int64
 		require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT count(*) FROM runs WHERE finished_at IS NULL`).Scan(&open).Error)
-		t.Logf("round %d: killed after %s with %d runs unfinished", round, delay, open)
+		t.Logf("round %d: killed after %d events with %d runs unfinished", round, after, open)
 		cut += open
 	}
 
