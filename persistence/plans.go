@@ -587,6 +587,37 @@ func (s *Plans) AddPlanUsage(ctx context.Context, id string, u event.Usage) erro
 		u.InputTokens, u.OutputTokens, s.stamp(), id)
 }
 
+// SettlePlan is a turn's end for plan id in one statement: in review, it
+// goes to pending review with why before its reason; u is added to its
+// usage; the status it has after is returned. (SET's expressions all see
+// the row as it was.)
+func (s *Plans) SettlePlan(ctx context.Context, id, why string, u event.Usage) (planning.Status, error) {
+	if !validID(id) {
+		return "", notFound("plan", id)
+	}
+	inReview, pending := string(planning.StatusInReview), string(planning.StatusPendingReview)
+	var st *string
+	err := s.query(ctx, `UPDATE agent_plans SET
+			status = CASE WHEN status = ? THEN ? ELSE status END,
+			reason = CASE WHEN status <> ? THEN reason WHEN reason = '' THEN ? ELSE ? || ' ' || reason END,
+			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ?
+		WHERE id = ? RETURNING status`,
+		[]any{inReview, pending, inReview, why, why, u.InputTokens, u.OutputTokens, s.stamp(), id},
+		func() { st = nil }, func(rows *sql.Rows) error {
+			var v string
+			err := rows.Scan(&v)
+			st = &v
+			return err
+		})
+	if err != nil {
+		return "", dbErr("settle plan", err)
+	}
+	if st == nil {
+		return "", notFound("plan", id)
+	}
+	return planning.Status(*st), nil
+}
+
 // ListRevisions lists a plan's revisions, oldest first.
 func (s *Plans) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {
 	var rows []revisionRow

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -80,6 +81,8 @@ type fakeStore struct {
 	// transitions records each TransitionPlan's target and the plan its
 	// mutate produced.
 	transitions []Plan
+	// settled records each SettlePlan's plan as it left it.
+	settled []Plan
 }
 
 func (f *fakeStore) write(ctx context.Context, method string) error {
@@ -180,6 +183,24 @@ func (f *fakeStore) TransitionPlan(ctx context.Context, _ string, from []Status,
 
 func (f *fakeStore) AddPlanUsage(ctx context.Context, _ string, _ event.Usage) error {
 	return f.write(ctx, "AddPlanUsage")
+}
+
+// SettlePlan settles a copy of plan (recorded in settled, with the usage it
+// was given).
+func (f *fakeStore) SettlePlan(ctx context.Context, id, why string, u event.Usage) (Status, error) {
+	if err := f.write(ctx, "SettlePlan"); err != nil {
+		return "", err
+	}
+	p := f.plan
+	p.ID = id
+	if p.Status == StatusInReview {
+		p.Status, p.Reason = StatusPendingReview, strings.TrimSpace(why+" "+p.Reason)
+	}
+	p.Usage = u
+	f.log.mu.Lock()
+	f.settled = append(f.settled, p)
+	f.log.mu.Unlock()
+	return p.Status, nil
 }
 
 // testBase is a base over store with short windows and a fixed clock.

@@ -2,11 +2,9 @@ package planning
 
 import (
 	"context"
-	"strings"
 
 	"github.com/rs/zerolog"
 
-	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -20,37 +18,31 @@ type Settler struct {
 }
 
 // AfterTurn settles each of planIDs and adds the planner's usage of the
-// turn to the last one (chat.Config.AfterTurn). Failures are logged; the
-// turn's answer stands.
-func (s *Settler) AfterTurn(ctx context.Context, planIDs []string, planner event.Usage) {
-	if len(planIDs) == 0 {
-		return
-	}
-	for _, id := range planIDs {
-		if err := s.Settle(ctx, id); err != nil {
+// turn to the last one (chat.Config.AfterTurn), one write a plan. It
+// returns the last plan's status after, "" when it could not settle it.
+// Failures are logged; the turn's answer stands.
+func (s *Settler) AfterTurn(ctx context.Context, planIDs []string, planner event.Usage) (last string) {
+	for i, id := range planIDs {
+		var u event.Usage
+		if i == len(planIDs)-1 {
+			u = event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}
+		}
+		st, err := s.store.SettlePlan(ctx, id, unrevised, u)
+		if err != nil {
 			s.log.Error().Ctx(ctx).Err(err).Str("plan_id", id).Msg("settle a plan after its turn")
+			continue
+		}
+		if i == len(planIDs)-1 {
+			last = string(st)
 		}
 	}
-	last := planIDs[len(planIDs)-1]
-	if err := s.AddUsage(ctx, last, event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}); err != nil {
-		s.log.Error().Ctx(ctx).Err(err).Str("plan_id", last).Msg("count the planner's usage on its plan")
-	}
+	return last
 }
 
-// Settle is called when the turn that created a plan ends: a plan still in
-// review there waits for a reviser that will not come (the planner answered
-// instead of revising), so it goes to a human. A plan not in review is left
-// as it is.
-func (s *Settler) Settle(ctx context.Context, planID string) error {
-	_, err := s.store.TransitionPlan(ctx, planID, []Status{StatusInReview}, StatusPendingReview, func(q *Plan) error {
-		q.Reason = strings.TrimSpace("the planner did not revise the plan after the reviewer's comments; it waits for a human. " + q.Reason)
-		return nil
-	})
-	if apperr.CodeOf(err) == apperr.Conflict {
-		return nil // not in review: nothing to settle
-	}
-	return err
-}
+// unrevised is why a plan left in review by its turn waits for a human: it
+// waits for a reviser that will not come (the planner answered instead of
+// revising).
+const unrevised = "the planner did not revise the plan after the reviewer's comments; it waits for a human."
 
 // AddUsage adds tokens spent on a plan outside its run — the planner's
 // turn that wrote it — to the plan's usage, as an atomic increment.

@@ -42,6 +42,11 @@ type Store interface {
 	// AddPlanUsage adds u to the plan's usage atomically (an increment in
 	// the database, safe against concurrent callers).
 	AddPlanUsage(ctx context.Context, id string, u event.Usage) error
+	// SettlePlan is a turn's end for a plan it touched, in one atomic
+	// write: a plan still in review goes to a human (pending_review, why
+	// put before its reason), u is added to its usage, and it returns the
+	// plan's status after.
+	SettlePlan(ctx context.Context, id, why string, u event.Usage) (Status, error)
 	AddReview(ctx context.Context, r Review) error
 	CreateAgent(ctx context.Context, a AgentRecord) error
 	CreateAgentSession(ctx context.Context, s AgentSession) error

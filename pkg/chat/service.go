@@ -115,8 +115,9 @@ type Config struct {
 	// AfterTurn, when set, is called with the plans a turn created or
 	// touched (planning.PlanIDs of its effects), and the planner's usage,
 	// once the turn ends (planning.Settler.AfterTurn settles plans left in
-	// review and counts the planner's tokens on the plan).
-	AfterTurn func(ctx context.Context, planIDs []string, planner event.Usage)
+	// review and counts the planner's tokens on the plan). It returns the
+	// last plan's status after ("" when unknown: the turn reads it).
+	AfterTurn func(ctx context.Context, planIDs []string, planner event.Usage) (last string)
 	// Plans and Synthesizer, when set, continue a conversation after a plan
 	// approved or resumed outside its turn (ContinuePlan): Plans runs it
 	// (planning.Control), Synthesizer answers from it (planning.Synthesizer).

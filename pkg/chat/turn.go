@@ -338,8 +338,9 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	// The answer is stored with done (which names it): through the run's
 	// log in one transaction.
 	answer.ID = s.cfg.NewID()
+	var settled string // the last plan's status, as AfterTurn left it
 	if s.cfg.AfterTurn != nil && len(planIDs) > 0 {
-		s.cfg.AfterTurn(pctx, planIDs, answer.Usage)
+		settled = s.cfg.AfterTurn(pctx, planIDs, answer.Usage)
 	}
 
 	// Shifts (announced when they happened; any left are announced now), the
@@ -353,7 +354,10 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	meta.Facts = MergeFacts(meta.Facts, turnFacts)
 	last := event.LastTurnContext{Summary: summaryOf(res.Text), ContextType: string(t.Session.ContextType),
 		EntityID: t.Session.EntityID, ToolsUsed: toolsUsed(res.ToolCalls), PlanID: answer.PlanID}
-	if last.PlanID != "" {
+	switch {
+	case settled != "":
+		last.PlanStatus = settled
+	case last.PlanID != "":
 		last.PlanStatus = s.planStatus(pctx, t.User.UserID, last.PlanID, turnFacts)
 	}
 	meta.LastTurn = &last

@@ -120,7 +120,8 @@ func TestTurnEventsInOrder(t *testing.T) {
 // not JSON stored as {}), its usage, the last plan it touched and how it
 // ended — both under the turn's client and run ids. AfterTurn is given
 // every plan the turn touched and the planner's usage; a turn that touched
-// none does not call it.
+// none does not call it. The last plan's status AfterTurn returns is the
+// one last_turn_context tells (not read again).
 func TestTurnStoresItsMessages(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", 3000)
@@ -143,14 +144,18 @@ func TestTurnStoresItsMessages(t *testing.T) {
 			usage []event.Usage
 		)
 		f := newFixture(t, db, fixtureOpts{run: loop, config: func(c *chat.Config) {
-			c.AfterTurn = func(_ context.Context, planIDs []string, u event.Usage) {
+			c.AfterTurn = func(_ context.Context, planIDs []string, u event.Usage) string {
 				mu.Lock()
 				defer mu.Unlock()
 				after, usage = append(after, planIDs), append(usage, u)
+				return "pending_review"
 			}
 		}})
-		out, _, turn := f.turn(t, chat.Request{Message: "Do it", ClientTurnID: "turn-1", StreamRunID: "run-1"})
+		out, rec, turn := f.turn(t, chat.Request{Message: "Do it", ClientTurnID: "turn-1", StreamRunID: "run-1"})
 		require.NoError(t, out.Err)
+		last := only[event.LastTurnContext](t, rec)
+		require.Equal(t, "plan-2", last.PlanID)
+		require.Equal(t, "pending_review", last.PlanStatus, "as AfterTurn left the plan")
 
 		msgs := f.messages(t, turn.Session.ID)
 		require.Len(t, msgs, 2)

@@ -68,6 +68,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"StartExecution writes all three rows or none", startExecution},
 		{"InterruptRunning repairs what a stopped process left", interruptRunning},
 		{"a turn's plan is found by its run and create_plan call", planOfCall},
+		{"SettlePlan sends a plan left in review to a human and counts usage", settlePlan},
 		{"ListExecutions lists a plan's executions by step, then start", listExecutions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -645,4 +646,42 @@ func planRoundTrip(t *testing.T, s planning.Store, anyUser string) {
 	require.Equal(t, planmode.DraftOnly, got.Mode)
 	require.Nil(t, got.CancelledBy)
 	require.Equal(t, "olga", got.Approval.UserID)
+}
+
+func settlePlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	why := "the planner did not revise it."
+	for _, tc := range []struct {
+		status, want planning.Status
+		reason       string
+		wantReason   string
+	}{
+		{planning.StatusInReview, planning.StatusPendingReview, "Back up first.", why + " Back up first."},
+		{planning.StatusInReview, planning.StatusPendingReview, "", why},
+		{planning.StatusExecuting, planning.StatusExecuting, "", ""},
+		{planning.StatusCompleted, planning.StatusCompleted, "all done", "all done"},
+	} {
+		p := SamplePlan("alice", "s1")
+		p.Status, p.Reason = tc.status, tc.reason
+		require.NoError(t, s.CreatePlan(ctx, &p))
+		got, err := s.SettlePlan(ctx, p.ID, why, event.Usage{InputTokens: 7, OutputTokens: 3})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, got, "from %s", tc.status)
+		stored, err := s.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, tc.want, stored.Status)
+		require.Equal(t, tc.wantReason, stored.Reason)
+		require.Equal(t, event.Usage{InputTokens: 7, OutputTokens: 3}, stored.Usage)
+		require.Len(t, stored.Steps, 2, "its steps untouched")
+		_, err = s.SettlePlan(ctx, p.ID, why, event.Usage{InputTokens: 1})
+		require.NoError(t, err)
+		stored, err = s.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		require.Equal(t, 8, stored.Usage.InputTokens, "usage is an increment")
+		require.Equal(t, tc.wantReason, stored.Reason, "settled once")
+	}
+	_, err := s.SettlePlan(ctx, NewID(), why, event.Usage{})
+	apperrtest.RequireCode(t, err, apperr.NotFound)
+	_, err = s.SettlePlan(ctx, "not-an-id", why, event.Usage{})
+	apperrtest.RequireCode(t, err, apperr.NotFound)
 }
