@@ -19,7 +19,7 @@ import (
 // Plans stores plans with their steps and revisions (agent_plans,
 // agent_plan_steps, agent_plan_revisions): creation, compare-and-set
 // transitions, approval, resumption, revision, step state, usage, listing,
-// and the repair after a stopped process (InterruptRunning). With Reviews
+// and the repair of plans a dead process left (InterruptOrphaned). With Reviews
 // and Executions it makes planning.Store (see PlanRecords). It is safe for
 // concurrent use.
 type Plans struct{ *core }
@@ -695,23 +695,16 @@ func (s *Plans) ListPlans(ctx context.Context, f planning.ListQuery) (plans []pl
 	return plans, next, nil
 }
 
-// InterruptRunning repairs what a stopped process left behind: plans
-// executing become interrupted (their running steps and executions
-// cancelled), to be resumed; plans in review go to a human
-// (pending_review), never unreviewed to a run. It returns how many plans it
-// changed.
-func (s *Plans) InterruptRunning(ctx context.Context) (int, error) {
-	return s.interrupt(ctx, func(q *gorm.DB) *gorm.DB { return q })
-}
-
-// InterruptOrphaned interrupts, as InterruptRunning does, the live plans
-// that no unfinished run is about (by its plan, or by an event it logged)
-// and that have not changed since idleSince: a plan claimed for a run whose
-// process died before it created the run (the claim and the run's job are
-// two transactions), or one a run left live when it ended. A plan that a
-// running run is about — its owner alive, or the run waiting to be taken
-// over — is left alone: with several replicas, no plan is interrupted
-// because some process started or stopped.
+// InterruptOrphaned repairs the live plans that no unfinished run is about
+// (by its plan, or by an event it logged) and that have not changed since
+// idleSince: a plan claimed for a run whose process died before it created
+// the run (the claim and the run's job are two transactions), or one a run
+// left live when it ended. Executing, it becomes interrupted (its running
+// steps and executions cancelled), to be resumed; in review, it goes to a
+// human (pending_review), never unreviewed to a run. A plan that a running
+// run is about — its owner alive, or the run waiting to be taken over — is
+// left alone: with several replicas, no plan is interrupted because some
+// process started or stopped. It returns how many plans it changed.
 func (s *Plans) InterruptOrphaned(ctx context.Context, idleSince time.Time) (int, error) {
 	return s.interrupt(ctx, func(q *gorm.DB) *gorm.DB {
 		return q.Where("updated_at < ?", Timestamp(idleSince)).Where(`NOT EXISTS (SELECT 1 FROM runs r WHERE r.finished_at IS NULL AND

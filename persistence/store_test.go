@@ -178,24 +178,53 @@ func TestGetAgent(t *testing.T) {
 	})
 }
 
-// InterruptRunning cancels the running executions of the plans it
-// interrupts (planning.Store cannot read executions, so it is checked here).
-func TestInterruptRunningCancelsExecutions(t *testing.T) {
+// What InterruptOrphaned does to the orphans it finds: an executing plan
+// is interrupted with its running steps and executions cancelled, the rest
+// of its steps as they were; a plan in review goes to a human, never to a
+// resumable state; an ended plan is left alone; a second call finds
+// nothing left to repair.
+func TestInterruptOrphanedRepairsWhatADeadProcessLeft(t *testing.T) {
 	t.Parallel()
 	forEachDriver(t, func(t *testing.T, st dbtest.Stores) {
 		ctx := context.Background()
-		p := planningtest.SamplePlan("alice", "s1")
-		require.NoError(t, st.Plans.CreatePlan(ctx, &p))
-		agent, as, exec := planningtest.ExecutorRun(p)
+		running := planningtest.SamplePlan("alice", "s1")
+		require.NoError(t, st.Plans.CreatePlan(ctx, &running))
+		now := time.Now()
+		step := running.Steps[0]
+		step.Status, step.StartedAt = planning.StepRunning, &now
+		require.NoError(t, st.Plans.UpdateStep(ctx, running.ID, step))
+		agent, as, exec := planningtest.ExecutorRun(running)
 		require.NoError(t, st.Executions.StartExecution(ctx, agent, as, exec))
-		n, err := st.Plans.InterruptRunning(ctx)
+		done := planningtest.SamplePlan("alice", "s1")
+		done.Status = planning.StatusCompleted
+		require.NoError(t, st.Plans.CreatePlan(ctx, &done))
+		reviewing := planningtest.SamplePlan("alice", "s1")
+		reviewing.Status = planning.StatusInReview
+		require.NoError(t, st.Plans.CreatePlan(ctx, &reviewing))
+
+		n, err := st.Plans.InterruptOrphaned(ctx, time.Now().Add(time.Second))
 		require.NoError(t, err)
-		require.Equal(t, 1, n)
-		got, err := st.Executions.ExecutionFor(ctx, "alice", exec.ID)
+		require.Equal(t, 2, n, "both live plans repaired")
+		inReview, err := st.Plans.GetPlan(ctx, reviewing.ID)
 		require.NoError(t, err)
-		require.Equal(t, planning.ExecutionCancelled, got.Status)
-		require.NotNil(t, got.CompletedAt)
-		require.Contains(t, got.Error, "interrupted")
+		require.Equal(t, planning.StatusPendingReview, inReview.Status, "an unreviewed plan goes to a human, not to a resumable state")
+		got, err := st.Plans.GetPlan(ctx, running.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusInterrupted, got.Status)
+		require.Equal(t, planning.StepCancelled, got.Steps[0].Status)
+		require.Equal(t, planning.StepPending, got.Steps[1].Status)
+		x, err := st.Executions.ExecutionFor(ctx, "alice", exec.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.ExecutionCancelled, x.Status)
+		require.NotNil(t, x.CompletedAt)
+		require.Contains(t, x.Error, "interrupted")
+		other, err := st.Plans.GetPlan(ctx, done.ID)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusCompleted, other.Status)
+
+		n, err = st.Plans.InterruptOrphaned(ctx, time.Now().Add(time.Second))
+		require.NoError(t, err)
+		require.Zero(t, n, "nothing is left to repair")
 	})
 }
 

@@ -543,9 +543,10 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 	require.Equal(t, event.TypePlanComplete, got[len(got)-1], "the watch ends with the run")
 }
 
-// A process that stops mid-run leaves the plan executing with a step
-// running; at the next start it is marked interrupted with its steps' true
-// states, and a new process resumes it.
+// A process that dies mid-run of a plan no run is about (an approval's
+// claim whose run was never created) leaves it executing with a step
+// running; a live process's takeover task marks it interrupted with its
+// steps' true states (InterruptOrphaned), and it is resumed.
 func TestRestartMidRun(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
@@ -565,8 +566,8 @@ func TestRestartMidRun(t *testing.T) {
 			require.NoError(t, e.store.UpdateStep(ctx, p.ID, done))
 			require.NoError(t, e.store.UpdateStep(ctx, p.ID, running))
 
-			// The next process starts.
-			n, err := e.store.InterruptRunning(ctx)
+			// A live process's takeover task, a lease timeout later.
+			n, err := e.store.InterruptOrphaned(ctx, time.Now().Add(time.Second))
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
 			got := mustPlan(t, e, p.ID)

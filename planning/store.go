@@ -66,7 +66,4 @@ type Store interface {
 	ListAgentMessages(ctx context.Context, agentSessionID string) ([]AgentMessage, error)
 	// ListPlans lists plans, newest first, one page at a time.
 	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)
-	// InterruptRunning marks plans a stopped process left executing or in
-	// review interrupted; it returns how many.
-	InterruptRunning(ctx context.Context) (int, error)
 }

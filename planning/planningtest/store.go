@@ -66,7 +66,6 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"executions and transcripts are written", executions},
 		{"a transcript read back is the conversation written, signatures included", transcriptRoundTrip},
 		{"StartExecution writes all three rows or none", startExecution},
-		{"InterruptRunning repairs what a stopped process left", interruptRunning},
 		{"a turn's plan is found by its run and create_plan call", planOfCall},
 		{"SettlePlan sends a plan left in review to a human and counts usage", settlePlan},
 		{"ListExecutions lists a plan's executions by step, then start", listExecutions},
@@ -490,36 +489,6 @@ func startExecution(t *testing.T, s planning.Store, _ string) {
 	require.Error(t, s.StartExecution(ctx, again, againSession, exec))
 	require.NoError(t, s.CreateAgent(ctx, again))
 	require.NoError(t, s.CreateAgentSession(ctx, againSession))
-}
-
-func interruptRunning(t *testing.T, s planning.Store, _ string) {
-	ctx := context.Background()
-	running := runningPlan(t, s)
-	done := SamplePlan("alice", "s1")
-	done.Status = planning.StatusCompleted
-	require.NoError(t, s.CreatePlan(ctx, &done))
-	reviewing := SamplePlan("alice", "s1")
-	reviewing.Status = planning.StatusInReview
-	require.NoError(t, s.CreatePlan(ctx, &reviewing))
-
-	n, err := s.InterruptRunning(ctx)
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	inReview, err := s.GetPlan(ctx, reviewing.ID)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusPendingReview, inReview.Status, "an unreviewed plan goes to a human, not to a resumable state")
-	got, err := s.GetPlan(ctx, running.ID)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusInterrupted, got.Status)
-	require.Equal(t, planning.StepCancelled, got.Steps[0].Status)
-	require.Equal(t, planning.StepPending, got.Steps[1].Status)
-	other, err := s.GetPlan(ctx, done.ID)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusCompleted, other.Status)
-
-	n, err = s.InterruptRunning(ctx)
-	require.NoError(t, err)
-	require.Zero(t, n, "nothing is left to repair")
 }
 
 func planOfCall(t *testing.T, s planning.Store, anyUser string) {
