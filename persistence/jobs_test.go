@@ -185,11 +185,18 @@ func TestLeases(t *testing.T) {
 
 // claimedRun creates a run with its job, receives the job and claims the
 // run for owner.
+// fetchedRun creates a run whose job the fetcher then hands to Work (got),
+// which does not claim it.
+func fetchedRun(t *testing.T, jobs *persistence.Jobs, got <-chan string) persistence.Run {
+	t.Helper()
+	r := queuedRun(t, jobs, persistence.NewID())
+	require.Equal(t, r.ID, receive(t, got), "its job is fetched")
+	return r
+}
+
 func claimedRun(t *testing.T, jobs *persistence.Jobs, got <-chan string, owner string) persistence.Run {
 	t.Helper()
-	id := persistence.NewID()
-	queuedRun(t, jobs, id)
-	receive(t, got)
+	id := fetchedRun(t, jobs, got).ID
 	r, ok, err := jobs.Runs().Claim(t.Context(), id, owner, time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -204,9 +211,8 @@ func TestUnclaimedRunsAreQueuedAgain(t *testing.T) {
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := t.Context()
 		jobs, got := startJobs(t, db)
-		id := persistence.NewID()
-		created := queuedRun(t, jobs, id)
-		require.Equal(t, id, receive(t, got), "fetched, never claimed")
+		created := fetchedRun(t, jobs, got) // and never claimed
+		id := created.ID
 
 		taken, err := jobs.Runs().TakeOverExpired(ctx, time.Now().Add(-time.Minute))
 		require.NoError(t, err)

@@ -18,9 +18,8 @@ func TestClaimReturnsTheClaimedRun(t *testing.T) {
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := context.Background()
 		jobs, got := startJobs(t, db)
-		id := persistence.NewID()
-		created := queuedRun(t, jobs, id)
-		receive(t, got)
+		created := fetchedRun(t, jobs, got)
+		id := created.ID
 
 		before := time.Now()
 		c, ok, err := jobs.Runs().Claim(ctx, id, "A", time.Minute)
