@@ -662,17 +662,19 @@ func executorStart(stores dbtest.Stores, planID string, step int) (string, func(
 	}
 }
 
-// recordInOrder records one text event for each of writes, a few
-// milliseconds apart so that they queue in this order (one batch under a
-// run log's linger), and returns each Record's error.
+// recordInOrder records one text event for each of writes, handed to the
+// log in order at once (SubmitNow: no waiting between them, so a loaded
+// machine can neither reorder them nor split them across batches), and
+// returns each one's outcome.
 func recordInOrder(ctx context.Context, em event.Emitter, writes ...func(context.Context) error) []error {
 	errs := make([]error, len(writes))
 	var wg sync.WaitGroup
 	for i, w := range writes {
-		wg.Go(func() {
-			errs[i] = em.Record(ctx, event.Text{Content: fmt.Sprint(i)}, w)
+		wg.Add(1)
+		em.SubmitNow(ctx, event.Text{Content: fmt.Sprint(i)}, w, func(err error) {
+			errs[i] = err
+			wg.Done()
 		})
-		time.Sleep(5 * time.Millisecond)
 	}
 	wg.Wait()
 	return errs
