@@ -319,7 +319,7 @@ func (s *Plans) getPlan(ctx context.Context, g *gorm.DB, userID, id string) (pla
 // names the current status. mutate, if not nil, edits the plan's other
 // fields, saved with the new status, or refuses the transition (its error
 // is returned, nothing is written); what it adds to Usage is saved as an
-// increment, so usage added concurrently (AddPlanUsage) is never lost.
+// increment, so usage added concurrently (SettlePlan) is never lost.
 func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.Status, to planning.Status, mutate func(*planning.Plan) error) (planning.Plan, error) {
 	// A plan in none of from is a Conflict without a transaction (on
 	// SQLite every transaction takes the write lock): a turn's end asks
@@ -576,21 +576,14 @@ func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
 		"started_at": stampPtr(st.StartedAt), "completed_at": stampPtr(st.CompletedAt)})
 }
 
-// AddPlanUsage adds u to a plan's token usage with one UPDATE that
-// increments the columns, so concurrent additions all count. (Retried after
-// a transient error like every statement; an increment whose commit went
-// through but whose answer was lost would count twice — tokens are a
-// measure, and losing them on every dropped connection would be worse.)
-func (s *Plans) AddPlanUsage(ctx context.Context, id string, u event.Usage) error {
-	return s.mustUpdate(ctx, "add plan usage", func() error { return notFound("plan", id) },
-		`UPDATE agent_plans SET input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ? WHERE id = ?`,
-		u.InputTokens, u.OutputTokens, s.stamp(), id)
-}
-
 // SettlePlan is a turn's end for plan id in one statement: in review, it
 // goes to pending review with why before its reason; u is added to its
-// usage; the status it has after is returned. (SET's expressions all see
-// the row as it was.)
+// usage (an increment, so concurrent settles all count); the status it has
+// after is returned. (SET's expressions all see the row as it was.
+// Retried after a transient error like every statement: an increment whose
+// commit went through but whose answer was lost would count twice — tokens
+// are a measure, and losing them on every dropped connection would be
+// worse.)
 func (s *Plans) SettlePlan(ctx context.Context, id, why string, u event.Usage) (planning.Status, error) {
 	if !validID(id) {
 		return "", notFound("plan", id)

@@ -288,7 +288,7 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 			var wg sync.WaitGroup
 			for range n {
 				wg.Go(func() {
-					require.NoError(t, e.orch.Settler().AddUsage(ctx, planID, event.Usage{InputTokens: 1, OutputTokens: 2}))
+					require.NotEmpty(t, e.orch.Settler().AfterTurn(ctx, []string{planID}, event.Usage{InputTokens: 1, OutputTokens: 2}), "settled")
 				})
 			}
 			wg.Wait()

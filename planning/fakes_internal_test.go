@@ -181,10 +181,6 @@ func (f *fakeStore) TransitionPlan(ctx context.Context, _ string, from []Status,
 	return p, nil
 }
 
-func (f *fakeStore) AddPlanUsage(ctx context.Context, _ string, _ event.Usage) error {
-	return f.write(ctx, "AddPlanUsage")
-}
-
 // SettlePlan settles a copy of plan (recorded in settled, with the usage it
 // was given).
 func (f *fakeStore) SettlePlan(ctx context.Context, id, why string, u event.Usage) (Status, error) {

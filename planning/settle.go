@@ -43,12 +43,3 @@ func (s *Settler) AfterTurn(ctx context.Context, planIDs []string, planner event
 // waits for a reviser that will not come (the planner answered instead of
 // revising).
 const unrevised = "the planner did not revise the plan after the reviewer's comments; it waits for a human."
-
-// AddUsage adds tokens spent on a plan outside its run — the planner's
-// turn that wrote it — to the plan's usage, as an atomic increment.
-func (s *Settler) AddUsage(ctx context.Context, planID string, u event.Usage) error {
-	if u == (event.Usage{}) {
-		return nil
-	}
-	return s.store.AddPlanUsage(ctx, planID, u)
-}

@@ -22,7 +22,7 @@ type Store interface {
 	// transaction reads them, and may refuse the transition: its error is
 	// returned and nothing changes. A change of Usage is saved as an
 	// increment (what mutate added), never as an overwrite, so concurrent
-	// AddPlanUsage calls are kept.
+	// SettlePlan calls are kept.
 	TransitionPlan(ctx context.Context, id string, from []Status, to Status, mutate func(*Plan) error) (Plan, error)
 	// ApprovePlan moves a plan pending review to executing with approval a
 	// (started at a.At), and, when edits is not nil, stores it as the plan's
@@ -39,9 +39,6 @@ type Store interface {
 	RevisePlan(ctx context.Context, id string, rev Revision) (Plan, error)
 	// UpdateStep saves a step's status, result, error and times.
 	UpdateStep(ctx context.Context, planID string, s Step) error
-	// AddPlanUsage adds u to the plan's usage atomically (an increment in
-	// the database, safe against concurrent callers).
-	AddPlanUsage(ctx context.Context, id string, u event.Usage) error
 	// SettlePlan is a turn's end for a plan it touched, in one atomic
 	// write: a plan still in review goes to a human (pending_review, why
 	// put before its reason), u is added to its usage, and it returns the

@@ -148,7 +148,8 @@ func transitionAddsUsage(t *testing.T, s planning.Store, _ string) {
 	ctx := context.Background()
 	p := SamplePlan("alice", "s1")
 	require.NoError(t, s.CreatePlan(ctx, &p))
-	require.NoError(t, s.AddPlanUsage(ctx, p.ID, event.Usage{InputTokens: 7, OutputTokens: 3}))
+	_, err := s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3})
+	require.NoError(t, err)
 	got, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, func(q *planning.Plan) error {
 		q.Usage.InputTokens += 2
 		q.Usage.OutputTokens++
@@ -235,8 +236,8 @@ func planRuns(t *testing.T, s planning.Store, _ string) {
 	require.NoError(t, s.UpdateStep(ctx, p.ID, step))
 	step.Number = 9
 	apperrtest.RequireCode(t, s.UpdateStep(ctx, p.ID, step), apperr.NotFound)
-	require.NoError(t, s.AddPlanUsage(ctx, p.ID, event.Usage{InputTokens: 7, OutputTokens: 3}))
-	apperrtest.RequireCode(t, s.AddPlanUsage(ctx, NewID(), event.Usage{InputTokens: 1}), apperr.NotFound)
+	_, err = s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3})
+	require.NoError(t, err)
 	require.NoError(t, s.AddReview(ctx, planning.Review{PlanID: p.ID, Round: 1, Version: 1, Verdict: planning.VerdictChangesRequested,
 		Comments: "split step 2"}))
 
