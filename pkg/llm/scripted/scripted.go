@@ -353,16 +353,23 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 			}
 		}
 	}
+	m.mu.Lock()
+	keep := m.keep
+	m.mu.Unlock()
 	for _, t := range opts.Tools {
-		if t.Function != nil {
-			call.Tools = append(call.Tools, t.Function.Name)
-			def := ToolDef{Name: t.Function.Name, Description: t.Function.Description}
-			if t.Function.Parameters != nil {
-				schema, _ := json.Marshal(t.Function.Parameters)
-				def.Schema = string(schema)
-			}
-			call.ToolDefs = append(call.ToolDefs, def)
+		if t.Function == nil {
+			continue
 		}
+		call.Tools = append(call.Tools, t.Function.Name)
+		if keep == 0 {
+			continue // the definitions are only read from kept calls
+		}
+		def := ToolDef{Name: t.Function.Name, Description: t.Function.Description}
+		if t.Function.Parameters != nil {
+			schema, _ := json.Marshal(t.Function.Parameters)
+			def.Schema = string(schema)
+		}
+		call.ToolDefs = append(call.ToolDefs, def)
 	}
 	rule, idx, err := m.match(call)
 	call.Rule = idx

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/tmc/langchaingo/llms"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
@@ -232,4 +234,45 @@ func TestScriptedExposesRequests(t *testing.T) {
 	require.Len(t, got.ToolDefs, 2)
 	require.Equal(t, "make a plan", got.ToolDefs[0].Description)
 	require.JSONEq(t, `{"type":"object"}`, got.ToolDefs[0].Schema)
+}
+
+// countingSchema is a tool schema that counts how often it is encoded.
+type countingSchema struct{ encoded *atomic.Int32 }
+
+func (s countingSchema) MarshalJSON() ([]byte, error) {
+	s.encoded.Add(1)
+	return []byte(`{"type":"object"}`), nil
+}
+
+// A model that keeps no calls (planwright serve's) does not encode the
+// offered tools' schemas: only a kept call shows them.
+func TestToolSchemasAreEncodedOnlyForKeptCalls(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name        string
+		keep        int
+		wantEncoded int32
+	}{
+		{"keeping calls", 1, 1},
+		{"keeping none", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			m, err := scripted.Parse([]byte(script))
+			require.NoError(t, err)
+			m.KeepCalls(tt.keep)
+			var encoded atomic.Int32
+			tools := llms.WithTools([]llms.Tool{{Type: "function",
+				Function: &llms.FunctionDefinition{Name: "files.read", Parameters: countingSchema{&encoded}}}})
+			ctx := llm.WithRole(context.Background(), "reviewer")
+			resp, err := m.GenerateContent(ctx, []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "read it")}, tools)
+			require.NoError(t, err)
+			require.Equal(t, "files.read", resp.Choices[0].ToolCalls[0].FunctionCall.Name, "the rule matched on the offered tool")
+			require.Equal(t, tt.wantEncoded, encoded.Load())
+			if tt.keep > 0 {
+				require.JSONEq(t, `{"type":"object"}`, m.Calls()[0].ToolDefs[0].Schema)
+			}
+		})
+	}
 }
