@@ -103,7 +103,7 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 	quick := fs.Bool("quick", getenv("BENCH_QUICK") == "1", "few turns per workload, to iterate ($BENCH_QUICK=1)")
 	perfDir := fs.String("perf", "", "record each server with `perf record -g` during the measured turns into DIR/<driver>-<workload>.perf.data")
 	dialInShot := fs.Bool("dial-in-shot", false, "concurrent workloads dial their connections inside the measured shot, not before it")
-	keep := fs.Bool("keep", false, "keep the temporary directory (configs, scripts, server logs); it is kept anyway after a failure")
+	keep := fs.Bool("keep", false, "keep the temporary directory (configs, scripts, server logs) and the PostgreSQL schemas; they are kept anyway after a failure")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -158,12 +158,14 @@ func (o options) selected(driver string) []workload {
 
 // environment is what every workload of a run shares.
 type environment struct {
-	dir     string
-	bin     binaries
-	pg      *pgBase
-	tick    time.Duration
-	keep    bool
-	perfDir string
+	dir  string
+	bin  binaries
+	pg   *pgBase
+	tick time.Duration
+	keep bool
+	// keptSchemas are the PostgreSQL schemas left in place (keep).
+	keptSchemas []string
+	perfDir     string
 	// dialInShot: see options.DialInShot.
 	dialInShot bool
 	out        io.Writer
@@ -196,6 +198,9 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	defer func() {
 		if env.keep {
 			fmt.Fprintf(out, "kept %s (configs, scripts, server logs)\n", dir)
+			if len(env.keptSchemas) > 0 {
+				fmt.Fprintf(out, "kept PostgreSQL schemas %s\n", strings.Join(env.keptSchemas, ", "))
+			}
 			return
 		}
 		_ = os.RemoveAll(dir)

@@ -48,20 +48,19 @@ func openPostgres(ctx context.Context, rawURL string) (*pgBase, error) {
 	return &pgBase{url: rawURL, db: db}, nil
 }
 
-// freshSchema creates an empty schema and returns a DSN whose search_path
-// is that schema, and a function that drops it.
-func (b *pgBase) freshSchema(ctx context.Context) (string, func() error, error) {
+// freshSchema creates an empty schema and returns its name, a DSN whose
+// search_path is that schema, and a function that drops it.
+func (b *pgBase) freshSchema(ctx context.Context) (schema, dsn string, drop func() error, err error) {
 	raw := make([]byte, 6)
 	_, _ = rand.Read(raw)
-	schema := "bench_" + hex.EncodeToString(raw)
-	dsn, err := withSearchPath(b.url, schema)
-	if err != nil {
-		return "", nil, err
+	schema = "bench_" + hex.EncodeToString(raw)
+	if dsn, err = withSearchPath(b.url, schema); err != nil {
+		return "", "", nil, err
 	}
 	if _, err := b.db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
-		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)
+		return "", "", nil, fmt.Errorf("create schema %s: %w", schema, err)
 	}
-	drop := func() error {
+	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := b.db.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
@@ -69,7 +68,7 @@ func (b *pgBase) freshSchema(ctx context.Context) (string, func() error, error) 
 		}
 		return nil
 	}
-	return dsn, drop, nil
+	return schema, dsn, drop, nil
 }
 
 func (b *pgBase) close() { _ = b.db.Close() }

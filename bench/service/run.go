@@ -39,11 +39,16 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 	}
 	setup := serverSetup{Bin: env.bin, Dir: dir, Driver: driver, Workload: w, DSN: filepath.Join(dir, "planwright.db")}
 	if driver == "postgres" {
-		dsn, drop, err := env.pg.freshSchema(ctx)
+		schema, dsn, drop, err := env.pg.freshSchema(ctx)
 		if err != nil {
 			return res, err
 		}
 		defer func() {
+			if env.keep {
+				// Kept with the directory, for a look at the rows.
+				env.keptSchemas = append(env.keptSchemas, schema)
+				return
+			}
 			if derr := drop(); derr != nil {
 				err = errors.Join(err, derr)
 			}
