@@ -69,6 +69,21 @@ func TestATunerRaisesThePercentForASmallHeapAndStopRestoresIt(t *testing.T) {
 	tu.Stop() // twice is fine
 }
 
+// Start sets Base at once (it may differ from the runtime's own 100), and
+// Stop gives back the percentage Start found.
+func TestStartAppliesBaseAndStopRestoresThePercentItFound(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+
+	tu, err := Start(Config{Floor: 1, Base: DefaultBase})
+	require.NoError(t, err)
+	require.Equal(t, DefaultBase, debug.SetGCPercent(DefaultBase), "the runtime's percentage is Base before any collection")
+	require.Equal(t, DefaultBase, tu.Percent())
+	tu.Stop()
+	require.Equal(t, 100, debug.SetGCPercent(100), "Stop restores what Start found")
+	require.Equal(t, 100, tu.Percent())
+}
+
 func TestATunerKeepsBaseAboveTheFloor(t *testing.T) {
 	prev := debug.SetGCPercent(150)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
@@ -86,7 +101,7 @@ func TestATunerKeepsBaseAboveTheFloor(t *testing.T) {
 }
 
 func TestBaseIsGOGCs(t *testing.T) {
-	for in, want := range map[string]int{"": 100, "200": 200, "off": -1, "x": 100, "50": 50} {
+	for in, want := range map[string]int{"": DefaultBase, "200": 200, "off": -1, "x": DefaultBase, "50": 50} {
 		require.Equal(t, want, percentOf(in), "GOGC=%q", in)
 	}
 }
