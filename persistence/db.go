@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -119,6 +120,10 @@ type DB struct {
 	// reopen opens another pool of n connections to the same database,
 	// through the same connector (on SQLite: the same write gate).
 	reopen func(n int) (*gorm.DB, error)
+
+	// runLog is the run log writer running on this database (RunLog.Start
+	// sets it, Close clears it): one per process.
+	runLog atomic.Pointer[RunLog]
 }
 
 // ownPool is a pool of its own of n connections (the run log's writer

@@ -238,7 +238,7 @@ func (l *RunLog) Start() {
 		return
 	}
 	l.started = true
-	writers.Store(l.db, l)
+	l.db.runLog.Store(l)
 	go l.writer.run()
 }
 
@@ -258,7 +258,7 @@ func (l *RunLog) Close() {
 	l.signal()
 	if started {
 		<-l.stopped
-		writers.CompareAndDelete(l.db, l)
+		l.db.runLog.CompareAndSwap(l, nil)
 	} else {
 		close(l.stopped)
 	}

@@ -41,17 +41,8 @@ type rowInsert struct {
 	args        []any
 }
 
-// writers holds the run log writer running on each database (RunLog.Start
-// sets it, Close clears it): one per process.
-var writers sync.Map // *DB -> *RunLog
-
 // writer is the run log writer running on db, if any.
-func (db *DB) writer() *RunLog {
-	if l, ok := writers.Load(db); ok {
-		return l.(*RunLog)
-	}
-	return nil
-}
+func (db *DB) writer() *RunLog { return db.runLog.Load() }
 
 // queueInsert hands r to the run log writer of the store's database, to be
 // committed in its next batch without the caller waiting; done (never nil)
