@@ -104,7 +104,7 @@ func follow(ctx context.Context, env Env, c *client.Client, planID string, asJSO
 	live, width := terminal(env.Stdout)
 	r := tui.NewRenderer(env.Stdout, live, width, nil)
 	if d, err := c.Plan(ctx, planID); err == nil {
-		r.Plan(d.Plan.ID, d.Plan.Goal, d.Plan.Steps)
+		r.Steps(d.Plan.Steps)
 	}
 	stop := make(chan struct{})
 	defer close(stop)

@@ -153,8 +153,9 @@ func (r *Renderer) line(s string) {
 	r.table.draw()
 }
 
-// Plan sets the plan whose steps the table shows (from the API or events).
-func (r *Renderer) Plan(id, goal string, steps []client.Step) {
+// Steps sets the steps the table shows: a plan's as the API tells them,
+// before its events move them on.
+func (r *Renderer) Steps(steps []client.Step) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.table.set(steps)
