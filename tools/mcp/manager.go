@@ -367,7 +367,7 @@ func (s *server) transport() sdk.Transport {
 	cmd := exec.Command(s.cfg.Command[0], s.cfg.Command[1:]...)
 	cmd.Env = childEnv(s.cfg.Env)
 	cmd.Stderr = &logWriter{log: s.log}
-	return &sdk.CommandTransport{Command: cmd, TerminateDuration: terminateWait}
+	return &stdioTransport{cmd: cmd, terminate: terminateWait}
 }
 
 // inherited are the variables a stdio server gets from planwright's
