@@ -55,7 +55,7 @@ type Config struct {
 // garbage that headroom holds, with the pages it leaves resident, was a
 // third of the process's peak: 100 concurrent 12-step turns peaked at
 // 119–127 MiB with 100, 100–110 with 60 (the benchmark's W3, both drivers,
-// one session's alternations), their CPU a turn within the noise.
+// one session's alternations), for some 10 % more CPU a turn there.
 // Below the floor the floor decides, so a lightly loaded process
 // collects as seldom as before.
 const DefaultBase = 60

@@ -271,9 +271,9 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.writeMu.Lock()
+		// Not under writeMu: closing stdin is what ends a Write blocked on
+		// a server that stopped reading.
 		stdinErr := c.stdin.Close()
-		c.writeMu.Unlock()
 		c.reap()
 		c.closeErr = c.stop()
 		if c.closeErr == nil && stdinErr != nil && !errors.Is(stdinErr, io.ErrClosedPipe) && !errors.Is(stdinErr, syscall.EPIPE) {

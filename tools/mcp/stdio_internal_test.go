@@ -139,3 +139,27 @@ func TestStdioConnCloseStopsAStubbornServer(t *testing.T) {
 		})
 	}
 }
+
+// A Write blocked on a server that stopped reading ends when the
+// connection closes.
+func TestStdioConnCloseEndsABlockedWrite(t *testing.T) {
+	t.Parallel()
+	c := connect(t, `exec sleep 60`, stdioTransport{terminate: 100 * time.Millisecond})
+	big := &jsonrpc.Request{Method: "x", Params: json.RawMessage(`"` + strings.Repeat("x", 1<<20) + `"`)}
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.Write(context.Background(), big) }()
+	select {
+	case err := <-wrote:
+		t.Fatalf("a 1 MiB write to a server that reads nothing returned: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	for _, ch := range []chan error{wrote, closed} {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not end the blocked write")
+		}
+	}
+}
