@@ -105,13 +105,13 @@ func (c *stdioConn) reap() {
 func (c *stdioConn) readLines(stdout io.Reader, maxLine int) {
 	defer c.reap()
 	r := bufio.NewReaderSize(stdout, 64<<10)
+	tooLong := readResult{err: fmt.Errorf("MCP message longer than %d bytes", maxLine)}
 	var long []byte // a line longer than r's buffer, gathered
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long, chunk...)
-			if len(long) > maxLine {
-				c.deliver(readResult{err: fmt.Errorf("MCP message longer than %d bytes", maxLine)})
+			if long = append(long, chunk...); len(long) > maxLine {
+				c.deliver(tooLong)
 				return
 			}
 			continue
@@ -122,7 +122,7 @@ func (c *stdioConn) readLines(stdout io.Reader, maxLine int) {
 			long = nil
 		}
 		if len(line) > maxLine {
-			c.deliver(readResult{err: fmt.Errorf("MCP message longer than %d bytes", maxLine)})
+			c.deliver(tooLong)
 			return
 		}
 		if line = bytes.TrimSpace(line); len(line) > 0 {
