@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -222,18 +223,25 @@ func TestTurnChecksTheStream(t *testing.T) {
 	}
 }
 
-// A concurrent shot's connections are dialed before it: its turns take
-// them and dial none of their own; what a shot leaves unused is closed.
-func TestPreopenedConnectionsServeTheShot(t *testing.T) {
+// A concurrent shot's turns are made ready before it, each on a
+// connection dialed then: running them dials nothing more, each turn's
+// stream is read and checked from its own connection, and every
+// connection is closed after its turn.
+func TestAShotRunsOnConnectionsDialedBeforeIt(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	states := map[http.ConnState]int{}
-	// Each turn answers once all three are in, so none can reuse another's
-	// connection.
+	// Each turn answers once all three are in, so the three are in flight
+	// at once, each on its own connection.
 	var arrived sync.WaitGroup
 	arrived.Add(3)
 	answer := stream(`{"type":"agent_state"}`, `{"type":"text","content":"hi"}`, goodDone)
+	var gotBody []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		gotBody = append(gotBody, r.Method+" "+r.URL.Path+" "+r.Header.Get("Accept")+" "+string(body))
+		mu.Unlock()
 		arrived.Done()
 		arrived.Wait()
 		answer(w, r)
@@ -251,18 +259,67 @@ func TestPreopenedConnectionsServeTheShot(t *testing.T) {
 		return states[s]
 	}
 	c := newClient(srv.URL)
-	require.NoError(t, c.preopen(context.Background(), 5))
-	require.Eventually(t, func() bool { return count(http.StateNew) == 5 }, 5*time.Second, time.Millisecond, "dialed before the shot")
+	defer c.close()
+	w := named(t, "W4")
+	ready, err := c.prepareShot(context.Background(), w, 3)
+	require.NoError(t, err)
+	require.Len(t, ready, 3)
+	require.Eventually(t, func() bool { return count(http.StateNew) == 3 }, 5*time.Second, time.Millisecond, "dialed before the shot")
 
 	var wg sync.WaitGroup
-	for range 3 {
-		wg.Go(func() { require.NoError(t, c.turn(context.Background(), named(t, "W4")).Err) })
+	results := make([]turnResult, len(ready))
+	for i, turn := range ready {
+		wg.Go(func() { results[i] = turn.run(context.Background(), w) })
 	}
 	wg.Wait()
-	require.Equal(t, 5, count(http.StateNew), "the turns dialed nothing")
-	require.Len(t, c.open, 2)
-	c.close()
-	require.Eventually(t, func() bool { return count(http.StateClosed) == 5 }, 5*time.Second, time.Millisecond, "every connection closed")
+	for _, r := range results {
+		require.NoError(t, r.Err)
+		require.Equal(t, "s1", r.SessionID)
+		require.Positive(t, r.FirstEvent)
+		require.GreaterOrEqual(t, r.Wall, r.FirstEvent)
+	}
+	require.Equal(t, 3, count(http.StateNew), "the turns dialed nothing")
+	msg, _ := json.Marshal(map[string]any{"message": w.message()})
+	for _, b := range gotBody {
+		require.Equal(t, "POST /api/agent/stream text/event-stream "+string(msg), b)
+	}
+	require.Eventually(t, func() bool { return count(http.StateClosed) == 3 }, 5*time.Second, time.Millisecond, "every connection closed")
+}
+
+// A shot turn whose server answers with an error status, or not at all
+// before its context ends, reports it.
+func TestAShotTurnReportsItsFailures(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		wait    time.Duration
+		want    string
+	}{
+		{"an error status", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "too many streams", http.StatusTooManyRequests)
+		}, time.Minute, "HTTP 429: too many streams"},
+		{"no answer before the context ends", func(_ http.ResponseWriter, r *http.Request) {
+			// Read to its end, the request's connection is watched: the
+			// turn closing it ends the request's context.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		}, 50 * time.Millisecond, "read the response"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(tc.handler)
+			defer srv.Close()
+			c := newClient(srv.URL)
+			defer c.close()
+			ctx, cancel := context.WithTimeout(context.Background(), tc.wait)
+			defer cancel()
+			ready, err := c.prepareShot(ctx, named(t, "W4"), 1)
+			require.NoError(t, err)
+			r := ready[0].run(ctx, named(t, "W4"))
+			require.ErrorContains(t, r.Err, tc.want)
+		})
+	}
 }
 
 // What a turn left in the database is checked over the API too.

@@ -88,17 +88,25 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 	turns := make([]turnResult, w.Turns)
 	if w.Concurrent {
 		var wg sync.WaitGroup
-		if !env.dialInShot {
-			if err := c.preopen(ctx, w.Turns); err != nil {
+		gate := make(chan struct{})
+		if env.dialInShot {
+			for i := range turns {
+				wg.Go(func() {
+					<-gate
+					turns[i] = c.turn(ctx, w)
+				})
+			}
+		} else {
+			ready, err := c.prepareShot(ctx, w, w.Turns)
+			if err != nil {
 				return res, err
 			}
-		}
-		gate := make(chan struct{})
-		for i := range turns {
-			wg.Go(func() {
-				<-gate
-				turns[i] = c.turn(ctx, w)
-			})
+			for i, t := range ready {
+				wg.Go(func() {
+					<-gate
+					turns[i] = t.run(ctx, w)
+				})
+			}
 		}
 		start = time.Now()
 		close(gate)
