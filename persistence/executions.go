@@ -8,6 +8,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -94,7 +95,10 @@ func (s *Executions) CreateAgent(ctx context.Context, a planning.AgentRecord) er
 }
 
 // insertAgentSQL inserts an agent; agentArgs are its values.
-const insertAgentSQL = `INSERT INTO agents (id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)`
+const insertAgentSQL = `INSERT INTO agents ` + agentCols + ` VALUES (?,?,?,?,?,?,?,?,?,?)`
+
+// agentCols are the columns agentArgs gives.
+const agentCols = `(id, role, user_id, run_id, session_id, plan_id, step_number, parent_id, model, created_at)`
 
 func (s *Executions) agentArgs(a planning.AgentRecord) []any {
 	if a.CreatedAt.IsZero() {
@@ -161,6 +165,15 @@ func (s *Executions) OpenAgent(ctx context.Context, a planning.AgentRecord, as p
 		session planning.AgentSession
 		created bool
 	)
+	as.AgentID = a.ID
+	if runs.FirstClaim(ctx) && runs.RunOf(ctx) == a.RunID && s.queueInserts(ctx, nil,
+		rowInsert{table: "agents", cols: agentCols, args: s.agentArgs(a)},
+		rowInsert{table: "agent_chat_sessions", cols: agentSessionCols, args: s.agentSessionArgs(as)}) {
+		// The run's first claim: no earlier attempt made its agent, so
+		// the two rows join the run log's next batch, ahead of the
+		// transcript that refers to them, without a commit of their own.
+		return a, as, true, nil
+	}
 	var err error
 	if batchOf(ctx) == nil {
 		// Created first, found only when that conflicts (the run's agent
@@ -228,7 +241,10 @@ func (s *Executions) CreateAgentSession(ctx context.Context, a planning.AgentSes
 
 // insertAgentSessionSQL inserts an agent's conversation; agentSessionArgs
 // are its values.
-const insertAgentSessionSQL = `INSERT INTO agent_chat_sessions (id, agent_id, plan_id, step_number, user_id, created_at) VALUES (?,?,?,?,?,?)`
+const insertAgentSessionSQL = `INSERT INTO agent_chat_sessions ` + agentSessionCols + ` VALUES (?,?,?,?,?,?)`
+
+// agentSessionCols are the columns agentSessionArgs gives.
+const agentSessionCols = `(id, agent_id, plan_id, step_number, user_id, created_at)`
 
 func (s *Executions) agentSessionArgs(a planning.AgentSession) []any {
 	if a.CreatedAt.IsZero() {

@@ -13,6 +13,7 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/apperr/apperrtest"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
@@ -391,6 +392,77 @@ func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
 			seqs = append(seqs, m.Seq)
 		}
 		require.Equal(t, []int{1, 3}, seqs)
+	})
+}
+
+// TestOpenAgentOnAFirstClaimJoinsTheRunLog: on its run's first claim a
+// planner's agent and conversation are not a transaction of their own: they
+// join the run log's next batch, ahead of the conversation's messages
+// queued after them, even behind another run's messages in that batch. A
+// later attempt of the run finds them.
+func TestOpenAgentOnAFirstClaimJoinsTheRunLog(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		stores := dbtest.NewStores(t, db)
+		jobs, got := startJobs(t, db)
+		run := claimedRun(t, jobs, got, "A")
+		// A linger long enough that nothing commits before the test has
+		// queued all it queues.
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Linger: 300 * time.Millisecond})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		_, err = l.OpenRun(ctx, run.ID, run.LeaseToken)
+		require.NoError(t, err)
+		outcome := func(done <-chan error) error {
+			select {
+			case err := <-done:
+				return err
+			case <-time.After(30 * time.Second):
+				t.Fatal("a queued row was never done")
+				return nil
+			}
+		}
+		queue := func(ctx context.Context, m planning.AgentMessage) <-chan error {
+			done := make(chan error, 1)
+			stores.Executions.QueueAgentMessage(ctx, m, func(err error) { done <- err })
+			return done
+		}
+
+		// Another run's message is first in the batch.
+		_, otherSession, execID := startedExecution(t, stores)
+		other := queue(ctx, planning.AgentMessage{AgentSessionID: otherSession, ExecutionID: execID, Seq: 1, Role: "assistant", Content: "other"})
+
+		first := runs.WithFirstClaim(runs.WithRun(ctx, run.ID))
+		a, as, created, err := stores.Executions.OpenAgent(first,
+			planning.AgentRecord{ID: persistence.NewID(), Role: event.RolePlanner, UserID: "alice", RunID: run.ID, Model: "m"},
+			planning.AgentSession{ID: persistence.NewID(), UserID: "alice"})
+		require.NoError(t, err)
+		require.True(t, created)
+		require.Equal(t, a.ID, as.AgentID)
+		_, err = stores.Executions.GetAgent(ctx, a.ID)
+		apperrtest.RequireCode(t, err, apperr.NotFound) // queued, not committed on its own
+		mine := queue(first, planning.AgentMessage{AgentSessionID: as.ID, Seq: 1, Role: "user", Content: "hello"})
+
+		require.NoError(t, outcome(other))
+		require.NoError(t, outcome(mine))
+		stored, err := stores.Executions.GetAgent(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, run.ID, stored.RunID)
+		msgs, err := stores.Executions.ListAgentMessages(ctx, as.ID)
+		require.NoError(t, err)
+		require.Len(t, msgs, 1)
+		require.Equal(t, "hello", msgs[0].Content)
+
+		// A later attempt (no first claim) finds them.
+		again, againSession, created, err := stores.Executions.OpenAgent(runs.WithRun(ctx, run.ID),
+			planning.AgentRecord{ID: persistence.NewID(), Role: event.RolePlanner, UserID: "alice", RunID: run.ID},
+			planning.AgentSession{ID: persistence.NewID(), UserID: "alice"})
+		require.NoError(t, err)
+		require.False(t, created)
+		require.Equal(t, a.ID, again.ID)
+		require.Equal(t, as.ID, againSession.ID)
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 
@@ -50,6 +51,12 @@ func (db *DB) writer() *RunLog { return db.runLog.Load() }
 // writer, when it is closed, or when ctx runs inside a transaction (the
 // row belongs to that one): the caller then writes it itself.
 func (c *core) queueInsert(ctx context.Context, r rowInsert, done func(error)) bool {
+	return c.queueInserts(ctx, done, r)
+}
+
+// queueInserts is queueInsert for rows that are queued together, in order,
+// or not at all; done hears each row's outcome.
+func (c *core) queueInserts(ctx context.Context, done func(error), rows ...rowInsert) bool {
 	if c.inTx || batchOf(ctx) != nil {
 		return false
 	}
@@ -57,28 +64,32 @@ func (c *core) queueInsert(ctx context.Context, r rowInsert, done func(error)) b
 	if l == nil {
 		return false
 	}
-	return l.queueRow(runs.RunOf(ctx), r, done)
+	return l.queueRows(runs.RunOf(ctx), done, rows)
 }
 
-// queueRow queues r, written by the work of run runID ("" when none; see
-// queueInsert); false when the log is closed. A failure is logged, and
-// told to done when set. A run's rows are fenced with its events: not
-// written once another process owns the run, nor once its log failed.
-func (l *RunLog) queueRow(runID string, r rowInsert, done func(error)) bool {
-	tell := func(err error) {
-		if err != nil {
-			l.cfg.Logger.Error().Err(err).Str("table", r.table).Msg("run log: a queued row was not stored")
-		}
-		if done != nil {
-			done(err)
-		}
-	}
+// queueRows queues rows, written by the work of run runID ("" when none;
+// see queueInsert); false, queuing none, when the log is closed. A failure
+// is logged, and told to done when set. A run's rows are fenced with its
+// events: not written once another process owns the run, nor once its log
+// failed.
+func (l *RunLog) queueRows(runID string, done func(error), rows []rowInsert) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed || !l.started {
 		return false
 	}
-	l.queue = append(l.queue, pendingEvent{runID: runID, row: &r, done: tell})
+	for i := range rows {
+		table := rows[i].table
+		tell := func(err error) {
+			if err != nil {
+				l.cfg.Logger.Error().Err(err).Str("table", table).Msg("run log: a queued row was not stored")
+			}
+			if done != nil {
+				done(err)
+			}
+		}
+		l.queue = append(l.queue, pendingEvent{runID: runID, row: &rows[i], done: tell})
+	}
 	l.signal()
 	return true
 }
@@ -121,6 +132,12 @@ func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pending
 		}
 		g.at = append(g.at, i)
 	}
+	// Tables whose rows others refer to go first: a run's first batch can
+	// carry its planner's agent and conversation (OpenAgent) with the
+	// first messages of that conversation, behind another run's messages.
+	sort.SliceStable(order, func(i, j int) bool {
+		return insertRank(batch[groups[order[i]].at[0]].row.table) < insertRank(batch[groups[order[j]].at[0]].row.table)
+	})
 	for _, key := range order {
 		g := groups[key]
 		table := batch[g.at[0]].row.table
@@ -143,6 +160,19 @@ func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pending
 		}
 	}
 	return nil
+}
+
+// insertRank orders a batch's multi-row INSERTs by the foreign keys
+// between queued tables: agent_chat_messages refers to
+// agent_chat_sessions, which refers to agents.
+func insertRank(table string) int {
+	switch table {
+	case "agents":
+		return 0
+	case "agent_chat_sessions":
+		return 1
+	}
+	return 2
 }
 
 // insertSQLs caches the statements insertSQL builds.

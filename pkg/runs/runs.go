@@ -255,6 +255,9 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	// do (the request's line names the run too).
 	ctx = logctx.With(logctx.With(ctx, "run_id", r.ID), "user", r.UserID)
 	ctx = WithRun(ctx, r.ID)
+	if r.Attempts == 1 {
+		ctx = WithFirstClaim(ctx)
+	}
 	if r.Attempts > 1 {
 		log.Info().Msg("taking over a run")
 		if s.cfg.OnTakeOver != nil {
@@ -466,4 +469,22 @@ func WithRun(ctx context.Context, runID string) context.Context {
 func RunOf(ctx context.Context) string {
 	id, _ := ctx.Value(runKey{}).(string)
 	return id
+}
+
+// firstClaimKey marks the context of a run's first claim.
+type firstClaimKey struct{}
+
+// WithFirstClaim returns ctx saying its work is its run's first claim (Work
+// says so when the run's attempts are 1; see FirstClaim).
+func WithFirstClaim(ctx context.Context) context.Context {
+	return context.WithValue(ctx, firstClaimKey{}, true)
+}
+
+// FirstClaim reports whether ctx's work is its run's first claim (Work on
+// a run no process owned before): nothing of the run can be stored yet but
+// what its creation stored, so a record keyed by the run (its planner's
+// agent) is new, and need not be looked for.
+func FirstClaim(ctx context.Context) bool {
+	first, _ := ctx.Value(firstClaimKey{}).(bool)
+	return first
 }

@@ -2,6 +2,7 @@ package runs_test
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"sync"
 	"testing"
@@ -243,6 +244,32 @@ func TestWorkRunsAClaimedRun(t *testing.T) {
 			require.Zero(t, s.Running())
 		})
 	}
+}
+
+// The work of a run's first claim is told so (FirstClaim), and the work of
+// a later attempt is not: only the first can create what is keyed by the
+// run without looking for an earlier attempt's.
+func TestWorkSaysWhetherItIsTheRunsFirstClaim(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		attempts int
+		first    bool
+	}{{1, true}, {2, false}, {5, false}} {
+		t.Run(fmt.Sprint(tt.attempts), func(t *testing.T) {
+			t.Parallel()
+			st := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 7, Attempts: tt.attempts})}
+			var first *bool
+			s := newService(t, st, newFakeLog(), func(ctx context.Context, _ event.Run, em event.Emitter) {
+				f := runs.FirstClaim(ctx)
+				first = &f
+				say(ctx, em, event.FinishedCompleted)
+			})
+			require.NoError(t, s.Work(context.Background(), "r1"))
+			require.NotNil(t, first, "the work ran")
+			require.Equal(t, tt.first, *first)
+		})
+	}
+	require.False(t, runs.FirstClaim(context.Background()))
 }
 
 // A run's writes commit with the events that announce them: the worker's
