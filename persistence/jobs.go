@@ -78,6 +78,9 @@ type JobsConfig struct {
 	// ID names this process in River (default: River's).
 	ID     string
 	Logger zerolog.Logger
+	// Tracer, when set, sees the statements of River's connections,
+	// which also carry the transactions that create runs (PostgreSQL).
+	Tracer pgx.QueryTracer
 }
 
 // Jobs is the job system of one process. Start begins fetching; Stop stops
@@ -187,11 +190,12 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		}
 		pc.MaxConns = 8
 		pc.ConnConfig.ConnectTimeout = db.connectTimeout
+		pc.ConnConfig.Tracer = cfg.Tracer
 		withoutUnusedCache(pc.ConnConfig)
 		if j.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("persistence: jobs: %w", redactErr(err, db.dsn))
 		}
-		if j.pg, err = river.NewClient(riverpgxv5.New(j.pool), rc); err != nil {
+		if j.pg, err = river.NewClient[pgx.Tx](ownInsertNotify{riverpgxv5.New(j.pool)}, rc); err != nil {
 			j.pool.Close()
 			return nil, fmt.Errorf("persistence: jobs: %w", err)
 		}

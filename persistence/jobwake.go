@@ -28,7 +28,10 @@ import (
 // River sends the NOTIFY of an insert at most once per FetchCooldown: a run
 // whose job commits just after the fetch that NOTIFY caused would wait for
 // the next poll. So every transaction that inserts runs' jobs sends its own
-// (notifyInsert), which River's fetchers debounce.
+// (notifyInsert), which River's fetchers debounce — and River's, a round
+// trip of its own after the job's INSERT whenever its limiter lets it,
+// would only repeat it: the driver River is given (ownInsertNotify) leaves
+// River's insert notifications out of the transactions it is handed.
 
 // wakingDriver is a River driver whose pilot remembers how River wakes its
 // fetcher.
@@ -85,4 +88,34 @@ func notifyInsert(ctx context.Context, tx pgx.Tx) error {
 		return fmt.Errorf("notify the job's insert: %w", err)
 	}
 	return nil
+}
+
+// ownInsertNotify is River's PostgreSQL driver for transactions that send
+// their own insert notification (notifyInsert): in a transaction it is
+// handed (UnwrapExecutor: every job planwright inserts), River's own
+// NOTIFY of an insert is not sent. Its other notifications, and those of
+// the transactions River opens itself, are.
+type ownInsertNotify struct {
+	riverdriver.Driver[pgx.Tx]
+}
+
+func (d ownInsertNotify) UnwrapExecutor(tx pgx.Tx) riverdriver.ExecutorTx {
+	return withoutInsertNotify{d.Driver.UnwrapExecutor(tx)}
+}
+
+// withoutInsertNotify is a transaction's executor that does not send
+// River's insert notifications.
+type withoutInsertNotify struct {
+	riverdriver.ExecutorTx
+}
+
+// insertTopic is the topic of River's insert notifications
+// (notifier.NotificationTopicInsert, internal to River).
+const insertTopic = "river_insert"
+
+func (e withoutInsertNotify) NotifyMany(ctx context.Context, p *riverdriver.NotifyManyParams) error {
+	if p.Topic == insertTopic {
+		return nil // the transaction sends its own (notifyInsert)
+	}
+	return e.ExecutorTx.NotifyMany(ctx, p)
 }

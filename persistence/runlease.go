@@ -35,12 +35,12 @@ type RunLeases struct {
 	jobs *Jobs
 }
 
-// runTx is one transaction of the job system: a pgx transaction on River's
-// pool on PostgreSQL (River inserts jobs through pgx), a database/sql
-// transaction on the project's pool on SQLite.
+// runTx is one transaction of the job system: a pgx transaction on a
+// connection of River's pool on PostgreSQL (River inserts jobs through
+// pgx), a database/sql transaction on the project's pool on SQLite.
 type runTx struct {
 	j    *Jobs
-	pg   pgx.Tx
+	pg   *pgTx
 	lite *sql.Tx
 	// jobs counts the jobs the transaction inserted (the fetcher is woken
 	// once it committed).
@@ -58,7 +58,11 @@ func (t runTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 		if err != nil {
 			return 0, err
 		}
-		tag, err := t.pg.Exec(ctx, pgPlaceholders(q), esc...)
+		tx, err := t.pg.begun(ctx)
+		if err != nil {
+			return 0, err
+		}
+		tag, err := tx.Exec(ctx, pgPlaceholders(q), esc...)
 		return tag.RowsAffected(), err
 	}
 	res, err := t.lite.ExecContext(ctx, q, args...)
@@ -69,7 +73,8 @@ func (t runTx) exec(ctx context.Context, q string, args ...any) (int64, error) {
 }
 
 // execAll runs stmts in order and returns the first one's error (mapped by
-// its fail). On PostgreSQL they travel together, one round trip.
+// its fail). On PostgreSQL they travel together, one round trip, with the
+// transaction's BEGIN when they are its first statements.
 func (t runTx) execAll(ctx context.Context, stmts []openStmt) error {
 	failed := func(st openStmt, err error) error {
 		if st.fail != nil {
@@ -86,6 +91,9 @@ func (t runTx) execAll(ctx context.Context, stmts []openStmt) error {
 		return nil
 	}
 	var b pgx.Batch
+	if t.pg.tx == nil {
+		b.BeginTx(pgx.TxOptions{})
+	}
 	for _, st := range stmts {
 		esc, err := escapePgArgs(st.args)
 		if err != nil {
@@ -93,7 +101,17 @@ func (t runTx) execAll(ctx context.Context, stmts []openStmt) error {
 		}
 		b.Queue(pgPlaceholders(st.query), esc...)
 	}
-	br := t.pg.SendBatch(ctx, &b)
+	var br pgx.BatchResults
+	if t.pg.tx == nil {
+		br = t.pg.conn.SendBatch(ctx, &b)
+		t.pg.tx = br.Tx()
+		if _, err := br.Exec(); err != nil { // BEGIN
+			_ = br.Close()
+			return err
+		}
+	} else {
+		br = t.pg.tx.SendBatch(ctx, &b)
+	}
 	for _, st := range stmts {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
@@ -105,7 +123,71 @@ func (t runTx) execAll(ctx context.Context, stmts []openStmt) error {
 
 func (t runTx) insertJob(ctx context.Context, runID string) error {
 	*t.jobs++
-	return t.j.insertRunJob(ctx, t.pg, t.lite, runID)
+	var tx pgx.Tx
+	if t.pg != nil {
+		var err error
+		if tx, err = t.pg.begun(ctx); err != nil {
+			return err
+		}
+	}
+	return t.j.insertRunJob(ctx, tx, t.lite, runID)
+}
+
+// pgTx is a transaction on one of River's connections, begun by its first
+// statements: when they are a batch, its BEGIN travels with them
+// (pgx.Batch.BeginTx; a turn's opening transaction — its rows, River's
+// INSERT of the job, COMMIT — is three round trips, not four), else by
+// pgx's Begin just before the first.
+type pgTx struct {
+	conn *pgx.Conn
+	tx   pgx.Tx // nil until begun
+}
+
+// begun returns the transaction, beginning it now if nothing began it.
+func (p *pgTx) begun(ctx context.Context) (pgx.Tx, error) {
+	if p.tx == nil {
+		tx, err := p.conn.Begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p.tx = tx
+	}
+	return p.tx, nil
+}
+
+// pgInTx runs fn in a transaction on a connection of River's pool, and
+// commits it, with River's insert notification when fn inserted jobs and
+// did not send it, unless fn failed (the transaction is rolled back).
+func (l *RunLeases) pgInTx(ctx context.Context, t runTx, fn func(tx runTx) error) (err error) {
+	c, err := l.jobs.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection left in a transaction (a COMMIT or ROLLBACK that
+	// failed) is closed, not given back.
+	defer c.Release()
+	t.pg = &pgTx{conn: c.Conn()}
+	defer func() {
+		if t.pg.tx != nil && err != nil {
+			_ = t.pg.tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err = fn(t); err != nil {
+		return err
+	}
+	if *t.jobs > 0 && !*t.notified {
+		tx, err := t.pg.begun(ctx)
+		if err != nil {
+			return err
+		}
+		if err = notifyInsert(ctx, tx); err != nil {
+			return err
+		}
+	}
+	if t.pg.tx == nil {
+		return nil // nothing was sent
+	}
+	return t.pg.tx.Commit(ctx)
 }
 
 // inTx runs fn in one transaction, retrying transient failures, and wakes
@@ -116,12 +198,7 @@ func (l *RunLeases) inTx(ctx context.Context, fn func(tx runTx) error) error {
 		var err error
 		jobs, notified := 0, false
 		if l.jobs.pool != nil {
-			err = pgx.BeginFunc(ctx, l.jobs.pool, func(tx pgx.Tx) error {
-				if err := fn(runTx{j: l.jobs, pg: tx, jobs: &jobs, notified: &notified}); err != nil || jobs == 0 || notified {
-					return err
-				}
-				return notifyInsert(ctx, tx)
-			})
+			err = l.pgInTx(ctx, runTx{j: l.jobs, jobs: &jobs, notified: &notified}, fn)
 		} else {
 			err = l.liteTx(ctx, runTx{j: l.jobs, jobs: &jobs}, fn)
 		}

@@ -2,9 +2,11 @@ package persistence_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/persistence"
@@ -101,6 +103,88 @@ func TestOpenTurnCommitsWithItsRun(t *testing.T) {
 		_, err = stores.Chats.TurnMessage(ctx, "alice", "t4", chat.RoleUser)
 		apperrtestNotFound(t, err)
 	})
+}
+
+// roundTrips records, in order, the connection of each statement and batch
+// sent on the connections it traces (each one round trip).
+type roundTrips struct {
+	mu    sync.Mutex
+	conns []*pgx.Conn
+	batch []bool
+}
+
+func (r *roundTrips) add(c *pgx.Conn, batch bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.conns, r.batch = append(r.conns, c), append(r.batch, batch)
+}
+
+// len is how many were recorded.
+func (r *roundTrips) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.conns)
+}
+
+// onBatchConn counts those recorded since from on the connection of the
+// first batch among them: what one transaction sent, whatever River sent
+// meanwhile on its other connections.
+func (r *roundTrips) onBatchConn(from int) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var conn *pgx.Conn
+	for i := from; i < len(r.conns) && conn == nil; i++ {
+		if r.batch[i] {
+			conn = r.conns[i]
+		}
+	}
+	n := 0
+	for _, c := range r.conns[from:] {
+		if c == conn {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *roundTrips) TraceQueryStart(ctx context.Context, c *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.add(c, false)
+	return ctx
+}
+
+func (*roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *roundTrips) TraceBatchStart(ctx context.Context, c *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.add(c, true)
+	return ctx
+}
+
+func (*roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (*roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestOpenTurnIsThreeRoundTrips: on PostgreSQL a turn's opening
+// transaction is its BEGIN and rows with the job's notification in one
+// round trip, River's INSERT of the job, and COMMIT — no round trip for
+// BEGIN alone, none for River's own notification of the insert.
+func TestOpenTurnIsThreeRoundTrips(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	stores := dbtest.NewStores(t, db)
+	trips := &roundTrips{}
+	jobs, got := startJobsWith(t, db, persistence.JobsConfig{Tracer: trips})
+	for range 2 {
+		runID := persistence.NewID()
+		sess := &chat.Session{UserID: "alice", Title: "hi", ContextType: chat.ContextGlobal}
+		m := chat.Message{UserID: "alice", Role: chat.RoleUser, Content: "hi", StreamRunID: runID}
+		from := trips.len()
+		require.NoError(t, stores.Chats.OpenTurn(t.Context(), sess, &m, func(ctx context.Context) error {
+			r := persistence.Run{ID: runID, Kind: persistence.RunTurn, UserID: "alice", SessionID: m.SessionID, Request: []byte(`{}`)}
+			return jobs.Runs().CreateRun(ctx, &r, event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem},
+				Event: event.AgentState{State: event.StateThinking, RunID: runID}})
+		}))
+		require.Equal(t, 3, trips.onBatchConn(from), "BEGIN with the rows, River's INSERT, COMMIT")
+		require.Equal(t, runID, receive(t, got), "the run's job was inserted, and its fetcher woken")
+	}
 }
 
 func apperrtestNotFound(t *testing.T, err error) {
