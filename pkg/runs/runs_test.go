@@ -2,8 +2,8 @@ package runs_test
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
