@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"time"
 
 	"github.com/planwright/planwright/agents"
 
@@ -22,14 +23,21 @@ type Turns interface {
 // the work (one kept by the handler is recorded with the run) can end ctx
 // during this read: it is made again regardless, so the work ends the run
 // as cancelled — its interrupted answer stored, done cancelled — as it
-// would have a moment later, not as failed.
+// would have a moment later, not as failed. The read made again has a
+// deadline of its own (readBackTimeout): a database that stopped answering
+// cannot hold the worker past it.
 func readBack[T any](ctx context.Context, read func(context.Context) (T, error)) (T, error) {
 	v, err := read(ctx)
 	if err != nil && ctx.Err() != nil {
-		return read(context.WithoutCancel(ctx))
+		again, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+		defer cancel()
+		return read(again)
 	}
 	return v, err
 }
+
+// readBackTimeout bounds the read readBack makes again after a cancel.
+const readBackTimeout = 30 * time.Second
 
 // TurnWork runs a queued chat turn. A takeover runs the turn again (what it
 // recorded before is found, not repeated).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,6 +40,11 @@ func TestReadBack(t *testing.T) {
 					return 0, err
 				}
 				require.NoError(t, ctx.Err(), "a read made again is not cancelled")
+				if calls == 2 {
+					deadline, ok := ctx.Deadline()
+					require.True(t, ok, "a read made again has a deadline of its own")
+					require.WithinDuration(t, time.Now().Add(readBackTimeout), deadline, 5*time.Second)
+				}
 				return 7, nil
 			})
 			require.Equal(t, tc.wantCalls, calls)
