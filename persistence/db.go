@@ -124,6 +124,8 @@ type DB struct {
 	// runLog is the run log writer running on this database (RunLog.Start
 	// sets it, Close clears it): one per process.
 	runLog atomic.Pointer[RunLog]
+	// checkpoints checkpoints a SQLite file's log (nil otherwise).
+	checkpoints *checkpointer
 }
 
 // ownPool is a pool of its own of n connections (the run log's writer
@@ -155,7 +157,20 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	var err error
 	switch cfg.Driver {
 	case DriverSQLite:
-		db.gorm, db.reopen, err = openSQLite(cfg.DSN, gcfg)
+		// Replicas that start together on one file can find it locked
+		// in the instant another's last connection checkpoints on close
+		// (SQLite answers BUSY there without waiting): tried again.
+		for wait := 20 * time.Millisecond; ; wait *= 2 {
+			db.gorm, db.reopen, err = openSQLite(cfg.DSN, gcfg)
+			if err == nil || !transient(err) || wait > time.Second {
+				break
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return nil, fmt.Errorf("persistence: open %s %s: %w", cfg.Driver, db.target, context.Cause(ctx))
+			}
+		}
 	case DriverPostgres:
 		db.gorm, db.pg, db.reopen, err = openPostgres(cfg.DSN, cfg.ConnectTimeout, gcfg)
 	}
@@ -178,6 +193,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		_ = db.sql.Close()
 		return nil, fmt.Errorf("persistence: connect to %s %s: %w", cfg.Driver, db.target, err)
 	}
+	if db.driver == DriverSQLite && !db.memory {
+		db.checkpoints = startCheckpointer(db)
+	}
 	return db, nil
 }
 
@@ -196,10 +214,16 @@ func sqliteDSN(dsn string) (string, error) {
 		}
 	}
 	params := []string{
-		"_pragma=journal_mode(WAL)",
+		// First, so that the pragmas after it wait for a lock instead of
+		// failing at once: switching to (or reading) WAL mode waits while
+		// another process's last connection checkpoints the log on close.
 		"_pragma=busy_timeout(10000)",
+		"_pragma=journal_mode(WAL)",
 		"_pragma=foreign_keys(1)",
 		"_pragma=synchronous(NORMAL)",
+		// Checkpoints are the checkpointer's (checkpoint.go); past this
+		// many pages a connection makes one itself.
+		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", checkpointBackstop),
 		"_txlock=immediate",
 		// Times as text in SQLite's own layout (2006-01-02 15:04:05.999999999-07:00),
 		// which sorts and compares as text.
@@ -230,7 +254,11 @@ func openSQLite(dsn string, gcfg func() *gorm.Config) (*gorm.DB, func(int) (*gor
 			sqlDB.SetMaxOpenConns(n)
 			sqlDB.SetMaxIdleConns(n)
 		}
-		return gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg())
+		g, err := gorm.Open(&sqlite.Dialector{Conn: sqlDB}, gcfg())
+		if err != nil {
+			_ = sqlDB.Close()
+		}
+		return g, err
 	}
 	g, err := open(0)
 	return g, open, err
@@ -309,7 +337,19 @@ func (db *DB) Target() string { return db.target }
 func (db *DB) Ping(ctx context.Context) error { return db.sql.PingContext(ctx) }
 
 // Close closes the database.
-func (db *DB) Close() error { return db.sql.Close() }
+func (db *DB) Close() error {
+	if db.checkpoints != nil {
+		db.checkpoints.close()
+	}
+	return db.sql.Close()
+}
+
+// committed tells the checkpointer (SQLite) that the log grew.
+func (db *DB) committed() {
+	if db.checkpoints != nil {
+		db.checkpoints.wrote()
+	}
+}
 
 // MigrationState is one migration and whether it is applied.
 type MigrationState struct {

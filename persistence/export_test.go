@@ -6,3 +6,12 @@ func (l *RunLog) PipelineStats() (roundTrips, statements int64) {
 	s := l.writer.tx.stats
 	return s.roundTrips.Load(), s.statements.Load()
 }
+
+// CheckpointsMade returns how many checkpoints the background
+// checkpointer of a SQLite file made (0 without one).
+func (db *DB) CheckpointsMade() int64 {
+	if db.checkpoints == nil {
+		return 0
+	}
+	return db.checkpoints.runs.Load()
+}

@@ -106,6 +106,7 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 			continue
 		}
 		if err == nil {
+			w.db.committed()
 			break
 		}
 		if errors.Is(err, errMergeFailed) && !alone {
