@@ -21,11 +21,7 @@ func TestSQLiteCheckpointsAfterTheWritersCommits(t *testing.T) {
 	t.Parallel()
 	cfg := dbtest.Config(t, persistence.DriverSQLite)
 	ctx := context.Background()
-	db, err := persistence.Open(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
+	db := dbtest.OpenConfig(t, cfg)
 	path, _, _ := strings.Cut(strings.TrimPrefix(cfg.DSN, "file:"), "?")
 	size := func() int64 {
 		fi, err := os.Stat(path)

@@ -163,11 +163,7 @@ func TestRunLogCommitsWritesAcrossTerminatedConnections(t *testing.T) {
 	t.Parallel()
 	cfg := dbtest.Config(t, persistence.DriverPostgres)
 	ctx := context.Background()
-	db, err := persistence.Open(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
+	db := dbtest.OpenConfig(t, cfg)
 	stores := dbtest.NewStores(t, db)
 	l, pub := openRunLog(t, db)
 	p := newPlan(persistence.NewID())
@@ -331,6 +327,26 @@ func TestRunLogQueuesRows(t *testing.T) {
 	})
 }
 
+// queueMessage queues m (QueueAgentMessage); its outcome arrives on the
+// channel.
+func queueMessage(ctx context.Context, stores dbtest.Stores, m planning.AgentMessage) <-chan error {
+	done := make(chan error, 1)
+	stores.Executions.QueueAgentMessage(ctx, m, func(err error) { done <- err })
+	return done
+}
+
+// outcomeOf waits for a queued row's outcome.
+func outcomeOf(t *testing.T, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("a queued row was never done")
+		return nil
+	}
+}
+
 // TestRunLogFencesQueuedRowsOfALostRun: a row queued by a run's work (its
 // context names the run) is fenced with the run's events — once another
 // process owns the run, it is not stored, its caller hears why, and rows
@@ -355,20 +371,8 @@ func TestRunLogFencesQueuedRowsOfALostRun(t *testing.T) {
 			return planning.AgentMessage{AgentSessionID: sessionID, ExecutionID: execID, Seq: seq, Role: "assistant",
 				Content: fmt.Sprintf("message %d", seq)}
 		}
-		queue := func(ctx context.Context, m planning.AgentMessage) <-chan error {
-			done := make(chan error, 1)
-			stores.Executions.QueueAgentMessage(ctx, m, func(err error) { done <- err })
-			return done
-		}
-		outcome := func(done <-chan error) error {
-			select {
-			case err := <-done:
-				return err
-			case <-time.After(30 * time.Second):
-				t.Fatal("a queued row was never done")
-				return nil
-			}
-		}
+		queue := func(ctx context.Context, m planning.AgentMessage) <-chan error { return queueMessage(ctx, stores, m) }
+		outcome := func(done <-chan error) error { return outcomeOf(t, done) }
 		runCtx := runs.WithRun(ctx, id)
 
 		// While A owns the run, its work's rows are stored.
@@ -415,20 +419,8 @@ func TestOpenAgentOnAFirstClaimJoinsTheRunLog(t *testing.T) {
 		t.Cleanup(l.Close)
 		_, err = l.OpenRun(ctx, run.ID, run.LeaseToken)
 		require.NoError(t, err)
-		outcome := func(done <-chan error) error {
-			select {
-			case err := <-done:
-				return err
-			case <-time.After(30 * time.Second):
-				t.Fatal("a queued row was never done")
-				return nil
-			}
-		}
-		queue := func(ctx context.Context, m planning.AgentMessage) <-chan error {
-			done := make(chan error, 1)
-			stores.Executions.QueueAgentMessage(ctx, m, func(err error) { done <- err })
-			return done
-		}
+		outcome := func(done <-chan error) error { return outcomeOf(t, done) }
+		queue := func(ctx context.Context, m planning.AgentMessage) <-chan error { return queueMessage(ctx, stores, m) }
 
 		// Another run's message is first in the batch.
 		_, otherSession, execID := startedExecution(t, stores)

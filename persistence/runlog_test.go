@@ -181,11 +181,7 @@ func TestRunLogSurvivesTerminatedConnections(t *testing.T) {
 	t.Parallel()
 	cfg := dbtest.Config(t, persistence.DriverPostgres)
 	ctx := context.Background()
-	db, err := persistence.Open(ctx, cfg)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
+	db := dbtest.OpenConfig(t, cfg)
 	l, pub := openRunLog(t, db)
 	const runs, perRun = 4, 200
 	var wg sync.WaitGroup

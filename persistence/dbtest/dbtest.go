@@ -64,7 +64,13 @@ func Config(t testing.TB, driver string) persistence.Config {
 // Open returns a fresh, migrated database for driver, closed when the test ends.
 func Open(t testing.TB, driver string) *persistence.DB {
 	t.Helper()
-	cfg := Config(t, driver)
+	return OpenConfig(t, Config(t, driver))
+}
+
+// OpenConfig opens the database cfg names (Config's, when the test needs
+// to know it) and migrates it; it is closed when the test ends.
+func OpenConfig(t testing.TB, cfg persistence.Config) *persistence.DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	db, err := persistence.Open(ctx, cfg)
