@@ -63,8 +63,12 @@ func (c *checkpointer) run() {
 			return
 		case <-c.kick:
 		}
+		// A query, not an exec: the process's write gate (sqlitegate.go)
+		// is not taken — a checkpoint takes no write lock, and the run
+		// log's writer commits while it copies and syncs.
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if _, err := c.db.sql.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err == nil {
+		var busy, logged, copied int
+		if err := c.db.sql.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logged, &copied); err == nil {
 			c.runs.Add(1)
 		}
 		cancel()
