@@ -289,17 +289,33 @@ func pgConfig(dsn string, timeout time.Duration) (*pgx.ConnConfig, error) {
 		return nil, fmt.Errorf("parse DSN: %w", redactErr(err, dsn))
 	}
 	pc.ConnectTimeout = timeout
-	withoutUnusedCache(pc)
+	connDefaults(pc)
 	return pc, nil
 }
 
-// withoutUnusedCache turns off the description cache of a connection that
-// caches its statements (pgx's default mode, and ours): pgx makes both
-// caches for every connection, each a map sized for 512 statements up
-// front (some 25 KB), and this mode never reads the description cache.
-func withoutUnusedCache(cc *pgx.ConnConfig) {
+// connDefaults is what every connection of the service's pools uses unless
+// the DSN says otherwise:
+//   - no description cache for a connection that caches its statements
+//     (pgx's default mode, and ours): pgx makes both caches for every
+//     connection, each a map sized for 512 statements up front (some
+//     25 KB), and this mode never reads the description cache;
+//   - generic plans for prepared statements (plan_cache_mode, PostgreSQL
+//     12 and later): the service's statements are prepared once a
+//     connection and are inserts, updates and reads by key, whose plan does
+//     not depend on their arguments, so planning them again at every
+//     execution (the default's custom plans, which PostgreSQL keeps choosing
+//     for the multi-row writes of the run log) is work without a use — a
+//     fifth of the database's CPU in the benchmark's concurrent turns
+//     (ARCHITECTURE, "Measuring the service").
+func connDefaults(cc *pgx.ConnConfig) {
 	if cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
 		cc.DescriptionCacheCapacity = 0
+	}
+	if cc.RuntimeParams == nil {
+		cc.RuntimeParams = map[string]string{}
+	}
+	if _, set := cc.RuntimeParams["plan_cache_mode"]; !set {
+		cc.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 }
 

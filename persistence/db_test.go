@@ -39,3 +39,38 @@ func TestRedact(t *testing.T) {
 		require.Equal(t, want, persistence.Redact(in), in)
 	}
 }
+
+// TestPostgresPlansPreparedStatementsOnce: every pool of the service — the
+// project's, the run log's writer's and River's — plans prepared
+// statements once (plan_cache_mode force_generic_plan) unless the DSN
+// chose otherwise, which every pool then keeps.
+func TestPostgresPlansPreparedStatementsOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, param, want string
+	}{
+		{"default", "", "force_generic_plan"},
+		{"the DSN's own", "&plan_cache_mode=auto", "auto"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := dbtest.Config(t, persistence.DriverPostgres)
+			cfg.DSN += tc.param
+			db := dbtest.OpenConfig(t, cfg)
+			ctx := t.Context()
+			var project string
+			require.NoError(t, db.SQL().QueryRowContext(ctx, "SELECT current_setting('plan_cache_mode')").Scan(&project))
+			require.Equal(t, tc.want, project, "the project's pool")
+
+			log, _ := openRunLog(t, db)
+			writer, err := log.Setting(ctx, "plan_cache_mode")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, writer, "the run log's writer")
+
+			jobs, _ := startJobsWith(t, db, persistence.JobsConfig{})
+			river, err := jobs.Setting(ctx, "plan_cache_mode")
+			require.NoError(t, err)
+			require.Equal(t, tc.want, river, "River's pool")
+		})
+	}
+}

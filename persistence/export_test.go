@@ -1,5 +1,7 @@
 package persistence
 
+import "context"
+
 // PipelineStats returns how many round trips the run log's pipelines made
 // and how many statements they sent (PostgreSQL).
 func (l *RunLog) PipelineStats() (roundTrips, statements int64) {
@@ -14,4 +16,20 @@ func (db *DB) CheckpointsMade() int64 {
 		return 0
 	}
 	return db.checkpoints.runs.Load()
+}
+
+// Setting returns a PostgreSQL setting as a connection of the run log's
+// writer sees it.
+func (l *RunLog) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := l.writer.tx.pool.WithContext(ctx).Raw("SELECT current_setting(?)", name).Scan(&v).Error
+	return v, err
+}
+
+// Setting returns a PostgreSQL setting as a connection of River's pool
+// sees it.
+func (j *Jobs) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := j.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
+	return v, err
 }

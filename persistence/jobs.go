@@ -191,7 +191,7 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		pc.MaxConns = 8
 		pc.ConnConfig.ConnectTimeout = db.connectTimeout
 		pc.ConnConfig.Tracer = cfg.Tracer
-		withoutUnusedCache(pc.ConnConfig)
+		connDefaults(pc.ConnConfig)
 		if j.pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			return nil, fmt.Errorf("persistence: jobs: %w", redactErr(err, db.dsn))
 		}
@@ -354,7 +354,7 @@ func (db *DB) migrateRiver(ctx context.Context) ([]MigrationState, error) {
 		}
 		pc.MaxConns = 2
 		pc.ConnConfig.ConnectTimeout = db.connectTimeout
-		withoutUnusedCache(pc.ConnConfig)
+		connDefaults(pc.ConnConfig)
 		pool, err := pgxpool.NewWithConfig(ctx, pc)
 		if err != nil {
 			return nil, redactErr(err, db.dsn)

@@ -73,18 +73,21 @@ func TestPoolSize(t *testing.T) {
 	require.Equal(t, sqlite, db.sql.Stats().MaxOpenConnections)
 }
 
-// PostgreSQL connections cache statements (pgx's default mode) and keep no
-// description cache, which that mode never reads; a DSN that asks for the
-// description cache's mode keeps it.
-func TestPostgresWithoutUnusedCache(t *testing.T) {
+// PostgreSQL connections cache statements (pgx's default mode), keep no
+// description cache, which that mode never reads, and plan their prepared
+// statements once (plan_cache_mode); a DSN that asks for the description
+// cache's mode keeps it, and one that sets plan_cache_mode keeps its own.
+func TestPostgresConnDefaults(t *testing.T) {
 	t.Parallel()
 	pc, err := pgConfig("postgres://u@127.0.0.1:1/db", time.Second)
 	require.NoError(t, err)
 	require.Zero(t, pc.DescriptionCacheCapacity)
 	require.Equal(t, 512, pc.StatementCacheCapacity)
+	require.Equal(t, "force_generic_plan", pc.RuntimeParams["plan_cache_mode"])
 
-	describe, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?default_query_exec_mode=cache_describe")
+	own, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?default_query_exec_mode=cache_describe&plan_cache_mode=auto")
 	require.NoError(t, err)
-	withoutUnusedCache(describe)
-	require.Equal(t, 512, describe.DescriptionCacheCapacity)
+	connDefaults(own)
+	require.Equal(t, 512, own.DescriptionCacheCapacity)
+	require.Equal(t, "auto", own.RuntimeParams["plan_cache_mode"])
 }
