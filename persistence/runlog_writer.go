@@ -162,7 +162,9 @@ func (w *logWriter) eventRows(batch []pendingEvent) []runEventRow {
 		if p.row != nil {
 			continue
 		}
-		data, err := json.Marshal(p.env)
+		// MarshalJSON directly: json.Marshal would scan its output
+		// again to compact and copy it, and it is compact already.
+		data, err := p.env.MarshalJSON()
 		if err != nil {
 			// A payload that cannot be encoded: log it as an error event
 			// so the run's seq has no gap.

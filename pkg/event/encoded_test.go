@@ -34,3 +34,29 @@ func TestEncodedEnvelopeIsWrittenAsHeld(t *testing.T) {
 	require.Contains(t, buf.String(), `"seq":8`, "another seq is encoded again")
 	require.Contains(t, buf.String(), `"content":"a \u003cb\u003e \u0026 c"`)
 }
+
+// MarshalJSON writes what json.Marshal writes of an envelope — compact,
+// HTML escaped, raw arguments compacted — so that the run log, which calls
+// it directly (json.Marshal would scan and copy its output once more), stores
+// and sends the same bytes.
+func TestMarshalJSONIsWhatJSONMarshalWrites(t *testing.T) {
+	t.Parallel()
+	ts := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	for _, ev := range []event.Event{
+		event.Text{Content: "a <b> & c\n\"quoted\""},
+		event.ToolCall{ToolCall: event.ToolCallInfo{ID: "c1", Name: "bench.work", Arguments: json.RawMessage("{\n  \"label\": \"<x> & y\"\n}")}},
+		event.AgentState{State: event.StateThinking},
+		event.Done{FinishedReason: event.FinishedCompleted},
+		event.PlanCreated{Plan: event.Plan{ID: "p", Goal: "ship <it>", Steps: []event.PlanStep{{StepDefinition: event.StepDefinition{Number: 1, Title: "one", Args: json.RawMessage(`{ "a" : [1, 2] }`)}}}}},
+	} {
+		t.Run(string(ev.Type()), func(t *testing.T) {
+			t.Parallel()
+			e := event.Envelope{Seq: 3, TS: ts, Source: event.Source{Role: event.RoleExecutor, PlanID: "p", StepNumber: 1}, Event: ev}
+			want, err := json.Marshal(e)
+			require.NoError(t, err)
+			got, err := e.MarshalJSON()
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(got))
+		})
+	}
+}
