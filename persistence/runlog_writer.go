@@ -58,7 +58,16 @@ func (w *logWriter) run() {
 			w.mu.Lock()
 			n := min(len(w.queue), w.cfg.MaxBatch)
 			batch := append([]pendingEvent(nil), w.queue[:n]...)
-			w.queue = append(w.queue[:0:0], w.queue[n:]...)
+			// The queue keeps its array for what is appended next (else
+			// every batch's appends grow a new one), not the taken
+			// entries' references — unless a burst made it larger than
+			// a batch.
+			rest := copy(w.queue, w.queue[n:])
+			clear(w.queue[rest:])
+			w.queue = w.queue[:rest]
+			if cap(w.queue) > w.cfg.MaxBatch {
+				w.queue = append([]pendingEvent(nil), w.queue...)
+			}
 			var fin []pendingFinish
 			if len(w.queue) == 0 {
 				fin, w.finish = w.finish, nil
@@ -370,15 +379,23 @@ func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFin
 // closes finished runs' logs.
 func (w *logWriter) publish(batch []pendingEvent, fin []pendingFinish) {
 	var order []string
-	byRun := map[string][]event.Envelope{}
+	counts := map[string]int{}
 	for _, p := range batch {
-		if p.row != nil {
-			continue
+		if p.row == nil {
+			if counts[p.runID] == 0 {
+				order = append(order, p.runID)
+			}
+			counts[p.runID]++
 		}
-		if _, ok := byRun[p.runID]; !ok {
-			order = append(order, p.runID)
+	}
+	byRun := make(map[string][]event.Envelope, len(order))
+	for _, id := range order {
+		byRun[id] = make([]event.Envelope, 0, counts[id])
+	}
+	for _, p := range batch {
+		if p.row == nil {
+			byRun[p.runID] = append(byRun[p.runID], p.env)
 		}
-		byRun[p.runID] = append(byRun[p.runID], p.env)
 	}
 	if w.cfg.OnCommit != nil {
 		for _, id := range order {
