@@ -24,11 +24,16 @@ import (
 // JobsConfig.Work with the run's id — the job carries nothing else, the
 // worker rebuilds the work from the run's rows. On PostgreSQL River has its
 // own pgx pool (and LISTEN/NOTIFY wakes fetchers at once; FetchCooldown is a
-// few milliseconds so dispatch stays fast); on SQLite it has its own
-// one-connection database handle and polls (riversqlite is early-stage
-// upstream: one connection, IMMEDIATE transactions). River's writes go
-// around the NUL escaping of the project's pool, so job arguments carry ids
-// only.
+// few milliseconds so dispatch stays fast); on SQLite it has a
+// one-connection handle of its own and polls (riversqlite is early-stage
+// upstream: one connection, IMMEDIATE transactions). That handle is made
+// like the project's pool's connections: River's writes queue at the
+// process's write gate behind the run log's writer instead of sleeping in
+// SQLite's busy handler, its statements are prepared once (its fetch was
+// parsed again at every poll and wake), and its text crosses the same NUL
+// escaping as the rows its jobs are inserted with. On PostgreSQL River's
+// writes go around the NUL escaping of the project's pool, so job
+// arguments carry ids only.
 
 // runJobArgs is the job of one run.
 type runJobArgs struct {
@@ -205,14 +210,13 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		rc.PollOnly = true
 		sqlDB := db.sql
 		if !db.memory {
-			uri, uerr := sqliteDSN(db.dsn)
-			if uerr != nil {
-				return nil, uerr
+			g, gerr := db.ownPool(1)
+			if gerr == nil {
+				j.own, gerr = g.DB()
 			}
-			if j.own, err = sql.Open(sqliteDriverName, uri); err != nil {
-				return nil, fmt.Errorf("persistence: jobs: %w", err)
+			if gerr != nil {
+				return nil, fmt.Errorf("persistence: jobs: %w", gerr)
 			}
-			j.own.SetMaxOpenConns(1)
 			sqlDB = j.own
 		}
 		j.waker = &wakingPilot{}

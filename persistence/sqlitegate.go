@@ -50,9 +50,10 @@ func (g *writeGate) acquire(ctx context.Context) error {
 func (g *writeGate) release() { <-g.ch }
 
 // writes reports whether a query (run as a query, not an exec) may write:
-// INSERT, UPDATE, DELETE or REPLACE, as with RETURNING.
+// INSERT, UPDATE, DELETE or REPLACE, as with RETURNING, after any leading
+// comments (River's statements begin with their name in one).
 func writes(query string) bool {
-	q := strings.TrimSpace(query)
+	q := withoutLeadingComments(query)
 	if len(q) < 7 {
 		return false
 	}
@@ -61,4 +62,28 @@ func writes(query string) bool {
 		return true
 	}
 	return strings.EqualFold(q[:7], "REPLACE")
+}
+
+// withoutLeadingComments is q from its first token on: without the spaces,
+// "--" line comments and "/* */" comments before it.
+func withoutLeadingComments(q string) string {
+	for {
+		q = strings.TrimSpace(q)
+		switch {
+		case strings.HasPrefix(q, "--"):
+			_, rest, ok := strings.Cut(q, "\n")
+			if !ok {
+				return ""
+			}
+			q = rest
+		case strings.HasPrefix(q, "/*"):
+			_, rest, ok := strings.Cut(q[2:], "*/")
+			if !ok {
+				return ""
+			}
+			q = rest
+		default:
+			return q
+		}
+	}
 }

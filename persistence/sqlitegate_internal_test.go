@@ -21,6 +21,11 @@ func TestWrites(t *testing.T) {
 		"SELECT * FROM t":                       false,
 		"WITH x AS (SELECT 1) SELECT * FROM x":  false,
 		"":                                      false,
+		"-- name: JobGetAvailable :many\nUPDATE /* TEMPLATE: schema */river_job SET state = 'running'": true,
+		"/* a */ -- b\n  INSERT INTO t VALUES (1)":                                                     true,
+		"-- name: JobGetByID :one\nSELECT * FROM river_job":                                            false,
+		"-- only a comment":      false,
+		"/* unterminated UPDATE": false,
 	} {
 		require.Equal(t, want, writes(q), q)
 	}
