@@ -16,16 +16,7 @@ import (
 func TestRiverOnSQLiteUsesTheProcesssWriteGate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	db, err := Open(ctx, Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "jobs.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
-	_, err = db.MigrateJobs(ctx)
-	require.NoError(t, err)
-	j, err := NewJobs(ctx, db, JobsConfig{Work: func(context.Context, string) error { return nil }})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = j.Close() })
+	db, j := openSQLiteJobs(t)
 
 	conn := func(sqlDB *sql.DB) *nulSafeConn {
 		c, err := sqlDB.Conn(ctx)
@@ -43,4 +34,22 @@ func TestRiverOnSQLiteUsesTheProcesssWriteGate(t *testing.T) {
 	river := conn(j.own)
 	require.Same(t, conn(db.sql).gate, river.gate, "one write gate for the process")
 	require.NotNil(t, river.stmts, "River's statements are prepared once")
+}
+
+// openSQLiteJobs returns a migrated SQLite file and a job system on it
+// whose work does nothing, not started; both are closed when the test ends.
+func openSQLiteJobs(t *testing.T) (*DB, *Jobs) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := Open(ctx, Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "jobs.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	_, err = db.Migrate(ctx)
+	require.NoError(t, err)
+	_, err = db.MigrateJobs(ctx)
+	require.NoError(t, err)
+	j, err := NewJobs(ctx, db, JobsConfig{Work: func(context.Context, string) error { return nil }})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	return db, j
 }

@@ -2,7 +2,6 @@ package persistence
 
 import (
 	"context"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 
@@ -17,16 +16,7 @@ import (
 func TestWakeFetcherOnlyWhileRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := Open(ctx, Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "w.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	_, err = db.Migrate(ctx)
-	require.NoError(t, err)
-	_, err = db.MigrateJobs(ctx)
-	require.NoError(t, err)
-	jobs, err := NewJobs(ctx, db, JobsConfig{Work: func(context.Context, string) error { return nil }})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = jobs.Close() })
+	_, jobs := openSQLiteJobs(t)
 	require.NotNil(t, jobs.waker, "SQLite's fetcher is woken in process")
 
 	var woken atomic.Int32
