@@ -13,7 +13,7 @@ import (
 // its writes queue at the process's write gate (not in SQLite's busy
 // handler, behind the run log's writer) and it keeps its prepared
 // statements.
-func TestRiverOnSQLiteUsesTheProcesssWriteGate(t *testing.T) {
+func TestRiverOnSQLiteQueuesAtTheWriteGate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	db, j := openSQLiteJobs(t)
