@@ -31,6 +31,7 @@
 // Usage (from the repository root):
 //
 //	go run ./bench/service [-drivers sqlite,postgres] [-workloads W1,W2,W3,W4] [-quick] [-keep] [-perf DIR]
+//	go run ./bench/service -against DIR [-rounds N] …
 //
 // The flags default to BENCH_DRIVERS, BENCH_WORKLOADS and BENCH_QUICK=1.
 // -quick runs 1, 3 (after 1 warm-up), 4 and 10 turns instead of 5, 50, 100
@@ -39,6 +40,15 @@
 // asked for by name (or with REQUIRE_POSTGRES=1), it is an error. -perf DIR
 // records each server with `perf record -g` while its turns are measured
 // (the recording costs the server some CPU; compare figures without it).
+//
+// -against DIR compares this tree with another checkout of the module (a
+// git worktree of the commit to compare with): both are built, and each
+// workload runs on one, then the other, for -rounds rounds (default 2), the
+// order turning every round (this, against; against, this; …) so that a
+// machine that drifts weighs on both alike. It prints this tree's figures,
+// then each figure of both per round with the ratio of their means — the
+// comparison of one run that a shared machine's drift between two runs
+// cannot give.
 package main
 
 import (
@@ -91,6 +101,10 @@ type options struct {
 	// the measured shot instead of before it (how sessions up to the
 	// seventh measured).
 	DialInShot bool
+	// Against, when set, is another checkout of the module to compare
+	// with, Rounds times.
+	Against string
+	Rounds  int
 }
 
 var allDrivers = []string{"sqlite", "postgres"}
@@ -104,13 +118,24 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 	perfDir := fs.String("perf", "", "record each server with `perf record -g` during the measured turns into DIR/<driver>-<workload>.perf.data")
 	dialInShot := fs.Bool("dial-in-shot", false, "concurrent workloads dial their connections inside the measured shot, not before it")
 	keep := fs.Bool("keep", false, "keep the temporary directory (configs, scripts, server logs) and the PostgreSQL schemas; they are kept anyway after a failure")
+	against := fs.String("against", "", "compare with the checkout of the module in `DIR` (a git worktree of another commit), alternating the two")
+	rounds := fs.Int("rounds", 0, "with -against: how many times each workload runs on each tree (default 2)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	o := options{Quick: *quick, Keep: *keep, PerfDir: *perfDir, RequirePostgres: getenv("REQUIRE_POSTGRES") == "1", DialInShot: *dialInShot}
+	o := options{Quick: *quick, Keep: *keep, PerfDir: *perfDir, RequirePostgres: getenv("REQUIRE_POSTGRES") == "1", DialInShot: *dialInShot,
+		Against: *against, Rounds: *rounds}
+	switch {
+	case o.Against == "" && o.Rounds != 0:
+		return o, errors.New("-rounds: only with -against")
+	case o.Against != "" && o.Rounds == 0:
+		o.Rounds = 2
+	case o.Rounds < 0:
+		return o, fmt.Errorf("-rounds: %d is not a number of rounds", o.Rounds)
+	}
 	o.Drivers = allDrivers
 	if *drivers != "" {
 		o.Drivers, o.DriversNamed = splitList(*drivers, strings.ToLower), true
@@ -228,26 +253,70 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if env.bin, err = build(ctx, root, dir); err != nil {
 		return err
 	}
-	var results []result
-	for _, driver := range drivers {
-		for _, w := range o.selected(driver) {
-			fmt.Fprintf(out, "%s %s: %s… ", driver, w.Name, w.Title)
-			res, err := runWorkload(ctx, env, driver, w)
-			if err != nil {
-				fmt.Fprintln(out)
-				env.keep = true
-				return fmt.Errorf("%s %s: %w", driver, w.Name, err)
+	// The trees that run: this one, and the one compared with.
+	trees := []*tree{{name: "this tree", bin: env.bin}}
+	if o.Against != "" {
+		other, err := filepath.Abs(o.Against)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(other, "go.mod")); err != nil {
+			return fmt.Errorf("-against: %s is not a checkout of the module: %w", other, err)
+		}
+		odir := filepath.Join(dir, "against")
+		if err := os.Mkdir(odir, 0o755); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "building planwright and mcpwork of %s…\n", other)
+		t := &tree{name: "against", bin: binaries{}}
+		if t.bin, err = build(ctx, other, odir); err != nil {
+			return err
+		}
+		trees = append(trees, t)
+	}
+	for round := range max(o.Rounds, 1) {
+		order := slices.Clone(trees)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, driver := range drivers {
+			for _, w := range o.selected(driver) {
+				for _, t := range order {
+					label := ""
+					if len(trees) > 1 {
+						label = fmt.Sprintf("round %d, %s: ", round+1, t.name)
+					}
+					fmt.Fprintf(out, "%s%s %s: %s… ", label, driver, w.Name, w.Title)
+					env.bin = t.bin
+					res, err := runWorkload(ctx, env, driver, w)
+					if err != nil {
+						fmt.Fprintln(out)
+						env.keep = true
+						return fmt.Errorf("%s %s: %w", driver, w.Name, err)
+					}
+					if len(res.Failures) > 0 {
+						fmt.Fprintf(out, "FAILED (%d)\n", len(res.Failures))
+					} else {
+						fmt.Fprintf(out, "%s\n", fmtDuration(res.Wall))
+					}
+					t.results = append(t.results, res)
+				}
 			}
-			if len(res.Failures) > 0 {
-				fmt.Fprintf(out, "FAILED (%d)\n", len(res.Failures))
-			} else {
-				fmt.Fprintf(out, "%s\n", fmtDuration(res.Wall))
-			}
-			results = append(results, res)
 		}
 	}
-	report(out, results, o.Quick)
-	return failures(results)
+	report(out, trees[0].results, o.Quick)
+	if len(trees) > 1 {
+		compare(out, trees[0].results, trees[1].results)
+		return failures(append(slices.Clone(trees[0].results), trees[1].results...))
+	}
+	return failures(trees[0].results)
+}
+
+// tree is a checkout whose binaries run, and what they measured.
+type tree struct {
+	name    string
+	bin     binaries
+	results []result
 }
 
 // connectPostgres returns the database to benchmark PostgreSQL on, or why

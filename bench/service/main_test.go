@@ -133,6 +133,20 @@ func TestParseOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, o.DialInShot)
 
+	require.Empty(t, o.Against)
+	require.Zero(t, o.Rounds, "one run of this tree unless asked to compare")
+	o, err = parseOptions([]string{"-against", "/tmp/base"}, env(nil), &usage)
+	require.NoError(t, err)
+	require.Equal(t, "/tmp/base", o.Against)
+	require.Equal(t, 2, o.Rounds, "two rounds by default")
+	o, err = parseOptions([]string{"-against", "/tmp/base", "-rounds", "3"}, env(nil), &usage)
+	require.NoError(t, err)
+	require.Equal(t, 3, o.Rounds)
+	_, err = parseOptions([]string{"-rounds", "3"}, env(nil), &usage)
+	require.ErrorContains(t, err, "only with -against")
+	_, err = parseOptions([]string{"-against", "/tmp/base", "-rounds", "-1"}, env(nil), &usage)
+	require.ErrorContains(t, err, "not a number of rounds")
+
 	_, err = parseOptions([]string{"-drivers", "mysql"}, env(nil), &usage)
 	require.ErrorContains(t, err, `unknown driver "mysql"`)
 	_, err = parseOptions([]string{"-workloads", "W5"}, env(nil), &usage)
@@ -383,4 +397,24 @@ func TestQuickRunOnSQLite(t *testing.T) {
 		require.NotContains(t, report, "n/a", "server CPU and peak RSS are measured")
 	}
 	require.NotContains(t, report, "kept ", "the temporary directory is removed")
+}
+
+// -against builds the other checkout too (here the same tree) and runs each
+// workload on both, the order turning every round, then compares them.
+func TestQuickComparisonOnSQLite(t *testing.T) {
+	t.Parallel()
+	root, err := moduleRoot(t.Context())
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = run(context.Background(), options{Drivers: []string{"sqlite"}, DriversNamed: true, Workloads: []string{"W2"}, Quick: true,
+		Against: root, Rounds: 2}, &out)
+	require.NoError(t, err, out.String())
+	report := out.String()
+	first := strings.Index(report, "round 1, this tree: sqlite W2")
+	second := strings.Index(report, "round 1, against: sqlite W2")
+	third := strings.Index(report, "round 2, against: sqlite W2")
+	fourth := strings.Index(report, "round 2, this tree: sqlite W2")
+	require.True(t, first >= 0 && first < second && second < third && third < fourth, "this, against; against, this:\n%s", report)
+	require.Regexp(t, `\| sqlite \| W2 \| per step \| [\d.]+ / [\d.]+ ms \| [\d.]+ / [\d.]+ ms \| \d+\.\d\d× \|`, report)
+	require.NotContains(t, report, "FAILED")
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -104,4 +107,82 @@ func fmtDuration(d time.Duration) string {
 		return fmt.Sprintf("%.2f ms", ms(d))
 	}
 	return fmt.Sprintf("%.0f ms", ms(d))
+}
+
+// figure is one of a result's figures that a comparison shows.
+type figure struct {
+	name string
+	// value is the figure in unit; ok is false when the result has none.
+	value func(r result) (float64, bool)
+	unit  string
+}
+
+var figures = []figure{
+	{"wall", func(r result) (float64, bool) { return ms(r.Wall), r.Workload.Name != "W2" }, "ms"},
+	{"per step", func(r result) (float64, bool) { return ms(r.Wall) / planSteps, r.Workload.Name == "W2" }, "ms"},
+	{"first event p99", func(r result) (float64, bool) { return ms(r.FirstEventP99), true }, "ms"},
+	{"server CPU / turn", func(r result) (float64, bool) { return ms(r.CPUPerTurn), r.CPUPerTurn > 0 }, "ms"},
+	{"peak RSS", func(r result) (float64, bool) { return float64(r.PeakRSS) / mib, r.PeakRSS > 0 }, "MiB"},
+}
+
+// compare prints, for each driver and workload that ran on both trees, each
+// figure of every round of this tree and of the other and the ratio of
+// their means (this / against: below 1 is this tree's gain). A workload
+// that failed on either tree in any round is named instead: its figures
+// are not valid.
+func compare(out io.Writer, this, against []result) {
+	type key struct{ driver, workload string }
+	var order []key
+	runs := map[key][2][]result{}
+	for i, side := range [][]result{this, against} {
+		for _, r := range side {
+			k := key{r.Driver, r.Workload.Name}
+			pair, seen := runs[k]
+			if !seen {
+				order = append(order, k)
+			}
+			pair[i] = append(pair[i], r)
+			runs[k] = pair
+		}
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| driver | workload | figure | this tree, by round | against, by round | this / against (means) |")
+	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- |")
+	for _, k := range order {
+		pair := runs[k]
+		if len(pair[0]) == 0 || len(pair[1]) == 0 || slices.ContainsFunc(append(slices.Clone(pair[0]), pair[1]...), func(r result) bool { return len(r.Failures) > 0 }) {
+			fmt.Fprintf(out, "| %s | %s | | FAILED or missing on a tree: not compared | | |\n", k.driver, k.workload)
+			continue
+		}
+		for _, f := range figures {
+			var cols [2][]string
+			var sums [2]float64
+			complete := true
+			for i, rs := range pair {
+				for _, r := range rs {
+					v, ok := f.value(r)
+					if !ok {
+						complete = false
+						break
+					}
+					cols[i] = append(cols[i], strconv.FormatFloat(v, 'f', decimals(v), 64))
+					sums[i] += v
+				}
+			}
+			if !complete || sums[1] == 0 {
+				continue
+			}
+			ratio := (sums[0] / float64(len(pair[0]))) / (sums[1] / float64(len(pair[1])))
+			fmt.Fprintf(out, "| %s | %s | %s | %s %s | %s %s | %.2f× |\n", k.driver, k.workload, f.name,
+				strings.Join(cols[0], " / "), f.unit, strings.Join(cols[1], " / "), f.unit, ratio)
+		}
+	}
+}
+
+// decimals shows two decimals below 10, none from 10 on.
+func decimals(v float64) int {
+	if v < 10 {
+		return 2
+	}
+	return 0
 }
