@@ -136,6 +136,10 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 	case o.Rounds < 0:
 		return o, fmt.Errorf("-rounds: %d is not a number of rounds", o.Rounds)
 	}
+	if o.Against != "" && o.PerfDir != "" {
+		// Its recordings are named by driver and workload only.
+		return o, errors.New("-perf records one tree's servers: not with -against")
+	}
 	o.Drivers = allDrivers
 	if *drivers != "" {
 		o.Drivers, o.DriversNamed = splitList(*drivers, strings.ToLower), true

@@ -146,6 +146,8 @@ func TestParseOptions(t *testing.T) {
 	require.ErrorContains(t, err, "only with -against")
 	_, err = parseOptions([]string{"-against", "/tmp/base", "-rounds", "-1"}, env(nil), &usage)
 	require.ErrorContains(t, err, "not a number of rounds")
+	_, err = parseOptions([]string{"-against", "/tmp/base", "-perf", "/tmp/prof"}, env(nil), &usage)
+	require.ErrorContains(t, err, "not with -against")
 
 	_, err = parseOptions([]string{"-drivers", "mysql"}, env(nil), &usage)
 	require.ErrorContains(t, err, `unknown driver "mysql"`)
