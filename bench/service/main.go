@@ -272,7 +272,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 			return err
 		}
 		fmt.Fprintf(out, "building planwright and mcpwork of %s…\n", other)
-		t := &tree{name: "against", bin: binaries{}}
+		t := &tree{name: "against"}
 		if t.bin, err = build(ctx, other, odir); err != nil {
 			return err
 		}
@@ -286,24 +286,12 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		for _, driver := range drivers {
 			for _, w := range o.selected(driver) {
 				for _, t := range order {
-					label := ""
 					if len(trees) > 1 {
-						label = fmt.Sprintf("round %d, %s: ", round+1, t.name)
+						fmt.Fprintf(out, "round %d, %s: ", round+1, t.name)
 					}
-					fmt.Fprintf(out, "%s%s %s: %s… ", label, driver, w.Name, w.Title)
-					env.bin = t.bin
-					res, err := runWorkload(ctx, env, driver, w)
-					if err != nil {
-						fmt.Fprintln(out)
-						env.keep = true
-						return fmt.Errorf("%s %s: %w", driver, w.Name, err)
+					if err := t.measure(ctx, env, driver, w); err != nil {
+						return err
 					}
-					if len(res.Failures) > 0 {
-						fmt.Fprintf(out, "FAILED (%d)\n", len(res.Failures))
-					} else {
-						fmt.Fprintf(out, "%s\n", fmtDuration(res.Wall))
-					}
-					t.results = append(t.results, res)
 				}
 			}
 		}
@@ -321,6 +309,26 @@ type tree struct {
 	name    string
 	bin     binaries
 	results []result
+}
+
+// measure runs workload w on the driver with t's binaries and keeps the
+// result; the error is one that stops the whole run.
+func (t *tree) measure(ctx context.Context, env *environment, driver string, w workload) error {
+	fmt.Fprintf(env.out, "%s %s: %s… ", driver, w.Name, w.Title)
+	env.bin = t.bin
+	res, err := runWorkload(ctx, env, driver, w)
+	if err != nil {
+		fmt.Fprintln(env.out)
+		env.keep = true
+		return fmt.Errorf("%s %s: %w", driver, w.Name, err)
+	}
+	if len(res.Failures) > 0 {
+		fmt.Fprintf(env.out, "FAILED (%d)\n", len(res.Failures))
+	} else {
+		fmt.Fprintf(env.out, "%s\n", fmtDuration(res.Wall))
+	}
+	t.results = append(t.results, res)
+	return nil
 }
 
 // connectPostgres returns the database to benchmark PostgreSQL on, or why
