@@ -98,3 +98,44 @@ func clockTick() time.Duration {
 	}
 	return 10 * time.Millisecond
 }
+
+// acceptQueue is how many connections to the TCP port wait in its listening
+// socket's accept queue: dialed, not yet accepted by the server (the
+// rx_queue of the LISTEN entry in /proc/net/tcp and tcp6).
+func acceptQueue(port int) (int, error) {
+	for _, path := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return 0, err
+		}
+		n, found, err := parseAcceptQueue(data, port)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", path, err)
+		}
+		if found {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("no socket listens on port %d", port)
+}
+
+// parseAcceptQueue finds the listening socket (state 0A) of port in a
+// /proc/net/tcp table and returns its rx_queue, which for a listening
+// socket is the length of its accept queue.
+func parseAcceptQueue(data []byte, port int) (n int, found bool, err error) {
+	suffix := fmt.Sprintf(":%04X", port)
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		// sl local_address rem_address st tx_queue:rx_queue …
+		if len(f) < 5 || f[3] != "0A" || !strings.HasSuffix(f[1], suffix) {
+			continue
+		}
+		_, rx, ok := strings.Cut(f[4], ":")
+		v, perr := strconv.ParseInt(rx, 16, 64)
+		if !ok || perr != nil || v < 0 {
+			return 0, true, fmt.Errorf("queue %q of the socket listening on port %d, want tx:rx in hex", f[4], port)
+		}
+		return int(v), true, nil
+	}
+	return 0, false, nil
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"runtime"
 	"testing"
@@ -71,4 +72,108 @@ func TestProcOfThisProcess(t *testing.T) {
 	}
 	_, err = procCPU(-1, clockTick())
 	require.Error(t, err)
+}
+
+func TestParseAcceptQueue(t *testing.T) {
+	t.Parallel()
+	table := `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1538 00000000:0000 0A 00000000:00000000 00:00000000 00000000   105        0 20001 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:A1B2 00000000:0000 0A 00000000:0000004A 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:A1B2 0100007F:C001 01 00000000:00000000 00:00000000 00000000     0        0 31338 1 0000000000000000 20 4 30 10 -1
+   3: 0100007F:11B2 00000000:0000 0A 00000000:00000007 00:00000000 00000000     0        0 31339 1 0000000000000000 100 0 0 10 0
+`
+	n, found, err := parseAcceptQueue([]byte(table), 0xA1B2)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, 0x4A, n, "the listening socket's rx_queue, not the established connection's")
+
+	n, found, err = parseAcceptQueue([]byte(table), 0x1538)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Zero(t, n)
+
+	_, found, err = parseAcceptQueue([]byte(table), 0x11B)
+	require.NoError(t, err)
+	require.False(t, found, "port 0x11B is not port 0x11B2")
+
+	_, _, err = parseAcceptQueue([]byte("   0: 0100007F:A1B2 00000000:0000 0A 00000000-0000004A 00:00000000\n"), 0xA1B2)
+	require.Error(t, err)
+}
+
+// Connections dialed to a socket nobody accepts on wait in its accept
+// queue, and leave it when accepted.
+func TestAcceptQueueOfARealSocket(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	n, err := acceptQueue(port)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	for range 3 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+	}
+	n, err = acceptQueue(port)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+
+	for range 3 {
+		c, err := ln.Accept()
+		require.NoError(t, err)
+		defer c.Close()
+	}
+	n, err = acceptQueue(port)
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	_, err = acceptQueue(0)
+	require.ErrorContains(t, err, "no socket listens on port 0")
+}
+
+// awaitAccepted returns only once the server took every dialed connection.
+func TestAwaitAccepted(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	for range 2 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		defer c.Close()
+	}
+	// The server accepts only after a pause: the wait cannot end sooner.
+	const pause = 50 * time.Millisecond
+	var conns []net.Conn
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		time.Sleep(pause)
+		for range 2 {
+			c, err := ln.Accept()
+			if err != nil {
+				done <- err
+				return
+			}
+			conns = append(conns, c)
+		}
+		done <- nil
+	}()
+	_, port, err := net.SplitHostPort(ln.Addr().String())
+	require.NoError(t, err)
+	require.NoError(t, awaitAccepted(t.Context(), port))
+	require.GreaterOrEqual(t, time.Since(start), pause, "it returned before the server accepted")
+	require.NoError(t, <-done)
+	for _, c := range conns {
+		c.Close()
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,8 @@ func newClient(base string) *client {
 // prepareShot makes n turns of w ready for a concurrent shot, each on a
 // connection of its own dialed now, as n clients that already hold a
 // connection: the shot then measures the server, not one process dialing
-// n sockets at once on the cores the server runs on. The caller runs
+// n sockets at once on the cores the server runs on. It returns once the
+// server has accepted every connection (awaitAccepted). The caller runs
 // every turn (shotTurn.run closes its connection).
 func (c *client) prepareShot(ctx context.Context, w workload, n int) ([]*shotTurn, error) {
 	u, err := url.Parse(c.base)
@@ -45,6 +47,12 @@ func (c *client) prepareShot(ctx context.Context, w workload, n int) ([]*shotTur
 	}
 	var d net.Dialer
 	ready := make([]*shotTurn, 0, n)
+	fail := func(err error) ([]*shotTurn, error) {
+		for _, t := range ready {
+			t.conn.Close()
+		}
+		return nil, err
+	}
 	for range n {
 		conn, err := d.DialContext(ctx, "tcp", u.Host)
 		if err == nil {
@@ -55,13 +63,43 @@ func (c *client) prepareShot(ctx context.Context, w workload, n int) ([]*shotTur
 			}
 			conn.Close()
 		}
-		for _, t := range ready {
-			t.conn.Close()
-		}
-		return nil, err
+		return fail(err)
+	}
+	if err := awaitAccepted(ctx, u.Port()); err != nil {
+		return fail(err)
 	}
 	return ready, nil
 }
+
+// awaitAccepted waits until no connection to port waits in the server's
+// accept queue. A dial returns once the kernel has the connection, not once
+// the server accepted it: 500 dials in a row left some 70 still queued, and
+// a shot started at once measured their accepts too. Where the queue
+// cannot be read (no /proc/net/tcp) it does not wait.
+func awaitAccepted(ctx context.Context, port string) error {
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return fmt.Errorf("port %q: %w", port, err)
+	}
+	deadline := time.Now().Add(acceptWait)
+	for {
+		n, err := acceptQueue(p)
+		if err != nil || n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the server left %d connections unaccepted for %v", n, acceptWait)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// acceptWait bounds awaitAccepted.
+const acceptWait = 10 * time.Second
 
 func (c *client) close() { c.http.CloseIdleConnections() }
 
