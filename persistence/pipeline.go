@@ -259,3 +259,17 @@ func (b *batch) write(ctx context.Context, query string, args []any, end func(n 
 		return failedWrite(ctx, at, err)
 	})
 }
+
+// read gives the batch one query of the write that runs: read reads its
+// rows when the batch sends it, and what it returns fails the batch at that
+// write, as write's end does.
+func (b *batch) read(ctx context.Context, query string, args []any, read func(rows rowScanner) error) error {
+	at := b.at
+	return b.stmts.query(ctx, query, args, func(rows rowScanner) error {
+		err := read(rows)
+		if at < 0 {
+			return err
+		}
+		return failedWrite(ctx, at, err)
+	})
+}

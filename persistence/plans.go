@@ -326,7 +326,7 @@ func (s *Plans) TransitionPlan(ctx context.Context, id string, from []planning.S
 	// this of each plan it made (planning.Settler) and most are not in
 	// review. The transaction checks again — and inside the run log's
 	// batch, which is a transaction already, only it checks (a round trip
-	// less for a plan's end).
+	// less; a plan's end needs none of its own: EndPlan).
 	if batchOf(ctx) == nil {
 		if cur, ok := s.status(ctx, id); ok && !slices.Contains(from, cur) {
 			return planning.Plan{}, apperr.New(apperr.Conflict, "plan %s is %s", id, cur)
@@ -610,6 +610,85 @@ func (s *Plans) SettlePlan(ctx context.Context, id, why string, u event.Usage) (
 	}
 	return planning.Status(*st), nil
 }
+
+// EndPlan moves an executing plan to how it ended in one UPDATE, guarded by
+// its status and by its steps as the transaction reads them (none pending
+// or running: a step end submitted before it, in the same batch or an
+// earlier one, was stored). Before it, a query reads what would refuse it,
+// for the error — both sent with the batch's other statements, not waited
+// for: the plan's end needs no round trip of its own.
+func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
+	if !validID(e.ID) {
+		return notFound("plan", e.ID)
+	}
+	// What the plan's row and its first unended step say, read just before
+	// the UPDATE in the same transaction.
+	var (
+		found     bool
+		status    string
+		unended   sql.NullInt64
+		stepState sql.NullString
+	)
+	pending, running := string(planning.StepPending), string(planning.StepRunning)
+	state := func(rows rowScanner) error {
+		found = false
+		for rows.Next() {
+			found = true
+			if err := rows.Scan(&status, &unended, &stepState); err != nil {
+				return dbErr("end plan", err)
+			}
+		}
+		return nil
+	}
+	end := func(n int64, err error) error {
+		switch {
+		case err != nil:
+			return dbErr("end plan", err)
+		case n > 0:
+			return nil
+		case !found:
+			return notFound("plan", e.ID)
+		case status != string(planning.StatusExecuting):
+			return apperr.New(apperr.Conflict, "plan %s is %s", e.ID, status)
+		case unended.Valid:
+			return apperr.Wrap(apperr.Conflict, planning.ErrEndsNotStored, "plan %s cannot end: step %d is %s in the store",
+				e.ID, unended.Int64, stepState.String)
+		}
+		return apperr.New(apperr.Conflict, "plan %s changed while it ended", e.ID)
+	}
+	var by, byUser string
+	if c := e.CancelledBy; c != nil {
+		by, byUser = string(c.By), c.UserID
+	}
+	stateArgs := []any{pending, running, e.ID}
+	updateArgs := []any{string(e.Status), e.Reason, Timestamp(e.CompletedAt), by, byUser, s.stamp(),
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.ID, string(planning.StatusExecuting), e.ID, pending, running}
+	if b := batchOf(ctx); b != nil {
+		if err := b.read(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
+			return err
+		}
+		return b.write(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
+	}
+	return s.transact(ctx, func(tx *gorm.DB) error {
+		stmts := direct{tx.Statement.ConnPool}
+		if err := stmts.query(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
+			return dbErr("end plan", err)
+		}
+		return stmts.exec(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
+	})
+}
+
+// endPlanStateSQL reads a plan's status and its first step pending or
+// running, if any (EndPlan's error when it is refused).
+const endPlanStateSQL = `SELECT p.status, s.number, s.status FROM agent_plans p
+	LEFT JOIN agent_plan_steps s ON s.plan_id = p.id AND s.status IN (?, ?)
+	WHERE p.id = ? ORDER BY s.number LIMIT 1`
+
+// endPlanSQL ends an executing plan none of whose steps is pending or
+// running.
+const endPlanSQL = `UPDATE agent_plans SET status = ?, reason = ?, completed_at = ?, cancelled_by = ?, cancelled_by_user_id = ?,
+		updated_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
+	WHERE id = ? AND status = ? AND NOT EXISTS (SELECT 1 FROM agent_plan_steps WHERE plan_id = ? AND status IN (?, ?))`
 
 // ListRevisions lists a plan's revisions, oldest first.
 func (s *Plans) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {

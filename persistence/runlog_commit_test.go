@@ -738,3 +738,63 @@ func recordInOrder(ctx context.Context, em event.Emitter, writes ...func(context
 	wg.Wait()
 	return errs
 }
+
+// A plan's end recorded in the batch that stores its last step ends sees
+// those ends (the steps as its transaction reads them), and on PostgreSQL
+// travels in the batch's one round trip: it waits for no answer of its
+// own. While a step has not ended, only the plan's end is refused
+// (ErrEndsNotStored) and the rest of the batch commits.
+func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
+	t.Parallel()
+	for _, unended := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unended=%v", unended), func(t *testing.T) {
+			t.Parallel()
+			dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+				ctx := t.Context()
+				stores := dbtest.NewStores(t, db)
+				l, _, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, persistence.NewID())
+				em := logEmitter(t, l, "r1")
+				now := time.Now()
+				var writes []func(context.Context) error
+				for n := 1; n <= 3; n++ {
+					if unended && n == 3 {
+						continue
+					}
+					writes = append(writes, func(ctx context.Context) error {
+						return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n},
+							Status: planning.StepCompleted, CompletedAt: &now})
+					})
+				}
+				writes = append(writes, func(ctx context.Context) error {
+					return stores.Plans.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCompleted, Reason: "done",
+						CompletedAt: now, Usage: event.Usage{InputTokens: 3}})
+				})
+				trips, _ := l.PipelineStats()
+				errs := recordInOrder(ctx, em, writes...)
+				trips2, _ := l.PipelineStats()
+				for _, err := range errs[:len(errs)-1] {
+					require.NoError(t, err, "the step ends are stored")
+				}
+				got, err := stores.Plans.GetPlan(ctx, p.ID)
+				require.NoError(t, err)
+				if unended {
+					ended := errs[len(errs)-1]
+					require.ErrorIs(t, ended, planning.ErrEndsNotStored)
+					require.Equal(t, apperr.Conflict, apperr.CodeOf(ended))
+					require.Contains(t, apperr.MessageOf(ended), "step 3 is pending")
+					require.Equal(t, planning.StatusExecuting, got.Status)
+					require.Zero(t, got.Usage.InputTokens)
+					require.Equal(t, planning.StepCompleted, got.Steps[1].Status)
+					return
+				}
+				require.NoError(t, errs[len(errs)-1])
+				require.Equal(t, planning.StatusCompleted, got.Status)
+				require.Equal(t, "done", got.Reason)
+				require.EqualValues(t, 3, got.Usage.InputTokens)
+				if db.Driver() == persistence.DriverPostgres {
+					require.Equal(t, int64(1), trips2-trips, "the steps' ends and the plan's in one round trip")
+				}
+			})
+		})
+	}
+}

@@ -79,7 +79,7 @@ type fakeStore struct {
 	// plan is what GetPlan and TransitionPlan start from.
 	plan Plan
 	// transitions records each TransitionPlan's target and the plan its
-	// mutate produced.
+	// mutate produced, and each plan EndPlan ended.
 	transitions []Plan
 	// settled records each SettlePlan's plan as it left it.
 	settled []Plan
@@ -179,6 +179,31 @@ func (f *fakeStore) TransitionPlan(ctx context.Context, _ string, from []Status,
 	}
 	f.transitions = append(f.transitions, p)
 	return p, nil
+}
+
+// EndPlan ends plan as TransitionPlan does, refusing while a step is
+// pending or running as stored (UpdateStep); it records the plan as ended
+// in transitions.
+func (f *fakeStore) EndPlan(ctx context.Context, e PlanEnd) error {
+	if err := f.write(ctx, "EndPlan"); err != nil {
+		return err
+	}
+	if f.plan.Status != StatusExecuting {
+		return apperr.New(apperr.Conflict, "plan %s is %s", f.plan.ID, f.plan.Status)
+	}
+	f.log.mu.Lock()
+	defer f.log.mu.Unlock()
+	for _, st := range f.plan.Steps {
+		status := st.Status
+		if stored, ok := f.steps[st.Number]; ok {
+			status = stored
+		}
+		if status == StepPending || status == StepRunning {
+			return apperr.Wrap(apperr.Conflict, ErrEndsNotStored, "plan %s cannot end: step %d is %s in the store", f.plan.ID, st.Number, status)
+		}
+	}
+	f.transitions = append(f.transitions, e.applied(f.plan))
+	return nil
 }
 
 // SettlePlan settles a copy of plan (recorded in settled, with the usage it

@@ -2,7 +2,6 @@ package planning
 
 import (
 	"context"
-	"errors"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
@@ -266,41 +265,17 @@ func (j journal) reviewed(ctx context.Context, rem event.Emitter, r Review) erro
 		func(ctx context.Context) error { return j.cfg.Store.AddReview(ctx, r) })
 }
 
-// errEndsNotStored is why a plan's end is refused while one of its steps
-// has not ended in the store.
-var errEndsNotStored = errors.New("a step's end is not stored")
-
-// planEnded moves an executing plan to its final status (mutate sets the
-// rest, see Store.TransitionPlan) and announces it (plan_complete), also
-// when the run was cancelled — only when every step has ended in the
-// store (errEndsNotStored otherwise).
-func (j journal) planEnded(ctx context.Context, sys event.Emitter, final Status, mutate func(*Plan), done event.PlanComplete) (Plan, error) {
+// planEnded stores how an executing plan ended (Store.EndPlan: only when
+// every step has ended in the store, a Conflict wrapping ErrEndsNotStored
+// otherwise) and announces it (plan_complete), also when the run was
+// cancelled. It returns p as it ended.
+func (j journal) planEnded(ctx context.Context, sys event.Emitter, p Plan, end PlanEnd, done event.PlanComplete) (Plan, error) {
 	wctx, cancel := j.persist(ctx)
 	defer cancel()
-	var ended Plan
-	err := sys.Record(wctx, done, func(ctx context.Context) error {
-		p, err := j.cfg.Store.TransitionPlan(ctx, done.PlanID, []Status{StatusExecuting}, final, func(q *Plan) error {
-			// The steps as the transaction reads them: a step end
-			// submitted before and not stored (it failed in the same
-			// batch) refuses the plan's end, so a plan never ends over
-			// a step the database has pending or running.
-			for _, s := range q.Steps {
-				if s.Status == StepPending || s.Status == StepRunning {
-					return apperr.Wrap(apperr.Conflict, errEndsNotStored, "plan %s cannot end: step %d is %s in the store", q.ID, s.Number, s.Status)
-				}
-			}
-			if mutate != nil {
-				mutate(q)
-			}
-			return nil
-		})
-		ended = p
-		return err
-	})
-	if err != nil {
+	if err := sys.Record(wctx, done, func(ctx context.Context) error { return j.cfg.Store.EndPlan(ctx, end) }); err != nil {
 		return Plan{}, err
 	}
-	return ended, nil
+	return end.applied(p), nil
 }
 
 // stepEmitter is the plan's system emitter bound to one of its steps.

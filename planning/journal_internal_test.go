@@ -63,8 +63,9 @@ func TestJournal(t *testing.T) {
 		{"a review is given", "AddReview", event.TypePlanReview, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			return j.reviewed(ctx, em, Review{PlanID: "p1", Round: 1, Verdict: VerdictApproved})
 		}},
-		{"the plan ends", "TransitionPlan", event.TypePlanComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
-			_, err := j.planEnded(ctx, em, StatusCompleted, nil, event.PlanComplete{PlanID: "p1", Status: StatusCompleted})
+		{"the plan ends", "EndPlan", event.TypePlanComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
+			_, err := j.planEnded(ctx, em, Plan{ID: "p1", Status: StatusExecuting}, PlanEnd{ID: "p1", Status: StatusCompleted},
+				event.PlanComplete{PlanID: "p1", Status: StatusCompleted})
 			return err
 		}},
 	}

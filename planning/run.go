@@ -275,7 +275,7 @@ func (pr *planRun) end() (Plan, error) {
 	pr.retryUnsaved()
 	ended, err := pr.recordEnd(shutdown)
 	pr.pending.Wait()
-	if pr.retryUnsaved() && errors.Is(err, errEndsNotStored) {
+	if pr.retryUnsaved() && errors.Is(err, ErrEndsNotStored) {
 		ended, err = pr.recordEnd(shutdown)
 	}
 	if err != nil {
@@ -306,12 +306,8 @@ func (pr *planRun) recordEnd(shutdown bool) (Plan, error) {
 	}
 	end := pr.cfg.Now()
 	reason, cancelledBy := pr.reason(final, counts, end)
-	usage := pr.usage
-	return pr.journal.planEnded(pr.ctx, pr.sys, final, func(q *Plan) {
-		q.CompletedAt, q.Reason, q.CancelledBy = &end, reason, cancelledBy
-		q.Usage.InputTokens += usage.InputTokens
-		q.Usage.OutputTokens += usage.OutputTokens
-	}, event.PlanComplete{PlanID: pr.p.ID, Status: final, Completed: counts[StepCompleted], Failed: counts[StepFailed],
+	return pr.journal.planEnded(pr.ctx, pr.sys, pr.p, PlanEnd{ID: pr.p.ID, Status: final, Reason: reason, CompletedAt: end,
+		CancelledBy: cancelledBy, Usage: pr.usage}, event.PlanComplete{PlanID: pr.p.ID, Status: final, Completed: counts[StepCompleted], Failed: counts[StepFailed],
 		Skipped: counts[StepSkipped], DurationMS: end.Sub(pr.start).Milliseconds()})
 }
 

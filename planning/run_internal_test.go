@@ -36,19 +36,19 @@ func TestRunRecordsThroughTheJournal(t *testing.T) {
 	}{
 		{"every write taken", nil, StatusCompleted, map[int]StepStatus{1: StepCompleted, 2: StepCompleted},
 			cat([]string{"event agent_state"}, executed, ended, executed, ended,
-				[]string{"write TransitionPlan", "event plan_complete"})},
+				[]string{"write EndPlan", "event plan_complete"})},
 		{"a start refused fails the step and skips its dependents", []int{1}, StatusFailed,
 			map[int]StepStatus{1: StepFailed, 2: StepSkipped},
 			[]string{"event agent_state", "write UpdateStep", "write UpdateStep", "event step_complete",
-				"write UpdateStep", "event step_complete", "write TransitionPlan", "event plan_complete"}},
+				"write UpdateStep", "event step_complete", "write EndPlan", "event plan_complete"}},
 		{"an end refused is tried again before the plan ends", []int{2}, StatusCompleted,
 			map[int]StepStatus{1: StepCompleted, 2: StepCompleted},
 			cat([]string{"event agent_state"}, executed, []string{"write UpdateStep"}, executed, ended, ended,
-				[]string{"write TransitionPlan", "event plan_complete"})},
+				[]string{"write EndPlan", "event plan_complete"})},
 		{"the last end refused is tried again before the plan ends", []int{4}, StatusCompleted,
 			map[int]StepStatus{1: StepCompleted, 2: StepCompleted},
 			cat([]string{"event agent_state"}, executed, ended, executed, []string{"write UpdateStep"}, ended,
-				[]string{"write TransitionPlan", "event plan_complete"})},
+				[]string{"write EndPlan", "event plan_complete"})},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package planning
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/planwright/planwright/pkg/event"
@@ -24,6 +25,14 @@ type Store interface {
 	// increment (what mutate added), never as an overwrite, so concurrent
 	// SettlePlan calls are kept.
 	TransitionPlan(ctx context.Context, id string, from []Status, to Status, mutate func(*Plan) error) (Plan, error)
+	// EndPlan moves an executing plan to how it ended — e's status,
+	// reason, completion and cancellation, with e.Usage added to its usage
+	// (an increment, as TransitionPlan's) — only when none of its steps is
+	// pending or running as its transaction reads them: else a Conflict
+	// wrapping ErrEndsNotStored. A plan that is not executing is a Conflict
+	// naming its status. Inside a run log's batch it needs no answer from
+	// the database before the batch commits (one round trip for the batch).
+	EndPlan(ctx context.Context, e PlanEnd) error
 	// ApprovePlan moves a plan pending review to executing with approval a
 	// (started at a.At), and, when edits is not nil, stores it as the plan's
 	// new version — all in one transaction: when any part fails nothing
@@ -63,4 +72,32 @@ type Store interface {
 	ListAgentMessages(ctx context.Context, agentSessionID string) ([]AgentMessage, error)
 	// ListPlans lists plans, newest first, one page at a time.
 	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)
+}
+
+// PlanEnd is how an executing plan ended (Store.EndPlan).
+type PlanEnd struct {
+	ID          string
+	Status      Status // completed, failed, cancelled or interrupted
+	Reason      string
+	CompletedAt time.Time
+	// CancelledBy is who cancelled the plan through Control.Cancel, if
+	// anyone did (its At is CompletedAt).
+	CancelledBy *Cancellation
+	// Usage is what the plan's run used, added to the plan's usage.
+	Usage event.Usage
+}
+
+// ErrEndsNotStored is why Store.EndPlan refuses a plan's end while one of
+// its steps is pending or running in the store: a step end submitted
+// before the plan's was not stored.
+var ErrEndsNotStored = errors.New("a step's end is not stored")
+
+// applied is p as e ends it, as the store keeps it (its usage as far as
+// this process knows: usage settled concurrently is in the store only).
+func (e PlanEnd) applied(p Plan) Plan {
+	at := e.CompletedAt
+	p.Status, p.Reason, p.CompletedAt, p.CancelledBy, p.UpdatedAt = e.Status, e.Reason, &at, e.CancelledBy, at
+	p.Usage.InputTokens += e.Usage.InputTokens
+	p.Usage.OutputTokens += e.Usage.OutputTokens
+	return p
 }

@@ -58,6 +58,8 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"TransitionPlan is compare-and-set", transitionIsCompareAndSet},
 		{"TransitionPlan saves added usage as an increment", transitionAddsUsage},
 		{"TransitionPlan's mutate sees the stored steps and may refuse", transitionRefused},
+		{"EndPlan ends an executing plan and adds its usage", endPlan},
+		{"EndPlan refuses while a step has not ended, or when the plan is not executing", endPlanRefused},
 		{"RevisePlan stores a new version with pending steps", revisePlan},
 		{"a plan runs: steps, usage and reviews are saved", planRuns},
 		{"ApprovePlan approves and stores the edits together", approvePlan},
@@ -174,6 +176,77 @@ func runningPlan(t *testing.T, s planning.Store) planning.Plan {
 	st.Status, st.StartedAt = planning.StepRunning, &now
 	require.NoError(t, s.UpdateStep(ctx, p.ID, st))
 	return p
+}
+
+func endPlan(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := runningPlan(t, s)
+	_, err := s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3})
+	require.NoError(t, err)
+	now := time.Now()
+	for _, st := range p.Steps {
+		st.Status, st.CompletedAt = planning.StepCompleted, &now
+		require.NoError(t, s.UpdateStep(ctx, p.ID, st))
+	}
+	at := time.Date(2026, 11, 25, 9, 30, 0, 123456000, time.UTC)
+	by := &planning.Cancellation{By: planning.ByUser, UserID: "alice", At: at}
+	require.NoError(t, s.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCancelled, Reason: "cancelled by user alice",
+		CompletedAt: at, CancelledBy: by, Usage: event.Usage{InputTokens: 2, OutputTokens: 1}}))
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCancelled, stored.Status)
+	require.Equal(t, "cancelled by user alice", stored.Reason)
+	require.NotNil(t, stored.CompletedAt)
+	require.True(t, at.Equal(*stored.CompletedAt), "%v", stored.CompletedAt)
+	require.Equal(t, by, stored.CancelledBy)
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, stored.Usage, "added to what was settled meanwhile")
+	for _, st := range stored.Steps {
+		require.Equal(t, planning.StepCompleted, st.Status, "the steps are left as they were")
+	}
+
+	err = s.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCompleted, CompletedAt: at})
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	require.Contains(t, apperr.MessageOf(err), "cancelled", "a plan ends once: the conflict names its status")
+}
+
+func endPlanRefused(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := runningPlan(t, s)
+	end := planning.PlanEnd{ID: p.ID, Status: planning.StatusCompleted, Reason: "must not be saved", CompletedAt: time.Now(),
+		Usage: event.Usage{InputTokens: 5}}
+	err := s.EndPlan(ctx, end)
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	require.ErrorIs(t, err, planning.ErrEndsNotStored)
+	require.Contains(t, apperr.MessageOf(err), "step 1 is running")
+
+	// Step 1 ends; step 2 was never started.
+	now := time.Now()
+	st := p.Steps[0]
+	st.Status, st.CompletedAt = planning.StepCompleted, &now
+	require.NoError(t, s.UpdateStep(ctx, p.ID, st))
+	err = s.EndPlan(ctx, end)
+	require.ErrorIs(t, err, planning.ErrEndsNotStored)
+	require.Contains(t, apperr.MessageOf(err), "step 2 is pending")
+
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, stored.Status, "a refused end changes nothing")
+	require.Empty(t, stored.Reason)
+	require.Zero(t, stored.Usage.InputTokens)
+	require.Nil(t, stored.CompletedAt)
+
+	review := SamplePlan("alice", "s1")
+	review.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &review))
+	err = s.EndPlan(ctx, planning.PlanEnd{ID: review.ID, Status: planning.StatusCompleted, CompletedAt: now})
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	require.NotErrorIs(t, err, planning.ErrEndsNotStored)
+	require.Contains(t, apperr.MessageOf(err), "pending_review")
+
+	for _, id := range []string{NewID(), "not-an-id"} {
+		err = s.EndPlan(ctx, planning.PlanEnd{ID: id, Status: planning.StatusCompleted, CompletedAt: now})
+		apperrtest.RequireCode(t, err, apperr.NotFound)
+	}
 }
 
 func transitionRefused(t *testing.T, s planning.Store, _ string) {
