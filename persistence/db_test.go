@@ -74,3 +74,19 @@ func TestPostgresPlansPreparedStatementsOnce(t *testing.T) {
 		})
 	}
 }
+
+// SQLite connections keep statement journals and temporary tables in
+// memory (temp_store = MEMORY, 2): a statement journal past its spill size
+// would otherwise be a file created and unlinked inside the statement.
+func TestSQLiteKeepsTemporaryDataInMemory(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverSQLite)
+	ctx := t.Context()
+	var project string
+	require.NoError(t, db.SQL().QueryRowContext(ctx, "PRAGMA temp_store").Scan(&project))
+	require.Equal(t, "2", project, "the project's pool")
+	log, _ := openRunLog(t, db)
+	writer, err := log.Pragma(ctx, "temp_store")
+	require.NoError(t, err)
+	require.Equal(t, "2", writer, "the run log's writer")
+}

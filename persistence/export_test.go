@@ -33,3 +33,11 @@ func (j *Jobs) Setting(ctx context.Context, name string) (string, error) {
 	err := j.pool.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v)
 	return v, err
 }
+
+// Pragma returns a SQLite pragma as a connection of the run log's writer
+// sees it.
+func (l *RunLog) Pragma(ctx context.Context, name string) (string, error) {
+	var v string
+	err := l.writer.tx.pool.WithContext(ctx).Raw("PRAGMA " + name).Scan(&v).Error
+	return v, err
+}
