@@ -79,10 +79,14 @@ func (e Emitter) Commits() bool { return e.commits }
 // transaction that stores ev, on the context that transaction gives it;
 // otherwise write runs first, on ctx, and ev is emitted only after it
 // succeeded. write may run more than once (a transaction that is retried
-// runs it again), so it must only set values.
+// runs it again), so it must only set values; nil writes nothing (ev is
+// stored and delivered as any other).
 func (e Emitter) Record(ctx context.Context, ev Event, write func(context.Context) error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
+	}
+	if write == nil {
+		write = writeNothing
 	}
 	if !e.commits || e.sink == nil {
 		if err := write(ctx); err != nil {
@@ -136,6 +140,9 @@ func (e Emitter) submit(ctx context.Context, ev Event, write func(context.Contex
 		tell(context.Cause(ctx))
 		return
 	}
+	if write == nil {
+		write = writeNothing
+	}
 	if !e.commits || e.sink == nil {
 		tell(e.Record(ctx, ev, write))
 		return
@@ -146,3 +153,7 @@ func (e Emitter) submit(ctx context.Context, ev Event, write func(context.Contex
 		tell(ErrNotStored) // no sink on the way took it
 	}
 }
+
+// writeNothing is the write of a Record or Submit given none: a log takes
+// (and resolves) only commits that carry a write.
+func writeNothing(context.Context) error { return nil }

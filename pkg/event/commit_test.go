@@ -34,3 +34,33 @@ func TestCommitWaited(t *testing.T) {
 	require.NoError(t, submitted)
 	require.Equal(t, []bool{true, false, false, true}, got, "Record and SubmitNow are committed at once; Submit and a bare event need not be")
 }
+
+// A Record or Submit without a write stores and delivers its event like
+// any other: through a sink that takes commits its commit carries a write
+// to resolve (a log resolves only those; before, such a Record waited
+// forever), and without one the event is emitted (before, a nil call).
+func TestRecordWithoutAWrite(t *testing.T) {
+	t.Parallel()
+	var taken []event.Type
+	committing := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+		write := e.Commit.Take()
+		require.NotNil(t, write, "a commit with a write to resolve")
+		taken = append(taken, e.Event.Type())
+		e.Commit.Resolve(write(context.Background()))
+	}), event.Source{Role: event.RoleSystem}, time.Now).WithCommits()
+	require.NoError(t, committing.Record(t.Context(), event.Text{Content: "a"}, nil))
+	var submitted error = context.Canceled
+	committing.Submit(t.Context(), event.Text{Content: "b"}, nil, func(err error) { submitted = err })
+	require.NoError(t, submitted)
+	require.Equal(t, []event.Type{event.TypeText, event.TypeText}, taken)
+
+	var emitted []event.Type
+	plain := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+		emitted = append(emitted, e.Event.Type())
+	}), event.Source{Role: event.RoleSystem}, time.Now)
+	require.NoError(t, plain.Record(t.Context(), event.Text{Content: "c"}, nil))
+	submitted = context.Canceled
+	plain.Submit(t.Context(), event.Text{Content: "d"}, nil, func(err error) { submitted = err })
+	require.NoError(t, submitted)
+	require.Equal(t, []event.Type{event.TypeText, event.TypeText}, emitted)
+}
