@@ -203,21 +203,37 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 			p.Steps[i].Status = planning.StepPending
 		}
 	}
-	err := s.transact(ctx, func(tx *gorm.DB) error {
-		r := planToRow(*p)
-		if _, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`INSERT INTO agent_plans (`+planCols+`)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`), planArgs(r)...); err != nil {
-			return err
+	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		planArgs(planToRow(*p))}}
+	if len(p.Steps) > 0 {
+		stmts = append(stmts, stepsInsert(p.ID, p.Steps))
+	}
+	stmts = append(stmts, rawStmt{`INSERT INTO agent_plan_revisions (id, plan_id, version, goal, steps, author, reason, created_at)
+		VALUES (?,?,?,?,?,?,?,?)`, []any{s.newID(), p.ID, p.Version, p.Goal, mustJSON(revisionSteps(p.Steps)), "planner", "", p.CreatedAt}})
+	if b := batchOf(ctx); b != nil {
+		// In the run log's batch: given to it, none waited for (a plan's
+		// creation is on every plan's critical path).
+		for _, st := range stmts {
+			if err := b.write(ctx, s.db.rebind(st.query), st.args, func(_ int64, err error) error { return dbErr("create plan", err) }); err != nil {
+				return err
+			}
 		}
-		if err := s.insertSteps(ctx, tx, p.ID, p.Steps); err != nil {
-			return err
+		return nil
+	}
+	return dbErr("create plan", s.transact(ctx, func(tx *gorm.DB) error {
+		for _, st := range stmts {
+			if _, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(st.query), st.args...); err != nil {
+				return err
+			}
 		}
-		_, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`INSERT INTO agent_plan_revisions
-			(id, plan_id, version, goal, steps, author, reason, created_at) VALUES (?,?,?,?,?,?,?,?)`),
-			s.newID(), p.ID, p.Version, p.Goal, mustJSON(revisionSteps(p.Steps)), "planner", "", p.CreatedAt)
-		return err
-	})
-	return dbErr("create plan", err)
+		return nil
+	}))
+}
+
+// rawStmt is one statement (placeholders ?) with its arguments.
+type rawStmt struct {
+	query string
+	args  []any
 }
 
 // A plan's creation and every read of it (a turn creates one; its run and
@@ -257,6 +273,13 @@ func (s *Plans) insertSteps(ctx context.Context, tx *gorm.DB, planID string, ste
 	if len(steps) == 0 {
 		return nil
 	}
+	st := stepsInsert(planID, steps)
+	_, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(st.query), st.args...)
+	return err
+}
+
+// stepsInsert is the INSERT of a plan's steps (at least one).
+func stepsInsert(planID string, steps []planning.Step) rawStmt {
 	const width = 14
 	args := make([]any, 0, width*len(steps))
 	for _, st := range steps {
@@ -264,8 +287,7 @@ func (s *Plans) insertSteps(ctx context.Context, tx *gorm.DB, planID string, ste
 		args = append(args, r.PlanID, r.Number, r.Title, r.Description, r.Tools, r.ExecutorRequired, r.DependsOn, r.Tool, r.Args,
 			r.Status, r.Result, r.Error, r.StartedAt, r.CompletedAt)
 	}
-	_, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(insertSQL("agent_plan_steps", stepCols, width, len(steps))), args...)
-	return err
+	return rawStmt{insertSQL("agent_plan_steps", stepCols, width, len(steps)), args}
 }
 
 // GetPlan returns a plan with its steps in order, whoever owns it.

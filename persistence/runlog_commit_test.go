@@ -798,3 +798,36 @@ func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
 		})
 	}
 }
+
+// On PostgreSQL a plan's creation in a batch — the plan, its steps and its
+// first revision — travels in the batch's one round trip with its event.
+func TestRunLogCreatesAPlanInTheBatchsRoundTrip(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverPostgres)
+	ctx := t.Context()
+	stores := dbtest.NewStores(t, db)
+	l, em, _ := planOnLog(t, db, stores, persistence.RunLogConfig{}, persistence.NewID())
+	p := newPlan(persistence.NewID())
+	trips, stmts := l.PipelineStats()
+	require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
+		q := p
+		return stores.Plans.CreatePlan(ctx, &q)
+	}))
+	trips2, stmts2 := l.PipelineStats()
+	require.Equal(t, int64(1), trips2-trips, "one round trip")
+	require.Equal(t, int64(5), stmts2-stmts, "BEGIN, the plan's three INSERTs, the event's")
+	got, err := stores.Plans.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Len(t, got.Steps, 3)
+	revs, err := stores.Plans.ListRevisions(ctx, p.ID)
+	require.NoError(t, err)
+	require.Len(t, revs, 1)
+
+	// A plan whose id is taken fails only its own write.
+	err = em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
+		q := p
+		return stores.Plans.CreatePlan(ctx, &q)
+	})
+	require.Equal(t, apperr.Conflict, apperr.CodeOf(err), "%v", err)
+	require.NoError(t, em.Record(ctx, event.Text{Content: "the log goes on"}, nil))
+}
