@@ -104,22 +104,13 @@ func TestParseAcceptQueue(t *testing.T) {
 // queue, and leave it when accepted.
 func TestAcceptQueueOfARealSocket(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("/proc is Linux's")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
+	ln := queuedListener(t, 0)
 	port := ln.Addr().(*net.TCPAddr).Port
 	n, err := acceptQueue(port)
 	require.NoError(t, err)
 	require.Zero(t, n)
 
-	for range 3 {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		defer c.Close()
-	}
+	dial(t, ln, 3)
 	n, err = acceptQueue(port)
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
@@ -140,17 +131,7 @@ func TestAcceptQueueOfARealSocket(t *testing.T) {
 // awaitAccepted returns only once the server took every dialed connection.
 func TestAwaitAccepted(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS != "linux" {
-		t.Skip("/proc is Linux's")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	for range 2 {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		defer c.Close()
-	}
+	ln := queuedListener(t, 2)
 	// The server accepts only after a pause: the wait cannot end sooner.
 	const pause = 50 * time.Millisecond
 	var conns []net.Conn
@@ -175,5 +156,30 @@ func TestAwaitAccepted(t *testing.T) {
 	require.NoError(t, <-done)
 	for _, c := range conns {
 		c.Close()
+	}
+}
+
+// queuedListener listens on a loopback port (Linux only: the tests read
+// /proc) with n connections dialed to it and not accepted; all are closed
+// when the test ends.
+func queuedListener(t *testing.T, n int) net.Listener {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc is Linux's")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	dial(t, ln, n)
+	return ln
+}
+
+// dial makes n connections to ln, closed when the test ends.
+func dial(t *testing.T, ln net.Listener, n int) {
+	t.Helper()
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
 	}
 }
