@@ -252,12 +252,7 @@ func batchTx(ctx context.Context) (*gorm.DB, error) {
 // retries the whole batch.
 func (b *batch) write(ctx context.Context, query string, args []any, end func(n int64, err error) error) error {
 	at := b.at
-	return b.stmts.exec(ctx, query, args, func(n int64, err error) error {
-		if err = end(n, err); at < 0 {
-			return err
-		}
-		return failedWrite(ctx, at, err)
-	})
+	return b.stmts.exec(ctx, query, args, func(n int64, err error) error { return failsAt(ctx, at, end(n, err)) })
 }
 
 // read gives the batch one query of the write that runs: read reads its
@@ -265,11 +260,15 @@ func (b *batch) write(ctx context.Context, query string, args []any, end func(n 
 // write, as write's end does.
 func (b *batch) read(ctx context.Context, query string, args []any, read func(rows rowScanner) error) error {
 	at := b.at
-	return b.stmts.query(ctx, query, args, func(rows rowScanner) error {
-		err := read(rows)
-		if at < 0 {
-			return err
-		}
-		return failedWrite(ctx, at, err)
-	})
+	return b.stmts.query(ctx, query, args, func(rows rowScanner) error { return failsAt(ctx, at, read(rows)) })
+}
+
+// failsAt is how err, the outcome of a statement given while entry at's
+// write ran, fails the batch: at that write (failedWrite), or as it is for
+// the batch's own statements (at < 0).
+func failsAt(ctx context.Context, at int, err error) error {
+	if at < 0 {
+		return err
+	}
+	return failedWrite(ctx, at, err)
 }
