@@ -547,10 +547,11 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 
 	trips2, stmts2 := l.PipelineStats()
 	// The batch ran twice (the failed write dropped, then the rest): each
-	// attempt one round trip of three statements — BEGIN, the steps'
-	// UPDATEs merged into one (pipeline_merge.go), the events' INSERT.
+	// attempt one round trip of four statements — BEGIN, the run's check,
+	// the steps' UPDATEs merged into one (pipeline_merge.go), the events'
+	// INSERT.
 	require.Equal(t, int64(2), trips2-trips, "one round trip an attempt")
-	require.Equal(t, int64(3+3), stmts2-stmts)
+	require.Equal(t, int64(4+4), stmts2-stmts)
 }
 
 // On PostgreSQL a batch's single-row UPDATEs of one kind that name
@@ -581,7 +582,7 @@ func TestRunLogMergesUpdatesOfDistinctRows(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, stmts2 := l.PipelineStats()
-	require.Equal(t, int64(1+4+1), stmts2-stmts, "BEGIN, four UPDATEs (two rows named twice), the events")
+	require.Equal(t, int64(1+1+4+1), stmts2-stmts, "BEGIN, the run's check, four UPDATEs (two rows named twice), the events")
 	got, err := stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepRunning, 3: planning.StepFailed}, stepStatuses(got))
@@ -625,7 +626,7 @@ func TestRunLogBatchBeginsInItsPipeline(t *testing.T) {
 		}))
 	trips2, stmts2 := l.PipelineStats()
 	require.Equal(t, int64(1), trips2-trips, "one round trip")
-	require.Equal(t, int64(3), stmts2-stmts, "BEGIN, the step's UPDATE and the event's INSERT")
+	require.Equal(t, int64(4), stmts2-stmts, "BEGIN, the run's check, the step's UPDATE and the event's INSERT")
 	got, err := stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StepRunning, got.Steps[0].Status, "committed")
@@ -696,7 +697,7 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, stmts2 := l.PipelineStats()
-	require.Equal(t, int64(1+1+1), stmts2-stmts, "BEGIN, the two starts as one statement, the events")
+	require.Equal(t, int64(1+1+1+1), stmts2-stmts, "BEGIN, the run's check, the two starts as one statement, the events")
 	stored(x1, x2)
 
 	x3, w3 := executorStart(stores, p.ID, 3)
@@ -815,7 +816,7 @@ func TestRunLogCreatesAPlanInTheBatchsRoundTrip(t *testing.T) {
 	}))
 	trips2, stmts2 := l.PipelineStats()
 	require.Equal(t, int64(1), trips2-trips, "one round trip")
-	require.Equal(t, int64(5), stmts2-stmts, "BEGIN, the plan's three INSERTs, the event's")
+	require.Equal(t, int64(6), stmts2-stmts, "BEGIN, the run's check, the plan's three INSERTs, the event's")
 	got, err := stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Len(t, got.Steps, 3)

@@ -268,6 +268,58 @@ func TestRunLogBatchThatCannotBeStoredEndsItsRuns(t *testing.T) {
 	})
 }
 
+// TestRunLogRefusesARunWhoseRowIsGone: every batch checks that its runs'
+// rows are still there (on PostgreSQL in place of run_events' foreign key,
+// once a batch instead of once an event): the events of a run whose row was
+// deleted are not stored — its later appends fail — while another run's in
+// the same batch commit.
+func TestRunLogRefusesARunWhoseRowIsGone(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
+			Linger: 50 * time.Millisecond})
+		require.NoError(t, err)
+		l.Start()
+		t.Cleanup(l.Close)
+		text := func(s string) event.Envelope {
+			return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
+		}
+		for _, id := range []string{"gone", "kept"} {
+			require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice"}))
+			_, err := l.Append(id, text("first"))
+			require.NoError(t, err)
+			require.NoError(t, l.Sync(ctx, id))
+		}
+		// Deleted as the retention sweep deletes a run: its events, then it.
+		require.NoError(t, db.Gorm().Exec("DELETE FROM run_events WHERE run_id = ?", "gone").Error)
+		require.NoError(t, db.Gorm().Exec("DELETE FROM runs WHERE id = ?", "gone").Error)
+
+		for _, id := range []string{"gone", "kept"} { // one batch: the log lingers
+			_, err := l.Append(id, text("second"))
+			require.NoError(t, err)
+		}
+		require.NoError(t, l.Sync(ctx, "gone"))
+		require.NoError(t, l.Sync(ctx, "kept"))
+
+		evs, err := l.Events(ctx, "gone", 0, 0)
+		require.NoError(t, err)
+		require.Empty(t, evs, "nothing of a deleted run is stored")
+		evs, err = l.Events(ctx, "kept", 0, 0)
+		require.NoError(t, err)
+		require.Len(t, evs, 2, "the other run of the batch commits")
+		_, err = l.Append("gone", text("third"))
+		require.ErrorIs(t, err, apperr.ErrUnavailable)
+		require.Eventually(t, func() bool {
+			pub.mu.Lock()
+			defer pub.mu.Unlock()
+			return pub.finished["gone"]
+		}, 30*time.Second, 5*time.Millisecond)
+	})
+}
+
 // A run's done and its end commit together (AppendEnd): whoever is handed
 // done — a follower, a JSON answer — reads the run as ended, never as
 // still running.

@@ -193,7 +193,9 @@ func ownErr(err error) bool {
 // checkTokens locks the runs' rows (PostgreSQL; SQLite's write
 // transaction excludes every other) and refuses the batch when a token
 // changed: a takeover either happened before — the batch is refused — or
-// waits until it committed, and then starts after its events. Pipelined,
+// waits until it committed, and then starts after its events. A run whose
+// row is gone is refused too: on PostgreSQL this check stands in for
+// run_events' foreign key, once a batch instead of once an event. Pipelined,
 // the statements after it are sent too, and are rolled back with the
 // refused batch.
 func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[string]int64) error {
@@ -211,20 +213,27 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 	}
 	return stmts.query(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
 		var fenced errFenced
+		found := make(map[string]bool, len(ids))
 		for rows.Next() {
 			var id string
 			var token int64
 			if err := rows.Scan(&id, &token); err != nil {
 				return &batchFailed{err}
 			}
+			found[id] = true
 			if tokens[id] != token {
-				fenced = append(fenced, id)
+				fenced.taken = append(fenced.taken, id)
 			}
 		}
 		if err := rows.Err(); err != nil {
 			return &batchFailed{err}
 		}
-		if len(fenced) > 0 {
+		for _, id := range ids {
+			if !found[id] {
+				fenced.gone = append(fenced.gone, id)
+			}
+		}
+		if len(fenced.taken)+len(fenced.gone) > 0 {
 			return fenced
 		}
 		return nil

@@ -298,20 +298,23 @@ func (w *logWriter) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 	w.publish(nil, fin)
 }
 
-// errFenced names the runs of a batch whose fencing token changed.
-type errFenced []string
+// errFenced names the runs of a batch that this process may not write:
+// taken, whose fencing token changed (another process owns them now), and
+// gone, whose row is no longer there.
+type errFenced struct{ taken, gone []string }
 
 func (e errFenced) Error() string {
-	return fmt.Sprintf("runs %v are owned by another process now", []string(e))
+	return fmt.Sprintf("runs %v are owned by another process now; runs %v are gone", e.taken, e.gone)
 }
 
-// tokens returns the fencing tokens of the runs in a batch that have one.
+// tokens returns the fencing tokens of the runs in a batch (0 for a run
+// that has none): every one is checked, and must still exist.
 func (w *logWriter) tokens(batch []pendingEvent, fin []pendingFinish) map[string]int64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out map[string]int64
 	add := func(id string) {
-		if r, ok := w.runs[id]; ok && r.token > 0 {
+		if r, ok := w.runs[id]; ok {
 			if out == nil {
 				out = map[string]int64{}
 			}
@@ -333,15 +336,19 @@ func (w *logWriter) tokens(batch []pendingEvent, fin []pendingFinish) map[string
 // the store. A fenced run stays known until its Finish, so that what it
 // still had queued is dropped too (liveOnly).
 func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFinish) ([]pendingEvent, []pendingFinish) {
-	gone := map[string]bool{}
-	for _, id := range lost {
-		gone[id] = true
+	gone := map[string]string{} // run → why it is refused
+	for _, id := range lost.taken {
+		gone[id] = "is owned by another process now"
 	}
-	w.cfg.Logger.Warn().Strs("runs", lost).Msg("run log: runs owned by another process now; their events here are dropped")
+	for _, id := range lost.gone {
+		gone[id] = "is gone: its row was deleted"
+	}
+	w.cfg.Logger.Warn().Strs("runs", lost.taken).Strs("gone", lost.gone).
+		Msg("run log: runs owned by another process now or deleted; their events here are dropped")
 	keep := 0
 	for _, p := range batch {
-		if gone[p.runID] {
-			p.resolve(apperr.New(apperr.Unavailable, "run %s is owned by another process now", p.runID))
+		if why, ok := gone[p.runID]; ok {
+			p.resolve(apperr.New(apperr.Unavailable, "run %s %s", p.runID, why))
 			continue
 		}
 		batch[keep] = p
@@ -350,7 +357,7 @@ func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFin
 	batch = batch[:keep]
 	kept := fin[:0:0]
 	for _, f := range fin {
-		if !gone[f.runID] {
+		if _, ok := gone[f.runID]; !ok {
 			kept = append(kept, f)
 		}
 	}
