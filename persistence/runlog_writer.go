@@ -336,18 +336,18 @@ func (w *logWriter) tokens(batch []pendingEvent, fin []pendingFinish) map[string
 // the store. A fenced run stays known until its Finish, so that what it
 // still had queued is dropped too (liveOnly).
 func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFinish) ([]pendingEvent, []pendingFinish) {
-	gone := map[string]string{} // run → why it is refused
+	refused := map[string]string{} // run → why
 	for _, id := range lost.taken {
-		gone[id] = "is owned by another process now"
+		refused[id] = "is owned by another process now"
 	}
 	for _, id := range lost.gone {
-		gone[id] = "is gone: its row was deleted"
+		refused[id] = "is gone: its row was deleted"
 	}
 	w.cfg.Logger.Warn().Strs("runs", lost.taken).Strs("gone", lost.gone).
 		Msg("run log: runs owned by another process now or deleted; their events here are dropped")
 	keep := 0
 	for _, p := range batch {
-		if why, ok := gone[p.runID]; ok {
+		if why, ok := refused[p.runID]; ok {
 			p.resolve(apperr.New(apperr.Unavailable, "run %s %s", p.runID, why))
 			continue
 		}
@@ -357,12 +357,12 @@ func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFin
 	batch = batch[:keep]
 	kept := fin[:0:0]
 	for _, f := range fin {
-		if _, ok := gone[f.runID]; !ok {
+		if _, ok := refused[f.runID]; !ok {
 			kept = append(kept, f)
 		}
 	}
 	w.mu.Lock()
-	for id := range gone {
+	for id := range refused {
 		if r, ok := w.runs[id]; ok && !r.fenced {
 			r.broken, r.fenced = true, true
 			r.committed = r.next - 1
@@ -375,7 +375,7 @@ func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFin
 	}
 	w.mu.Unlock()
 	if w.cfg.OnFinish != nil {
-		for id := range gone {
+		for id := range refused {
 			w.cfg.OnFinish(id)
 		}
 	}
