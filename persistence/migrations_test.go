@@ -8,12 +8,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/migrations"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/planning/planningtest"
 )
 
 // designTables are the tables DESIGN.md names; the schema must have them all
@@ -167,4 +170,43 @@ func tableNames(m map[string][]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestTranscriptsKeepTheirConversationsKey: on PostgreSQL
+// agent_chat_messages has no foreign key (migration 00009: a check a row),
+// but the guarantees of one hold on both drivers — a message naming a
+// conversation that does not exist is refused, whether alone or among
+// others in one INSERT, and deleting a conversation deletes its messages.
+func TestTranscriptsKeepTheirConversationsKey(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		st := dbtest.NewStores(t, db)
+		p := planningtest.SamplePlan("alice", "s1")
+		require.NoError(t, st.Plans.CreatePlan(ctx, &p))
+		agent, as, exec := planningtest.ExecutorRun(p)
+		require.NoError(t, st.Executions.StartExecution(ctx, agent, as, exec))
+		for _, m := range planningtest.Transcript(as, exec) {
+			require.NoError(t, st.Executions.AppendAgentMessage(ctx, m))
+		}
+		count := func(sessionID string) int64 {
+			var n int64
+			require.NoError(t, db.Gorm().Raw("SELECT count(*) FROM agent_chat_messages WHERE agent_session_id = ?", sessionID).Scan(&n).Error)
+			return n
+		}
+		stored := count(as.ID)
+		require.Positive(t, stored)
+
+		lost := persistence.NewID()
+		require.Error(t, st.Executions.AppendAgentMessage(ctx, planning.AgentMessage{AgentSessionID: lost, Seq: 1, Role: "user"}))
+		insert := `INSERT INTO agent_chat_messages (id, agent_session_id, seq, role, created_at) VALUES (?, ?, 90, 'user', ?), (?, ?, 1, 'user', ?)`
+		now := time.Now().UTC()
+		require.Error(t, db.Gorm().Exec(insert, persistence.NewID(), as.ID, now, persistence.NewID(), lost, now).Error,
+			"one row of the INSERT names no conversation: none is stored")
+		require.Equal(t, stored, count(as.ID))
+		require.Zero(t, count(lost))
+
+		require.NoError(t, db.Gorm().Exec("DELETE FROM agent_chat_sessions WHERE id = ?", as.ID).Error)
+		require.Zero(t, count(as.ID), "a conversation's messages go with it")
+	})
 }
