@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"gopkg.in/yaml.v3"
 
+	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 func named(t *testing.T, name string) workload {
 	t.Helper()
@@ -399,6 +399,23 @@ func TestQuickRunOnSQLite(t *testing.T) {
 		require.NotContains(t, report, "n/a", "server CPU and peak RSS are measured")
 	}
 	require.NotContains(t, report, "kept ", "the temporary directory is removed")
+}
+
+// On PostgreSQL the driver measures the server's backends too (found by
+// the application_name it gives the server's connections): database CPU a
+// turn is a figure of its own.
+func TestQuickRunOnPostgres(t *testing.T) {
+	t.Parallel()
+	_ = dbtest.PostgresDSN(t) // TEST_DATABASE_URL, required in CI
+	var out bytes.Buffer
+	err := run(context.Background(), options{Drivers: []string{"postgres"}, DriversNamed: true, Workloads: []string{"W2"}, Quick: true}, &out)
+	require.NoError(t, err, out.String())
+	report := out.String()
+	require.NotContains(t, report, "FAILED")
+	if runtime.GOOS == "linux" {
+		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ MiB \|`, report,
+			"server and database CPU a turn are measured")
+	}
 }
 
 // -against builds the other checkout too (here the same tree) and runs each

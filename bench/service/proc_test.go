@@ -183,3 +183,13 @@ func dial(t *testing.T, ln net.Listener, n int) {
 		t.Cleanup(func() { c.Close() })
 	}
 }
+
+// cpuSince adds what each backend used since the first snapshot; one that
+// is new counts from its start.
+func TestCPUSince(t *testing.T) {
+	t.Parallel()
+	before := map[int]time.Duration{1: 10 * time.Millisecond, 2: 5 * time.Millisecond, 3: time.Second}
+	after := map[int]time.Duration{1: 25 * time.Millisecond, 2: 5 * time.Millisecond, 4: 7 * time.Millisecond}
+	require.Equal(t, 22*time.Millisecond, cpuSince(before, after))
+	require.Zero(t, cpuSince(nil, nil))
+}

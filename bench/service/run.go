@@ -22,6 +22,10 @@ type result struct {
 	// CPUPerTurn is the server's CPU time (user + system) during the
 	// measured turns, divided by their number; 0 when /proc is unreadable.
 	CPUPerTurn time.Duration
+	// DBCPUPerTurn is the CPU time of the server's PostgreSQL backends
+	// during the measured turns, divided by their number; 0 on SQLite and
+	// when the database is not on this machine.
+	DBCPUPerTurn time.Duration
 	// PeakRSS is the server's VmHWM after the workload, in bytes.
 	PeakRSS int64
 	// Failures are the turns that did not end as they must, and anything
@@ -38,11 +42,13 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		return res, err
 	}
 	setup := serverSetup{Bin: env.bin, Dir: dir, Driver: driver, Workload: w, DSN: filepath.Join(dir, "planwright.db")}
+	var dbCPU func() (map[int]time.Duration, error) // the server's backends' CPU so far (PostgreSQL)
 	if driver == "postgres" {
 		schema, dsn, drop, err := env.pg.freshSchema(ctx)
 		if err != nil {
 			return res, err
 		}
+		dbCPU = func() (map[int]time.Duration, error) { return env.pg.backendCPU(ctx, schema, env.tick) }
 		defer func() {
 			if env.keep {
 				// Kept with the directory, for a look at the rows.
@@ -84,6 +90,11 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		}
 	}
 	cpu0, cpuErr := procCPU(srv.PID, env.tick)
+	var db0 map[int]time.Duration
+	var dbErr error
+	if dbCPU != nil {
+		db0, dbErr = dbCPU()
+	}
 	start := time.Now()
 	turns := make([]turnResult, w.Turns)
 	if w.Concurrent {
@@ -118,6 +129,10 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 	}
 	shot := time.Since(start)
 	cpu1, cpuErr1 := procCPU(srv.PID, env.tick)
+	var db1 map[int]time.Duration
+	if dbCPU != nil && dbErr == nil {
+		db1, dbErr = dbCPU()
+	}
 	rss, rssErr := procPeakRSS(srv.PID)
 	if rec != nil {
 		if err := rec.stop(); err != nil {
@@ -147,6 +162,13 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		res.CPUPerTurn = (cpu1 - cpu0) / time.Duration(len(turns))
 	} else {
 		env.note("server CPU not measured: %v", err)
+	}
+	if dbCPU != nil {
+		if dbErr == nil {
+			res.DBCPUPerTurn = cpuSince(db0, db1) / time.Duration(len(turns))
+		} else {
+			env.note("database CPU not measured: %v", dbErr)
+		}
 	}
 	if rssErr == nil {
 		res.PeakRSS = rss
