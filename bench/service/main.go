@@ -22,8 +22,10 @@
 //	    by default on PostgreSQL only.
 //
 // For each it prints wall, time to first event (p50, p99), server CPU per
-// turn (/proc/<pid>/stat utime + stime over the measured turns) and peak RSS
-// (VmHWM), then the targets with measured / limit. A turn that does
+// turn (/proc/<pid>/stat utime + stime over the measured turns), on
+// PostgreSQL database CPU per turn (the same over the server's backends,
+// found by their application_name, when the database runs on this
+// machine) and peak RSS (VmHWM), then the targets with measured / limit. A turn that does
 // not end completed (a plan workload: plan completed, 12 of 12 steps, each
 // execution with its one tool call) makes the run fail with exit status 1;
 // a missed target does not.
