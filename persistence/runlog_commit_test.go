@@ -238,13 +238,8 @@ func TestRunLogQueuesRows(t *testing.T) {
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := t.Context()
 		stores := dbtest.NewStores(t, db)
-		pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
 		// A long linger gathers what is queued below in one batch.
-		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
-			Linger: 100 * time.Millisecond})
-		require.NoError(t, err)
-		l.Start()
-		t.Cleanup(l.Close)
+		l, _ := openRunLogWith(t, db, persistence.RunLogConfig{Linger: 100 * time.Millisecond})
 		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
 		em := logEmitter(t, l, "r1")
 

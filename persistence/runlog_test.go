@@ -37,9 +37,16 @@ func (p *published) onFinish(runID string) {
 
 func openRunLog(t *testing.T, db *persistence.DB) (*persistence.RunLog, *published) {
 	t.Helper()
+	return openRunLogWith(t, db, persistence.RunLogConfig{Retry: persistence.RetryPolicy{Backoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}})
+}
+
+// openRunLogWith starts a run log configured by cfg whose commits and
+// finished runs the returned published records.
+func openRunLogWith(t *testing.T, db *persistence.DB, cfg persistence.RunLogConfig) (*persistence.RunLog, *published) {
+	t.Helper()
 	pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
-	l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
-		Retry: persistence.RetryPolicy{Backoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}})
+	cfg.OnCommit, cfg.OnFinish = pub.onCommit, pub.onFinish
+	l, err := persistence.NewRunLog(db, cfg)
 	require.NoError(t, err)
 	l.Start()
 	t.Cleanup(l.Close)
@@ -278,12 +285,7 @@ func TestRunLogRefusesARunWhoseRowIsGone(t *testing.T) {
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		pub := &published{events: map[string][]event.Envelope{}, finished: map[string]bool{}}
-		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: pub.onCommit, OnFinish: pub.onFinish,
-			Linger: 50 * time.Millisecond})
-		require.NoError(t, err)
-		l.Start()
-		t.Cleanup(l.Close)
+		l, pub := openRunLogWith(t, db, persistence.RunLogConfig{Linger: 50 * time.Millisecond})
 		text := func(s string) event.Envelope {
 			return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
 		}
