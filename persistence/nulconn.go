@@ -154,15 +154,41 @@ func (c *nulSafeConn) Close() error {
 }
 
 // enter takes the write gate for a statement outside a transaction that
-// writes; leave gives it back.
-func (c *nulSafeConn) enter(ctx context.Context, write bool) (leave func(), err error) {
-	if c.gate == nil || c.inTx || !write {
-		return func() {}, nil
+// writes; leave gives it back. run is the context to run the statement
+// with: uninterrupted for one that holds the gate.
+func (c *nulSafeConn) enter(ctx context.Context, write bool) (run context.Context, leave func(), err error) {
+	if c.gate == nil || (!c.inTx && !write) {
+		return ctx, func() {}, nil
 	}
-	if err := c.gate.acquire(ctx); err != nil {
+	if !c.inTx {
+		if err := c.gate.acquire(ctx); err != nil {
+			return nil, nil, err
+		}
+		leave = c.gate.release
+	} else {
+		leave = func() {}
+	}
+	if run, err = uninterrupted(ctx); err != nil {
+		leave()
+		return nil, nil, err
+	}
+	return run, leave, nil
+}
+
+// uninterrupted is the context a SQLite statement that holds the write
+// gate runs with: ctx's values without its cancellation, once ctx is
+// checked. The driver watches a cancellable context with a goroutine of
+// its own for every statement (to interrupt it), woken when the statement
+// ends — some 150 a 12-step turn, most of them the run log's writes, and
+// ~10 % of SQLite's CPU in W2 and W3. A writer's statement is short and
+// its lock waits are the gate's, which do watch ctx; stopping it midway
+// would only fail a transaction its caller rolls back anyway. Reads, which
+// can be long (a listing), keep the driver's interruption.
+func uninterrupted(ctx context.Context) (context.Context, error) {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return c.gate.release, nil
+	return context.WithoutCancel(ctx), nil
 }
 
 // Begin is part of driver.Conn; database/sql calls BeginTx.
@@ -178,7 +204,12 @@ func (c *nulSafeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (drive
 	if err := c.gate.acquire(ctx); err != nil {
 		return nil, err
 	}
-	tx, err := c.beginTx(ctx, opts)
+	run, err := uninterrupted(ctx)
+	if err != nil {
+		c.gate.release()
+		return nil, err
+	}
+	tx, err := c.beginTx(run, opts)
 	if err != nil {
 		c.gate.release()
 		return nil, err
@@ -225,7 +256,7 @@ func (c *nulSafeConn) ExecContext(ctx context.Context, query string, args []driv
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	leave, err := c.enter(ctx, true)
+	ctx, leave, err := c.enter(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +282,7 @@ func (c *nulSafeConn) QueryContext(ctx context.Context, query string, args []dri
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	leave, err := c.enter(ctx, writes(query))
+	ctx, leave, err := c.enter(ctx, writes(query))
 	if err != nil {
 		return nil, err
 	}
@@ -340,7 +371,7 @@ func (s *nulSafeStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	leave, err := s.owner.enter(ctx, true)
+	ctx, leave, err := s.owner.enter(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +391,7 @@ func (s *nulSafeStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	leave, err := s.owner.enter(ctx, s.writes)
+	ctx, leave, err := s.owner.enter(ctx, s.writes)
 	if err != nil {
 		return nil, err
 	}
