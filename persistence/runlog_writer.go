@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
@@ -304,7 +305,14 @@ func (w *logWriter) breakRuns(batch []pendingEvent, fin []pendingFinish) {
 type errFenced struct{ taken, gone []string }
 
 func (e errFenced) Error() string {
-	return fmt.Sprintf("runs %v are owned by another process now; runs %v are gone", e.taken, e.gone)
+	var parts []string
+	if len(e.taken) > 0 {
+		parts = append(parts, fmt.Sprintf("runs %v are owned by another process now", e.taken))
+	}
+	if len(e.gone) > 0 {
+		parts = append(parts, fmt.Sprintf("runs %v are gone", e.gone))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // tokens returns the fencing tokens of the runs in a batch (0 for a run
