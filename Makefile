@@ -48,7 +48,8 @@ bench:
 # and bench/mcpwork, serves workloads W1–W4 on SQLite and on PostgreSQL
 # (BENCH_DATABASE_URL, else TEST_DATABASE_URL; skipped with a message when
 # neither is reachable) and prints wall, time to first event, server CPU per
-# turn and peak RSS against the issue's targets. BENCH_FLAGS narrows it, e.g.
+# turn, database CPU per turn (PostgreSQL on this machine) and peak RSS
+# against the issue's targets. BENCH_FLAGS narrows it, e.g.
 # make bench-service BENCH_FLAGS="-drivers sqlite -workloads W1,W2 -quick".
 BENCH_FLAGS ?=
 bench-service:
