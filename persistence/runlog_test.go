@@ -322,6 +322,50 @@ func TestRunLogRefusesARunWhoseRowIsGone(t *testing.T) {
 	})
 }
 
+// The writer's linger starts at the first append it gathers, not at a
+// wake-up left over from appends an earlier batch already took: two
+// appends closer together than the linger share a batch.
+func TestRunLogLingerStartsAtTheFirstAppend(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Open(t, persistence.DriverSQLite)
+	ctx := t.Context()
+	const linger = 300 * time.Millisecond
+	var mu sync.Mutex
+	batches := 0
+	l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Linger: linger,
+		OnCommit: func(string, []event.Envelope) { mu.Lock(); batches++; mu.Unlock() }})
+	require.NoError(t, err)
+	l.Start()
+	t.Cleanup(l.Close)
+	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+	text := func(s string) event.Envelope {
+		return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
+	}
+	call := func(id string) event.Envelope {
+		return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.ToolCall{ToolCall: event.ToolCallInfo{ID: id, Name: "echo"}}}
+	}
+	// Two appends wake the writer twice; one batch takes both.
+	_, err = l.Append("r1", text("a"))
+	require.NoError(t, err)
+	_, err = l.Append("r1", call("b"))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync(ctx, "r1"))
+	mu.Lock()
+	before := batches
+	mu.Unlock()
+
+	time.Sleep(linger * 5 / 6)
+	_, err = l.Append("r1", call("c"))
+	require.NoError(t, err)
+	time.Sleep(linger / 3) // past a linger begun at the last commit, well within one begun at c
+	_, err = l.Append("r1", call("d"))
+	require.NoError(t, err)
+	require.NoError(t, l.Sync(ctx, "r1"))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, before+1, batches, "c and d in one batch")
+}
+
 // A run's done and its end commit together (AppendEnd): whoever is handed
 // done — a follower, a JSON answer — reads the run as ended, never as
 // still running.

@@ -34,6 +34,14 @@ func (w *logWriter) run() {
 		closed, urgent := w.closed, w.urgent
 		w.mu.Unlock()
 		if !closed && w.cfg.Linger > 0 {
+			w.mu.Lock()
+			pending := len(w.queue) > 0 || len(w.finish) > 0
+			w.mu.Unlock()
+			if !pending {
+				// A kick whose appends an earlier batch took: the linger
+				// starts at the next append, not now.
+				continue
+			}
 			// Gather: appends that arrive meanwhile join this batch.
 			linger.Reset(w.cfg.Linger)
 			<-linger.C
