@@ -271,9 +271,7 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 		last, err := logA.OpenFirstClaim(id, a.LeaseToken)
 		require.NoError(t, err)
 		require.EqualValues(t, 1, last)
-		text := func(s string) event.Envelope {
-			return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
-		}
+		text := textEvent
 		seq, err := logA.Append(id, text("one"))
 		require.NoError(t, err)
 		require.EqualValues(t, 2, seq)

@@ -74,6 +74,25 @@ func appendRun(t *testing.T, l *persistence.RunLog, runID string, n int) (text s
 	return sb.String()
 }
 
+// textEvent is a planner's text delta s; callEvent a planner's tool call id.
+func textEvent(s string) event.Envelope {
+	return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
+}
+
+func callEvent(id string) event.Envelope {
+	return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.ToolCall{ToolCall: event.ToolCallInfo{ID: id, Name: "echo"}}}
+}
+
+// waitFinished waits until pub saw runID's log closed.
+func waitFinished(t *testing.T, pub *published, runID string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		pub.mu.Lock()
+		defer pub.mu.Unlock()
+		return pub.finished[runID]
+	}, 30*time.Second, 5*time.Millisecond)
+}
+
 func TestRunLogContract(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
@@ -237,10 +256,7 @@ func TestRunLogBatchThatCannotBeStoredEndsItsRuns(t *testing.T) {
 		defer cancel()
 		l, pub := openRunLog(t, db)
 		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-		src := event.Source{Role: event.RolePlanner}
-		call := func(id string) event.Envelope {
-			return event.Envelope{TS: time.Now(), Source: src, Event: event.ToolCall{ToolCall: event.ToolCallInfo{ID: id, Name: "echo"}}}
-		}
+		call := callEvent
 		for _, id := range []string{"a", "b"} {
 			_, err := l.Append("r1", call(id))
 			require.NoError(t, err)
@@ -267,11 +283,7 @@ func TestRunLogBatchThatCannotBeStoredEndsItsRuns(t *testing.T) {
 		_, err = l.Append("r1", call("d"))
 		require.ErrorIs(t, err, apperr.ErrUnavailable)
 		l.Finish("r1", persistence.RunFailed)
-		require.Eventually(t, func() bool {
-			pub.mu.Lock()
-			defer pub.mu.Unlock()
-			return pub.finished["r1"]
-		}, 30*time.Second, 5*time.Millisecond)
+		waitFinished(t, pub, "r1")
 	})
 }
 
@@ -286,9 +298,7 @@ func TestRunLogRefusesARunWhoseRowIsGone(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		l, pub := openRunLogWith(t, db, persistence.RunLogConfig{Linger: 50 * time.Millisecond})
-		text := func(s string) event.Envelope {
-			return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
-		}
+		text := textEvent
 		for _, id := range []string{"gone", "kept"} {
 			require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: id, Kind: persistence.RunTurn, UserID: "alice"}))
 			_, err := l.Append(id, text("first"))
@@ -314,11 +324,7 @@ func TestRunLogRefusesARunWhoseRowIsGone(t *testing.T) {
 		require.Len(t, evs, 2, "the other run of the batch commits")
 		_, err = l.Append("gone", text("third"))
 		require.ErrorIs(t, err, apperr.ErrUnavailable)
-		require.Eventually(t, func() bool {
-			pub.mu.Lock()
-			defer pub.mu.Unlock()
-			return pub.finished["gone"]
-		}, 30*time.Second, 5*time.Millisecond)
+		waitFinished(t, pub, "gone")
 	})
 }
 
@@ -338,12 +344,7 @@ func TestRunLogLingerStartsAtTheFirstAppend(t *testing.T) {
 	l.Start()
 	t.Cleanup(l.Close)
 	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-	text := func(s string) event.Envelope {
-		return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.Text{Content: s}}
-	}
-	call := func(id string) event.Envelope {
-		return event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RolePlanner}, Event: event.ToolCall{ToolCall: event.ToolCallInfo{ID: id, Name: "echo"}}}
-	}
+	text, call := textEvent, callEvent
 	// Two appends wake the writer twice; one batch takes both.
 	_, err = l.Append("r1", text("a"))
 	require.NoError(t, err)
