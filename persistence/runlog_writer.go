@@ -32,11 +32,9 @@ func (w *logWriter) run() {
 		<-w.kick
 		w.mu.Lock()
 		closed, urgent := w.closed, w.urgent
+		pending := len(w.queue) > 0 || len(w.finish) > 0
 		w.mu.Unlock()
 		if !closed && w.cfg.Linger > 0 {
-			w.mu.Lock()
-			pending := len(w.queue) > 0 || len(w.finish) > 0
-			w.mu.Unlock()
 			if !pending {
 				// A kick whose appends an earlier batch took: the linger
 				// starts at the next append, not now.
