@@ -56,7 +56,7 @@ func (c *stmtCache) take(ctx context.Context, conn driver.Conn, query string) (s
 			return cs, false, nil
 		}
 	}
-	stmt, err := prepare(ctx, conn, query)
+	stmt, err := prepare(ctx, conn, steadyLimits(query))
 	if err != nil {
 		return nil, false, err
 	}
@@ -94,6 +94,75 @@ func (c *stmtCache) close() {
 	}
 	c.order.Init()
 	clear(c.bySQL)
+}
+
+// steadyLimits is query with every LIMIT whose count is a bound parameter
+// (?, ?NNN, :name, @name, $name) written LIMIT +? instead: the same count, but one SQLite's planner does
+// not read. SQLite (3.47 and later) plans LIMIT ? with the value bound when
+// the statement is prepared, and so marks the statement expired whenever
+// that parameter is bound again: each run of a cached statement with
+// LIMIT ? was parsed and planned anew, as if it had not been cached. River's
+// fetch of available jobs is such a statement, run several times a turn
+// (about 100 µs of re-preparing each, four times its run). A unary plus is
+// an expression SQLite does not look into. Quoted text and comments are
+// left as they are.
+func steadyLimits(query string) string {
+	var sb strings.Builder
+	last := 0 // query[last:] is not yet in sb
+	for i := 0; i < len(query); i++ {
+		switch c := query[i]; {
+		case c == '\'' || c == '"' || c == '`' || c == '[':
+			end := byte(c)
+			if c == '[' {
+				end = ']'
+			}
+			j := strings.IndexByte(query[i+1:], end)
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 1 // a doubled quote is two quoted stretches
+			}
+		case c == '-' && strings.HasPrefix(query[i:], "--"):
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				j = len(query) - i
+			}
+			i += j
+		case c == '/' && strings.HasPrefix(query[i:], "/*"):
+			j := strings.Index(query[i+2:], "*/")
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 3
+			}
+		case (c == 'L' || c == 'l') && len(query)-i > 5 && strings.EqualFold(query[i:i+5], "LIMIT") &&
+			(i == 0 || !wordByte(query[i-1])):
+			j := i + 5
+			for j < len(query) && (query[j] == ' ' || query[j] == '\t' || query[j] == '\n' || query[j] == '\r') {
+				j++
+			}
+			if j > i+5 && j < len(query) && strings.IndexByte("?:@$", query[j]) >= 0 {
+				sb.WriteString(query[last:j])
+				sb.WriteByte('+')
+				last = j
+			}
+			i = j - 1
+		case wordByte(c):
+			for i+1 < len(query) && wordByte(query[i+1]) {
+				i++
+			}
+		}
+	}
+	if last == 0 {
+		return query
+	}
+	sb.WriteString(query[last:])
+	return sb.String()
+}
+
+// wordByte says whether b can be part of an SQL word.
+func wordByte(b byte) bool {
+	return b == '_' || b == '$' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || b >= 0x80
 }
 
 func prepare(ctx context.Context, conn driver.Conn, query string) (driver.Stmt, error) {

@@ -150,3 +150,60 @@ func TestStmtCacheOnSQLite(t *testing.T) {
 		return rows.Err()
 	}))
 }
+
+func TestSteadyLimits(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"SELECT a FROM t LIMIT ?":                                            "SELECT a FROM t LIMIT +?",
+		"SELECT a FROM t limit\n  ?3 OFFSET ?4":                              "SELECT a FROM t limit\n  +?3 OFFSET ?4",
+		"SELECT a FROM t WHERE id IN (SELECT id FROM t LIMIT @max) LIMIT :n": "SELECT a FROM t WHERE id IN (SELECT id FROM t LIMIT +@max) LIMIT +:n",
+		"SELECT a FROM t LIMIT 10":                                           "SELECT a FROM t LIMIT 10",
+		"SELECT a FROM t LIMIT +?":                                           "SELECT a FROM t LIMIT +?",
+		"SELECT 'LIMIT ?' FROM t LIMIT ?":                                    "SELECT 'LIMIT ?' FROM t LIMIT +?",
+		"SELECT 'it''s LIMIT ?', \"LIMIT ?\" FROM [LIMIT ?]":                 "SELECT 'it''s LIMIT ?', \"LIMIT ?\" FROM [LIMIT ?]",
+		"SELECT a -- LIMIT ?\nFROM t /* LIMIT ? */ LIMIT ?":                  "SELECT a -- LIMIT ?\nFROM t /* LIMIT ? */ LIMIT +?",
+		"SELECT nolimit ?, limits ? FROM t":                                  "SELECT nolimit ?, limits ? FROM t",
+		"SELECT a FROM t LIMIT":                                              "SELECT a FROM t LIMIT",
+		"SELECT 'unterminated LIMIT ?":                                       "SELECT 'unterminated LIMIT ?",
+		"":                                                                   "",
+	}
+	for in, want := range cases {
+		require.Equal(t, want, steadyLimits(in), in)
+	}
+}
+
+// The cache prepares a statement with LIMIT ? as LIMIT +? (steadyLimits)
+// and keeps it under the text it was given.
+func TestStmtCachePreparesSteadyLimits(t *testing.T) {
+	t.Parallel()
+	conn, c := &fakeConn{prepared: map[string]int{}, closed: map[string]int{}}, newStmtCache(4)
+	for range 2 {
+		_, done, err := c.query(t.Context(), conn, "SELECT a FROM t LIMIT ?", nil)
+		require.NoError(t, err)
+		done()
+	}
+	require.Equal(t, map[string]int{"SELECT a FROM t LIMIT +?": 1}, conn.prepared)
+}
+
+// On SQLite a LIMIT bound again and again still limits: the rewritten
+// statement counts as the original did.
+func TestSteadyLimitsOnSQLite(t *testing.T) {
+	t.Parallel()
+	db, err := Open(context.Background(), Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "l.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	g := db.Gorm()
+	require.NoError(t, g.Exec(`CREATE TABLE n (k INTEGER PRIMARY KEY)`).Error)
+	for i := range 6 {
+		require.NoError(t, g.Exec(`INSERT INTO n (k) VALUES (?)`, i).Error)
+	}
+	for _, limit := range []int{0, 2, 5, 1, 10, -1} {
+		var got []int
+		require.NoError(t, g.Raw(`UPDATE n SET k = k WHERE k IN (SELECT k FROM n ORDER BY k LIMIT ?) RETURNING k`, limit).Scan(&got).Error)
+		want := min(max(limit, 0), 6)
+		if limit < 0 {
+			want = 6 // a negative LIMIT is none
+		}
+		require.Len(t, got, want, "LIMIT %d", limit)
+	}
+}
