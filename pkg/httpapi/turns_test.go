@@ -32,6 +32,19 @@ rules:
       tool_calls:
         - name: create_plan
           args: {goal: "Fixed", steps: [{number: 1, title: "a", executor_required: true}, {number: 2, title: "b", executor_required: true, depends_on: [1]}]}
+  # The launch with a third step that runs until it is cancelled: tests that
+  # cancel mid-plan find it running however late their cancel lands.
+  - when: {role: planner, contains: "long launch", after_tool: none}
+    reply:
+      tool_calls:
+        - name: create_plan
+          args:
+            goal: "Launch"
+            steps:
+              - {number: 1, title: "Draft", executor_required: true}
+              - {number: 2, title: "Channels", executor_required: true}
+              - {number: 3, title: "Long schedule", executor_required: true, depends_on: [1, 2]}
+              - {number: 4, title: "Report", executor_required: true, depends_on: [3]}
   - when: {role: planner, contains: "launch", after_tool: none}
     reply:
       tool_calls:
@@ -45,6 +58,8 @@ rules:
               - {number: 4, title: "Report", executor_required: true, depends_on: [3]}
   - when: {role: planner, after_tool: create_plan}
     reply: {text: "Plan finished."}
+  - when: {role: executor, contains: "Long schedule"}
+    reply: {delay_ms: 120000, text: "Scheduled."}
   - when: {role: executor, contains: "Schedule"}
     reply: {delay_ms: 400, text: "Scheduled."}
   # Long enough that step 2 starts before step 1 ends on a loaded machine.
@@ -160,7 +175,7 @@ func TestCancelMidPlan(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, planScript), nil)
 	ctx := context.Background()
-	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "plan the launch", "stream_run_id": "run-p", "client_turn_id": "tp"})
+	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "plan the long launch", "stream_run_id": "run-p", "client_turn_id": "tp"})
 	done := make(chan []frame, 1)
 	go func() { done <- readStream(t, resp) }()
 	p := waitRunning(t, e)
@@ -187,7 +202,7 @@ func TestDisconnectMidPlan(t *testing.T) {
 	t.Parallel()
 	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, planScript), nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "plan the launch", "client_turn_id": "td", "on_disconnect": "cancel"})
+	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "plan the long launch", "client_turn_id": "td", "on_disconnect": "cancel"})
 	p := waitRunning(t, e)
 	cancel()
 	resp.Body.Close()
