@@ -221,7 +221,7 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	}
 	m.CreatedAt = Timestamp(m.CreatedAt)
 	row := chatMessageRow{ID: m.ID, SessionID: m.SessionID, UserID: m.UserID, Role: string(m.Role), Content: m.Content,
-		StreamRunID: m.StreamRunID, ToolCalls: mustJSON(nonNil(m.ToolCalls)), InputTokens: m.Usage.InputTokens,
+		StreamRunID: m.StreamRunID, ToolCalls: jsonList(m.ToolCalls), InputTokens: m.Usage.InputTokens,
 		OutputTokens: m.Usage.OutputTokens, PlanID: m.PlanID, FinishedReason: string(m.FinishedReason), Interrupted: m.Interrupted,
 		InterruptedReason: m.InterruptedReason, PartialTokens: m.PartialTokens, CreatedAt: m.CreatedAt}
 	if m.ClientTurnID != "" {
@@ -290,11 +290,13 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	return created, dbErr("append chat message", err)
 }
 
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
+// jsonList is s as a JSON list column: [] when empty (also nil), without
+// an encoder — most messages call no tool.
+func jsonList[T any](s []T) jsonCol {
+	if len(s) == 0 {
+		return jsonCol("[]")
 	}
-	return s
+	return mustJSON(s)
 }
 
 // MessageByTurn returns the message of a session's turn with the given role.

@@ -40,7 +40,7 @@ func definitionToRow(d agents.Definition) definitionRow {
 		d.Visibility = map[bool]agents.Visibility{true: agents.VisibilityShared, false: agents.VisibilityPrivate}[d.IsDefault]
 	}
 	return definitionRow{Visibility: string(d.Visibility), ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
-		Temperature: d.Temperature, Tools: mustJSON(nonNil(d.Tools)), MaxSteps: d.MaxSteps, IsDefault: d.IsDefault,
+		Temperature: d.Temperature, Tools: jsonList(d.Tools), MaxSteps: d.MaxSteps, IsDefault: d.IsDefault,
 		CreatedBy: d.CreatedBy, CreatedAt: Timestamp(d.CreatedAt), UpdatedAt: Timestamp(d.UpdatedAt)}
 }
 

@@ -379,7 +379,7 @@ func (s *Executions) agentMessageRow(m planning.AgentMessage) rowInsert {
 	}
 	return rowInsert{table: "agent_chat_messages", cols: `(id, agent_session_id, execution_id, seq, role, content, tool_calls,
 		tool_call_id, name, input_tokens, output_tokens, created_at)`,
-		args: []any{m.ID, m.AgentSessionID, m.ExecutionID, m.Seq, m.Role, m.Content, mustJSON(nonNil(m.ToolCalls)), m.ToolCallID, m.Name,
+		args: []any{m.ID, m.AgentSessionID, m.ExecutionID, m.Seq, m.Role, m.Content, jsonList(m.ToolCalls), m.ToolCallID, m.Name,
 			m.Usage.InputTokens, m.Usage.OutputTokens, Timestamp(m.CreatedAt)}}
 }
 

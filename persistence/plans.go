@@ -134,8 +134,8 @@ func stepToRow(planID string, s planning.Step) stepRow {
 	if status == "" {
 		status = planning.StepPending
 	}
-	return stepRow{PlanID: planID, Number: s.Number, Title: s.Title, Description: s.Description, Tools: mustJSON(nonNil(s.Tools)),
-		ExecutorRequired: s.ExecutorRequired, DependsOn: mustJSON(nonNil(s.DependsOn)), Tool: s.Tool, Args: args,
+	return stepRow{PlanID: planID, Number: s.Number, Title: s.Title, Description: s.Description, Tools: jsonList(s.Tools),
+		ExecutorRequired: s.ExecutorRequired, DependsOn: jsonList(s.DependsOn), Tool: s.Tool, Args: args,
 		Status: string(status), Result: s.Result, Error: s.Error, StartedAt: stampPtr(s.StartedAt), CompletedAt: stampPtr(s.CompletedAt)}
 }
 

@@ -36,3 +36,18 @@ func TestRevisionStepsKeepTheirStoredForm(t *testing.T) {
 	require.Equal(t, want, read)
 	require.Equal(t, stored, string(mustJSON(revisionSteps(read))), "a revision read back is stored alike")
 }
+
+func TestJSONList(t *testing.T) {
+	t.Parallel()
+	type call struct {
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args"`
+	}
+	cases := map[string][]call{"nil": nil, "empty": {}, "one": {{Name: "x", Args: json.RawMessage(`{"a": 1}`)}}}
+	for name, in := range cases {
+		want, err := json.Marshal(append([]call{}, in...))
+		require.NoError(t, err)
+		require.JSONEq(t, string(want), string(jsonList(in)), name)
+	}
+	require.Equal(t, "[]", string(jsonList[call](nil)))
+}

@@ -93,7 +93,7 @@ func (s *Chats) OpenTurn(ctx context.Context, sess *chat.Session, m *chat.Messag
 		turnID = m.ClientTurnID
 	}
 	o.stmts = append(o.stmts, openStmt{query: `INSERT INTO chat_messages (` + messageCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-		args: []any{m.ID, m.SessionID, m.UserID, string(m.Role), m.Content, turnID, m.StreamRunID, mustJSON(nonNil(m.ToolCalls)),
+		args: []any{m.ID, m.SessionID, m.UserID, string(m.Role), m.Content, turnID, m.StreamRunID, jsonList(m.ToolCalls),
 			m.Usage.InputTokens, m.Usage.OutputTokens, m.PlanID, string(m.FinishedReason), m.Interrupted, m.InterruptedReason,
 			m.PartialTokens, m.CreatedAt},
 		fail: func(err error) error {
