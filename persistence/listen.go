@@ -10,6 +10,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -468,6 +469,9 @@ type Waker interface {
 // wakes everything. It returns the function that unsubscribes.
 func (l *Listener) WakeOnCommit(w Waker) (unsubscribe func()) {
 	return l.Subscribe(Subscription{Channel: commitChannel, Missed: w.WakeAll, Notify: func(payload string) {
+		if l.ownNotice(payload) {
+			return // this process's own commit: its Feed has it already
+		}
 		var n commitNotice
 		if err := json.Unmarshal([]byte(payload), &n); err != nil {
 			l.cfg.Logger.Warn().Err(err).Msg("listener: a run log notice that does not parse; waking everything")
@@ -475,7 +479,7 @@ func (l *Listener) WakeOnCommit(w Waker) (unsubscribe func()) {
 			return
 		}
 		if n.Origin == l.origin {
-			return // this process's own commit: its Feed has it already
+			return
 		}
 		if len(n.Runs) > 0 {
 			w.WakeRuns(n.Runs...)
@@ -484,4 +488,12 @@ func (l *Listener) WakeOnCommit(w Waker) (unsubscribe func()) {
 			w.WakePlans(n.Plans...)
 		}
 	}})
+}
+
+// ownNotice says whether payload is a commit notice of this process,
+// without decoding it: every batch's notice comes back to the process that
+// sent it, and decoding them was the listener's whole cost on a single
+// replica. notices writes the origin first, and an origin is hex.
+func (l *Listener) ownNotice(payload string) bool {
+	return strings.HasPrefix(payload, `{"o":"`+l.origin+`"`)
 }

@@ -47,3 +47,22 @@ func TestSubscribers(t *testing.T) {
 	s.waited()
 	require.Nil(t, s.interrupt)
 }
+
+// A listener tells its own commit notices from others' by their origin,
+// which notices writes first, without decoding them.
+func TestOwnNotice(t *testing.T) {
+	t.Parallel()
+	l, other := &Listener{origin: "0a1b"}, &Listener{origin: "0a1b2c"}
+	for _, runs := range [][]string{nil, {"run-1"}} {
+		own, theirs := l.notices(runs, []string{"plan-1"}), other.notices(runs, []string{"plan-2"})
+		require.NotEmpty(t, own)
+		require.NotEmpty(t, theirs)
+		for _, n := range own {
+			require.True(t, l.ownNotice(n), n)
+		}
+		for _, n := range theirs {
+			require.False(t, l.ownNotice(n), "an origin that starts with this one's: %s", n)
+		}
+	}
+	require.False(t, l.ownNotice(`{"r":["run-1"],"o":"0a1b"}`), "not written by notices: decoded")
+}
