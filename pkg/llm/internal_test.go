@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,16 @@ func TestToToolsDecodesEachSchemaOnce(t *testing.T) {
 	require.Len(t, tools, 2)
 	require.Equal(t, first, tools[0].Function.Parameters)
 	require.Equal(t, map[string]any{"type": "object", "properties": map[string]any{}}, tools[1].Function.Parameters)
+}
+
+// The byte checks map names as the providers' pattern does: safe names
+// are kept, and each character outside [a-zA-Z0-9_-] becomes one "_".
+func TestProviderSafeNames(t *testing.T) {
+	t.Parallel()
+	safe, unsafe := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`), regexp.MustCompile(`[^a-zA-Z0-9_-]`)
+	for _, name := range []string{"", "search", "files.read", "files__read", "web search!", "Z-9_a", "wéb.sëarch", "日本.語",
+		"bad\xffbyte", "tab\there", strings.Repeat("x", 64), strings.Repeat("x", 65), "~`[]{}"} {
+		require.Equal(t, safe.MatchString(name), providerSafe(name), "%q", name)
+		require.Equal(t, unsafe.ReplaceAllString(name, "_"), safeChars(name), "%q", name)
+	}
 }
