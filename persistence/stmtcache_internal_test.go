@@ -115,11 +115,7 @@ func TestCacheable(t *testing.T) {
 // by cached statements are all there.
 func TestStmtCacheOnSQLite(t *testing.T) {
 	t.Parallel()
-	db, err := Open(context.Background(), Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "c.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	g := db.Gorm()
-	require.NoError(t, g.Exec(`CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`).Error)
+	g := sqliteWith(t, `CREATE TABLE kv (k INTEGER PRIMARY KEY, v TEXT)`)
 	require.NoError(t, g.Transaction(func(tx *gorm.DB) error {
 		for i := range 5 {
 			if err := tx.Exec(`INSERT INTO kv (k, v) VALUES (?, ?)`, i, "v\x00"+string(rune('a'+i))).Error; err != nil {
@@ -189,11 +185,7 @@ func TestStmtCachePreparesSteadyLimits(t *testing.T) {
 // statement counts as the original did.
 func TestSteadyLimitsOnSQLite(t *testing.T) {
 	t.Parallel()
-	db, err := Open(context.Background(), Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "l.db")})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = db.Close() })
-	g := db.Gorm()
-	require.NoError(t, g.Exec(`CREATE TABLE n (k INTEGER PRIMARY KEY)`).Error)
+	g := sqliteWith(t, `CREATE TABLE n (k INTEGER PRIMARY KEY)`)
 	for i := range 6 {
 		require.NoError(t, g.Exec(`INSERT INTO n (k) VALUES (?)`, i).Error)
 	}
@@ -206,4 +198,15 @@ func TestSteadyLimitsOnSQLite(t *testing.T) {
 		}
 		require.Len(t, got, want, "LIMIT %d", limit)
 	}
+}
+
+// sqliteWith is a new SQLite database, closed with the test, made by ddl.
+func sqliteWith(t *testing.T, ddl string) *gorm.DB {
+	t.Helper()
+	db, err := Open(context.Background(), Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "t.db")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	g := db.Gorm()
+	require.NoError(t, g.Exec(ddl).Error)
+	return g
 }
