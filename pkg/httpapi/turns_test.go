@@ -41,21 +41,17 @@ rules:
           args:
             goal: "Launch"
             steps:
-              - {number: 1, title: "Draft", executor_required: true}
-              - {number: 2, title: "Channels", executor_required: true}
+              - &draft {number: 1, title: "Draft", executor_required: true}
+              - &channels {number: 2, title: "Channels", executor_required: true}
               - {number: 3, title: "Long schedule", executor_required: true, depends_on: [1, 2]}
-              - {number: 4, title: "Report", executor_required: true, depends_on: [3]}
+              - &report {number: 4, title: "Report", executor_required: true, depends_on: [3]}
   - when: {role: planner, contains: "launch", after_tool: none}
     reply:
       tool_calls:
         - name: create_plan
           args:
             goal: "Launch"
-            steps:
-              - {number: 1, title: "Draft", executor_required: true}
-              - {number: 2, title: "Channels", executor_required: true}
-              - {number: 3, title: "Schedule", executor_required: true, depends_on: [1, 2]}
-              - {number: 4, title: "Report", executor_required: true, depends_on: [3]}
+            steps: [*draft, *channels, {number: 3, title: "Schedule", executor_required: true, depends_on: [1, 2]}, *report]
   - when: {role: planner, after_tool: create_plan}
     reply: {text: "Plan finished."}
   - when: {role: executor, contains: "Long schedule"}
