@@ -492,8 +492,8 @@ func (l *Listener) WakeOnCommit(w Waker) (unsubscribe func()) {
 
 // ownNotice says whether payload is a commit notice of this process,
 // without decoding it: every batch's notice comes back to the process that
-// sent it, and decoding them was the listener's whole cost on a single
-// replica. notices writes the origin first, and an origin is hex.
+// sent it, only to be dropped. notices writes the origin first, and an
+// origin is hex.
 func (l *Listener) ownNotice(payload string) bool {
 	return strings.HasPrefix(payload, `{"o":"`+l.origin+`"`)
 }

@@ -97,15 +97,15 @@ func (c *stmtCache) close() {
 }
 
 // steadyLimits is query with every LIMIT whose count is a bound parameter
-// (?, ?NNN, :name, @name, $name) written LIMIT +? instead: the same count, but one SQLite's planner does
-// not read. SQLite (3.47 and later) plans LIMIT ? with the value bound when
-// the statement is prepared, and so marks the statement expired whenever
-// that parameter is bound again: each run of a cached statement with
-// LIMIT ? was parsed and planned anew, as if it had not been cached. River's
-// fetch of available jobs is such a statement, run several times a turn
-// (about 100 µs of re-preparing each, four times its run). A unary plus is
-// an expression SQLite does not look into. Quoted text and comments are
-// left as they are.
+// (?, ?NNN, :name, @name, $name) written LIMIT +? instead: the same count,
+// but one SQLite's planner does not read. SQLite (3.47 and later) plans
+// LIMIT ? with the value bound when the statement is prepared, and so marks
+// the statement expired whenever that parameter is bound again: each run of
+// a cached statement with LIMIT ? was parsed and planned anew, as if it had
+// not been cached. River's fetch of available jobs is such a statement, run
+// at least once a turn (about 100 µs of re-preparing each time, four times
+// its run). A unary plus is an expression SQLite does not look into. Quoted
+// text and comments are left as they are.
 func steadyLimits(query string) string {
 	var sb strings.Builder
 	last := 0 // query[last:] is not yet in sb
