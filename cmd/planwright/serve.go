@@ -94,18 +94,26 @@ func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutp
 }
 
 // opened holds the close functions of what constructors opened (the
-// database, MCP sessions). When a later constructor fails, fx.New returns
-// an error and never runs an OnStop hook: serve closes them then, last
-// opened first. Each function must be idempotent (the OnStop hooks call the
-// same ones).
+// database, MCP sessions) and what start hooks started (the HTTP server).
+// When a later constructor fails, fx.New returns an error and never runs an
+// OnStop hook; when a stop cancels the start, fx returns while the hook in
+// progress goes on, and stops only the hooks that had finished: serve
+// closes them then, last opened first. What is added after that — the
+// hook in progress finishing — is closed at once. Each function must be
+// idempotent (the OnStop hooks call the same ones).
 type opened struct {
 	mu      sync.Mutex
 	closers []func() error
+	closed  bool
 }
 
 func (o *opened) add(f func() error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if o.closed {
+		_ = f()
+		return
+	}
 	o.closers = append(o.closers, f)
 }
 
@@ -115,7 +123,7 @@ func (o *opened) closeAll() {
 	for i := len(o.closers) - 1; i >= 0; i-- {
 		_ = o.closers[i]()
 	}
-	o.closers = nil
+	o.closers, o.closed = nil, true
 }
 
 // runContext is the context of the command that runs the app: constructors
@@ -254,12 +262,19 @@ func newHTTPServer(p serverParams) (*httpapi.Server, error) {
 // runHTTPServer hooks the server into the lifecycle. OnStart listens and
 // serves in the background; should serving fail later, the app is shut
 // down with exit code 1. OnStop drains within server.drain_timeout.
-func runHTTPServer(lc fx.Lifecycle, sd fx.Shutdowner, srv *httpapi.Server, cfg config.Config, log zerolog.Logger) {
+func runHTTPServer(lc fx.Lifecycle, sd fx.Shutdowner, srv *httpapi.Server, cfg config.Config, log zerolog.Logger, res *opened) {
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			if err := srv.Start(ctx); err != nil {
 				return err
 			}
+			// Closed by serve too when a stop cancels the start around
+			// this hook: fx would not stop it.
+			res.add(func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.DrainTimeout)
+				defer cancel()
+				return srv.Shutdown(ctx)
+			})
 			go func() {
 				<-srv.Stopped()
 				if srv.Err() != nil {
