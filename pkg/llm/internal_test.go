@@ -211,5 +211,6 @@ func TestProviderSafeNames(t *testing.T) {
 		"bad\xffbyte", "tab\there", strings.Repeat("x", 64), strings.Repeat("x", 65), "~`[]{}"} {
 		require.Equal(t, safe.MatchString(name), providerSafe(name), "%q", name)
 		require.Equal(t, unsafe.ReplaceAllString(name, "_"), safeChars(name), "%q", name)
+		require.Equal(t, unsafe.ReplaceAllString(strings.ReplaceAll(name, ".", "__"), "_"), SafeToolName(name), "%q", name)
 	}
 }

@@ -44,6 +44,16 @@ func safeChars(name string) string {
 	return sb.String()
 }
 
+// SafeToolName is the provider-safe form of a tool name, before names
+// makes it unique and short enough: "." becomes "__" and any other
+// character providers refuse "_". A safe name is itself.
+func SafeToolName(name string) string {
+	if providerSafe(name) {
+		return name
+	}
+	return safeChars(strings.ReplaceAll(name, ".", "__"))
+}
+
 type names struct {
 	out  map[string]string // ours → provider's
 	back map[string]string // provider's → ours
@@ -71,7 +81,7 @@ func (n *names) add(name string) {
 	}
 	safe := name
 	if !providerSafe(name) {
-		safe = safeChars(strings.ReplaceAll(name, ".", "__"))
+		safe = SafeToolName(name)
 		if len(safe) > 64 {
 			safe = safe[:56]
 		}

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -298,20 +297,10 @@ func (m *Model) Call(ctx context.Context, prompt string, options ...llms.CallOpt
 	return llms.GenerateFromSinglePrompt(ctx, m, prompt, options...)
 }
 
-// unsafeChar is what the llm adapter replaces in tool names providers
-// would refuse.
-var unsafeChar = regexp.MustCompile(`[^a-zA-Z0-9_-]`)
-
-// providerName is the provider-safe form the llm adapter gives a tool name:
-// "." becomes "__" and any other character providers refuse "_".
-func providerName(name string) string {
-	return unsafeChar.ReplaceAllString(strings.ReplaceAll(name, ".", "__"), "_")
-}
-
 // sameName compares a tool name with one the adapter may have made
 // provider-safe ("a.b" is sent as "a__b").
 func sameName(a, b string) bool {
-	return a == b || providerName(a) == providerName(b)
+	return a == b || llm.SafeToolName(a) == llm.SafeToolName(b)
 }
 
 // GenerateContent implements llms.Model: it picks the first rule matching
