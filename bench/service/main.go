@@ -25,7 +25,8 @@
 // turn (/proc/<pid>/stat utime + stime over the measured turns), on
 // PostgreSQL database CPU per turn (the same over the server's backends,
 // found by their application_name, when the database runs on this
-// machine) and peak RSS (VmHWM), then the targets with measured / limit. A turn that does
+// machine), context switches per turn (every thread's, from
+// /proc/<pid>/task/*/status) and peak RSS (VmHWM), then the targets with measured / limit. A turn that does
 // not end completed (a plan workload: plan completed, 12 of 12 steps, each
 // execution with its one tool call) makes the run fail with exit status 1;
 // a missed target does not.

@@ -396,7 +396,7 @@ func TestQuickRunOnSQLite(t *testing.T) {
 	require.NotContains(t, report, "FAILED")
 	require.Regexp(t, `\| W1 \| 1 \| \d+ ms \(\d+\.\d\d× 460 ms\)`, report, "W1's ratio to its critical path")
 	if runtime.GOOS == "linux" {
-		require.NotContains(t, report, "n/a", "server CPU and peak RSS are measured")
+		require.NotContains(t, report, "n/a", "server CPU, context switches and peak RSS are measured")
 	}
 	require.NotContains(t, report, "kept ", "the temporary directory is removed")
 }
@@ -413,7 +413,7 @@ func TestQuickRunOnPostgres(t *testing.T) {
 	report := out.String()
 	require.NotContains(t, report, "FAILED")
 	if runtime.GOOS == "linux" {
-		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ MiB \|`, report,
+		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ \| \d+ MiB \|`, report,
 			"server and database CPU a turn are measured")
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -63,6 +65,57 @@ func procPeakRSS(pid int) (int64, error) {
 		return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
 	}
 	return v, nil
+}
+
+// procSwitches is how many times the threads of process pid have been
+// switched off their CPU so far (voluntary_ctxt_switches and
+// nonvoluntary_ctxt_switches of each /proc/<pid>/task/<tid>/status): each
+// is a thread that blocked, or was preempted, and is woken again later —
+// what a process that sleeps between short bursts of work pays for on
+// every burst. A thread that exits takes its count with it (the Go
+// runtime's threads seldom do).
+func procSwitches(pid int) (int64, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	if len(tasks) == 0 {
+		return 0, fmt.Errorf("/proc/%d/task: no threads", pid)
+	}
+	var sum int64
+	for _, path := range tasks {
+		data, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread exited meanwhile
+		}
+		if err != nil {
+			return 0, err
+		}
+		for _, key := range []string{"voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"} {
+			n, err := parseStatusCount(data, key)
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", path, err)
+			}
+			sum += n
+		}
+	}
+	return sum, nil
+}
+
+// parseStatusCount returns the value of a "Key:  N" line of a status file.
+func parseStatusCount(data []byte, key string) (int64, error) {
+	for line := range strings.Lines(string(data)) {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || name != key {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%s is %q, want a count", key, strings.TrimSpace(rest))
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("no %s line", key)
 }
 
 // parseStatusKB returns the value of a "Key:  N kB" line of

@@ -45,6 +45,22 @@ func TestParseStatusKB(t *testing.T) {
 	require.Error(t, err, "a longer key is another key")
 }
 
+func TestParseStatusCount(t *testing.T) {
+	t.Parallel()
+	status := "Name:\tplanwright\nvoluntary_ctxt_switches:\t1204\nnonvoluntary_ctxt_switches:\t37\n"
+	for key, want := range map[string]int64{"voluntary_ctxt_switches": 1204, "nonvoluntary_ctxt_switches": 37} {
+		n, err := parseStatusCount([]byte(status), key)
+		require.NoError(t, err)
+		require.Equal(t, want, n, key)
+	}
+	_, err := parseStatusCount([]byte("Name:\tx\n"), "voluntary_ctxt_switches")
+	require.ErrorContains(t, err, "no voluntary_ctxt_switches line")
+	_, err = parseStatusCount([]byte("voluntary_ctxt_switches:\t12 kB\n"), "voluntary_ctxt_switches")
+	require.ErrorContains(t, err, "want a count")
+	_, err = parseStatusCount([]byte("voluntary_ctxt_switches:\t-1\n"), "voluntary_ctxt_switches")
+	require.ErrorContains(t, err, "want a count")
+}
+
 // The real files of this process parse.
 func TestProcOfThisProcess(t *testing.T) {
 	t.Parallel()
@@ -71,6 +87,26 @@ func TestProcOfThisProcess(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "CPU time stayed at %s while spinning (x=%d)", cpu, x)
 	}
 	_, err = procCPU(-1, clockTick())
+	require.Error(t, err)
+
+	// Every thread's switches are counted: a goroutine that sleeps on a
+	// thread of its own is switched off its CPU at every sleep.
+	sw0, err := procSwitches(os.Getpid())
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for range 20 {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	<-done
+	sw1, err := procSwitches(os.Getpid())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, sw1-sw0, int64(20), "twenty sleeps on a locked thread")
+	_, err = procSwitches(-1)
 	require.Error(t, err)
 }
 

@@ -26,6 +26,10 @@ type result struct {
 	// during the measured turns, divided by their number; 0 on SQLite and
 	// when the database is not on this machine.
 	DBCPUPerTurn time.Duration
+	// SwitchesPerTurn is how often the server's threads were switched off
+	// their CPU during the measured turns (procSwitches), divided by their
+	// number; 0 when /proc is unreadable.
+	SwitchesPerTurn float64
 	// PeakRSS is the server's VmHWM after the workload, in bytes.
 	PeakRSS int64
 	// Failures are the turns that did not end as they must, and anything
@@ -90,6 +94,7 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		}
 	}
 	cpu0, cpuErr := procCPU(srv.PID, env.tick)
+	sw0, swErr := procSwitches(srv.PID)
 	var db0 map[int]time.Duration
 	var dbErr error
 	if dbCPU != nil {
@@ -129,6 +134,7 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 	}
 	shot := time.Since(start)
 	cpu1, cpuErr1 := procCPU(srv.PID, env.tick)
+	sw1, swErr1 := procSwitches(srv.PID)
 	var db1 map[int]time.Duration
 	if dbCPU != nil && dbErr == nil {
 		db1, dbErr = dbCPU()
@@ -162,6 +168,11 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		res.CPUPerTurn = (cpu1 - cpu0) / time.Duration(len(turns))
 	} else {
 		env.note("server CPU not measured: %v", err)
+	}
+	if err := errors.Join(swErr, swErr1); err == nil {
+		res.SwitchesPerTurn = float64(sw1-sw0) / float64(len(turns))
+	} else {
+		env.note("server context switches not measured: %v", err)
 	}
 	if dbCPU != nil {
 		if dbErr == nil {
