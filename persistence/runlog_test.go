@@ -3,6 +3,7 @@ package persistence_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -365,6 +366,65 @@ func TestRunLogLingerStartsAtTheFirstAppend(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, before+1, batches, "c and d in one batch")
+}
+
+// What only informs is gathered for Idle from its first append, so events a
+// little apart (an agent's tool call and its result) share one
+// transaction; whoever waits (Sync, a Record) has it committed at once.
+func TestRunLogGathersWhatOnlyInformsForIdle(t *testing.T) {
+	t.Parallel()
+	require.GreaterOrEqual(t, persistence.DefaultIdle, 20*time.Millisecond,
+		"a tool call and its result, a fast tool's time apart, share a batch by default")
+	db := dbtest.Open(t, persistence.DriverSQLite)
+	ctx := t.Context()
+	const idle = 2 * time.Second
+	type batch struct {
+		seqs []int64
+		at   time.Time
+	}
+	var mu sync.Mutex
+	var batches []batch
+	l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Idle: idle, OnCommit: func(_ string, evs []event.Envelope) {
+		b := batch{at: time.Now()}
+		for _, e := range evs {
+			b.seqs = append(b.seqs, e.Seq)
+		}
+		mu.Lock()
+		batches = append(batches, b)
+		mu.Unlock()
+	}})
+	require.NoError(t, err)
+	l.Start()
+	t.Cleanup(l.Close)
+	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+	committed := func() []batch {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(batches)
+	}
+
+	first := time.Now()
+	_, err = l.Append("r1", callEvent("a"))
+	require.NoError(t, err)
+	time.Sleep(50 * time.Millisecond)
+	_, err = l.Append("r1", callEvent("b"))
+	require.NoError(t, err)
+	require.Less(t, time.Since(first), idle, "the second append came within Idle of the first")
+	require.Eventually(t, func() bool { return len(committed()) > 0 }, 30*time.Second, 5*time.Millisecond,
+		"nobody waits, and still it commits once Idle passed")
+	got := committed()
+	require.Equal(t, []int64{1, 2}, got[0].seqs, "both in one batch")
+	require.GreaterOrEqual(t, got[0].at.Sub(first), idle, "not before Idle passed")
+
+	// A waiter does not wait for Idle.
+	_, err = l.Append("r1", callEvent("c"))
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, l.Sync(ctx, "r1"))
+	require.Less(t, time.Since(start), idle, "Sync hurried the batch")
+	got = committed()
+	require.Len(t, got, 2)
+	require.Equal(t, []int64{3}, got[1].seqs)
 }
 
 // A run's done and its end commit together (AppendEnd): whoever is handed
