@@ -22,7 +22,7 @@
 //	    by default on PostgreSQL only.
 //
 // For each it prints wall, time to first event (p50, p99), server CPU per
-// turn (/proc/<pid>/stat utime + stime over the measured turns), on
+// turn (the server's CPU-time clock over the measured turns), on
 // PostgreSQL database CPU per turn (the same over the server's backends,
 // found by their application_name, when the database runs on this
 // machine), context switches per turn (every thread's, from

@@ -13,9 +13,18 @@ import (
 	"time"
 )
 
-// procCPU is the CPU time (user + system) process pid has used so far, from
-// /proc/<pid>/stat, in units of tick.
+// procCPU is the CPU time (user + system) process pid has used so far: from
+// its CPU-time clock (cpuClock), else from /proc/<pid>/stat, in units of
+// tick.
 func procCPU(pid int, tick time.Duration) (time.Duration, error) {
+	if cpu, err := cpuClock(pid); err == nil {
+		return cpu, nil
+	}
+	return statCPU(pid, tick)
+}
+
+// statCPU is procCPU from /proc/<pid>/stat, in units of tick.
+func statCPU(pid int, tick time.Duration) (time.Duration, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err

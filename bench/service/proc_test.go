@@ -89,6 +89,28 @@ func TestProcOfThisProcess(t *testing.T) {
 	_, err = procCPU(-1, clockTick())
 	require.Error(t, err)
 
+	// The CPU-time clock agrees with /proc/<pid>/stat, and resolves what
+	// is far less than a tick.
+	clock, err := cpuClock(os.Getpid())
+	require.NoError(t, err)
+	stat, err := statCPU(os.Getpid(), tick)
+	require.NoError(t, err)
+	require.InDelta(t, float64(clock), float64(stat), float64(3*tick), "clock %s, stat %s", clock, stat)
+	for x := 1; ; x++ {
+		for i := range 100_000 {
+			x = x*31 + i // spin a little: ~0.1 ms
+		}
+		next, err := cpuClock(os.Getpid())
+		require.NoError(t, err)
+		if next > clock {
+			require.Less(t, next-clock, tick, "a step of the clock is less than a tick")
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the CPU-time clock stayed at %s (x=%d)", next, x)
+	}
+	_, err = cpuClock(-1)
+	require.Error(t, err)
+
 	// Every thread's switches are counted: a goroutine that sleeps on a
 	// thread of its own is switched off its CPU at every sleep.
 	sw0, err := procSwitches(os.Getpid())
