@@ -144,6 +144,12 @@ func TestParseOptions(t *testing.T) {
 	require.Equal(t, 3, o.Rounds)
 	_, err = parseOptions([]string{"-rounds", "3"}, env(nil), &usage)
 	require.ErrorContains(t, err, "only with -against")
+	require.False(t, o.Paired, "alternated unless asked")
+	o, err = parseOptions([]string{"-against", "/tmp/base", "-paired"}, env(nil), &usage)
+	require.NoError(t, err)
+	require.True(t, o.Paired)
+	_, err = parseOptions([]string{"-paired"}, env(nil), &usage)
+	require.ErrorContains(t, err, "-paired: only with -against")
 	_, err = parseOptions([]string{"-against", "/tmp/base", "-rounds", "-1"}, env(nil), &usage)
 	require.ErrorContains(t, err, "not a number of rounds")
 	_, err = parseOptions([]string{"-against", "/tmp/base", "-perf", "/tmp/prof"}, env(nil), &usage)
@@ -435,5 +441,26 @@ func TestQuickComparisonOnSQLite(t *testing.T) {
 	fourth := strings.Index(report, "round 2, this tree: sqlite W2")
 	require.True(t, first >= 0 && first < second && second < third && third < fourth, "this, against; against, this:\n%s", report)
 	require.Regexp(t, `\| sqlite \| W2 \| per step \| [\d.]+ / [\d.]+ ms \| [\d.]+ / [\d.]+ ms \| \d+\.\d\d× \|`, report)
+	require.NotContains(t, report, "FAILED")
+}
+
+// -paired runs a sequential workload on both trees' servers at once: one
+// line a round, both trees' figures of every round compared; a concurrent
+// workload still alternates.
+func TestQuickPairedComparisonOnSQLite(t *testing.T) {
+	t.Parallel()
+	root, err := moduleRoot(t.Context())
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = run(context.Background(), options{Drivers: []string{"sqlite"}, DriversNamed: true, Workloads: []string{"W2", "W3"}, Quick: true,
+		Against: root, Rounds: 2, Paired: true}, &out)
+	require.NoError(t, err, out.String())
+	report := out.String()
+	require.Regexp(t, `round 1, paired: sqlite W2: [^\n]*… this tree [\d.]+ ms, against [\d.]+ ms\n`, report)
+	require.Regexp(t, `round 2, paired: sqlite W2: [^\n]*… this tree [\d.]+ ms, against [\d.]+ ms\n`, report)
+	require.Contains(t, report, "round 1, this tree: sqlite W3", "a shot is not paired")
+	require.Contains(t, report, "round 1, against: sqlite W3")
+	require.Regexp(t, `\| sqlite \| W2 \| per step \| [\d.]+ / [\d.]+ ms \| [\d.]+ / [\d.]+ ms \| \d+\.\d\d× \|`, report)
+	require.Regexp(t, `\| sqlite \| W2 \| server CPU / turn \| [\d.]+ / [\d.]+ ms \| [\d.]+ / [\d.]+ ms \| \d+\.\d\d× \|`, report)
 	require.NotContains(t, report, "FAILED")
 }

@@ -37,69 +37,25 @@ type result struct {
 	Failures []string
 }
 
-// runWorkload starts a server for w on the driver, runs the turns, checks
-// each one over the API, stops the server and returns the figures.
+// runWorkload starts a server for w on the driver with env's binaries, runs
+// the turns, checks each one over the API, stops the server and returns
+// the figures.
 func runWorkload(ctx context.Context, env *environment, driver string, w workload) (res result, err error) {
-	res = result{Driver: driver, Workload: w}
-	dir, err := os.MkdirTemp(env.dir, driver+"-"+w.Name+"-")
+	b, err := startBench(ctx, env, env.bin, driver, w)
 	if err != nil {
-		return res, err
+		return result{Driver: driver, Workload: w}, err
 	}
-	setup := serverSetup{Bin: env.bin, Dir: dir, Driver: driver, Workload: w, DSN: filepath.Join(dir, "planwright.db")}
-	var dbCPU func() (map[int]time.Duration, error) // the server's backends' CPU so far (PostgreSQL)
-	if driver == "postgres" {
-		schema, dsn, drop, err := env.pg.freshSchema(ctx)
-		if err != nil {
-			return res, err
-		}
-		dbCPU = func() (map[int]time.Duration, error) { return env.pg.backendCPU(ctx, schema, env.tick) }
-		defer func() {
-			if env.keep {
-				// Kept with the directory, for a look at the rows.
-				env.keptSchemas = append(env.keptSchemas, schema)
-				return
-			}
-			if derr := drop(); derr != nil {
-				err = errors.Join(err, derr)
-			}
-		}()
-		setup.DSN = dsn
-	}
-	srv, err := startServer(ctx, setup)
-	if err != nil {
-		return res, err
-	}
-	defer func() {
-		if serr := srv.stop(); serr != nil {
-			res.Failures = append(res.Failures, serr.Error())
-		}
-		if len(res.Failures) > 0 {
-			res.Failures = append(res.Failures, "server log: "+srv.Log)
-			env.keep = true
-		}
-	}()
-	c := newClient(srv.URL)
-	defer c.close()
-
-	for range w.Warmups {
-		if r := c.turn(ctx, w); r.Err != nil {
-			res.Failures = append(res.Failures, "warm-up turn: "+r.Err.Error())
-			return res, nil
-		}
+	defer func() { res, err = b.stop(err) }()
+	if !b.warm(ctx) {
+		return
 	}
 	var rec *recorder
 	if env.perfDir != "" {
-		if rec, err = startPerf(env.perfDir, driver+"-"+w.Name, srv.PID); err != nil {
-			return res, err
+		if rec, err = startPerf(env.perfDir, driver+"-"+w.Name, b.srv.PID); err != nil {
+			return
 		}
 	}
-	cpu0, cpuErr := procCPU(srv.PID, env.tick)
-	sw0, swErr := procSwitches(srv.PID)
-	var db0 map[int]time.Duration
-	var dbErr error
-	if dbCPU != nil {
-		db0, dbErr = dbCPU()
-	}
+	before := b.sample()
 	start := time.Now()
 	turns := make([]turnResult, w.Turns)
 	if w.Concurrent {
@@ -109,13 +65,13 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 			for i := range turns {
 				wg.Go(func() {
 					<-gate
-					turns[i] = c.turn(ctx, w)
+					turns[i] = b.c.turn(ctx, w)
 				})
 			}
 		} else {
-			ready, err := c.prepareShot(ctx, w, w.Turns)
+			ready, err := b.c.prepareShot(ctx, w, w.Turns)
 			if err != nil {
-				return res, err
+				return b.res, err
 			}
 			for i, t := range ready {
 				wg.Go(func() {
@@ -129,27 +85,183 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		wg.Wait()
 	} else {
 		for i := range turns {
-			turns[i] = c.turn(ctx, w)
+			turns[i] = b.c.turn(ctx, w)
 		}
 	}
 	shot := time.Since(start)
-	cpu1, cpuErr1 := procCPU(srv.PID, env.tick)
-	sw1, swErr1 := procSwitches(srv.PID)
-	var db1 map[int]time.Duration
-	if dbCPU != nil && dbErr == nil {
-		db1, dbErr = dbCPU()
-	}
-	rss, rssErr := procPeakRSS(srv.PID)
+	after := b.sample()
 	if rec != nil {
 		if err := rec.stop(); err != nil {
-			res.Failures = append(res.Failures, err.Error())
+			b.res.Failures = append(b.res.Failures, err.Error())
 		}
 	}
+	b.figures(ctx, turns, shot, before, after)
+	return
+}
 
+// runPaired runs a sequential workload on two servers at once, one of each
+// tree's binaries (-paired): each measured turn starts on both together
+// (which one first turns every turn), so whatever the machine does during
+// the measurement weighs on both alike, and their figures are measured
+// over the same moments. It returns the two results in the order of bins.
+func runPaired(ctx context.Context, env *environment, driver string, w workload, bins [2]binaries) (res [2]result, err error) {
+	if w.Concurrent {
+		return res, fmt.Errorf("%s is a concurrent workload: not paired", w.Name)
+	}
+	var bs [2]*bench
+	defer func() {
+		for i, b := range bs {
+			if b != nil {
+				res[i], err = b.stop(err)
+			} else {
+				res[i] = result{Driver: driver, Workload: w}
+			}
+		}
+	}()
+	for i, bin := range bins {
+		if bs[i], err = startBench(ctx, env, bin, driver, w); err != nil {
+			return
+		}
+	}
+	for _, b := range bs {
+		if !b.warm(ctx) {
+			return
+		}
+	}
+	var before, after [2]sample
+	for i, b := range bs {
+		before[i] = b.sample()
+	}
+	var turns [2][]turnResult
+	for n := range w.Turns {
+		first, second := bs[n%2], bs[1-n%2]
+		var r [2]turnResult
+		var wg sync.WaitGroup
+		wg.Go(func() { r[n%2] = first.c.turn(ctx, w) })
+		r[1-n%2] = second.c.turn(ctx, w)
+		wg.Wait()
+		turns[0], turns[1] = append(turns[0], r[0]), append(turns[1], r[1])
+	}
+	for i, b := range bs {
+		after[i] = b.sample()
+	}
+	for i, b := range bs {
+		b.figures(ctx, turns[i], 0, before[i], after[i])
+	}
+	return
+}
+
+// bench is one workload's server, started, with a client of it and the
+// result its measurement fills in.
+type bench struct {
+	env *environment
+	w   workload
+	srv *server
+	c   *client
+	// dbCPU, on PostgreSQL, is the CPU its backends used so far.
+	dbCPU func() (map[int]time.Duration, error)
+	// drop removes its PostgreSQL schema.
+	drop func() error
+	res  result
+}
+
+// startBench starts a server of bin for w on the driver: a fresh SQLite
+// file, or a fresh PostgreSQL schema.
+func startBench(ctx context.Context, env *environment, bin binaries, driver string, w workload) (*bench, error) {
+	b := &bench{env: env, w: w, res: result{Driver: driver, Workload: w}}
+	dir, err := os.MkdirTemp(env.dir, driver+"-"+w.Name+"-")
+	if err != nil {
+		return nil, err
+	}
+	setup := serverSetup{Bin: bin, Dir: dir, Driver: driver, Workload: w, DSN: filepath.Join(dir, "planwright.db")}
+	if driver == "postgres" {
+		schema, dsn, drop, err := env.pg.freshSchema(ctx)
+		if err != nil {
+			return nil, err
+		}
+		b.dbCPU = func() (map[int]time.Duration, error) { return env.pg.backendCPU(ctx, schema, env.tick) }
+		b.drop = func() error {
+			if env.keep {
+				// Kept with the directory, for a look at the rows.
+				env.keptSchemas = append(env.keptSchemas, schema)
+				return nil
+			}
+			return drop()
+		}
+		setup.DSN = dsn
+	}
+	if b.srv, err = startServer(ctx, setup); err != nil {
+		if b.drop != nil {
+			err = errors.Join(err, b.drop())
+		}
+		return nil, err
+	}
+	b.c = newClient(b.srv.URL)
+	return b, nil
+}
+
+// warm runs the workload's warm-up turns; false (a failure recorded) when
+// one did not end as it must.
+func (b *bench) warm(ctx context.Context) bool {
+	for range b.w.Warmups {
+		if r := b.c.turn(ctx, b.w); r.Err != nil {
+			b.res.Failures = append(b.res.Failures, "warm-up turn: "+r.Err.Error())
+			return false
+		}
+	}
+	return true
+}
+
+// stop stops the server and drops its schema, and returns the result and
+// err joined with what went wrong there; a result with failures keeps the
+// temporary directory.
+func (b *bench) stop(err error) (result, error) {
+	b.c.close()
+	if serr := b.srv.stop(); serr != nil {
+		b.res.Failures = append(b.res.Failures, serr.Error())
+	}
+	if len(b.res.Failures) > 0 {
+		b.res.Failures = append(b.res.Failures, "server log: "+b.srv.Log)
+		b.env.keep = true
+	}
+	if b.drop != nil {
+		if derr := b.drop(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}
+	return b.res, err
+}
+
+// sample is what a server had used at one moment.
+type sample struct {
+	cpu    time.Duration
+	cpuErr error
+	sw     int64
+	swErr  error
+	db     map[int]time.Duration
+	dbErr  error
+}
+
+func (b *bench) sample() sample {
+	var s sample
+	s.cpu, s.cpuErr = procCPU(b.srv.PID, b.env.tick)
+	s.sw, s.swErr = procSwitches(b.srv.PID)
+	if b.dbCPU != nil {
+		s.db, s.dbErr = b.dbCPU()
+	}
+	return s
+}
+
+// figures checks the turns over the API and fills in the result's figures
+// from them and from what the server used between before and after; shot
+// is a concurrent workload's wall.
+func (b *bench) figures(ctx context.Context, turns []turnResult, shot time.Duration, before, after sample) {
+	res, env := &b.res, b.env
+	rss, rssErr := procPeakRSS(b.srv.PID)
 	var walls, firsts []time.Duration
 	for i, t := range turns {
 		if t.Err == nil {
-			t.Err = c.verify(ctx, w, t)
+			t.Err = b.c.verify(ctx, b.w, t)
 		}
 		if t.Err != nil {
 			res.Failures = append(res.Failures, fmt.Sprintf("turn %d: %v", i+1, t.Err))
@@ -158,27 +270,27 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		walls = append(walls, t.Wall)
 		firsts = append(firsts, t.FirstEvent)
 	}
-	if w.Concurrent {
+	if b.w.Concurrent {
 		res.Wall = shot
 	} else {
 		res.Wall = median(walls)
 	}
 	res.FirstEventP50, res.FirstEventP99 = percentile(firsts, 50), percentile(firsts, 99)
-	if err := errors.Join(cpuErr, cpuErr1); err == nil {
-		res.CPUPerTurn = (cpu1 - cpu0) / time.Duration(len(turns))
+	if err := errors.Join(before.cpuErr, after.cpuErr); err == nil {
+		res.CPUPerTurn = (after.cpu - before.cpu) / time.Duration(len(turns))
 	} else {
 		env.note("server CPU not measured: %v", err)
 	}
-	if err := errors.Join(swErr, swErr1); err == nil {
-		res.SwitchesPerTurn = float64(sw1-sw0) / float64(len(turns))
+	if err := errors.Join(before.swErr, after.swErr); err == nil {
+		res.SwitchesPerTurn = float64(after.sw-before.sw) / float64(len(turns))
 	} else {
 		env.note("server context switches not measured: %v", err)
 	}
-	if dbCPU != nil {
-		if dbErr == nil {
-			res.DBCPUPerTurn = cpuSince(db0, db1) / time.Duration(len(turns))
+	if b.dbCPU != nil {
+		if err := errors.Join(before.dbErr, after.dbErr); err == nil {
+			res.DBCPUPerTurn = cpuSince(before.db, after.db) / time.Duration(len(turns))
 		} else {
-			env.note("database CPU not measured: %v", dbErr)
+			env.note("database CPU not measured: %v", err)
 		}
 	}
 	if rssErr == nil {
@@ -186,5 +298,4 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 	} else {
 		env.note("server peak RSS not measured: %v", rssErr)
 	}
-	return res, nil
 }
