@@ -88,7 +88,7 @@ func (r runRow) run() Run {
 // DefaultIdle is RunLogConfig.Idle's default: long enough that an agent's
 // tool call and its result, a tool's time apart, share one transaction
 // instead of costing one each (in a 12-step turn whose tools take 20 ms,
-// 13 batches became 10, and the server's CPU a turn fell ~7 % on both
+// 13 batches became 10, and the server's CPU a turn fell 4–8 % on both
 // drivers), and well inside the 50 ms by which issue 13 lets a text stream
 // be coalesced.
 const DefaultIdle = 25 * time.Millisecond
