@@ -232,7 +232,7 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 		// both statements are given to the batch, without a round trip
 		// each; a message whose client turn is stored already fails the
 		// write (Conflict) instead of filling m.
-		err := b.write(ctx, s.db.rebind(`INSERT INTO chat_messages (`+messageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		err := b.mustWrite(ctx, s.db.rebind(`INSERT INTO chat_messages (`+messageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 			ON CONFLICT DO NOTHING`), []any{row.ID, row.SessionID, row.UserID, row.Role, row.Content, optional(row.ClientTurnID), row.StreamRunID,
 			row.ToolCalls, row.InputTokens, row.OutputTokens, row.PlanID, row.FinishedReason, row.Interrupted, row.InterruptedReason,
 			row.PartialTokens, row.CreatedAt}, func(n int64, err error) error {

@@ -4,10 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 )
@@ -30,6 +34,18 @@ import (
 // a statement that fails, or matches no row where one must, fails the batch
 // at the write that gave it (writeFailed), as if that write had returned
 // the error.
+//
+// COMMIT joins the last pipeline too (commit), so a batch is one round
+// trip, when nothing in it needs the client to decide whether it commits:
+// the statements that must match a row (mustExec) and the fencing check
+// (check) then fail on the server when they would have failed the batch —
+// `SELECT 1/count(*)` over what they matched, division by zero when
+// nothing (or too little) did — which aborts the transaction, so COMMIT
+// commits nothing, and the batch hears which statement failed and why, as
+// before: a write's own error (writeFailed), a merged statement's
+// (errMergeFailed: tried again alone), the runs fenced (read again after
+// the rollback: errFenced). A pipeline with a statement whose rows decide
+// something else (EndPlan's state) sends COMMIT on its own after it.
 
 // batchStmts takes a batch transaction's statements: run at once, or
 // gathered and sent together (pipeline).
@@ -38,8 +54,20 @@ type batchStmts interface {
 	// how many rows it matched or its error, and returns the error that
 	// fails the batch (nil: none).
 	exec(ctx context.Context, query string, args []any, end func(n int64, err error) error) error
+	// mustExec is exec for a statement that must match a row: end(0, nil)
+	// is its error when none matched.
+	mustExec(ctx context.Context, query string, args []any, end func(n int64, err error) error) error
 	// query gives one statement whose rows read reads.
 	query(ctx context.Context, query string, args []any, read func(rows rowScanner) error) error
+	// inform is query for rows that only inform the outcome of a later
+	// statement (an error's message): read never refuses the batch for
+	// what they hold.
+	inform(ctx context.Context, query string, args []any, read func(rows rowScanner) error) error
+	// check is query for a check whose read refuses the batch: assert
+	// (with assertArgs) is the same check as one statement that fails on
+	// the server (division by zero) exactly when read would refuse
+	// (pipeline.commit).
+	check(ctx context.Context, query string, args []any, read func(rows rowScanner) error, assert string, assertArgs []any) error
 	// flush sends what was gathered and returns the first error an end or
 	// read returned.
 	flush(ctx context.Context) error
@@ -77,6 +105,18 @@ func (d direct) query(ctx context.Context, query string, args []any, read func(r
 	return rows.Err()
 }
 
+func (d direct) inform(ctx context.Context, query string, args []any, read func(rowScanner) error) error {
+	return d.query(ctx, query, args, read)
+}
+
+func (d direct) mustExec(ctx context.Context, query string, args []any, end func(int64, error) error) error {
+	return d.exec(ctx, query, args, end)
+}
+
+func (d direct) check(ctx context.Context, query string, args []any, read func(rowScanner) error, _ string, _ []any) error {
+	return d.query(ctx, query, args, read)
+}
+
 func (direct) flush(context.Context) error { return nil }
 
 // pipeline gathers statements and sends them together on the connection
@@ -101,6 +141,19 @@ type pipeItem struct {
 	args  []any
 	end   func(n int64, err error) error // an exec
 	read  func(rows rowScanner) error    // a query
+	// must: an exec that must match a row (mustExec).
+	must bool
+	// assert, for a check's query: the check failing on the server (its
+	// arguments assertArgs); check and checkArgs are the query itself,
+	// kept when the assertion is sent.
+	assert, check         string
+	assertArgs, checkArgs []any
+	// informs: a query whose rows only inform (inform).
+	informs bool
+	// asserted: the statement is sent as its assertion (asserted).
+	asserted bool
+	// commit: the COMMIT sent with the statements.
+	commit bool
 	// merged, when set, are the statements this one runs as one.
 	merged *mergedRows
 }
@@ -110,10 +163,103 @@ func (p *pipeline) exec(_ context.Context, query string, args []any, end func(in
 	return nil
 }
 
+func (p *pipeline) mustExec(_ context.Context, query string, args []any, end func(int64, error) error) error {
+	p.items = append(p.items, pipeItem{query: query, args: args, end: end, must: true})
+	return nil
+}
+
 func (p *pipeline) query(_ context.Context, query string, args []any, read func(rowScanner) error) error {
 	p.items = append(p.items, pipeItem{query: query, args: args, read: read})
 	return nil
 }
+
+func (p *pipeline) inform(_ context.Context, query string, args []any, read func(rowScanner) error) error {
+	p.items = append(p.items, pipeItem{query: query, args: args, read: read, informs: true})
+	return nil
+}
+
+func (p *pipeline) check(_ context.Context, query string, args []any, read func(rowScanner) error, assert string, assertArgs []any) error {
+	p.items = append(p.items, pipeItem{query: query, args: args, read: read, assert: assert, assertArgs: assertArgs,
+		check: query, checkArgs: args})
+	return nil
+}
+
+// commit sends what was gathered and commits: with COMMIT in the same
+// round trip when every statement's failure shows on the server (see
+// above), else after it.
+func (p *pipeline) commit(ctx context.Context) error {
+	items := p.items
+	if p.merge {
+		items = merge(items)
+	}
+	if !slices.ContainsFunc(items, needsAnswer) {
+		p.items = nil
+		return p.send(ctx, append(asserted(items), pipeItem{query: "COMMIT", commit: true}))
+	}
+	if err := p.flush(ctx); err != nil {
+		return err
+	}
+	p.stats.roundTrips.Add(1)
+	p.stats.statements.Add(1)
+	_, err := p.conn.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// needsAnswer reports whether the batch must hear it before it commits: a
+// query whose rows decide something other than a check, or a merged
+// UPDATE one of whose rows may match nothing without failing.
+func needsAnswer(it pipeItem) bool {
+	switch {
+	case it.merged != nil:
+		return it.merged.rule.insert == "" && slices.ContainsFunc(it.merged.members, func(m pipeItem) bool { return !m.must })
+	case it.read != nil:
+		return it.assert == "" && !it.informs
+	case it.must:
+		// Asserted as `WITH w AS (… RETURNING 1)`: not a statement that
+		// returns rows or has a WITH of its own.
+		q := strings.ToUpper(it.query)
+		return strings.Contains(q, "RETURNING") || strings.HasPrefix(strings.TrimSpace(q), "WITH")
+	}
+	return false
+}
+
+// asserted is items as they are sent with COMMIT: each statement that must
+// match a row, and each check, failing on the server when it would fail
+// the batch.
+func asserted(items []pipeItem) []pipeItem {
+	out := make([]pipeItem, len(items))
+	for i, it := range items {
+		switch {
+		case it.merged != nil && it.merged.rule.insert == "":
+			it.query = fmt.Sprintf("WITH w AS (%s) SELECT 1/(count(*) = %d)::int FROM w", it.query, len(it.merged.members))
+			it.merged = &mergedRows{rule: it.merged.rule, members: it.merged.members, asserted: true}
+		case it.must:
+			it.query = "WITH w AS (" + it.query + " RETURNING 1) SELECT count(*), 1/count(*) FROM w"
+			it.asserted = true
+		case it.read != nil && it.assert != "":
+			it.query, it.args, it.asserted = it.assert, it.assertArgs, true
+		}
+		out[i] = it
+	}
+	return out
+}
+
+// assertionFailed reports whether err is a statement's own failure on the server where the batch
+// asserted that it matched (asserted).
+func assertionFailed(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "22012" // division_by_zero
+}
+
+// checkFailed is a check that failed on the server: what it refuses is
+// read again, outside the aborted transaction (logTx.commit).
+type checkFailed struct {
+	query string
+	args  []any
+	read  func(rowScanner) error
+}
+
+func (c *checkFailed) Error() string { return "persistence: the batch's check failed" }
 
 // flush sends the gathered statements in one round trip and hands each its
 // outcome, in order. After a statement failed, the server skips the rest
@@ -127,6 +273,12 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if p.merge {
 		items = merge(items)
 	}
+	return p.send(ctx, items)
+}
+
+// send sends items in one round trip and hands each its outcome, in
+// order; it returns the first error one of them returned.
+func (p *pipeline) send(ctx context.Context, items []pipeItem) error {
 	p.stats.roundTrips.Add(1)
 	p.stats.statements.Add(int64(len(items)))
 	return p.conn.Raw(func(dc any) error {
@@ -149,6 +301,25 @@ func (p *pipeline) flush(ctx context.Context) error {
 			switch {
 			case it.merged != nil:
 				err = it.merged.outcome(br)
+			case it.commit:
+				// A transaction a statement aborted never gets here (the
+				// server skips what follows a failure); one that did not
+				// commit fails the batch all the same.
+				tag, cerr := br.Exec()
+				if err = cerr; err == nil && tag.String() != "COMMIT" {
+					err = &batchFailed{fmt.Errorf("persistence: the batch's COMMIT answered %q", tag.String())}
+				}
+			case it.asserted && it.read != nil:
+				if _, err = br.Exec(); assertionFailed(err) {
+					err = &checkFailed{query: it.check, args: it.checkArgs, read: it.read}
+				}
+			case it.asserted:
+				var n int64
+				err = br.QueryRow().Scan(&n, new(int64))
+				if assertionFailed(err) {
+					n, err = 0, nil
+				}
+				err = it.end(n, err)
 			case it.read != nil:
 				err = readBatch(br, it.read)
 			default:
@@ -164,6 +335,13 @@ func (p *pipeline) flush(ctx context.Context) error {
 		}
 		return first
 	})
+}
+
+// mustWrite is write for a statement that must match a row: end(0, nil)
+// is its error when none did.
+func (b *batch) mustWrite(ctx context.Context, query string, args []any, end func(n int64, err error) error) error {
+	at := b.at
+	return b.stmts.mustExec(ctx, query, args, func(n int64, err error) error { return failsAt(ctx, at, end(n, err)) })
 }
 
 // readBatch reads the next result of br, a query's, with read.
@@ -255,12 +433,13 @@ func (b *batch) write(ctx context.Context, query string, args []any, end func(n 
 	return b.stmts.exec(ctx, query, args, func(n int64, err error) error { return failsAt(ctx, at, end(n, err)) })
 }
 
-// read gives the batch one query of the write that runs: read reads its
-// rows when the batch sends it, and what it returns fails the batch at that
-// write, as write's end does.
+// read gives the batch one query of the write that runs whose rows only
+// inform a later statement's outcome (batchStmts.inform): read reads them
+// when the batch sends it, and an error it returns (a row that does not
+// scan) fails the batch at that write, as write's end does.
 func (b *batch) read(ctx context.Context, query string, args []any, read func(rows rowScanner) error) error {
 	at := b.at
-	return b.stmts.query(ctx, query, args, func(rows rowScanner) error { return failsAt(ctx, at, read(rows)) })
+	return b.stmts.inform(ctx, query, args, func(rows rowScanner) error { return failsAt(ctx, at, read(rows)) })
 }
 
 // failsAt is how err, the outcome of a statement given while entry at's

@@ -250,6 +250,8 @@ func mergedItem(r *mergeRule, items []pipeItem, at []int) pipeItem {
 type mergedRows struct {
 	rule    *mergeRule
 	members []pipeItem
+	// asserted: sent as an assertion that every row matched (asserted).
+	asserted bool
 }
 
 // outcome reads the merged statement's result from br and tells each
@@ -257,8 +259,9 @@ type mergedRows struct {
 // first error one of them returned. A failure of the statement itself is
 // the batch's (transient: tried again as it is; otherwise errMergeFailed).
 func (m *mergedRows) outcome(br pgx.BatchResults) error {
-	if m.rule.insert != "" {
-		// Every row is inserted, or the statement fails.
+	if m.rule.insert != "" || m.asserted {
+		// Every row is inserted (or, asserted, matched), or the statement
+		// fails: one that matched too few is found alone.
 		if _, err := br.Exec(); err != nil {
 			return mergeFailed(err)
 		}

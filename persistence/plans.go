@@ -689,7 +689,7 @@ func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 		if err := b.read(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
 			return err
 		}
-		return b.write(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
+		return b.mustWrite(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
 	}
 	return s.transact(ctx, func(tx *gorm.DB) error {
 		stmts := direct{tx.Statement.ConnPool}

@@ -94,7 +94,7 @@ func (c *core) mustUpdate(ctx context.Context, op string, missing func() error, 
 		return nil
 	}
 	if b := batchOf(ctx); b != nil {
-		return b.write(ctx, c.db.rebind(query), args, end)
+		return b.mustWrite(ctx, c.db.rebind(query), args, end)
 	}
 	return end(c.exec(ctx, query, args...))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 )
 
@@ -73,7 +74,7 @@ func (t logTx) commit(b txBatch) error {
 	g.Statement.ConnPool = inTx{conn}
 	err = t.write(ctx, &batch{tx: g, stmts: p, at: -1}, b)
 	if err == nil {
-		if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
+		if err = p.commit(ctx); err == nil {
 			return nil
 		}
 	}
@@ -81,6 +82,17 @@ func (t logTx) commit(b txBatch) error {
 		// The connection may still hold the transaction: it never goes
 		// back to the pool.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		return err
+	}
+	var check *checkFailed
+	if errors.As(err, &check) {
+		// The fencing check failed on the server: which runs it refuses
+		// is read again, now the transaction is gone.
+		if err = (direct{conn}).query(ctx, check.query, check.args, check.read); err == nil {
+			// It refuses none now (a run's row changed and changed
+			// back meanwhile): tried again, as a serialization failure.
+			err = &pgconn.PgError{Code: "40001", Message: "the batch's runs changed while it committed"}
+		}
 	}
 	return err
 }
@@ -148,7 +160,9 @@ func (t logTx) write(ctx context.Context, bt *batch, b txBatch) error {
 			return err
 		}
 	}
-	return bt.stmts.flush(ctx)
+	// What is still gathered (a pipeline's last statements) goes with its
+	// COMMIT (commit).
+	return nil
 }
 
 // batchFailed is a failure of one of the batch's own statements (not of a
@@ -211,7 +225,17 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	return stmts.query(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
+	// The same check failing on the server (pipeline.commit): every run
+	// still there with its token, locked as tokenSQL locks them.
+	pairs := make([]string, len(ids))
+	assertArgs := make([]any, 0, 2*len(ids))
+	for i, id := range ids {
+		pairs[i] = fmt.Sprintf("($%d::text, $%d::bigint)", 2*i+1, 2*i+2)
+		assertArgs = append(assertArgs, id, tokens[id])
+	}
+	assert := fmt.Sprintf(`SELECT 1/(count(*) = %d)::int FROM (SELECT r.id FROM runs r JOIN (VALUES %s) AS v(id, token)
+		ON r.id = v.id AND r.lease_token = v.token ORDER BY r.id FOR UPDATE OF r) AS held`, len(ids), strings.Join(pairs, ", "))
+	return stmts.check(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
 		var fenced errFenced
 		found := make(map[string]bool, len(ids))
 		for rows.Next() {
@@ -237,7 +261,7 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 			return fenced
 		}
 		return nil
-	})
+	}, assert, assertArgs)
 }
 
 // tokenSQL is checkTokens' query for n runs.
