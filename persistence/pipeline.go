@@ -44,8 +44,10 @@ import (
 // commits nothing, and the batch hears which statement failed and why, as
 // before: a write's own error (writeFailed), a merged statement's
 // (errMergeFailed: tried again alone), the runs fenced (read again after
-// the rollback: errFenced). A pipeline with a statement whose rows decide
-// something else (EndPlan's state) sends COMMIT on its own after it.
+// the rollback: errFenced). Rows read only for an error's message
+// (inform: EndPlan's state) go too; a pipeline with a statement whose rows
+// decide anything else would send COMMIT on its own after it (needsAnswer;
+// none does now).
 
 // batchStmts takes a batch transaction's statements: run at once, or
 // gathered and sent together (pipeline).
@@ -244,8 +246,8 @@ func asserted(items []pipeItem) []pipeItem {
 	return out
 }
 
-// assertionFailed reports whether err is a statement's own failure on the server where the batch
-// asserted that it matched (asserted).
+// assertionFailed reports whether err is the failure of a statement the
+// batch asserted matched (asserted): it did not.
 func assertionFailed(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "22012" // division_by_zero

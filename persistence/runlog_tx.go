@@ -225,16 +225,11 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	// The same check failing on the server (pipeline.commit): every run
-	// still there with its token, locked as tokenSQL locks them.
-	pairs := make([]string, len(ids))
-	assertArgs := make([]any, 0, 2*len(ids))
-	for i, id := range ids {
-		pairs[i] = fmt.Sprintf("($%d::text, $%d::bigint)", 2*i+1, 2*i+2)
-		assertArgs = append(assertArgs, id, tokens[id])
+	var assert string
+	var assertArgs []any
+	if db.driver == DriverPostgres {
+		assert, assertArgs = tokenAssertion(ids, tokens)
 	}
-	assert := fmt.Sprintf(`SELECT 1/(count(*) = %d)::int FROM (SELECT r.id FROM runs r JOIN (VALUES %s) AS v(id, token)
-		ON r.id = v.id AND r.lease_token = v.token ORDER BY r.id FOR UPDATE OF r) AS held`, len(ids), strings.Join(pairs, ", "))
 	return stmts.check(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
 		var fenced errFenced
 		found := make(map[string]bool, len(ids))
@@ -262,6 +257,20 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 		}
 		return nil
 	}, assert, assertArgs)
+}
+
+// tokenAssertion is checkTokens' query failing on the server instead
+// (pipeline.commit; PostgreSQL): division by zero unless every run of ids
+// is still there with its token, the rows locked as tokenSQL locks them.
+func tokenAssertion(ids []string, tokens map[string]int64) (string, []any) {
+	pairs := make([]string, len(ids))
+	args := make([]any, 0, 2*len(ids))
+	for i, id := range ids {
+		pairs[i] = fmt.Sprintf("($%d::text, $%d::bigint)", 2*i+1, 2*i+2)
+		args = append(args, id, tokens[id])
+	}
+	return fmt.Sprintf(`SELECT 1/(count(*) = %d)::int FROM (SELECT r.id FROM runs r JOIN (VALUES %s) AS v(id, token)
+		ON r.id = v.id AND r.lease_token = v.token ORDER BY r.id FOR UPDATE OF r) AS held`, len(ids), strings.Join(pairs, ", ")), args
 }
 
 // tokenSQL is checkTokens' query for n runs.
