@@ -190,16 +190,14 @@ func (p *pipeline) check(_ context.Context, query string, args []any, read func(
 // round trip when every statement's failure shows on the server (see
 // above), else after it.
 func (p *pipeline) commit(ctx context.Context) error {
-	items := p.items
-	if p.merge {
-		items = merge(items)
-	}
+	items := p.gathered()
 	if !slices.ContainsFunc(items, needsAnswer) {
-		p.items = nil
 		return p.send(ctx, append(asserted(items), pipeItem{query: "COMMIT", commit: true}))
 	}
-	if err := p.flush(ctx); err != nil {
-		return err
+	if len(items) > 0 {
+		if err := p.send(ctx, items); err != nil {
+			return err
+		}
 	}
 	p.stats.roundTrips.Add(1)
 	p.stats.statements.Add(1)
@@ -270,12 +268,18 @@ func (p *pipeline) flush(ctx context.Context) error {
 	if len(p.items) == 0 {
 		return nil
 	}
+	return p.send(ctx, p.gathered())
+}
+
+// gathered takes what was gathered, merged (pipeline_merge.go) unless the
+// batch runs each statement alone.
+func (p *pipeline) gathered() []pipeItem {
 	items := p.items
 	p.items = nil
 	if p.merge {
 		items = merge(items)
 	}
-	return p.send(ctx, items)
+	return items
 }
 
 // send sends items in one round trip and hands each its outcome, in
