@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/planwright/planwright/pkg/timerslack"
 )
 
 func main() {
@@ -44,6 +46,7 @@ func main() {
 			takeover.Store(&ch)
 			return ch
 		},
+		TimerSlack: timerslack.Ensure,
 	})
 	os.Exit(code)
 }

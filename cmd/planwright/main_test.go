@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -502,6 +503,14 @@ func TestBinary(t *testing.T) {
 	status, _ := get(t, url+"/healthz")
 	require.Equal(t, http.StatusOK, status)
 	require.FileExists(t, dbPath)
+	if runtime.GOOS == "linux" {
+		// server.timer_slack's default, applied to the whole process by
+		// re-executing it (same process id, so SIGTERM below reaches it).
+		require.Contains(t, logs.String(), `"timer_slack":1,`, "the start line reports the slack")
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", cmd.Process.Pid)); err == nil {
+			require.Equal(t, "1000000", strings.TrimSpace(string(b)))
+		}
+	}
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	for sc.Scan() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/dig"
@@ -25,6 +26,10 @@ type Env struct {
 	// calls it: from then on each one arrives on the channel instead of
 	// ending the run. Nil: no Ctrl-C arrives that way.
 	Interrupts func() <-chan os.Signal
+	// TimerSlack, when set, gives the whole process the timer slack serve
+	// is configured with (timerslack.Ensure: it may re-execute the
+	// program). Nil leaves the slack alone, as in-process runs must.
+	TimerSlack func(time.Duration) error
 }
 
 // Run executes the command line in env and returns the process exit code:

@@ -16,6 +16,7 @@ import (
 	"github.com/planwright/planwright/pkg/gcfloor"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/timerslack"
 )
 
 // serveFlags are the flags of `planwright serve`.
@@ -42,6 +43,12 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 			}
 			if err := cfg.CheckExposure(flags.insecureNoAuth); err != nil {
 				return err
+			}
+			// Before anything starts: it may re-execute the program.
+			if env.TimerSlack != nil {
+				if err := env.TimerSlack(cfg.Server.TimerSlack); err != nil {
+					return fmt.Errorf("server.timer_slack: %w (set it to 0 to keep the system's)", err)
+				}
 			}
 			return serve(cmd.Context(), cfg, flags, newLogOutput(env.Stderr))
 		},
@@ -245,6 +252,11 @@ func newHTTPServer(p serverParams) (*httpapi.Server, error) {
 		Str("llm_provider", p.Config.LLM.Provider).
 		Str("config", p.Config.Source).
 		Str("version", buildVersion()).
+		Func(func(e *zerolog.Event) {
+			if d, err := timerslack.Current(); err == nil && d > 0 {
+				e.Dur("timer_slack", d)
+			}
+		}).
 		Msg("starting planwright")
 	return httpapi.New(httpapi.Config{
 		Addr:              p.Config.Server.Addr,

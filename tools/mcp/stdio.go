@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/planwright/planwright/pkg/timerslack"
 	"github.com/segmentio/encoding/json"
 )
 
@@ -50,7 +52,8 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := t.cmd.Start(); err != nil {
+	// With the slack this process had: a tool server is another program.
+	if err := timerslack.Start(t.cmd); err != nil {
 		return nil, err
 	}
 	maxLine := t.maxLine
