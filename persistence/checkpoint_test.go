@@ -45,3 +45,25 @@ func TestSQLiteCheckpointsAfterTheWritersCommits(t *testing.T) {
 
 	require.NoError(t, db.Close(), "Close stops the checkpointer")
 }
+
+// Checkpoints follow commits at most once a second (checkpointEvery),
+// however often the writer commits.
+func TestSQLiteCheckpointsAtMostOnceASecond(t *testing.T) {
+	t.Parallel()
+	cfg := dbtest.Config(t, persistence.DriverSQLite)
+	ctx := context.Background()
+	db := dbtest.OpenConfig(t, cfg)
+	l, _ := openRunLog(t, db)
+	require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+	start := time.Now()
+	for time.Since(start) < 1500*time.Millisecond {
+		appendRun(t, l, "r1", 1)
+		require.NoError(t, l.Sync(ctx, "r1"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	// One at the first commit, then at most one a second: at 250 ms
+	// there would have been six by now.
+	made, elapsed := db.CheckpointsMade(), time.Since(start)
+	require.GreaterOrEqual(t, made, int64(1))
+	require.LessOrEqual(t, made, 1+int64(elapsed/time.Second), "%d checkpoints in %v", made, elapsed)
+}
