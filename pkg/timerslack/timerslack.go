@@ -37,14 +37,15 @@ import (
 const envOriginal = "PLANWRIGHT_TIMER_SLACK_ORIGINAL"
 
 // Ensure makes want the timer slack of every thread of this process. It
-// returns nil at once when want is 0 or not above 0, off Linux, or when
-// the calling thread's slack is want already (this process was started
-// with it, or is the one Ensure re-executed). Otherwise it sets the
-// calling thread's slack and re-executes the program with the same
-// arguments and environment: it returns only when that fails, with the
-// process as it was. Call it before the process does anything another
-// process could see: nothing survives the re-execution but the process
-// id, its open standard streams and its environment.
+// returns nil at once when want is not positive, off Linux, when the
+// calling thread's slack is want already (this process was started with
+// it, or is the one Ensure re-executed), or when the kernel keeps no slack
+// for the thread (a real-time scheduling policy: its timers are exact).
+// Otherwise it sets the calling thread's slack and re-executes the program
+// with the same arguments and environment: it returns only when that
+// fails, with the process as it was. Call it before the process does
+// anything another process could see: nothing survives the re-execution
+// but the process id, its open standard streams and its environment.
 func Ensure(want time.Duration) error {
 	if want <= 0 {
 		return nil
@@ -54,6 +55,9 @@ func Ensure(want time.Duration) error {
 
 // Start starts cmd (exec.Cmd.Start) with the timer slack this process had
 // before Ensure changed it; when Ensure changed nothing it is cmd.Start.
+// The thread that starts it lives on (a SysProcAttr.Pdeathsig, which
+// Linux sends when the thread that started a child ends, keeps its
+// meaning).
 func Start(cmd *exec.Cmd) error {
 	return start(cmd)
 }

@@ -1,6 +1,7 @@
 package timerslack
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,6 +62,10 @@ func ensure(want time.Duration, args []string) error {
 	if err := set(want); err != nil {
 		return err
 	}
+	if got, err := Current(); err != nil || got != want {
+		// The kernel keeps no slack for a real-time thread.
+		return restore(was, err)
+	}
 	if err := os.Setenv(envOriginal, strconv.FormatInt(was.Nanoseconds(), 10)); err != nil {
 		return restore(was, fmt.Errorf("timerslack: %w", err))
 	}
@@ -73,7 +78,7 @@ func ensure(want time.Duration, args []string) error {
 // and returns err.
 func restore(was time.Duration, err error) error {
 	if rerr := set(was); rerr != nil {
-		return fmt.Errorf("%w (and restoring the slack: %v)", err, rerr)
+		return errors.Join(err, fmt.Errorf("timerslack: restoring the slack: %w", rerr))
 	}
 	return err
 }
@@ -84,17 +89,25 @@ func start(cmd *exec.Cmd) error {
 		return cmd.Start()
 	}
 	// A child inherits the slack of the thread that forks it: fork from a
-	// thread of its own that has the original slack, and let that thread
-	// end with the goroutine (it stays locked), so no thread of this
-	// process keeps the original.
+	// thread locked to a goroutine of its own and given the original slack
+	// for the while, then given the process's back. Should that fail, the
+	// thread stays locked and ends with the goroutine, so no thread of
+	// this process keeps the original.
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := set(was); err != nil {
+		own, err := Current()
+		if err == nil {
+			err = set(was)
+		}
+		if err != nil {
 			done <- err
 			return
 		}
 		done <- cmd.Start()
+		if set(own) == nil {
+			runtime.UnlockOSThread()
+		}
 	}()
 	return <-done
 }
