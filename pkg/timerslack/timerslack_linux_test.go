@@ -134,17 +134,31 @@ func helper(t *testing.T, mode string, want time.Duration) report {
 	return r
 }
 
-func TestEnsureGivesEveryThreadTheSlack(t *testing.T) {
-	t.Parallel()
-	own, err := Current()
+// current is this test process's slack (every helper starts with it).
+func current(t *testing.T) time.Duration {
+	t.Helper()
+	d, err := Current()
 	require.NoError(t, err)
-	want := own + 1500*time.Microsecond
-	r := helper(t, "threads", want)
+	return d
+}
+
+// requireThreads checks the slack of the threads the helper made.
+func requireThreads(t *testing.T, r report, want time.Duration) {
+	t.Helper()
 	require.Empty(t, r.Err)
-	require.Equal(t, 2, r.Execs, "Ensure re-executes once")
+	require.NotEmpty(t, r.Threads)
 	for _, ns := range r.Threads {
 		require.Equal(t, want.Nanoseconds(), ns, "a thread made after Ensure")
 	}
+}
+
+func TestEnsureGivesEveryThreadTheSlack(t *testing.T) {
+	t.Parallel()
+	own := current(t)
+	want := own + 1500*time.Microsecond
+	r := helper(t, "threads", want)
+	requireThreads(t, r, want)
+	require.Equal(t, 2, r.Execs, "Ensure re-executes once")
 	// The first thread, whose children the runtime's threads are.
 	if r.Leader >= 0 {
 		require.Equal(t, want.Nanoseconds(), r.Leader)
@@ -155,29 +169,21 @@ func TestEnsureGivesEveryThreadTheSlack(t *testing.T) {
 
 func TestEnsureKeepsASlackThatIsAlreadyWanted(t *testing.T) {
 	t.Parallel()
-	own, err := Current()
-	require.NoError(t, err)
+	own := current(t)
 	r := helper(t, "threads", own) // the helper inherits this process's
-	require.Empty(t, r.Err)
+	requireThreads(t, r, own)
 	require.Equal(t, 1, r.Execs, "nothing to change: no re-execution")
-	for _, ns := range r.Threads {
-		require.Equal(t, own.Nanoseconds(), ns)
-	}
 	r = helper(t, "threads", 0)
-	require.Empty(t, r.Err)
+	requireThreads(t, r, own)
 	require.Equal(t, 1, r.Execs, "0 leaves the slack alone")
 }
 
 func TestStartGivesAChildTheOriginalSlack(t *testing.T) {
 	t.Parallel()
-	own, err := Current()
-	require.NoError(t, err)
+	own := current(t)
 	want := own + 2*time.Millisecond
 	r := helper(t, "children", want)
-	require.Empty(t, r.Err)
+	requireThreads(t, r, want)
 	require.Equal(t, want.Nanoseconds(), r.Plain, "a child inherits the slack of the thread that starts it")
 	require.Equal(t, own.Nanoseconds(), r.Child, "Start gives it the slack the process had")
-	for _, ns := range r.Threads {
-		require.Equal(t, want.Nanoseconds(), ns)
-	}
 }
