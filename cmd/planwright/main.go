@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/planwright/planwright/pkg/timerslack"
 )
@@ -23,16 +24,22 @@ func main() {
 	// other signal, and SIGINT otherwise, cancels the run (serve then
 	// shuts down gracefully).
 	var takeover atomic.Pointer[chan os.Signal]
+	pause := make(chan chan struct{})
 	go func() {
-		for s := range sigs {
-			if ch := takeover.Load(); ch != nil && s == os.Interrupt {
-				select {
-				case *ch <- s:
-				default:
+		for {
+			select {
+			case s := <-sigs:
+				if ch := takeover.Load(); ch != nil && s == os.Interrupt {
+					select {
+					case *ch <- s:
+					default:
+					}
+					continue
 				}
-				continue
+				cancel(fmt.Errorf("%v signal received", s))
+			case resume := <-pause:
+				<-resume
 			}
-			cancel(fmt.Errorf("%v signal received", s))
 		}
 	}()
 	code := Run(ctx, Env{
@@ -46,7 +53,23 @@ func main() {
 			takeover.Store(&ch)
 			return ch
 		},
-		TimerSlack: timerslack.Ensure,
+		// Re-executing the program must not lose a signal that asked it
+		// to stop: signals stop coming to sigs (SIGINT and SIGTERM end
+		// the process the default way meanwhile: nothing has started),
+		// the reader is paused between two of them, and the program is
+		// re-executed only when none arrived — else serve starts with ctx
+		// cancelled and stops at once.
+		TimerSlack: func(d time.Duration) error {
+			signal.Stop(sigs)
+			defer signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+			resume := make(chan struct{})
+			pause <- resume
+			defer close(resume)
+			if len(sigs) > 0 || ctx.Err() != nil {
+				return nil
+			}
+			return timerslack.Ensure(d)
+		},
 	})
 	os.Exit(code)
 }

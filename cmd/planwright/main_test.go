@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -520,6 +521,55 @@ func TestBinary(t *testing.T) {
 	exited = true
 	require.NoError(t, err, "SIGTERM must exit 0; log:\n%s", logs.String())
 	require.Contains(t, logs.String(), `"message":"database closed"`)
+}
+
+// A SIGTERM at any moment of serve's start stops it — including the
+// moments around the re-execution that applies server.timer_slack, which
+// must not lose a signal the first process received (the re-executed one
+// would serve on, told nothing).
+func TestBinaryStopsOnSIGTERMAtAnyPointOfItsStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	bin := planwrightBinary(t)
+	// The re-execution comes some 30 ms after the start here: 1.5 ms
+	// apart, 40 starts at once (which spreads their timing further).
+	for i := range 40 {
+		delay := time.Duration(i) * 1500 * time.Microsecond
+		t.Run(delay.String(), func(t *testing.T) {
+			t.Parallel()
+			vars, _ := sqliteEnv(t)
+			cmd := exec.Command(bin, "serve")
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			for k, v := range vars {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			cmd.Dir = t.TempDir()
+			var logs bytes.Buffer
+			cmd.Stderr = &logs
+			require.NoError(t, cmd.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			time.Sleep(delay)
+			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+			select {
+			case err := <-exited:
+				var exit *exec.ExitError
+				if errors.As(err, &exit) {
+					status, ok := exit.Sys().(syscall.WaitStatus)
+					require.True(t, ok && status.Signaled() && status.Signal() == syscall.SIGTERM,
+						"it exits 0, or by the signal before it handles any: %v; log:\n%s", err, logs.String())
+					return
+				}
+				require.NoError(t, err, "log:\n%s", logs.String())
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+				t.Fatalf("SIGTERM %v after the start was lost: still serving 20 s later; log:\n%s", delay, logs.String())
+			}
+		})
+	}
 }
 
 func TestKeysCommands(t *testing.T) {

@@ -67,6 +67,12 @@ func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutp
 		// A constructor failed after others opened things; the app never
 		// starts, so no OnStop hook closes them.
 		res.closeAll()
+		if ctx.Err() != nil {
+			// SIGINT/SIGTERM arrived while constructing (the constructors
+			// that do I/O stop on it): a stop like any other, before the
+			// start.
+			return nil
+		}
 		return err
 	}
 	startCtx, cancel := context.WithTimeout(ctx, app.StartTimeout())
