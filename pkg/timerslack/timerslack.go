@@ -26,7 +26,6 @@
 package timerslack
 
 import (
-	"os"
 	"os/exec"
 	"time"
 )
@@ -50,7 +49,7 @@ func Ensure(want time.Duration) error {
 	if want <= 0 {
 		return nil
 	}
-	return ensure(want, os.Args)
+	return ensure(want)
 }
 
 // Start starts cmd (exec.Cmd.Start) with the timer slack this process had

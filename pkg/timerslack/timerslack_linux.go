@@ -35,7 +35,7 @@ func set(d time.Duration) error {
 	return nil
 }
 
-func ensure(want time.Duration, args []string) error {
+func ensure(want time.Duration) error {
 	if v, ok := os.LookupEnv(envOriginal); ok {
 		// The process Ensure re-executed: it must have want now. It does
 		// not re-execute again, whatever it finds.
@@ -69,7 +69,7 @@ func ensure(want time.Duration, args []string) error {
 	if err := os.Setenv(envOriginal, strconv.FormatInt(was.Nanoseconds(), 10)); err != nil {
 		return restore(was, fmt.Errorf("timerslack: %w", err))
 	}
-	err = syscall.Exec("/proc/self/exe", args, os.Environ())
+	err = syscall.Exec("/proc/self/exe", os.Args, os.Environ())
 	_ = os.Unsetenv(envOriginal)
 	return restore(was, fmt.Errorf("timerslack: re-execute for a slack of %v: %w", want, err))
 }

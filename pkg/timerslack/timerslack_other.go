@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func ensure(time.Duration, []string) error { return nil }
+func ensure(time.Duration) error { return nil }
 
 func start(cmd *exec.Cmd) error { return cmd.Start() }
 
