@@ -29,9 +29,9 @@ import (
 // (SIGKILL) and stopped (SIGTERM) while plans run. The scripted model is
 // testdata/replicas.yaml.
 
-// The binary the replica tests run, built once per test binary (without
-// -race: the processes are what is tested, not their data races) and
-// removed by TestMain.
+// The binary the replica tests run, built once per test binary (with
+// -race when the tests run with it: a data race a server reports fails the
+// test that ran it) and removed by TestMain.
 var built struct {
 	once sync.Once
 	dir  string
@@ -47,7 +47,11 @@ func planwrightBinary(t *testing.T) string {
 			return
 		}
 		built.path = filepath.Join(built.dir, "planwright")
-		out, err := exec.Command("go", "build", "-o", built.path, ".").CombinedOutput()
+		args := []string{"build", "-o", built.path}
+		if raceEnabled {
+			args = append(args, "-race") // the servers' races fail the test too
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
 			built.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
@@ -163,6 +167,9 @@ func (f *fleet) start(t *testing.T, name string, extra ...string) *replica {
 		default:
 			_ = r.cmd.Process.Kill()
 			<-r.exited
+		}
+		if strings.Contains(r.logs.String(), "WARNING: DATA RACE") {
+			t.Errorf("%s had a data race", r.name)
 		}
 		if t.Failed() {
 			t.Logf("log of %s:\n%s", r.name, tail(r.logs.String(), 150))
