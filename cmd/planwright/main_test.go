@@ -532,7 +532,7 @@ func TestBinaryStopsOnSIGTERMAtAnyPointOfItsStart(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	bin := planwrightBinary(t)
+	bin := plainPlanwrightBinary(t)
 	// The re-execution comes some 30 ms after the start here: 1.5 ms
 	// apart, 40 starts at once (which spreads their timing further).
 	for i := range 40 {

@@ -29,41 +29,51 @@ import (
 // (SIGKILL) and stopped (SIGTERM) while plans run. The scripted model is
 // testdata/replicas.yaml.
 
-// The binary the replica tests run, built once per test binary (with
-// -race when the tests run with it: a data race a server reports fails the
-// test that ran it) and removed by TestMain.
-var built struct {
+// A binary built once per test binary and removed by TestMain.
+type builtBinary struct {
 	once sync.Once
 	dir  string
 	path string
 	err  error
 }
 
-func planwrightBinary(t *testing.T) string {
+// The binaries the tests run: built (with -race when the tests run with it:
+// a data race a server reports fails the test that ran it — the replica
+// tests) and plainBuilt (never with -race, for tests whose timing is the
+// point: how soon after its start a signal reaches serve).
+var built, plainBuilt builtBinary
+
+func planwrightBinary(t *testing.T) string { return built.build(t, raceEnabled) }
+
+func plainPlanwrightBinary(t *testing.T) string { return plainBuilt.build(t, false) }
+
+func (b *builtBinary) build(t *testing.T, race bool) string {
 	t.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "planwright-replicas-")
-		if built.err != nil {
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "planwright-replicas-")
+		if b.err != nil {
 			return
 		}
-		built.path = filepath.Join(built.dir, "planwright")
-		args := []string{"build", "-o", built.path}
-		if raceEnabled {
-			args = append(args, "-race") // the servers' races fail the test too
+		b.path = filepath.Join(b.dir, "planwright")
+		args := []string{"build", "-o", b.path}
+		if race {
+			args = append(args, "-race")
 		}
 		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
-			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+			b.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
-	require.NoError(t, built.err)
-	return built.path
+	require.NoError(t, b.err)
+	return b.path
 }
 
-// removeBuiltBinary removes what planwrightBinary built (TestMain).
+// removeBuiltBinary removes what the tests built (TestMain).
 func removeBuiltBinary() {
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
+	for _, b := range []*builtBinary{&built, &plainBuilt} {
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
+		}
 	}
 }
 
