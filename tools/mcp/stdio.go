@@ -15,9 +15,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/segmentio/encoding/json"
 
 	"github.com/planwright/planwright/pkg/timerslack"
-	"github.com/segmentio/encoding/json"
 )
 
 // A stdio server's connection. It is the SDK's CommandTransport but for how
