@@ -18,6 +18,7 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/procs"
 	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 )
@@ -36,7 +37,7 @@ type jobSystem struct {
 // plans).
 func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog, feed *event.Feed,
 	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics,
-	log zerolog.Logger) (jobSystem, error) {
+	gov *procs.Governor, log zerolog.Logger) (jobSystem, error) {
 	owner := persistence.NewID()
 	retention, err := retentionTask(cfg, db, log)
 	if err != nil {
@@ -59,7 +60,12 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	res.add(jobs.Close)
 	control := orch.Control()
 	plan := runs.PlanWork(plans, svc)
+	var load runs.Load
+	if gov != nil {
+		load = gov
+	}
 	rs, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, LeaseTimeout: cfg.Runs.LeaseTimeout, Logger: log,
+		Load:  load,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(svc), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/planwright/planwright/pkg/procs"
 	"github.com/planwright/planwright/pkg/timerslack"
 )
 
@@ -70,6 +71,7 @@ func main() {
 			}
 			return timerslack.Ensure(d)
 		},
+		SetProcs: procs.Runtime,
 	})
 	os.Exit(code)
 }

@@ -170,7 +170,7 @@ func get(t *testing.T, url string) (int, string) {
 func TestAppGraphIsValid(t *testing.T) {
 	t.Parallel()
 	for _, flags := range []serveFlags{{}, {noMigrate: true, insecureNoAuth: true}} {
-		err := fx.ValidateApp(appOptions(context.Background(), config.Default(), flags, logOutput{w: io.Discard}, &opened{}))
+		err := fx.ValidateApp(appOptions(context.Background(), config.Default(), flags, logOutput{w: io.Discard}, &opened{}, scheduler{}))
 		require.NoError(t, err)
 	}
 }

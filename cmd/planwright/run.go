@@ -30,6 +30,10 @@ type Env struct {
 	// is configured with (timerslack.Ensure: it may re-execute the
 	// program). Nil leaves the slack alone, as in-process runs must.
 	TimerSlack func(time.Duration) error
+	// SetProcs, when set, lets serve size Go's scheduler to the runs it
+	// works (procs.Runtime: GOMAXPROCS, 0 the runtime's default). Nil
+	// leaves the scheduler alone, as in-process runs must.
+	SetProcs func(procs int)
 }
 
 // Run executes the command line in env and returns the process exit code:

@@ -16,6 +16,7 @@ import (
 	"github.com/planwright/planwright/pkg/gcfloor"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/procs"
 	"github.com/planwright/planwright/pkg/timerslack"
 )
 
@@ -50,7 +51,7 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 					return fmt.Errorf("server.timer_slack: %w (set it to 0 to keep the system's)", err)
 				}
 			}
-			return serve(cmd.Context(), cfg, flags, newLogOutput(env.Stderr))
+			return serve(cmd.Context(), cfg, flags, newLogOutput(env.Stderr), scheduler{set: env.SetProcs})
 		},
 	}
 	cmd.Flags().BoolVar(&flags.noMigrate, "no-migrate", false, "do not apply pending migrations at start")
@@ -60,9 +61,9 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 }
 
 // serve runs the fx app until ctx is cancelled or the app asks to stop.
-func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) error {
+func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, sched scheduler) error {
 	res := &opened{}
-	app := fx.New(appOptions(ctx, cfg, flags, out, res))
+	app := fx.New(appOptions(ctx, cfg, flags, out, res, sched))
 	if err := app.Err(); err != nil {
 		// A constructor failed after others opened things; the app never
 		// starts, so no OnStop hook closes them.
@@ -145,9 +146,9 @@ type runContext struct{ context.Context }
 
 // appOptions is the whole fx graph of `serve`:
 // config → logger → database → migrations (schema) → HTTP server.
-func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, res *opened) fx.Option {
+func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, res *opened, sched scheduler) fx.Option {
 	return fx.Options(
-		fx.Supply(cfg, flags, out, runContext{ctx}, res),
+		fx.Supply(cfg, flags, out, runContext{ctx}, res, sched),
 		fx.WithLogger(newFxLogger),
 		fx.Provide(
 			newLogger,
@@ -157,6 +158,7 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 		),
 		fx.Provide(migrate),
 		fx.Invoke(runGCFloor),
+		fx.Provide(newGovernor),
 		engineOptions(),
 		fx.Invoke(runHTTPServer),
 		// After the HTTP server: the job system stops first (see runJobSystem).
@@ -181,6 +183,26 @@ func runGCFloor(lc fx.Lifecycle) {
 			return nil
 		},
 	})
+}
+
+// scheduler is what serve may change of Go's scheduler: set is
+// Env.SetProcs, nil in-process.
+type scheduler struct{ set func(procs int) }
+
+// newGovernor sizes Go's scheduler to the runs this process works
+// (runs.single_core_runs, pkg/procs) until the app stops; nil when serve
+// may not change the scheduler or there is nothing to govern.
+func newGovernor(lc fx.Lifecycle, sched scheduler, cfg config.Config, log zerolog.Logger) (*procs.Governor, error) {
+	if sched.set == nil {
+		return nil, nil
+	}
+	g, err := procs.New(procs.Config{SingleCore: cfg.Runs.SingleCoreRuns, Set: sched.set})
+	if err != nil || g == nil {
+		return nil, err
+	}
+	log.Info().Int("single_core_runs", cfg.Runs.SingleCoreRuns).Msg("scheduler sized to the runs in flight")
+	lc.Append(fx.StopHook(g.Stop))
+	return g, nil
 }
 
 // openDatabase opens the database (bounded by database.connect_timeout) and

@@ -30,6 +30,7 @@ func (c Config) Validate() error {
 	v.addr("server.addr", c.Server.Addr)
 	v.positiveDuration("server.drain_timeout", c.Server.DrainTimeout)
 	v.positiveDuration("runs.lease_timeout", c.Runs.LeaseTimeout)
+	v.notNegative("runs.single_core_runs", int64(c.Runs.SingleCoreRuns))
 	v.positiveDuration("server.read_header_timeout", c.Server.ReadHeaderTimeout)
 	v.positiveDuration("server.idle_timeout", c.Server.IdleTimeout)
 	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)

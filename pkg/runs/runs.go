@@ -133,8 +133,18 @@ type Config struct {
 	// OnTakeOver is called for each run this process takes after another
 	// owner lost it (the metrics' failovers).
 	OnTakeOver func()
-	Now        func() time.Time
-	Logger     zerolog.Logger
+	// Load, when set, hears each run this process starts and stops working
+	// (procs.Governor sizes Go's scheduler by them).
+	Load   Load
+	Now    func() time.Time
+	Logger zerolog.Logger
+}
+
+// Load hears the runs a process works: Begin when one starts, End when it
+// stops.
+type Load interface {
+	Begin()
+	End()
 }
 
 // Service runs queued runs in this process: it creates runs, works those
@@ -284,6 +294,10 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	defer cancel(nil)
 	a := &active{token: r.LeaseToken, cancel: cancel}
 	defer s.runs.track(r.ID, a)()
+	if s.cfg.Load != nil {
+		s.cfg.Load.Begin()
+		defer s.cfg.Load.End()
+	}
 
 	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)
 	// WithCommits: the run log takes each Record's write and commits it in

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+)
+
+// gomaxprocs reads the GOMAXPROCS a served process reports in its metrics.
+func (r *replica) gomaxprocs(t *testing.T) int {
+	t.Helper()
+	_, text := get(t, r.url+"/metrics")
+	m := regexp.MustCompile(`(?m)^go_sched_gomaxprocs_threads (\d+)$`).FindStringSubmatch(text)
+	require.NotNil(t, m, "no go_sched_gomaxprocs_threads in the metrics of %s", r.name)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// A served process runs Go on one P while it works one run, on the
+// runtime's default from the moment it works two, and on one P again when
+// a run starts once the load stayed low for a second (runs.single_core_runs,
+// pkg/procs). With GOMAXPROCS in its environment it keeps that.
+func TestBinarySizesItsSchedulerToItsRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	// The server's default is the machine's; the test binary's may be an
+	// operator's GOMAXPROCS.
+	busy := runtime.NumCPU()
+	f := newFleet(t, persistence.DriverSQLite, fleetConfig{LeaseTimeout: 30 * time.Second, DrainTimeout: 10 * time.Second})
+	r := f.start(t, "A")
+	require.Equal(t, 1, r.gomaxprocs(t), "an idle process has one P")
+
+	inFlight := func(want int, what string) {
+		t.Helper()
+		eventually(t, 10*time.Second, func() (bool, string) {
+			got := r.gomaxprocs(t)
+			return got == want, fmt.Sprintf("%s: GOMAXPROCS %d, want %d", what, got, want)
+		})
+	}
+	first := r.turn(t, map[string]any{"message": "slow chat"})
+	first.untilType(t, "session")
+	second := r.turn(t, map[string]any{"message": "slow chat"})
+	second.untilType(t, "session")
+	inFlight(busy, "two runs")
+	first.drain(t, 30*time.Second)
+	second.drain(t, 30*time.Second)
+	require.Equal(t, busy, r.gomaxprocs(t), "nothing changes until the next run starts")
+
+	time.Sleep(1100 * time.Millisecond) // procs.DefaultHold, and then some
+	third := r.turn(t, map[string]any{"message": "slow chat"})
+	third.untilType(t, "session")
+	inFlight(1, "one run, a second after the load fell")
+	third.drain(t, 30*time.Second)
+
+	t.Run("GOMAXPROCS set", func(t *testing.T) {
+		t.Parallel()
+		r := f.start(t, "B", "GOMAXPROCS=3")
+		require.Equal(t, 3, r.gomaxprocs(t))
+		r.turn(t, map[string]any{"message": "quick chat"}).drain(t, 30*time.Second)
+		require.Equal(t, 3, r.gomaxprocs(t))
+	})
+}
