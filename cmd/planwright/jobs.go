@@ -28,6 +28,9 @@ import (
 type jobSystem struct {
 	jobs *persistence.Jobs
 	runs *runs.Service
+	// load hears the runs in flight here: the workers' and the requests'
+	// (nil without a procs.Governor).
+	load runs.Load
 }
 
 // newJobSystem builds the job system: runs of every kind rebuilt from
@@ -84,7 +87,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	if err := m.CountRuns(jobs.Runs().CountRuns); err != nil {
 		return jobSystem{}, err
 	}
-	return jobSystem{jobs: jobs, runs: rs}, nil
+	return jobSystem{jobs: jobs, runs: rs, load: load}, nil
 }
 
 // turnCanceller lets the chat service cancel a turn wherever it runs

@@ -101,6 +101,7 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	defer turn.Release()
 	h.reserved.add(turn.RunID, p.UserID)
 	defer h.reserved.take(turn.RunID)
+	defer h.inFlight(turn.RunID)()
 	c.Set(LogRunID, turn.RunID)
 	c.SetRequest(c.Request().WithContext(logctx.With(c.Request().Context(), LogRunID, turn.RunID)))
 	if body.Stream != nil && !*body.Stream {

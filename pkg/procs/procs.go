@@ -18,9 +18,12 @@
 // load that rises and falls around the limit changes the scheduler at
 // most once a Hold, and each change stops the world for some tens of µs.
 //
-// The Governor has no goroutine and no timer: it decides when a run starts
-// or ends (Begin, End), so a process that stops working runs keeps the Ps
-// it has until the next run starts.
+// A run is in flight from the moment a request of this process starts it
+// (a burst of requests needs every core before their runs reach a worker)
+// until both that request and the worker that works it are done with it;
+// it counts once. The Governor has no goroutine and no timer: it decides
+// when a run begins or ends (Begin, End), so a process that stops working
+// runs keeps the Ps it has until the next run begins.
 package procs
 
 import (
@@ -71,8 +74,11 @@ const DefaultHold = time.Second
 type Governor struct {
 	cfg Config
 
-	mu      sync.Mutex
-	running int
+	mu sync.Mutex
+	// runs are the runs in flight, each with how many Begins it has not
+	// Ended: a run's request and its worker each Begin it, and it counts
+	// once.
+	runs    map[string]int
 	one     bool      // GOMAXPROCS is 1, set by the Governor
 	busyAt  time.Time // when more than SingleCore runs were last in flight
 	stopped bool
@@ -102,36 +108,48 @@ func New(cfg Config) (*Governor, error) {
 	if _, set := cfg.LookupEnv("GOMAXPROCS"); set || cfg.SingleCore == 0 || cfg.Procs <= 1 {
 		return nil, nil
 	}
-	g := &Governor{cfg: cfg}
+	g := &Governor{cfg: cfg, runs: map[string]int{}}
 	g.mu.Lock()
 	g.adjustLocked()
 	g.mu.Unlock()
 	return g, nil
 }
 
-// Begin says a run started in this process.
-func (g *Governor) Begin() {
+// Begin says run is in flight in this process: a request follows it, or
+// a worker works it. Each Begin needs its End; a run counts once however
+// many it has.
+func (g *Governor) Begin(run string) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.running++
-	g.adjustLocked()
+	g.runs[run]++
+	if g.runs[run] == 1 {
+		g.adjustLocked()
+	}
 }
 
-// End says a run that Began ended.
-func (g *Governor) End() {
+// End ends one Begin of run.
+func (g *Governor) End(run string) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.running > g.cfg.SingleCore {
+	n, ok := g.runs[run]
+	if !ok {
+		return
+	}
+	if n > 1 {
+		g.runs[run] = n - 1
+		return
+	}
+	if len(g.runs) > g.cfg.SingleCore {
 		// Busy until now.
 		g.busyAt = g.cfg.Now()
 	}
-	g.running--
+	delete(g.runs, run)
 	g.adjustLocked()
 }
 
@@ -160,7 +178,7 @@ func (g *Governor) adjustLocked() {
 	}
 	now := g.cfg.Now()
 	switch {
-	case g.running > g.cfg.SingleCore:
+	case len(g.runs) > g.cfg.SingleCore:
 		g.busyAt = now
 		if g.one {
 			g.cfg.Set(0)

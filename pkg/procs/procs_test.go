@@ -1,6 +1,7 @@
 package procs_test
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"sync"
@@ -98,12 +99,15 @@ func TestGovernorSetsOneProcWhileFewRunsAreInFlight(t *testing.T) {
 			g, f := newGovernor(t, tc.singleCore)
 			want := []int{1} // New: a quiet process
 			require.Equal(t, want, f.taken(), "New")
+			var runs []string // in flight, the newest last
 			for i, s := range tc.steps {
 				f.advance(s.wait)
 				if s.delta > 0 {
-					g.Begin()
+					runs = append(runs, fmt.Sprintf("run-%d", i))
+					g.Begin(runs[len(runs)-1])
 				} else {
-					g.End()
+					g.End(runs[0]) // the oldest ends
+					runs = runs[1:]
 				}
 				want = append(want, s.sets...)
 				require.Equal(t, want, f.taken(), "after step %d", i)
@@ -117,21 +121,21 @@ func TestGovernorStopRestoresTheDefault(t *testing.T) {
 	t.Run("on one P", func(t *testing.T) {
 		t.Parallel()
 		g, f := newGovernor(t, 1)
-		g.Begin()
+		g.Begin("a")
 		g.Stop()
 		g.Stop()
 		require.Equal(t, []int{1, 0}, f.taken())
-		g.Begin()
-		g.Begin()
-		g.End()
-		g.End()
+		g.Begin("b")
+		g.Begin("c")
+		g.End("b")
+		g.End("c")
 		require.Equal(t, []int{1, 0}, f.taken(), "nothing after Stop")
 	})
 	t.Run("on the default", func(t *testing.T) {
 		t.Parallel()
 		g, f := newGovernor(t, 1)
-		g.Begin()
-		g.Begin()
+		g.Begin("a")
+		g.Begin("b")
 		g.Stop()
 		require.Equal(t, []int{1, 0}, f.taken(), "the default is set already")
 	})
@@ -142,11 +146,12 @@ func TestGovernorCountsConcurrentRuns(t *testing.T) {
 	g, f := newGovernor(t, 1)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for range 50 {
+	for i := range 50 {
 		wg.Go(func() {
 			<-start
-			g.Begin()
-			g.End()
+			run := fmt.Sprint("run-", i%10) // some runs Begun twice at once
+			g.Begin(run)
+			g.End(run)
 		})
 	}
 	close(start)
@@ -158,10 +163,32 @@ func TestGovernorCountsConcurrentRuns(t *testing.T) {
 		require.NotEqual(t, sets[i-1], sets[i], "sets %v", sets)
 	}
 	f.advance(time.Second)
-	g.Begin()
+	g.Begin("last")
 	sets = f.taken()
 	require.Equal(t, 1, sets[len(sets)-1], "sets %v", sets)
-	g.End()
+	g.End("last")
+}
+
+// A run counts once, however many Begins it has: its request's and its
+// worker's. An End without a Begin changes nothing.
+func TestGovernorCountsARunOnce(t *testing.T) {
+	t.Parallel()
+	g, f := newGovernor(t, 1)
+	g.Begin("a") // the request
+	g.Begin("a") // its worker
+	g.End("x")
+	require.Equal(t, []int{1}, f.taken(), "one run in flight")
+	g.Begin("b")
+	require.Equal(t, []int{1, 0}, f.taken(), "two")
+	g.End("a")
+	g.End("b")
+	g.Begin("c")
+	require.Equal(t, []int{1, 0}, f.taken(), "a is still in flight: its worker has not ended")
+	g.End("a") // two runs in flight until now
+	g.End("c")
+	f.advance(time.Second)
+	g.Begin("d")
+	require.Equal(t, []int{1, 0, 1}, f.taken(), "a second after the load fell")
 }
 
 func noEnv(string) (string, bool) { return "", false }
@@ -192,8 +219,8 @@ func TestNewWithNothingToGovern(t *testing.T) {
 func TestNilGovernorDoesNothing(t *testing.T) {
 	t.Parallel()
 	var g *procs.Governor
-	g.Begin()
-	g.End()
+	g.Begin("a")
+	g.End("a")
 	g.Stop()
 }
 

@@ -140,11 +140,12 @@ type Config struct {
 	Logger zerolog.Logger
 }
 
-// Load hears the runs a process works: Begin when one starts, End when it
-// stops.
+// Load hears the runs in flight in a process: Begin when a worker (or a
+// request, pkg/httpapi) starts on one, End when it is done with it; a run
+// Begun twice counts once.
 type Load interface {
-	Begin()
-	End()
+	Begin(runID string)
+	End(runID string)
 }
 
 // Service runs queued runs in this process: it creates runs, works those
@@ -295,8 +296,8 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	a := &active{token: r.LeaseToken, cancel: cancel}
 	defer s.runs.track(r.ID, a)()
 	if s.cfg.Load != nil {
-		s.cfg.Load.Begin()
-		defer s.cfg.Load.End()
+		s.cfg.Load.Begin(r.ID)
+		defer s.cfg.Load.End(r.ID)
 	}
 
 	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)

@@ -335,10 +335,13 @@ func TestWorkLeavesRunsItCannotClaim(t *testing.T) {
 }
 
 // fakeLoad counts the runs it hears of.
-type fakeLoad struct{ begun, ended atomic.Int32 }
+type fakeLoad struct {
+	begun, ended atomic.Int32
+	last         atomic.Value // the last run id heard
+}
 
-func (l *fakeLoad) Begin() { l.begun.Add(1) }
-func (l *fakeLoad) End()   { l.ended.Add(1) }
+func (l *fakeLoad) Begin(runID string) { l.begun.Add(1); l.last.Store(runID) }
+func (l *fakeLoad) End(runID string)   { l.ended.Add(1); l.last.Store(runID) }
 
 // The Load hears each run the process works while it is worked, and no
 // run it does not claim.
@@ -359,6 +362,7 @@ func TestWorkTellsTheLoadOfEachRunItWorks(t *testing.T) {
 	require.NoError(t, s.Work(context.Background(), "r1"))
 	require.EqualValues(t, 1, load.begun.Load())
 	require.EqualValues(t, 1, load.ended.Load(), "ended once it was worked")
+	require.Equal(t, "r1", load.last.Load())
 	claimable = false
 	require.NoError(t, s.Work(context.Background(), "r2"))
 	require.EqualValues(t, 1, load.begun.Load(), "a run it could not claim is not its load")
