@@ -55,7 +55,7 @@ type Runs struct {
 	// core of Go's scheduler (GOMAXPROCS 1, see pkg/procs): with more, it
 	// has the runtime's default. A few runs are mostly waiting, and waking
 	// a second core for each of their short bursts cost more CPU than it
-	// saved time (a 12-step turn: 0.86–0.87× the CPU, the same wall time).
+	// saved time (a 12-step turn: 0.78–0.88× the CPU, the same wall time).
 	// 0 always leaves the runtime's default; so does a GOMAXPROCS
 	// environment variable.
 	SingleCoreRuns int `yaml:"single_core_runs"`

@@ -9,8 +9,8 @@
 // across cores; on a small virtual machine those wake-ups and context
 // switches were the largest single cost of a 12-step turn. One P runs the
 // same bursts one after the other on one thread: a 12-step turn took
-// 0.86× the CPU on SQLite and 0.87× on PostgreSQL with 0.6× the context
-// switches, and the same wall time (make bench-service, W1, paired). Many
+// 0.78–0.88× the CPU with 0.54–0.63× the context switches, and the same
+// wall time (make bench-service, W1, both drivers, alternated and paired). Many
 // concurrent runs do need every core (100 concurrent turns took 1.25× the
 // wall time on one P), so the Governor gives the runtime its default back
 // as soon as more than Config.SingleCore runs are worked, and returns to
