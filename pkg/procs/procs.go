@@ -10,13 +10,14 @@
 // switches were the largest single cost of a 12-step turn. One P runs the
 // same bursts one after the other on one thread: a 12-step turn took
 // 0.78–0.88× the CPU with 0.54–0.63× the context switches, and the same
-// wall time (make bench-service, W1, both drivers, alternated and paired). Many
-// concurrent runs do need every core (100 concurrent turns took 1.25× the
-// wall time on one P), so the Governor gives the runtime its default back
-// as soon as more than Config.SingleCore runs are worked, and returns to
-// one P only once the load stayed at or below that for Config.Hold: a
-// load that rises and falls around the limit changes the scheduler at
-// most once a Hold, and each change stops the world for some tens of µs.
+// wall time (make bench-service, W1, both drivers, alternated and
+// paired). Many concurrent runs do need every core (100 concurrent turns
+// took 1.25× the wall time on one P), so the Governor gives the runtime
+// its default back as soon as more than Config.SingleCore runs are in
+// flight, and returns to one P only once the load stayed at or below that
+// for Config.Hold: a load that rises and falls around the limit changes
+// the scheduler at most once a Hold, and each change stops the world for
+// some tens of µs.
 //
 // A run is in flight from the moment a request of this process starts it
 // (a burst of requests needs every core before their runs reach a worker)
