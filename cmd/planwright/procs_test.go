@@ -33,9 +33,7 @@ func TestBinarySizesItsSchedulerToItsRuns(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
-	// The server's default is the machine's; the test binary's may be an
-	// operator's GOMAXPROCS.
-	busy := runtime.NumCPU()
+	busy := defaultProcs()
 	f := newFleet(t, persistence.DriverSQLite, fleetConfig{LeaseTimeout: 30 * time.Second, DrainTimeout: 10 * time.Second})
 	r := f.start(t, "A")
 	require.Equal(t, 1, r.gomaxprocs(t), "an idle process has one P")
@@ -69,4 +67,17 @@ func TestBinarySizesItsSchedulerToItsRuns(t *testing.T) {
 		r.turn(t, map[string]any{"message": "quick chat"}).drain(t, 30*time.Second)
 		require.Equal(t, 3, r.gomaxprocs(t))
 	})
+}
+
+// defaultProcs is the runtime's default GOMAXPROCS on this machine, as the
+// server computes it: the cores, or fewer under a cgroup CPU limit — not
+// runtime.NumCPU(), which ignores the limit, nor the test binary's own,
+// which may be an operator's GOMAXPROCS. The test binary's setting is put
+// back at once.
+func defaultProcs() int {
+	prev := runtime.GOMAXPROCS(0)
+	runtime.SetDefaultGOMAXPROCS()
+	n := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(prev)
+	return n
 }
