@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +82,29 @@ func defaultProcs() int {
 	n := runtime.GOMAXPROCS(0)
 	runtime.GOMAXPROCS(prev)
 	return n
+}
+
+// A served process collects what its start left behind once everything
+// started (gcfloor.Settle), and says so: its first turn does not pay for it.
+func TestBinarySettlesItsHeapOnceStarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	t.Parallel()
+	f := newFleet(t, persistence.DriverSQLite, fleetConfig{LeaseTimeout: 30 * time.Second, DrainTimeout: 10 * time.Second})
+	r := f.start(t, "A")
+	var settled struct {
+		Message  string `json:"message"`
+		HeapLive uint64 `json:"heap_live_bytes"`
+	}
+	eventually(t, 10*time.Second, func() (bool, string) {
+		for _, line := range strings.Split(r.logs.String(), "\n") {
+			if strings.Contains(line, "startup garbage collected") {
+				return json.Unmarshal([]byte(line), &settled) == nil, "the line is JSON: " + line
+			}
+		}
+		return false, "no \"startup garbage collected\" in the log"
+	})
+	require.Positive(t, settled.HeapLive)
+	r.turn(t, map[string]any{"message": "quick chat"}).drain(t, 30*time.Second)
 }

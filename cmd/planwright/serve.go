@@ -145,7 +145,8 @@ func (o *opened) closeAll() {
 type runContext struct{ context.Context }
 
 // appOptions is the whole fx graph of `serve`:
-// config → logger → database → migrations (schema) → HTTP server.
+// config → logger → database → migrations (schema) → HTTP server → jobs,
+// then the start's garbage is collected.
 func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, res *opened, sched scheduler) fx.Option {
 	return fx.Options(
 		fx.Supply(cfg, flags, out, runContext{ctx}, res, sched),
@@ -163,6 +164,8 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 		fx.Invoke(runHTTPServer),
 		// After the HTTP server: the job system stops first (see runJobSystem).
 		fx.Invoke(runJobSystem),
+		// Last: what starting left behind is collected once all started.
+		fx.Invoke(settleHeap),
 		fx.StartTimeout(cfg.Database.ConnectTimeout+30*time.Second),
 		// OnStop hooks share this window: drain first, then close the database.
 		fx.StopTimeout(cfg.Server.DrainTimeout+10*time.Second),
@@ -183,6 +186,16 @@ func runGCFloor(lc fx.Lifecycle) {
 			return nil
 		},
 	})
+}
+
+// settleHeap collects the garbage of the start once everything started
+// (gcfloor.Settle), so that the first requests do not.
+func settleHeap(lc fx.Lifecycle, log zerolog.Logger) {
+	lc.Append(fx.Hook{OnStart: func(context.Context) error {
+		s := gcfloor.Settle()
+		log.Info().Uint64("heap_live_bytes", s.HeapLive).Uint64("heap_released_bytes", s.HeapReleased).Msg("startup garbage collected")
+		return nil
+	}})
 }
 
 // scheduler is what serve may change of Go's scheduler: set is

@@ -3,6 +3,7 @@ package gcfloor
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -116,4 +117,39 @@ func TestGOGCOffIsLeftAlone(t *testing.T) {
 	require.Nil(t, tu)
 	tu.Stop() // a nil Tuner stops
 	require.Equal(t, -1, debug.SetGCPercent(-1))
+}
+
+// Settle forces a collection, returns the freed memory and reports the
+// live heap it left; a running tuner takes its percentage from that heap.
+func TestSettleCollectsAndReleasesAtOnce(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	tu, err := Start(Config{Floor: 1 << 30, Max: 900})
+	require.NoError(t, err)
+	t.Cleanup(tu.Stop)
+
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	litter() // some 4 MiB for the collection to free
+	before := forced()
+	s := Settle()
+	require.Greater(t, forced(), before, "a collection ran")
+	require.Positive(t, s.HeapLive)
+	require.Positive(t, s.HeapReleased, "the freed pages went back")
+	require.Eventually(t, func() bool { return tu.Percent() == 900 }, 10*time.Second, 10*time.Millisecond,
+		"the tuner's percentage follows the collection")
+}
+
+// litter allocates 4 MiB that nothing keeps.
+//
+//go:noinline
+func litter() {
+	garbage := make([][]byte, 0, 64)
+	for range 64 {
+		garbage = append(garbage, make([]byte, 64<<10))
+	}
+	runtime.KeepAlive(garbage)
 }
