@@ -22,7 +22,8 @@
 // Start it once per process (cmd does); it re-arms itself after every
 // collection through a finalizer, so it has no goroutine of its own, and
 // Stop restores the percentage it found. An operator's GOGC=off is left
-// alone.
+// alone. Settle, called once the process has started, collects the
+// start's garbage then rather than during the first requests.
 package gcfloor
 
 import (
