@@ -2,7 +2,6 @@ package procs_test
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"testing"
@@ -237,13 +236,16 @@ func TestNewReportsEveryBadValue(t *testing.T) {
 // GOMAXPROCS, so it does not run in parallel with the others (it runs
 // before them: parallel tests wait for the sequential ones).
 func TestRuntimeSetsTheProcessGOMAXPROCS(t *testing.T) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		t.Skip("GOMAXPROCS is set: the runtime's default is not what the test binary runs with")
-	}
+	was := runtime.GOMAXPROCS(0)
+	t.Cleanup(func() { runtime.GOMAXPROCS(was) })
+	// The runtime's default ignores a GOMAXPROCS variable, as Runtime(0)
+	// does: read it the same way, so the test runs whatever the
+	// environment says.
+	runtime.SetDefaultGOMAXPROCS()
 	def := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(def) })
 	procs.Runtime(1)
 	require.Equal(t, 1, runtime.GOMAXPROCS(0))
+	runtime.GOMAXPROCS(def + 1) // neither 1 nor the default
 	procs.Runtime(0)
 	require.Equal(t, def, runtime.GOMAXPROCS(0), "the default")
 }
