@@ -124,10 +124,11 @@ func (t *Tuner) adjust() {
 		return
 	}
 	metrics.Read(t.sample)
-	if t.sample[0].Value.Kind() != metrics.KindUint64 {
+	live, ok := valueOf(t.sample[0])
+	if !ok {
 		return
 	}
-	want := percentFor(t.cfg, t.sample[0].Value.Uint64())
+	want := percentFor(t.cfg, live)
 	if want != t.percent {
 		debug.SetGCPercent(want)
 		t.percent = want
@@ -199,11 +200,16 @@ func Settle() Settled {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(sample)
 	var s Settled
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		s.HeapLive = sample[0].Value.Uint64()
-	}
-	if sample[1].Value.Kind() == metrics.KindUint64 {
-		s.HeapReleased = sample[1].Value.Uint64()
-	}
+	s.HeapLive, _ = valueOf(sample[0])
+	s.HeapReleased, _ = valueOf(sample[1])
 	return s
+}
+
+// valueOf is a sample's value; false when this runtime does not know the
+// metric (its Kind is KindBad).
+func valueOf(s metrics.Sample) (uint64, bool) {
+	if s.Value.Kind() != metrics.KindUint64 {
+		return 0, false
+	}
+	return s.Value.Uint64(), true
 }
