@@ -26,7 +26,12 @@
 // PostgreSQL database CPU per turn (the same over the server's backends,
 // found by their application_name, when the database runs on this
 // machine), context switches per turn (every thread's, from
-// /proc/<pid>/task/*/status) and peak RSS (VmHWM), then the targets with measured / limit. A turn that does
+// /proc/<pid>/task/*/status), page faults per turn (/proc/<pid>/stat) and
+// peak RSS (VmHWM), then the targets with measured / limit. Before
+// the first workload and after the last it prints what a system call, a
+// page fault and hashing cost on the machine then (machine.go): figures of
+// runs on different machines, or in different phases of a shared one,
+// compare only as far as those agree. A turn that does
 // not end completed (a plan workload: plan completed, 12 of 12 steps, each
 // execution with its one tool call) makes the run fail with exit status 1;
 // a missed target does not.
@@ -292,6 +297,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		}
 		trees = append(trees, t)
 	}
+	fmt.Fprintf(out, "machine at the start: %s\n", measureMachine())
 	for round := range max(o.Rounds, 1) {
 		order := slices.Clone(trees)
 		if round%2 == 1 {
@@ -317,6 +323,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 			}
 		}
 	}
+	fmt.Fprintf(out, "machine at the end: %s\n", measureMachine())
 	report(out, trees[0].results, o.Quick)
 	if len(trees) > 1 {
 		compare(out, trees[0].results, trees[1].results)

@@ -30,6 +30,44 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+func TestParseStatFaults(t *testing.T) {
+	t.Parallel()
+	// minflt (10) = 3000 and majflt (12) = 7, counted from the last ')'.
+	stat := "4242 (plan wright) (x)) S 1 4242 4242 0 -1 4194560 3000 11 7 0 1234 56 0 0 20 0 9 0 100 800000000 20000\n"
+	n, err := parseStatFaults([]byte(stat))
+	require.NoError(t, err)
+	require.EqualValues(t, 3007, n)
+
+	for name, bad := range map[string]string{
+		"no command":   "4242 plan S 1 2 3",
+		"too short":    "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 11",
+		"not a number": "4242 (planwright) S 1 4242 4242 0 -1 4194560 3x00 11 7 0",
+		"negative":     "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 11 -7 0",
+	} {
+		_, err := parseStatFaults([]byte(bad))
+		require.Error(t, err, name)
+	}
+}
+
+func TestProcFaultsCountsThisProcess(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc here")
+	}
+	before, err := procFaults(os.Getpid())
+	require.NoError(t, err)
+	// Fresh pages, each touched once: faults (one a page, or one a huge
+	// page where the kernel backs the heap with them).
+	mem := make([]byte, 64<<20)
+	for i := 0; i < len(mem); i += 4096 {
+		mem[i] = 1
+	}
+	after, err := procFaults(os.Getpid())
+	require.NoError(t, err)
+	require.Greater(t, after, before, "touching 64 MiB of fresh memory faults")
+	runtime.KeepAlive(mem)
+}
+
 func TestParseStatusKB(t *testing.T) {
 	t.Parallel()
 	status := "Name:\tplanwright\nVmPeak:\t 1300000 kB\nVmHWM:\t   81234 kB\nVmRSS:\t   70000 kB\n"

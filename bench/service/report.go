@@ -50,11 +50,11 @@ var targets = []target{
 // are left out, since the turn counts are not the issue's.
 func report(out io.Writer, results []result, quick bool) {
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "| driver | workload | turns | wall | per step | first event p50 | first event p99 | server CPU / turn | database CPU / turn | context switches / turn | peak RSS |")
-	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(out, "| driver | workload | turns | wall | per step | first event p50 | first event p99 | server CPU / turn | database CPU / turn | context switches / turn | page faults / turn | peak RSS |")
+	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range results {
 		if len(r.Failures) > 0 {
-			fmt.Fprintf(out, "| %s | %s | %d | FAILED: %d problems | | | | | | | |\n", r.Driver, r.Workload.Name, r.Workload.Turns, len(r.Failures))
+			fmt.Fprintf(out, "| %s | %s | %d | FAILED: %d problems | | | | | | | | |\n", r.Driver, r.Workload.Name, r.Workload.Turns, len(r.Failures))
 			continue
 		}
 		wall := fmtDuration(r.Wall)
@@ -65,9 +65,9 @@ func report(out io.Writer, results []result, quick bool) {
 		if r.Workload.Name == "W2" {
 			perStep = fmtDuration(r.Wall / planSteps)
 		}
-		fmt.Fprintf(out, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Driver, r.Workload.Name, r.Workload.Turns, wall, perStep,
+		fmt.Fprintf(out, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Driver, r.Workload.Name, r.Workload.Turns, wall, perStep,
 			fmtDuration(r.FirstEventP50), fmtDuration(r.FirstEventP99), orNA(r.CPUPerTurn > 0, fmt.Sprintf("%.1f ms", ms(r.CPUPerTurn))),
-			dbCPU(r), orNA(r.SwitchesPerTurn > 0, fmt.Sprintf("%.0f", r.SwitchesPerTurn)),
+			dbCPU(r), orNA(r.SwitchesPerTurn > 0, fmt.Sprintf("%.0f", r.SwitchesPerTurn)), orNA(r.FaultsMeasured, fmt.Sprintf("%.0f", r.FaultsPerTurn)),
 			orNA(r.PeakRSS > 0, fmt.Sprintf("%.0f MiB", float64(r.PeakRSS)/mib)))
 	}
 	if quick {
@@ -134,6 +134,7 @@ var figures = []figure{
 	{"server CPU / turn", func(r result) (float64, bool) { return ms(r.CPUPerTurn), r.CPUPerTurn > 0 }, "ms"},
 	{"database CPU / turn", func(r result) (float64, bool) { return ms(r.DBCPUPerTurn), r.DBCPUPerTurn > 0 }, "ms"},
 	{"context switches / turn", func(r result) (float64, bool) { return r.SwitchesPerTurn, r.SwitchesPerTurn > 0 }, ""},
+	{"page faults / turn", func(r result) (float64, bool) { return r.FaultsPerTurn, r.FaultsMeasured }, ""},
 	{"peak RSS", func(r result) (float64, bool) { return float64(r.PeakRSS) / mib, r.PeakRSS > 0 }, "MiB"},
 }
 
@@ -185,8 +186,12 @@ func compare(out io.Writer, this, against []result) {
 				continue
 			}
 			ratio := (sums[0] / float64(len(pair[0]))) / (sums[1] / float64(len(pair[1])))
-			fmt.Fprintf(out, "| %s | %s | %s | %s %s | %s %s | %.2f× |\n", k.driver, k.workload, f.name,
-				strings.Join(cols[0], " / "), f.unit, strings.Join(cols[1], " / "), f.unit, ratio)
+			unit := ""
+			if f.unit != "" {
+				unit = " " + f.unit
+			}
+			fmt.Fprintf(out, "| %s | %s | %s | %s%s | %s%s | %.2f× |\n", k.driver, k.workload, f.name,
+				strings.Join(cols[0], " / "), unit, strings.Join(cols[1], " / "), unit, ratio)
 		}
 	}
 }

@@ -33,6 +33,10 @@ func TestCompare(t *testing.T) {
 		res("W2", 30*time.Millisecond, time.Millisecond, 30*time.Millisecond, 50*mib),
 		res("W3", 2500*time.Millisecond, 20*time.Millisecond, 30*time.Millisecond, 100*mib),
 	}
+	for i, faults := range map[int]float64{0: 400, 2: 200} {
+		this[i].FaultsPerTurn, this[i].FaultsMeasured = faults, true
+		against[i].FaultsPerTurn, against[i].FaultsMeasured = 600, true
+	}
 	var out bytes.Buffer
 	compare(&out, this, against)
 	got := out.String()
@@ -41,6 +45,7 @@ func TestCompare(t *testing.T) {
 		"| sqlite | W2 | first event p99 | 1.00 / 3.00 ms | 1.00 / 1.00 ms | 2.00× |",
 		"| sqlite | W2 | server CPU / turn | 20 / 40 ms | 30 / 30 ms | 1.00× |",
 		"| sqlite | W2 | peak RSS | 50 / 50 MiB | 50 / 50 MiB | 1.00× |",
+		"| sqlite | W2 | page faults / turn | 400 / 200 | 600 / 600 | 0.50× |",
 		"| sqlite | W3 | | FAILED or missing on a tree: not compared | | |",
 	} {
 		require.Contains(t, got, want)

@@ -30,6 +30,12 @@ type result struct {
 	// their CPU during the measured turns (procSwitches), divided by their
 	// number; 0 when /proc is unreadable.
 	SwitchesPerTurn float64
+	// FaultsPerTurn is how many page faults the server took during the
+	// measured turns (procFaults), divided by their number, when
+	// FaultsMeasured (not when /proc is unreadable; a warm server may
+	// take none). A fresh server faults its heap in over its first turns.
+	FaultsPerTurn  float64
+	FaultsMeasured bool
 	// PeakRSS is the server's VmHWM after the workload, in bytes.
 	PeakRSS int64
 	// Failures are the turns that did not end as they must, and anything
@@ -238,6 +244,8 @@ type sample struct {
 	cpuErr error
 	sw     int64
 	swErr  error
+	pf     int64
+	pfErr  error
 	db     map[int]time.Duration
 	dbErr  error
 }
@@ -246,6 +254,7 @@ func (b *bench) sample() sample {
 	var s sample
 	s.cpu, s.cpuErr = procCPU(b.srv.PID, b.env.tick)
 	s.sw, s.swErr = procSwitches(b.srv.PID)
+	s.pf, s.pfErr = procFaults(b.srv.PID)
 	if b.dbCPU != nil {
 		s.db, s.dbErr = b.dbCPU()
 	}
@@ -285,6 +294,11 @@ func (b *bench) figures(ctx context.Context, turns []turnResult, shot time.Durat
 		res.SwitchesPerTurn = float64(after.sw-before.sw) / float64(len(turns))
 	} else {
 		env.note("server context switches not measured: %v", err)
+	}
+	if err := errors.Join(before.pfErr, after.pfErr); err == nil {
+		res.FaultsPerTurn, res.FaultsMeasured = float64(after.pf-before.pf)/float64(len(turns)), true
+	} else {
+		env.note("server page faults not measured: %v", err)
 	}
 	if b.dbCPU != nil {
 		if err := errors.Join(before.dbErr, after.dbErr); err == nil {
