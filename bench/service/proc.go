@@ -25,15 +25,21 @@ func procCPU(pid int, tick time.Duration) (time.Duration, error) {
 
 // statCPU is procCPU from /proc/<pid>/stat, in units of tick.
 func statCPU(pid int, tick time.Duration) (time.Duration, error) {
+	ticks, err := readStat(pid, parseStatCPU)
+	return time.Duration(ticks) * tick, err
+}
+
+// readStat reads /proc/<pid>/stat with parse.
+func readStat(pid int, parse func([]byte) (int64, error)) (int64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
-	ticks, err := parseStatCPU(data)
+	n, err := parse(data)
 	if err != nil {
 		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
 	}
-	return time.Duration(ticks) * tick, nil
+	return n, nil
 }
 
 // parseStatCPU returns utime + stime (fields 14 and 15 of proc(5)'s
@@ -49,15 +55,7 @@ func parseStatCPU(data []byte) (int64, error) {
 // scavenger, SQLite's page cache growing): cheap on bare metal, some
 // 10 µs each on a virtual machine whose hypervisor maps every page.
 func procFaults(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	n, err := parseStatFaults(data)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
-	}
-	return n, nil
+	return readStat(pid, parseStatFaults)
 }
 
 // parseStatFaults returns minflt + majflt of a /proc/<pid>/stat.

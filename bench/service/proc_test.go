@@ -10,42 +10,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestParseStatCPU(t *testing.T) {
+// Both parsers count their fields from the last ')': field 2 may hold
+// spaces and parentheses.
+func TestParseStat(t *testing.T) {
 	t.Parallel()
-	// Field 2 may hold spaces and parentheses; utime (14) = 1234 and
-	// stime (15) = 56 must be counted from the last ')'.
-	stat := "4242 (plan wright) (x)) S 1 4242 4242 0 -1 4194560 3000 0 0 0 1234 56 0 0 20 0 9 0 100 800000000 20000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
-	ticks, err := parseStatCPU([]byte(stat))
-	require.NoError(t, err)
-	require.EqualValues(t, 1290, ticks)
-
-	for name, bad := range map[string]string{
-		"no command":   "4242 plan S 1 2 3",
-		"too short":    "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 0 0 0 1234",
-		"not a number": "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 0 0 0 12x4 56 0 0",
-		"negative":     "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 0 0 0 -1 56 0 0",
+	// minflt (10) = 3000, majflt (12) = 7, utime (14) = 1234, stime (15) = 56.
+	stat := "4242 (plan wright) (x)) S 1 4242 4242 0 -1 4194560 3000 11 7 0 1234 56 0 0 20 0 9 0 100 800000000 20000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	for name, tc := range map[string]struct {
+		parse func([]byte) (int64, error)
+		want  int64
+	}{
+		"CPU":    {parseStatCPU, 1290},
+		"faults": {parseStatFaults, 3007},
 	} {
-		_, err := parseStatCPU([]byte(bad))
-		require.Error(t, err, name)
-	}
-}
-
-func TestParseStatFaults(t *testing.T) {
-	t.Parallel()
-	// minflt (10) = 3000 and majflt (12) = 7, counted from the last ')'.
-	stat := "4242 (plan wright) (x)) S 1 4242 4242 0 -1 4194560 3000 11 7 0 1234 56 0 0 20 0 9 0 100 800000000 20000\n"
-	n, err := parseStatFaults([]byte(stat))
-	require.NoError(t, err)
-	require.EqualValues(t, 3007, n)
-
-	for name, bad := range map[string]string{
-		"no command":   "4242 plan S 1 2 3",
-		"too short":    "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 11",
-		"not a number": "4242 (planwright) S 1 4242 4242 0 -1 4194560 3x00 11 7 0",
-		"negative":     "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 11 -7 0",
-	} {
-		_, err := parseStatFaults([]byte(bad))
-		require.Error(t, err, name)
+		n, err := tc.parse([]byte(stat))
+		require.NoError(t, err, name)
+		require.Equal(t, tc.want, n, name)
+		for bad, data := range map[string]string{
+			"no command":   "4242 plan S 1 2 3",
+			"too short":    "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 11",
+			"not a number": "4242 (planwright) S 1 4242 4242 0 -1 4194560 3x00 11 7 0 12x4 56 0 0",
+			"negative":     "4242 (planwright) S 1 4242 4242 0 -1 4194560 3000 11 -7 0 -1 56 0 0",
+		} {
+			_, err := tc.parse([]byte(data))
+			require.Error(t, err, "%s: %s", name, bad)
+		}
 	}
 }
 
