@@ -513,20 +513,16 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 	stores := dbtest.NewStores(t, db)
 	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000002")
 
-	trips, stmts := l.PipelineStats()
-	// One batch (the linger gathers them): three steps start, one write
-	// names a step that does not exist.
-	errs := make([]error, 4)
-	var wg sync.WaitGroup
-	for i, n := range []int{1, 9, 2, 3} {
-		wg.Go(func() {
-			errs[i] = em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: n, Status: planning.StepRunning}},
-				func(ctx context.Context) error {
-					return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: planning.StepRunning})
-				})
-		})
+	// One batch: three steps start, one write names a step that does not
+	// exist.
+	var items []logged
+	for _, n := range []int{1, 9, 2, 3} {
+		items = append(items, logged{ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: n, Status: planning.StepRunning}},
+			write: func(ctx context.Context) error {
+				return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: planning.StepRunning})
+			}})
 	}
-	wg.Wait()
+	errs, trips, stmts := inOneBatch(t, l, em, items...)
 	require.NoError(t, errs[0])
 	require.Equal(t, apperr.NotFound, apperr.CodeOf(errs[1]), "%v", errs[1])
 	require.NoError(t, errs[2])
@@ -538,16 +534,15 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 	}
 	stored, err := l.Events(ctx, "r1", 0, 0)
 	require.NoError(t, err)
-	require.Len(t, stored, 4, "plan_created and the three starts that were stored")
+	require.Len(t, stored, 5, "plan_created, the gate's text and the three starts that were stored")
 
-	trips2, stmts2 := l.PipelineStats()
 	// The batch ran three times, each attempt one round trip with its
 	// COMMIT — BEGIN, the run's check, the UPDATEs, the events' INSERT,
 	// COMMIT: the steps' UPDATEs merged into one (pipeline_merge.go), which
 	// fails on the server as one of them matches no row; each alone, which
 	// finds that write at fault (dropped); the rest, alone still.
-	require.Equal(t, int64(3), trips2-trips, "one round trip an attempt")
-	require.Equal(t, int64((1+1+1+1+1)+(1+1+4+1+1)+(1+1+3+1+1)), stmts2-stmts)
+	require.Equal(t, int64(3), trips, "one round trip an attempt")
+	require.Equal(t, int64((1+1+1+1+1)+(1+1+4+1+1)+(1+1+3+1+1)), stmts)
 }
 
 // On PostgreSQL a batch's single-row UPDATEs of one kind that name
@@ -568,24 +563,21 @@ func TestRunLogMergesUpdatesOfDistinctRows(t *testing.T) {
 		}
 	}
 	step := func(n int, status planning.StepStatus) func(context.Context) error { return stepWith(n, status, "") }
-	record := func(writes ...func(context.Context) error) []error { return recordInOrder(ctx, em, writes...) }
 
 	// Step 1 starts and ends in the batch (not merged: the same row), step
 	// 2 starts, step 3 ends.
-	_, stmts := l.PipelineStats()
-	errs := record(step(1, planning.StepRunning), step(2, planning.StepRunning), step(1, planning.StepCompleted), step(3, planning.StepFailed))
+	errs, _, stmts := inOneBatch(t, l, em, texts(step(1, planning.StepRunning), step(2, planning.StepRunning), step(1, planning.StepCompleted), step(3, planning.StepFailed))...)
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	_, stmts2 := l.PipelineStats()
-	require.Equal(t, int64(1+1+4+1+1), stmts2-stmts, "BEGIN, the run's check, four UPDATEs (two rows named twice), the events, COMMIT")
+	require.Equal(t, int64(1+1+4+1+1), stmts, "BEGIN, the run's check, four UPDATEs (two rows named twice), the events, COMMIT")
 	got, err := stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepRunning, 3: planning.StepFailed}, stepStatuses(got))
 
 	// A result the server refuses (not UTF-8) fails the merged statement:
 	// each alone, the write at fault is dropped and the others are stored.
-	errs = record(step(1, planning.StepFailed), stepWith(3, planning.StepCompleted, "bad \xff"), step(2, planning.StepCompleted))
+	errs, _, _ = inOneBatch(t, l, em, texts(step(1, planning.StepFailed), stepWith(3, planning.StepCompleted, "bad \xff"), step(2, planning.StepCompleted))...)
 	require.NoError(t, errs[0])
 	require.Error(t, errs[1])
 	require.NoError(t, errs[2])
@@ -674,7 +666,6 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 	ctx := t.Context()
 	stores := dbtest.NewStores(t, db)
 	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000005")
-	record := func(writes ...func(context.Context) error) []error { return recordInOrder(ctx, em, writes...) }
 	stored := func(ids ...string) {
 		t.Helper()
 		for _, id := range ids {
@@ -688,17 +679,16 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 
 	x1, w1 := executorStart(stores, p.ID, 1)
 	x2, w2 := executorStart(stores, p.ID, 2)
-	_, stmts := l.PipelineStats()
-	for _, err := range record(w1, w2) {
+	errs, _, stmts := inOneBatch(t, l, em, texts(w1, w2)...)
+	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	_, stmts2 := l.PipelineStats()
-	require.Equal(t, int64(1+1+1+1+1), stmts2-stmts, "BEGIN, the run's check, the two starts as one statement, the events, COMMIT")
+	require.Equal(t, int64(1+1+1+1+1), stmts, "BEGIN, the run's check, the two starts as one statement, the events, COMMIT")
 	stored(x1, x2)
 
 	x3, w3 := executorStart(stores, p.ID, 3)
 	xBad, wBad := executorStart(stores, "00000000-0000-7000-8000-0000000000ff", 1)
-	errs := record(w3, wBad)
+	errs, _, _ = inOneBatch(t, l, em, texts(w3, wBad)...)
 	require.NoError(t, errs[0])
 	require.Error(t, errs[1], "a start whose plan does not exist")
 	stored(x3)
@@ -718,22 +708,63 @@ func executorStart(stores dbtest.Stores, planID string, step int) (string, func(
 	}
 }
 
-// recordInOrder records one text event for each of writes, handed to the
-// log in order at once (SubmitNow: no waiting between them, so a loaded
-// machine can neither reorder them nor split them across batches), and
-// returns each one's outcome.
-func recordInOrder(ctx context.Context, em event.Emitter, writes ...func(context.Context) error) []error {
-	errs := make([]error, len(writes))
-	var wg sync.WaitGroup
+// logged is an event and the write it announces.
+type logged struct {
+	ev    event.Event
+	write func(context.Context) error
+}
+
+// texts are writes, each announced by a text event.
+func texts(writes ...func(context.Context) error) []logged {
+	out := make([]logged, len(writes))
 	for i, w := range writes {
+		out[i] = logged{ev: event.Text{Content: fmt.Sprint(i)}, write: w}
+	}
+	return out
+}
+
+// inOneBatch hands items to the log in order (SubmitNow) while its writer
+// is held inside a batch of its own — a gate whose write waits — so that
+// all of them wait in its queue and commit together in the next batch
+// however slowly the machine runs (a linger alone split them when the
+// test's goroutine was descheduled for longer than it). It returns each
+// item's outcome and the round trips and statements that batch sent
+// (PostgreSQL; counted from the gate's outcome, which the writer hears
+// before it takes the next batch).
+func inOneBatch(t *testing.T, l *persistence.RunLog, em event.Emitter, items ...logged) (errs []error, trips, statements int64) {
+	t.Helper()
+	ctx := t.Context()
+	entered, release := make(chan struct{}), make(chan struct{})
+	var enter sync.Once
+	gate := make(chan error, 1)
+	var tripsBefore, stmtsBefore int64
+	em.SubmitNow(ctx, event.Text{Content: "gate"}, func(context.Context) error {
+		enter.Do(func() { close(entered) })
+		<-release
+		return nil
+	}, func(err error) {
+		tripsBefore, stmtsBefore = l.PipelineStats()
+		gate <- err
+	})
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the gate's batch never began")
+	}
+	errs = make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
 		wg.Add(1)
-		em.SubmitNow(ctx, event.Text{Content: fmt.Sprint(i)}, w, func(err error) {
+		em.SubmitNow(ctx, it.ev, it.write, func(err error) {
 			errs[i] = err
 			wg.Done()
 		})
 	}
+	close(release)
+	require.NoError(t, <-gate)
 	wg.Wait()
-	return errs
+	tripsAfter, stmtsAfter := l.PipelineStats()
+	return errs, tripsAfter - tripsBefore, stmtsAfter - stmtsBefore
 }
 
 // A plan's end recorded in the batch that stores its last step ends sees
@@ -766,9 +797,7 @@ func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
 					return stores.Plans.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCompleted, Reason: "done",
 						CompletedAt: now, Usage: event.Usage{InputTokens: 3}})
 				})
-				trips, _ := l.PipelineStats()
-				errs := recordInOrder(ctx, em, writes...)
-				trips2, _ := l.PipelineStats()
+				errs, trips, _ := inOneBatch(t, l, em, texts(writes...)...)
 				for _, err := range errs[:len(errs)-1] {
 					require.NoError(t, err, "the step ends are stored")
 				}
@@ -789,7 +818,7 @@ func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
 				require.Equal(t, "done", got.Reason)
 				require.EqualValues(t, 3, got.Usage.InputTokens)
 				if db.Driver() == persistence.DriverPostgres {
-					require.Equal(t, int64(1), trips2-trips, "the steps' ends and the plan's in one round trip")
+					require.Equal(t, int64(1), trips, "the steps' ends and the plan's in one round trip")
 				}
 			})
 		})
