@@ -19,8 +19,9 @@ func osCosts() (syscall, fault time.Duration) {
 			syscall = d
 		}
 	}
-	const pages = 2048 // 8 MiB
-	size := pages * unix.Getpagesize()
+	const pages = 2048 // 8 MiB of 4 KiB pages
+	page := unix.Getpagesize()
+	size := pages * page
 	for range 5 {
 		mem, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 		if err != nil {
@@ -30,7 +31,7 @@ func osCosts() (syscall, fault time.Duration) {
 		// default for anonymous memory.
 		_ = unix.Madvise(mem, unix.MADV_NOHUGEPAGE)
 		start := time.Now()
-		for i := 0; i < size; i += unix.Getpagesize() {
+		for i := 0; i < size; i += page {
 			mem[i] = 1
 		}
 		d := time.Since(start) / pages
