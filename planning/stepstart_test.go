@@ -36,17 +36,61 @@ func (s refusingStore) UpdateStep(ctx context.Context, planID string, st plannin
 // alice, and returns an emitter whose events (and their writes) go to r1.
 func onRunLog(t *testing.T, db *persistence.DB, cfg persistence.RunLogConfig) (*persistence.RunLog, event.Emitter) {
 	t.Helper()
+	l, em, _ := onHeldRunLog(t, db, cfg, nil)
+	return l, em
+}
+
+// onHeldRunLog is onRunLog with a sink that calls around(e, append)
+// instead of appending e itself (nil: it appends), and also returns an
+// emitter of the same run whose events go straight to the log.
+func onHeldRunLog(t *testing.T, db *persistence.DB, cfg persistence.RunLogConfig, around func(e event.Envelope, append func())) (*persistence.RunLog, event.Emitter, event.Emitter) {
+	t.Helper()
 	l, err := persistence.NewRunLog(db, cfg)
 	require.NoError(t, err)
 	l.Start()
 	t.Cleanup(l.Close)
 	require.NoError(t, l.CreateRun(context.Background(), &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
-	em := event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
+	appendTo := func(e event.Envelope) {
 		if _, err := l.Append("r1", e); err != nil {
 			t.Logf("append: %v", err)
 		}
-	}), event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
-	return l, em
+	}
+	emitter := func(sink func(e event.Envelope)) event.Emitter {
+		return event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) { sink(e) }),
+			event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now).WithCommits()
+	}
+	direct := emitter(appendTo)
+	if around == nil {
+		return l, direct, direct
+	}
+	return l, emitter(func(e event.Envelope) { around(e, func() { appendTo(e) }) }), direct
+}
+
+// holdWriter holds the run log's writer inside a batch of its own — a
+// write submitted through em that waits — and returns once it is held;
+// the returned release lets it go (it is idempotent, and lets go by itself
+// after 10 s, so that a writer nobody releases fails the test instead of
+// hanging it). What is appended meanwhile commits together once released.
+func holdWriter(t *testing.T, em event.Emitter) (release func()) {
+	t.Helper()
+	entered, let := make(chan struct{}), make(chan struct{})
+	var enter, letGo sync.Once
+	release = func() { letGo.Do(func() { close(let) }) }
+	em.SubmitNow(context.Background(), event.Text{Content: "gate"}, func(context.Context) error {
+		enter.Do(func() { close(entered) })
+		select {
+		case <-let:
+		case <-time.After(10 * time.Second):
+		}
+		return nil
+	}, nil)
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer's gate never began")
+	}
+	t.Cleanup(release)
+	return release
 }
 
 // batches records what a run log hands on, commit by commit.
@@ -88,13 +132,38 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 		records := dbtest.NewStores(t, db).PlanRecords
 		store := refusingStore{PlanRecords: records, refuse: map[int]bool{2: true}}
 		var committed batches
-		// A linger, so that a writer busy with another batch when step 3's
-		// start is submitted (a loaded machine) still gathers its
-		// executor's start with it.
-		l, em := onRunLog(t, db, persistence.RunLogConfig{OnCommit: committed.onCommit, Linger: 20 * time.Millisecond})
+		// A step's start is submitted without a wait, so that the log lets
+		// it ride with its executor's start, whose wait commits both. The
+		// writer is held from before step 3's start is submitted until its
+		// executor's start is: however the machine schedules the
+		// goroutines, the two are pending together when it goes on.
+		var direct event.Emitter
+		held := make(chan func(), 1)
+		var startWaited sync.Map // step -> whether its start was waited for
+		l, em, direct := onHeldRunLog(t, db, persistence.RunLogConfig{OnCommit: committed.onCommit}, func(e event.Envelope, append func()) {
+			if s, ok := e.Event.(event.StepStart); ok {
+				startWaited.Store(s.Step.Number, e.Commit.Waited())
+				if s.Step.Number == 3 {
+					held <- holdWriter(t, direct)
+				}
+			}
+			append()
+			if s, ok := e.Event.(event.ExecutorSpawned); ok && s.StepNumber == 3 {
+				select {
+				case release := <-held:
+					release()
+				default:
+				}
+			}
+		})
 
 		planID, p := runThreeSteps(t, store, answers(0), em, l)
 		require.Contains(t, p.Steps[1].Error, "could not record the step's start")
+		for n := 1; n <= 3; n++ {
+			waited, ok := startWaited.Load(n)
+			require.True(t, ok, "step %d announced its start", n)
+			require.False(t, waited.(bool), "step %d: its start waits for its executor's", n)
+		}
 
 		stored, err := l.Events(ctx, "r1", 0, 0)
 		require.NoError(t, err)
