@@ -734,22 +734,14 @@ func texts(writes ...func(context.Context) error) []logged {
 func inOneBatch(t *testing.T, l *persistence.RunLog, em event.Emitter, items ...logged) (errs []error, trips, statements int64) {
 	t.Helper()
 	ctx := t.Context()
-	entered, release := make(chan struct{}), make(chan struct{})
-	var enter sync.Once
 	gate := make(chan error, 1)
 	var tripsBefore, stmtsBefore int64
-	em.SubmitNow(ctx, event.Text{Content: "gate"}, func(context.Context) error {
-		enter.Do(func() { close(entered) })
-		<-release
-		return nil
-	}, func(err error) {
+	release := dbtest.HoldWriter(t, em, func(err error) {
 		tripsBefore, stmtsBefore = l.PipelineStats()
 		gate <- err
 	})
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the gate's batch never began")
+	if t.Failed() {
+		t.FailNow()
 	}
 	errs = make([]error, len(items))
 	var wg sync.WaitGroup
@@ -760,7 +752,7 @@ func inOneBatch(t *testing.T, l *persistence.RunLog, em event.Emitter, items ...
 			wg.Done()
 		})
 	}
-	close(release)
+	release()
 	require.NoError(t, <-gate)
 	wg.Wait()
 	tripsAfter, stmtsAfter := l.PipelineStats()

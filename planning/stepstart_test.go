@@ -66,35 +66,6 @@ func onHeldRunLog(t *testing.T, db *persistence.DB, cfg persistence.RunLogConfig
 	return l, emitter(func(e event.Envelope) { around(e, func() { appendTo(e) }) }), direct
 }
 
-// holdWriter holds the run log's writer inside a batch of its own — a
-// write submitted through em that waits — and returns once it is held;
-// the returned release lets it go (it is idempotent, and lets go by itself
-// after 10 s, so that a writer nobody releases fails the test instead of
-// hanging it). What is appended meanwhile commits together once released.
-// It may be called from any goroutine: it reports a gate that never began
-// with t.Error, and returns.
-func holdWriter(t *testing.T, em event.Emitter) (release func()) {
-	t.Helper()
-	entered, let := make(chan struct{}), make(chan struct{})
-	var enter, letGo sync.Once
-	release = func() { letGo.Do(func() { close(let) }) }
-	em.SubmitNow(context.Background(), event.Text{Content: "gate"}, func(context.Context) error {
-		enter.Do(func() { close(entered) })
-		select {
-		case <-let:
-		case <-time.After(10 * time.Second):
-		}
-		return nil
-	}, nil)
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Error("the writer's gate never began")
-	}
-	t.Cleanup(release)
-	return release
-}
-
 // batches records what a run log hands on, commit by commit.
 type batches struct {
 	mu  sync.Mutex
@@ -146,7 +117,7 @@ func TestStepStartCommitsWithItsExecutor(t *testing.T) {
 			if s, ok := e.Event.(event.StepStart); ok {
 				startWaited.Store(s.Step.Number, e.Commit.Waited())
 				if s.Step.Number == 3 {
-					held <- holdWriter(t, direct)
+					held <- dbtest.HoldWriter(t, direct, nil)
 				}
 			}
 			append()
