@@ -122,12 +122,34 @@ type RunLogConfig struct {
 	// OnFinish is called, after OnCommit of its last events, for each run
 	// whose Finish committed.
 	OnFinish func(runID string)
+	// OnBatch, when set, hears of each transaction the writer ended —
+	// committed or given up — from the writer's goroutine, before what it
+	// committed is handed on; it must not block. (The process's metrics:
+	// how many commits its runs cost, how large and how long they are.)
+	OnBatch func(BatchReport)
 	// Listener, when set (PostgreSQL), makes each batch's transaction
 	// NOTIFY the runs and plans it commits, so that followers in other
 	// processes wake (Listener.WakeOnCommit).
 	Listener *Listener
 	Now      func() time.Time
 	Logger   zerolog.Logger
+}
+
+// BatchReport is one transaction of a RunLog's writer (RunLogConfig.OnBatch).
+type BatchReport struct {
+	// Events are the events it appended, Rows the queued rows (transcripts,
+	// tool records) it inserted with them, Ends the runs it ended.
+	Events, Rows, Ends int
+	// Attempts is how often it was tried: 1 when its first attempt
+	// committed, more after transient failures (a lost connection, a
+	// busy database).
+	Attempts int
+	// Took is the time from its first attempt to its outcome, the waits
+	// between attempts included (the RunLog's clock).
+	Took time.Duration
+	// Dropped says it was given up: nothing of it committed, and its runs'
+	// streams ended.
+	Dropped bool
 }
 
 // RunLog stores runs and their event logs, and group-commits appends. It is

@@ -849,3 +849,65 @@ func TestRunLogCreatesAPlanInTheBatchsRoundTrip(t *testing.T) {
 	require.Equal(t, apperr.Conflict, apperr.CodeOf(err), "%v", err)
 	require.NoError(t, em.Record(ctx, event.Text{Content: "the log goes on"}, nil))
 }
+
+// TestRunLogReportsEachBatch: OnBatch hears of every transaction the writer
+// ends — the events, queued rows and run ends it committed, in how many
+// attempts and how long — and of a batch it gave up.
+func TestRunLogReportsEachBatch(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		var mu sync.Mutex
+		var reports []persistence.BatchReport
+		taken := func() []persistence.BatchReport {
+			mu.Lock()
+			defer mu.Unlock()
+			out := reports
+			reports = nil
+			return out
+		}
+		l, pub := openRunLogWith(t, db, persistence.RunLogConfig{
+			Retry: persistence.RetryPolicy{Attempts: 2, Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond},
+			OnBatch: func(b persistence.BatchReport) {
+				mu.Lock()
+				defer mu.Unlock()
+				reports = append(reports, b)
+			}})
+		stores := dbtest.NewStores(t, db)
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r1", Kind: persistence.RunTurn, UserID: "alice"}))
+		for i := range 3 {
+			_, err := l.Append("r1", callEvent(fmt.Sprint(i)))
+			require.NoError(t, err)
+		}
+		for i := range 2 {
+			require.NoError(t, stores.ToolExecutions.QueueToolExecution(ctx, tools.Execution{UserID: "alice",
+				ToolCallID: fmt.Sprint("c", i), ToolName: "work", Success: true}))
+		}
+		require.NoError(t, l.Sync(ctx, "r1"))
+		l.Finish("r1", persistence.RunCompleted)
+		waitFinished(t, pub, "r1")
+
+		var sum persistence.BatchReport
+		for _, b := range taken() {
+			require.False(t, b.Dropped)
+			require.Equal(t, 1, b.Attempts, "each committed at its first attempt")
+			require.Positive(t, b.Took)
+			require.Positive(t, b.Events+b.Rows+b.Ends, "no empty report")
+			sum.Events, sum.Rows, sum.Ends = sum.Events+b.Events, sum.Rows+b.Rows, sum.Ends+b.Ends
+		}
+		require.Equal(t, persistence.BatchReport{Events: 3, Rows: 2, Ends: 1}, sum, "every event, queued row and run end is reported once")
+
+		// A batch the database refuses for good (its table is gone) is
+		// reported given up, after the policy's attempts.
+		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: "r2", Kind: persistence.RunTurn, UserID: "alice"}))
+		require.NoError(t, db.Gorm().Exec("ALTER TABLE run_events RENAME TO run_events_gone").Error)
+		_, err := l.Append("r2", callEvent("x"))
+		require.NoError(t, err)
+		require.NoError(t, l.Sync(ctx, "r2"))
+		got := taken()
+		require.Len(t, got, 1)
+		require.True(t, got[0].Dropped)
+		require.Equal(t, 2, got[0].Attempts)
+		require.Equal(t, 1, got[0].Events)
+	})
+}

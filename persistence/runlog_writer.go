@@ -108,7 +108,15 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 	rows := w.eventRows(batch)
 	wait := w.cfg.Retry.Backoff
 	alone := false
-	for attempt := 1; ; attempt++ {
+	start := w.cfg.Now()
+	attempt := 1
+	report := func(dropped bool) {
+		if w.cfg.OnBatch != nil {
+			w.cfg.OnBatch(BatchReport{Events: len(rows), Rows: len(batch) - len(rows), Ends: len(fin), Attempts: attempt,
+				Took: w.cfg.Now().Sub(start), Dropped: dropped})
+		}
+	}
+	for ; ; attempt++ {
 		b := txBatch{events: batch, rows: rows, fin: fin, tokens: w.tokens(batch, fin), retry: attempt > 1, alone: alone}
 		b.channel, b.notices = w.notices(rows, fin)
 		err := w.tx.commit(b)
@@ -123,6 +131,7 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 		}
 		if err == nil {
 			w.db.committed()
+			report(false)
 			break
 		}
 		if errors.Is(err, errMergeFailed) && !alone {
@@ -154,11 +163,13 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 			// (logged), and its runs' streams end — no event is handed on
 			// that the log does not hold.
 			w.cfg.Logger.Error().Err(err).Int("events", len(rows)).Msg("run log: batch dropped")
+			report(true)
 			w.breakRuns(batch, fin)
 			return
 		}
 		if closing && attempt >= w.cfg.Retry.Attempts {
 			w.cfg.Logger.Error().Err(err).Int("events", len(rows)).Msg("run log: closing with an uncommitted batch")
+			report(true)
 			w.breakRuns(batch, fin)
 			return
 		}

@@ -182,11 +182,13 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 }
 
 // newRunLog starts the run log's writer, which publishes committed events to
-// the feed; it stops (after committing what is pending) when the app stops,
-// after the HTTP server drained and before the database closes.
+// the feed and counts its transactions in the metrics; it stops (after
+// committing what is pending) when the app stops, after the HTTP server
+// drained and before the database closes.
 func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed *event.Feed, listener *persistence.Listener,
-	log zerolog.Logger) (*persistence.RunLog, error) {
+	m *metrics.Metrics, log zerolog.Logger) (*persistence.RunLog, error) {
 	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close,
+		OnBatch: func(b persistence.BatchReport) { m.RunLogBatch(b.Events, b.Rows, b.Attempts, b.Took, b.Dropped) },
 		Listener: listener, Logger: log.With().Str("component", "runlog").Logger()})
 	if err != nil {
 		return nil, err

@@ -657,6 +657,9 @@ func TestServeDemoRunsAPlanEndToEnd(t *testing.T) {
 				"the planner's two model calls are counted")
 			require.True(t, strings.Contains(metricsText, `planwright_plans_total{status="completed"} 1`))
 			require.True(t, strings.Contains(metricsText, `planwright_plan_steps_total{status="completed"} 2`))
+			require.Regexp(t, `(?m)^planwright_runlog_batches_total\{outcome="committed"\} [1-9]`, metricsText, "the run log's commits are counted")
+			require.Regexp(t, `(?m)^planwright_runlog_events_total [1-9]`, metricsText)
+			require.Regexp(t, `(?m)^planwright_runlog_rows_total [1-9]`, metricsText, "the transcripts' rows ride with the events")
 			if !gateway {
 				require.True(t, strings.Contains(metricsText, `planwright_tool_calls_total{outcome="ok",tool="create_document"} 2`),
 					"the executors used the workspace")

@@ -1,5 +1,6 @@
 // Package metrics owns planwright's Prometheus metrics: HTTP requests,
-// active streams, model calls, tool calls, plans and steps. Other packages
+// active streams, model calls, tool calls, plans and steps, runs and the
+// run log's commits. Other packages
 // never import Prometheus; they are observed from the outside — the HTTP
 // middleware, a model decorator, a tool-execution recorder decorator and an
 // event sink — all built here from one Metrics value.
@@ -39,6 +40,7 @@ type Metrics struct {
 	steps         *prometheus.CounterVec
 	stepDuration  prometheus.Histogram
 	failovers     prometheus.Counter
+	runLog        runLogMetrics
 
 	mu         sync.Mutex
 	stepStarts map[stepKey]time.Time
@@ -77,8 +79,10 @@ func New() *Metrics {
 		Help: "Plan steps that ended, by final status."}, []string{"status"})
 	m.stepDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "planwright_plan_step_duration_seconds",
 		Help: "Plan step duration from step_start to step_complete.", Buckets: prometheus.ExponentialBuckets(0.01, 3, 10)})
+	m.runLog = newRunLogMetrics()
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.activeStreams, m.modelCalls, m.modelDuration,
 		m.modelTokens, m.toolCalls, m.toolDuration, m.plans, m.steps, m.stepDuration,
+		m.runLog.batches, m.runLog.events, m.runLog.rows, m.runLog.retries, m.runLog.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

@@ -94,3 +94,23 @@ func TestHTTPMiddlewareLabelsByRoute(t *testing.T) {
 	m.StreamClosed()
 	require.Contains(t, scrape(t, m), "planwright_active_streams 0")
 }
+
+func TestRunLogBatchMetrics(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	m.RunLogBatch(12, 30, 1, 2*time.Millisecond, false)
+	m.RunLogBatch(3, 0, 3, 40*time.Millisecond, false) // committed at its third attempt
+	m.RunLogBatch(5, 2, 8, time.Second, true)          // given up: nothing of it counts as committed
+	body := scrape(t, m)
+	for _, want := range []string{
+		`planwright_runlog_batches_total{outcome="committed"} 2`,
+		`planwright_runlog_batches_total{outcome="dropped"} 1`,
+		`planwright_runlog_events_total 15`,
+		`planwright_runlog_rows_total 30`,
+		`planwright_runlog_retries_total 9`,
+		`planwright_runlog_batch_duration_seconds_count 3`,
+		`planwright_runlog_batch_duration_seconds_sum 1.042`,
+	} {
+		require.Contains(t, body, want)
+	}
+}
