@@ -188,7 +188,7 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 func newRunLog(lc fx.Lifecycle, res *opened, db *persistence.DB, _ schema, feed *event.Feed, listener *persistence.Listener,
 	m *metrics.Metrics, log zerolog.Logger) (*persistence.RunLog, error) {
 	runs, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close,
-		OnBatch: func(b persistence.BatchReport) { m.RunLogBatch(b.Events, b.Rows, b.Attempts, b.Took, b.Dropped) },
+		OnBatch:  func(b persistence.BatchReport) { m.RunLogBatch(b.Events, b.Rows, b.Attempts, b.Took, b.Dropped) },
 		Listener: listener, Logger: log.With().Str("component", "runlog").Logger()})
 	if err != nil {
 		return nil, err
