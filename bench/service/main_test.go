@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -404,7 +406,14 @@ func TestQuickRunOnSQLite(t *testing.T) {
 	require.Regexp(t, `machine at the end: .*SHA-256 \d+\.\d\d GB/s\n`, report)
 	require.Regexp(t, `\| W1 \| 1 \| \d+ ms \(\d+\.\d\d× 460 ms\)`, report, "W1's ratio to its critical path")
 	if runtime.GOOS == "linux" {
-		require.NotContains(t, report, "n/a", "server CPU, context switches, page faults and peak RSS are measured")
+		require.NotContains(t, report, "n/a", "server CPU, context switches, page faults, commits and peak RSS are measured")
+	}
+	for _, w := range []string{"W1", "W2"} {
+		m := regexp.MustCompile(`(?m)^\| sqlite \| ` + w + ` \| .*\| (\d+\.\d) \| \d+ MiB \|$`).FindStringSubmatch(report)
+		require.NotNil(t, m, "%s's commits a turn, read from the server's metrics", w)
+		commits, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, commits, 2.0, "%s: a plan turn commits its plan and its answer at least", w)
 	}
 	require.NotContains(t, report, "kept ", "the temporary directory is removed")
 }
@@ -421,8 +430,8 @@ func TestQuickRunOnPostgres(t *testing.T) {
 	report := out.String()
 	require.NotContains(t, report, "FAILED")
 	if runtime.GOOS == "linux" {
-		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ \| \d+ \| \d+ MiB \|`, report,
-			"server and database CPU, context switches and page faults a turn are measured")
+		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ \| \d+ \| [1-9]\d*\.\d \| \d+ MiB \|`, report,
+			"server and database CPU, context switches, page faults and commits a turn are measured")
 	}
 }
 

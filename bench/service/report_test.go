@@ -37,6 +37,10 @@ func TestCompare(t *testing.T) {
 		this[i].FaultsPerTurn, this[i].FaultsMeasured = faults, true
 		against[i].FaultsPerTurn, against[i].FaultsMeasured = 600, true
 	}
+	for i, commits := range map[int]float64{0: 5, 2: 6} {
+		this[i].CommitsPerTurn, this[i].CommitsMeasured = commits, true
+		against[i].CommitsPerTurn, against[i].CommitsMeasured = 11, true
+	}
 	var out bytes.Buffer
 	compare(&out, this, against)
 	got := out.String()
@@ -46,6 +50,7 @@ func TestCompare(t *testing.T) {
 		"| sqlite | W2 | server CPU / turn | 20 / 40 ms | 30 / 30 ms | 1.00× |",
 		"| sqlite | W2 | peak RSS | 50 / 50 MiB | 50 / 50 MiB | 1.00× |",
 		"| sqlite | W2 | page faults / turn | 400 / 200 | 600 / 600 | 0.50× |",
+		"| sqlite | W2 | commits / turn | 5.00 / 6.00 | 11 / 11 | 0.50× |",
 		"| sqlite | W3 | | FAILED or missing on a tree: not compared | | |",
 	} {
 		require.Contains(t, got, want)

@@ -36,6 +36,12 @@ type result struct {
 	// take none). A fresh server faults its heap in over its first turns.
 	FaultsPerTurn  float64
 	FaultsMeasured bool
+	// CommitsPerTurn is how many transactions the server's run log
+	// committed during the measured turns (planwright_runlog_batches_total
+	// in its /metrics), divided by their number, when CommitsMeasured: what
+	// a turn's writes cost the database most directly.
+	CommitsPerTurn  float64
+	CommitsMeasured bool
 	// PeakRSS is the server's VmHWM after the workload, in bytes.
 	PeakRSS int64
 	// Failures are the turns that did not end as they must, and anything
@@ -61,7 +67,7 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 			return
 		}
 	}
-	before := b.sample()
+	before := b.sample(true)
 	start := time.Now()
 	turns := make([]turnResult, w.Turns)
 	if w.Concurrent {
@@ -95,7 +101,7 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		}
 	}
 	shot := time.Since(start)
-	after := b.sample()
+	after := b.sample(false)
 	if rec != nil {
 		if err := rec.stop(); err != nil {
 			b.res.Failures = append(b.res.Failures, err.Error())
@@ -136,7 +142,7 @@ func runPaired(ctx context.Context, env *environment, driver string, w workload,
 	}
 	var before, after [2]sample
 	for i, b := range bs {
-		before[i] = b.sample()
+		before[i] = b.sample(true)
 	}
 	var turns [2][]turnResult
 	for n := range w.Turns {
@@ -149,7 +155,7 @@ func runPaired(ctx context.Context, env *environment, driver string, w workload,
 		turns[0], turns[1] = append(turns[0], r[0]), append(turns[1], r[1])
 	}
 	for i, b := range bs {
-		after[i] = b.sample()
+		after[i] = b.sample(false)
 	}
 	for i, b := range bs {
 		b.figures(ctx, turns[i], 0, before[i], after[i])
@@ -240,23 +246,36 @@ func (b *bench) stop(err error) (result, error) {
 
 // sample is what a server had used at one moment.
 type sample struct {
-	cpu    time.Duration
-	cpuErr error
-	sw     int64
-	swErr  error
-	pf     int64
-	pfErr  error
-	db     map[int]time.Duration
-	dbErr  error
+	cpu        time.Duration
+	cpuErr     error
+	sw         int64
+	swErr      error
+	pf         int64
+	pfErr      error
+	db         map[int]time.Duration
+	dbErr      error
+	commits    float64
+	commitsErr error
 }
 
-func (b *bench) sample() sample {
+// sample reads what the server has used so far. Its run log's commits come
+// from a scrape of its /metrics, which costs the server some CPU of its
+// own: before the measured turns (before) they are read first and after
+// them last, so that the scrapes fall outside what the turns are measured
+// by.
+func (b *bench) sample(before bool) sample {
 	var s sample
+	if before {
+		s.commits, s.commitsErr = b.c.commits()
+	}
 	s.cpu, s.cpuErr = procCPU(b.srv.PID, b.env.tick)
 	s.sw, s.swErr = procSwitches(b.srv.PID)
 	s.pf, s.pfErr = procFaults(b.srv.PID)
 	if b.dbCPU != nil {
 		s.db, s.dbErr = b.dbCPU()
+	}
+	if !before {
+		s.commits, s.commitsErr = b.c.commits()
 	}
 	return s
 }
@@ -299,6 +318,11 @@ func (b *bench) figures(ctx context.Context, turns []turnResult, shot time.Durat
 		res.FaultsPerTurn, res.FaultsMeasured = float64(after.pf-before.pf)/float64(len(turns)), true
 	} else {
 		env.note("server page faults not measured: %v", err)
+	}
+	if err := errors.Join(before.commitsErr, after.commitsErr); err == nil {
+		res.CommitsPerTurn, res.CommitsMeasured = (after.commits-before.commits)/float64(len(turns)), true
+	} else {
+		env.note("run log commits not measured: %v", err)
 	}
 	if b.dbCPU != nil {
 		if err := errors.Join(before.dbErr, after.dbErr); err == nil {

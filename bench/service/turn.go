@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,38 @@ func newClient(base string) *client {
 		MaxIdleConnsPerHost: 1024,
 		DisableCompression:  true,
 	}}}
+}
+
+// committedBatches finds the run log's committed transactions in a
+// server's /metrics.
+var committedBatches = regexp.MustCompile(`(?m)^planwright_runlog_batches_total\{outcome="committed"\} (\S+)$`)
+
+// commits reads how many transactions the server's run log has committed
+// so far (0 before its first).
+func (c *client) commits() (float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
+	}
+	m := committedBatches.FindSubmatch(body)
+	if m == nil {
+		return 0, nil
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
 }
 
 // prepareShot makes n turns of w ready for a concurrent shot, each on a
