@@ -44,21 +44,9 @@ var committedBatches = regexp.MustCompile(`(?m)^planwright_runlog_batches_total\
 func (c *client) commits() (float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/metrics", nil)
+	body, err := c.read(ctx, "/metrics")
 	if err != nil {
 		return 0, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET /metrics: HTTP %d", resp.StatusCode)
 	}
 	m := committedBatches.FindSubmatch(body)
 	if m == nil {
@@ -415,22 +403,32 @@ func (c *client) verify(ctx context.Context, w workload, r turnResult) error {
 	return nil
 }
 
+// get reads path's JSON into into.
 func (c *client) get(ctx context.Context, path string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	data, err := c.read(ctx, path)
 	if err != nil {
 		return err
 	}
+	return json.Unmarshal(data, into)
+}
+
+// read GETs path and returns its body; a status other than 200 is an error.
+func (c *client) read(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(data)))
+		return nil, fmt.Errorf("GET %s: HTTP %d: %s", path, resp.StatusCode, strings.TrimSpace(string(data)))
 	}
-	return json.Unmarshal(data, into)
+	return data, nil
 }

@@ -1,9 +1,9 @@
 // Package metrics owns planwright's Prometheus metrics: HTTP requests,
 // active streams, model calls, tool calls, plans and steps, runs and the
-// run log's commits. Other packages
-// never import Prometheus; they are observed from the outside — the HTTP
-// middleware, a model decorator, a tool-execution recorder decorator and an
-// event sink — all built here from one Metrics value.
+// run log's commits. Other packages never import Prometheus; they are
+// observed from the outside — the HTTP middleware, a model decorator, a
+// tool-execution recorder decorator, an event sink and the run log's
+// batch reports — all built here from one Metrics value.
 package metrics
 
 import (
