@@ -415,6 +415,11 @@ func TestQuickRunOnSQLite(t *testing.T) {
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, commits, 2.0, "%s: a plan turn commits its plan and its answer at least", w)
 	}
+	if runtime.GOOS == "linux" {
+		require.Regexp(t, `(?m)^- sqlite W2: \d+\.\d / \d+\.\d / \d+\.\d ms$`, report, "W2's three quick turns, their CPU one by one")
+		require.NotContains(t, report, "- sqlite W1:", "one turn: nothing to split")
+		require.NotContains(t, report, "- sqlite W3:", "a concurrent workload's turns overlap")
+	}
 	require.NotContains(t, report, "kept ", "the temporary directory is removed")
 }
 

@@ -70,6 +70,16 @@ func report(out io.Writer, results []result, quick bool) {
 			dbCPU(r), orNA(r.SwitchesPerTurn > 0, fmt.Sprintf("%.0f", r.SwitchesPerTurn)), orNA(r.FaultsMeasured, fmt.Sprintf("%.0f", r.FaultsPerTurn)),
 			orNA(r.CommitsMeasured, fmt.Sprintf("%.1f", r.CommitsPerTurn)), orNA(r.PeakRSS > 0, fmt.Sprintf("%.0f MiB", float64(r.PeakRSS)/mib)))
 	}
+	byTurn := false
+	for _, r := range results {
+		if len(r.Failures) == 0 && len(r.CPUByTurn) > 0 {
+			if !byTurn {
+				fmt.Fprintln(out, "\nserver CPU by turn, in order (a fresh server's first turns pay for what its start left to do):")
+				byTurn = true
+			}
+			fmt.Fprintf(out, "- %s %s: %s\n", r.Driver, r.Workload.Name, cpuByTurn(r.CPUByTurn))
+		}
+	}
 	if quick {
 		fmt.Fprintln(out, "\nquick mode: the turn counts are not the issue's, so the targets are not compared.")
 		return
@@ -93,6 +103,29 @@ func report(out io.Writer, results []result, quick bool) {
 			fmt.Fprintf(out, "| %s | %s | %s | %.2f %s | ≤ %.2f %s | %.2f (%s) |\n", r.Driver, r.Workload.Name, t.what, v, t.unit, t.limit, t.unit, v/t.limit, verdict)
 		}
 	}
+}
+
+// byTurnShown is how many turns cpuByTurn shows one by one; the rest it
+// gives as their mean.
+const byTurnShown = 5
+
+// cpuByTurn is a sequential workload's CPUByTurn: the first byTurnShown
+// turns, then the mean of the others.
+func cpuByTurn(by []time.Duration) string {
+	shown := by[:min(len(by), byTurnShown)]
+	parts := make([]string, len(shown))
+	for i, d := range shown {
+		parts[i] = fmt.Sprintf("%.1f", ms(d))
+	}
+	s := strings.Join(parts, " / ") + " ms"
+	if rest := by[len(shown):]; len(rest) > 0 {
+		var sum time.Duration
+		for _, d := range rest {
+			sum += d
+		}
+		s += fmt.Sprintf("; turns %d–%d: %.1f ms on average", len(shown)+1, len(by), ms(sum/time.Duration(len(rest))))
+	}
+	return s
 }
 
 func orNA(ok bool, s string) string {

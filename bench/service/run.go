@@ -22,6 +22,13 @@ type result struct {
 	// CPUPerTurn is the server's CPU time (user + system) during the
 	// measured turns, divided by their number; 0 when /proc is unreadable.
 	CPUPerTurn time.Duration
+	// CPUByTurn is the server's CPU time during each measured turn of a
+	// sequential workload, in order (read between turns; the last turn
+	// ends at the same reading as CPUPerTurn's, so they add up to its
+	// total): a fresh server's first turns pay for what its start left
+	// to do, which the mean hides. Nil for a concurrent workload and
+	// when /proc is unreadable.
+	CPUByTurn []time.Duration
 	// DBCPUPerTurn is the CPU time of the server's PostgreSQL backends
 	// during the measured turns, divided by their number; 0 on SQLite and
 	// when the database is not on this machine.
@@ -97,6 +104,9 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		wg.Wait()
 	} else {
 		for i := range turns {
+			if i > 0 {
+				b.turnEnded()
+			}
 			turns[i] = b.c.turn(ctx, w)
 		}
 	}
@@ -174,7 +184,12 @@ type bench struct {
 	dbCPU func() (map[int]time.Duration, error)
 	// drop removes its PostgreSQL schema.
 	drop func() error
-	res  result
+	// turnsCPU are the server's CPU readings at the ends of a sequential
+	// workload's turns but the last (turnEnded), turnsCPUErr the last
+	// that failed.
+	turnsCPU    []time.Duration
+	turnsCPUErr error
+	res         result
 }
 
 // startBench starts a server of bin for w on the driver: a fresh SQLite
@@ -258,6 +273,31 @@ type sample struct {
 	commitsErr error
 }
 
+// turnEnded reads the server's CPU time at the end of a sequential
+// workload's turn but its last (CPUByTurn).
+func (b *bench) turnEnded() {
+	cpu, err := procCPU(b.srv.PID, b.env.tick)
+	if err != nil {
+		b.turnsCPUErr = err
+	}
+	b.turnsCPU = append(b.turnsCPU, cpu)
+}
+
+// cpuByTurn is each turn's share of the server's CPU time from before to
+// after, split at the readings turnEnded took; nil when they are not one
+// a turn but the last, or one of them failed.
+func (b *bench) cpuByTurn(before, after time.Duration, turns int) []time.Duration {
+	if b.turnsCPUErr != nil || len(b.turnsCPU) != turns-1 || turns < 2 {
+		return nil
+	}
+	marks := append(append([]time.Duration{before}, b.turnsCPU...), after)
+	by := make([]time.Duration, turns)
+	for i := range by {
+		by[i] = marks[i+1] - marks[i]
+	}
+	return by
+}
+
 // sample reads what the server has used so far. Its run log's commits come
 // from a scrape of its /metrics, which costs the server some CPU of its
 // own: before the measured turns (before) they are read first and after
@@ -306,6 +346,7 @@ func (b *bench) figures(ctx context.Context, turns []turnResult, shot time.Durat
 	res.FirstEventP50, res.FirstEventP99 = percentile(firsts, 50), percentile(firsts, 99)
 	if err := errors.Join(before.cpuErr, after.cpuErr); err == nil {
 		res.CPUPerTurn = (after.cpu - before.cpu) / time.Duration(len(turns))
+		res.CPUByTurn = b.cpuByTurn(before.cpu, after.cpu, len(turns))
 	} else {
 		env.note("server CPU not measured: %v", err)
 	}
