@@ -26,8 +26,8 @@ type result struct {
 	// sequential workload, in order (read between turns; the last turn
 	// ends at the same reading as CPUPerTurn's, so they add up to its
 	// total): a fresh server's first turns pay for what its start left
-	// to do, which the mean hides. Nil for a concurrent workload and
-	// when /proc is unreadable.
+	// to do, which the mean hides. Nil for a concurrent workload, for
+	// -paired turns and when /proc is unreadable.
 	CPUByTurn []time.Duration
 	// DBCPUPerTurn is the CPU time of the server's PostgreSQL backends
 	// during the measured turns, divided by their number; 0 on SQLite and
