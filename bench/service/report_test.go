@@ -66,28 +66,28 @@ func TestCompare(t *testing.T) {
 // no split rather than a wrong one.
 func TestCPUByTurn(t *testing.T) {
 	t.Parallel()
-	ms := func(v ...float64) []time.Duration {
+	millis := func(v ...float64) []time.Duration {
 		out := make([]time.Duration, len(v))
 		for i, x := range v {
 			out[i] = time.Duration(x * float64(time.Millisecond))
 		}
 		return out
 	}
-	b := &bench{turnsCPU: ms(140, 170, 195)}
+	b := &bench{turnsCPU: millis(140, 170, 195)}
 	by := b.cpuByTurn(100*time.Millisecond, 215*time.Millisecond, 4)
-	require.Equal(t, ms(40, 30, 25, 20), by)
+	require.Equal(t, millis(40, 30, 25, 20), by)
 	require.Nil(t, b.cpuByTurn(100*time.Millisecond, 215*time.Millisecond, 5), "a reading short")
 	require.Nil(t, (&bench{}).cpuByTurn(0, time.Millisecond, 1), "one turn: nothing to split")
-	require.Nil(t, (&bench{turnsCPU: ms(1), turnsCPUErr: errors.New("gone")}).cpuByTurn(0, 2*time.Millisecond, 2), "a reading failed")
+	require.Nil(t, (&bench{turnsCPU: millis(1), turnsCPUErr: errors.New("gone")}).cpuByTurn(0, 2*time.Millisecond, 2), "a reading failed")
 
 	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 ms", cpuByTurn(by))
-	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 / 19.0 ms; turns 6–8: 11.0 ms on average", cpuByTurn(ms(40, 30, 25, 20, 19, 10, 11, 12)))
+	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 / 19.0 ms; turns 6–8: 11.0 ms on average", cpuByTurn(millis(40, 30, 25, 20, 19, 10, 11, 12)))
 
 	var out bytes.Buffer
 	report(&out, []result{
-		{Driver: "sqlite", Workload: workload{Name: "W1"}, CPUByTurn: ms(40, 20)},
+		{Driver: "sqlite", Workload: workload{Name: "W1"}, CPUByTurn: millis(40, 20)},
 		{Driver: "sqlite", Workload: workload{Name: "W3", Concurrent: true}},
-		{Driver: "postgres", Workload: workload{Name: "W1"}, CPUByTurn: ms(1, 2), Failures: []string{"turn 2: no done"}},
+		{Driver: "postgres", Workload: workload{Name: "W1"}, CPUByTurn: millis(1, 2), Failures: []string{"turn 2: no done"}},
 	}, true)
 	require.Contains(t, out.String(), "\nserver CPU by turn, in order (a fresh server's first turns pay for what its start left to do):\n- sqlite W1: 40.0 / 20.0 ms\n\n")
 	require.NotContains(t, out.String(), "postgres W1:", "a failed workload has no figures")
