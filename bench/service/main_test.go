@@ -409,11 +409,14 @@ func TestQuickRunOnSQLite(t *testing.T) {
 		require.NotContains(t, report, "n/a", "server CPU, context switches, page faults, commits and peak RSS are measured")
 	}
 	for _, w := range []string{"W1", "W2"} {
-		m := regexp.MustCompile(`(?m)^\| sqlite \| ` + w + ` \| .*\| (\d+\.\d) \| \d+ MiB \|$`).FindStringSubmatch(report)
+		m := regexp.MustCompile(`(?m)^\| sqlite \| ` + w + ` \| .*\| (\d+\.\d) \| (\d+) KiB \| \d+ MiB \|$`).FindStringSubmatch(report)
 		require.NotNil(t, m, "%s's commits a turn, read from the server's metrics", w)
 		commits, err := strconv.ParseFloat(m[1], 64)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, commits, 2.0, "%s: a plan turn commits its plan and its answer at least", w)
+		written, err := strconv.Atoi(m[2])
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, written, 100, "%s: a plan turn's rows reach SQLite's log, pages of 4 KiB", w)
 	}
 	if runtime.GOOS == "linux" {
 		require.Regexp(t, `(?m)^- sqlite W2: \d+\.\d / \d+\.\d / \d+\.\d ms$`, report, "W2's three quick turns, their CPU one by one")
@@ -435,8 +438,8 @@ func TestQuickRunOnPostgres(t *testing.T) {
 	report := out.String()
 	require.NotContains(t, report, "FAILED")
 	if runtime.GOOS == "linux" {
-		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ \| \d+ \| [1-9]\d*\.\d \| \d+ MiB \|`, report,
-			"server and database CPU, context switches, page faults and commits a turn are measured")
+		require.Regexp(t, `\| postgres \| W2 \| 3 \| [^|]+\| [^|]+\| [^|]+\| [^|]+\| \d+\.\d ms \| \d+\.\d ms \| \d+ \| \d+ \| [1-9]\d*\.\d \| [1-9]\d* KiB \| \d+ MiB \|`, report,
+			"server and database CPU, context switches, page faults, commits and bytes written a turn are measured")
 	}
 }
 

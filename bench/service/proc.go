@@ -138,6 +138,27 @@ func procSwitches(pid int) (int64, error) {
 	return sum, nil
 }
 
+// procWritten is how many bytes process pid has handed to the kernel to
+// write so far (wchar of /proc/<pid>/io: every write(2) and pwrite(2) of
+// every thread, to files, sockets and pipes alike, whether or not it
+// reached a disk). A SQLite server's is mostly its WAL's frames, a page
+// and a header each, and the checkpoints that copy them back; a
+// PostgreSQL server's, the statements it sends. Unlike CPU time it hardly
+// depends on the machine, so it shows a change to what a turn writes
+// plainly where the CPU figures are noise.
+func procWritten(pid int) (int64, error) {
+	path := fmt.Sprintf("/proc/%d/io", pid)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseStatusCount(data, "wchar")
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return n, nil
+}
+
 // parseStatusCount returns the value of a "Key:  N" line of a status file.
 func parseStatusCount(data []byte, key string) (int64, error) {
 	for line := range strings.Lines(string(data)) {

@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -156,6 +157,20 @@ func TestProcOfThisProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, sw1-sw0, int64(20), "twenty sleeps on a locked thread")
 	_, err = procSwitches(-1)
+	require.Error(t, err)
+
+	// What the process writes is counted, to a file as to anything else.
+	w0, err := procWritten(os.Getpid())
+	require.NoError(t, err)
+	f, err := os.Create(filepath.Join(t.TempDir(), "written"))
+	require.NoError(t, err)
+	_, err = f.WriteAt(make([]byte, 64<<10), 0)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	w1, err := procWritten(os.Getpid())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, w1-w0, int64(64<<10), "a 64 KiB pwrite")
+	_, err = procWritten(-1)
 	require.Error(t, err)
 }
 

@@ -21,7 +21,10 @@ type target struct {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-const mib = 1 << 20
+const (
+	kib = 1 << 10
+	mib = 1 << 20
+)
 
 var targets = []target{
 	{"W1 wall / 460 ms critical path", 1.10, "×", func(r result) (float64, bool) {
@@ -50,11 +53,11 @@ var targets = []target{
 // are left out, since the turn counts are not the issue's.
 func report(out io.Writer, results []result, quick bool) {
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "| driver | workload | turns | wall | per step | first event p50 | first event p99 | server CPU / turn | database CPU / turn | context switches / turn | page faults / turn | commits / turn | peak RSS |")
-	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(out, "| driver | workload | turns | wall | per step | first event p50 | first event p99 | server CPU / turn | database CPU / turn | context switches / turn | page faults / turn | commits / turn | written / turn | peak RSS |")
+	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range results {
 		if len(r.Failures) > 0 {
-			fmt.Fprintf(out, "| %s | %s | %d | FAILED: %d problems | | | | | | | | | |\n", r.Driver, r.Workload.Name, r.Workload.Turns, len(r.Failures))
+			fmt.Fprintf(out, "| %s | %s | %d | FAILED: %d problems | | | | | | | | | | |\n", r.Driver, r.Workload.Name, r.Workload.Turns, len(r.Failures))
 			continue
 		}
 		wall := fmtDuration(r.Wall)
@@ -65,10 +68,10 @@ func report(out io.Writer, results []result, quick bool) {
 		if r.Workload.Name == "W2" {
 			perStep = fmtDuration(r.Wall / planSteps)
 		}
-		fmt.Fprintf(out, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Driver, r.Workload.Name, r.Workload.Turns, wall, perStep,
+		fmt.Fprintf(out, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Driver, r.Workload.Name, r.Workload.Turns, wall, perStep,
 			fmtDuration(r.FirstEventP50), fmtDuration(r.FirstEventP99), orNA(r.CPUPerTurn > 0, fmt.Sprintf("%.1f ms", ms(r.CPUPerTurn))),
 			dbCPU(r), orNA(r.SwitchesPerTurn > 0, fmt.Sprintf("%.0f", r.SwitchesPerTurn)), orNA(r.FaultsMeasured, fmt.Sprintf("%.0f", r.FaultsPerTurn)),
-			orNA(r.CommitsMeasured, fmt.Sprintf("%.1f", r.CommitsPerTurn)), orNA(r.PeakRSS > 0, fmt.Sprintf("%.0f MiB", float64(r.PeakRSS)/mib)))
+			orNA(r.CommitsMeasured, fmt.Sprintf("%.1f", r.CommitsPerTurn)), orNA(r.WrittenMeasured, fmt.Sprintf("%.0f KiB", r.WrittenPerTurn/kib)), orNA(r.PeakRSS > 0, fmt.Sprintf("%.0f MiB", float64(r.PeakRSS)/mib)))
 	}
 	byTurn := false
 	for _, r := range results {
@@ -169,6 +172,7 @@ var figures = []figure{
 	{"context switches / turn", func(r result) (float64, bool) { return r.SwitchesPerTurn, r.SwitchesPerTurn > 0 }, ""},
 	{"page faults / turn", func(r result) (float64, bool) { return r.FaultsPerTurn, r.FaultsMeasured }, ""},
 	{"commits / turn", func(r result) (float64, bool) { return r.CommitsPerTurn, r.CommitsMeasured }, ""},
+	{"written / turn", func(r result) (float64, bool) { return r.WrittenPerTurn / kib, r.WrittenMeasured }, "KiB"},
 	{"peak RSS", func(r result) (float64, bool) { return float64(r.PeakRSS) / mib, r.PeakRSS > 0 }, "MiB"},
 }
 

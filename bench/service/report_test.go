@@ -42,6 +42,10 @@ func TestCompare(t *testing.T) {
 		this[i].CommitsPerTurn, this[i].CommitsMeasured = commits, true
 		against[i].CommitsPerTurn, against[i].CommitsMeasured = 11, true
 	}
+	for i, written := range map[int]float64{0: 900 * kib, 2: 1100 * kib} {
+		this[i].WrittenPerTurn, this[i].WrittenMeasured = written, true
+		against[i].WrittenPerTurn, against[i].WrittenMeasured = 1250*kib, true
+	}
 	var out bytes.Buffer
 	compare(&out, this, against)
 	got := out.String()
@@ -52,6 +56,7 @@ func TestCompare(t *testing.T) {
 		"| sqlite | W2 | peak RSS | 50 / 50 MiB | 50 / 50 MiB | 1.00× |",
 		"| sqlite | W2 | page faults / turn | 400 / 200 | 600 / 600 | 0.50× |",
 		"| sqlite | W2 | commits / turn | 5.00 / 6.00 | 11 / 11 | 0.50× |",
+		"| sqlite | W2 | written / turn | 900 / 1100 KiB | 1250 / 1250 KiB | 0.80× |",
 		"| sqlite | W3 | | FAILED or missing on a tree: not compared | | |",
 	} {
 		require.Contains(t, got, want)

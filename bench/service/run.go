@@ -43,6 +43,11 @@ type result struct {
 	// take none). A fresh server faults its heap in over its first turns.
 	FaultsPerTurn  float64
 	FaultsMeasured bool
+	// WrittenPerTurn is how many bytes the server wrote during the
+	// measured turns (procWritten), divided by their number, when
+	// WrittenMeasured (not when /proc is unreadable).
+	WrittenPerTurn  float64
+	WrittenMeasured bool
 	// CommitsPerTurn is how many transactions the server's run log
 	// committed during the measured turns (planwright_runlog_batches_total
 	// in its /metrics), divided by their number, when CommitsMeasured: what
@@ -267,6 +272,8 @@ type sample struct {
 	swErr      error
 	pf         int64
 	pfErr      error
+	written    int64
+	writtenErr error
 	db         map[int]time.Duration
 	dbErr      error
 	commits    float64
@@ -311,6 +318,7 @@ func (b *bench) sample(before bool) sample {
 	s.cpu, s.cpuErr = procCPU(b.srv.PID, b.env.tick)
 	s.sw, s.swErr = procSwitches(b.srv.PID)
 	s.pf, s.pfErr = procFaults(b.srv.PID)
+	s.written, s.writtenErr = procWritten(b.srv.PID)
 	if b.dbCPU != nil {
 		s.db, s.dbErr = b.dbCPU()
 	}
@@ -359,6 +367,11 @@ func (b *bench) figures(ctx context.Context, turns []turnResult, shot time.Durat
 		res.FaultsPerTurn, res.FaultsMeasured = float64(after.pf-before.pf)/float64(len(turns)), true
 	} else {
 		env.note("server page faults not measured: %v", err)
+	}
+	if err := errors.Join(before.writtenErr, after.writtenErr); err == nil {
+		res.WrittenPerTurn, res.WrittenMeasured = float64(after.written-before.written)/float64(len(turns)), true
+	} else {
+		env.note("bytes the server wrote not measured: %v", err)
 	}
 	if err := errors.Join(before.commitsErr, after.commitsErr); err == nil {
 		res.CommitsPerTurn, res.CommitsMeasured = (after.commits-before.commits)/float64(len(turns)), true
