@@ -25,19 +25,20 @@ func procCPU(pid int, tick time.Duration) (time.Duration, error) {
 
 // statCPU is procCPU from /proc/<pid>/stat, in units of tick.
 func statCPU(pid int, tick time.Duration) (time.Duration, error) {
-	ticks, err := readStat(pid, parseStatCPU)
+	ticks, err := readProc(pid, "stat", parseStatCPU)
 	return time.Duration(ticks) * tick, err
 }
 
-// readStat reads /proc/<pid>/stat with parse.
-func readStat(pid int, parse func([]byte) (int64, error)) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// readProc reads /proc/<pid>/<file> with parse.
+func readProc(pid int, file string, parse func([]byte) (int64, error)) (int64, error) {
+	path := fmt.Sprintf("/proc/%d/%s", pid, file)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
 	n, err := parse(data)
 	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		return 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return n, nil
 }
@@ -55,7 +56,7 @@ func parseStatCPU(data []byte) (int64, error) {
 // scavenger, SQLite's page cache growing): cheap on bare metal, some
 // 10 µs each on a virtual machine whose hypervisor maps every page.
 func procFaults(pid int) (int64, error) {
-	return readStat(pid, parseStatFaults)
+	return readProc(pid, "stat", parseStatFaults)
 }
 
 // parseStatFaults returns minflt + majflt of a /proc/<pid>/stat.
@@ -92,15 +93,7 @@ func sumStatFields(data []byte, kind string, numbers ...int) (int64, error) {
 // procPeakRSS is the peak resident set size of process pid in bytes
 // (VmHWM of /proc/<pid>/status).
 func procPeakRSS(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	v, err := parseStatusKB(data, "VmHWM")
-	if err != nil {
-		return 0, fmt.Errorf("/proc/%d/status: %w", pid, err)
-	}
-	return v, nil
+	return readProc(pid, "status", func(data []byte) (int64, error) { return parseStatusKB(data, "VmHWM") })
 }
 
 // procSwitches is how many times the threads of process pid have been
@@ -147,16 +140,7 @@ func procSwitches(pid int) (int64, error) {
 // depends on the machine, so it shows a change to what a turn writes
 // plainly where the CPU figures are noise.
 func procWritten(pid int) (int64, error) {
-	path := fmt.Sprintf("/proc/%d/io", pid)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	n, err := parseStatusCount(data, "wchar")
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
-	}
-	return n, nil
+	return readProc(pid, "io", func(data []byte) (int64, error) { return parseStatusCount(data, "wchar") })
 }
 
 // parseStatusCount returns the value of a "Key:  N" line of a status file.
