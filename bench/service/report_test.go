@@ -79,11 +79,11 @@ func TestCPUByTurn(t *testing.T) {
 		return out
 	}
 	b := &bench{turnsCPU: millis(140, 170, 195)}
-	by := b.cpuByTurn(100*time.Millisecond, 215*time.Millisecond, 4)
+	by := b.splitByTurn(100*time.Millisecond, 215*time.Millisecond, 4)
 	require.Equal(t, millis(40, 30, 25, 20), by)
-	require.Nil(t, b.cpuByTurn(100*time.Millisecond, 215*time.Millisecond, 5), "a reading short")
-	require.Nil(t, (&bench{}).cpuByTurn(0, time.Millisecond, 1), "one turn: nothing to split")
-	require.Nil(t, (&bench{turnsCPU: millis(1), turnsCPUErr: errors.New("gone")}).cpuByTurn(0, 2*time.Millisecond, 2), "a reading failed")
+	require.Nil(t, b.splitByTurn(100*time.Millisecond, 215*time.Millisecond, 5), "a reading short")
+	require.Nil(t, (&bench{}).splitByTurn(0, time.Millisecond, 1), "one turn: nothing to split")
+	require.Nil(t, (&bench{turnsCPU: millis(1), turnsCPUErr: errors.New("gone")}).splitByTurn(0, 2*time.Millisecond, 2), "a reading failed")
 
 	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 ms", cpuByTurn(by))
 	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 / 19.0 ms; turns 6–8: 11.0 ms on average", cpuByTurn(millis(40, 30, 25, 20, 19, 10, 11, 12)))

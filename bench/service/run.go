@@ -290,10 +290,10 @@ func (b *bench) turnEnded() {
 	b.turnsCPU = append(b.turnsCPU, cpu)
 }
 
-// cpuByTurn is each turn's share of the server's CPU time from before to
+// splitByTurn is each turn's share of the server's CPU time from before to
 // after, split at the readings turnEnded took; nil when they are not one
 // a turn but the last, or one of them failed.
-func (b *bench) cpuByTurn(before, after time.Duration, turns int) []time.Duration {
+func (b *bench) splitByTurn(before, after time.Duration, turns int) []time.Duration {
 	if b.turnsCPUErr != nil || len(b.turnsCPU) != turns-1 || turns < 2 {
 		return nil
 	}
@@ -354,7 +354,7 @@ func (b *bench) figures(ctx context.Context, turns []turnResult, shot time.Durat
 	res.FirstEventP50, res.FirstEventP99 = percentile(firsts, 50), percentile(firsts, 99)
 	if err := errors.Join(before.cpuErr, after.cpuErr); err == nil {
 		res.CPUPerTurn = (after.cpu - before.cpu) / time.Duration(len(turns))
-		res.CPUByTurn = b.cpuByTurn(before.cpu, after.cpu, len(turns))
+		res.CPUByTurn = b.splitByTurn(before.cpu, after.cpu, len(turns))
 	} else {
 		env.note("server CPU not measured: %v", err)
 	}
