@@ -50,6 +50,10 @@ type Feed struct {
 	runs   map[string]*feedRun
 	plans  map[string]*waiters
 	remote map[string]*waiters // runs not live here
+	// readers counts the followers reading each run from the feed (Read),
+	// whether or not the run is live here yet.
+	readers map[string]int
+	linger  time.Duration // closedLinger
 }
 
 type feedRun struct {
@@ -62,10 +66,13 @@ type feedRun struct {
 	closed bool
 }
 
-// closedLinger is how long a Feed keeps a run that ended with done: the
-// writer closes the run right after it publishes its last events, before
-// the followers those woke read them, and each would read them from the
-// store instead.
+// closedLinger is how long, at most, a Feed keeps a run that ended with
+// done for its readers: the writer closes the run right after it publishes
+// its last events, before the followers those woke read them, and each
+// would read them from the store instead. The run goes as soon as its last
+// reader is done (Read), so that a finished run's events do not stay in
+// the heap — where every collection would mark them — for followers it no
+// longer has.
 const closedLinger = 5 * time.Second
 
 // waiters is a wake channel and how many wait on it: the entry goes when
@@ -78,7 +85,8 @@ type waiters struct {
 
 // NewFeed returns an empty Feed.
 func NewFeed() *Feed {
-	return &Feed{runs: map[string]*feedRun{}, plans: map[string]*waiters{}, remote: map[string]*waiters{}}
+	return &Feed{runs: map[string]*feedRun{}, plans: map[string]*waiters{}, remote: map[string]*waiters{},
+		readers: map[string]int{}, linger: closedLinger}
 }
 
 // Open starts holding runID's events from seq after+1 on (a new run: 0).
@@ -118,8 +126,9 @@ func (f *Feed) Publish(runID string, evs []Envelope) {
 // Close stops holding runID's events (the run is over and its last events
 // are committed): its followers, and the watchers of the plans it was
 // about, are woken and read the rest from the store — except the events of
-// a run that ended with done, which its followers still read from here for
-// a moment (closedLinger; the run is not live meanwhile).
+// a run that ended with done, which the followers reading it (Read) still
+// read from here until the last of them is done, for at most closedLinger
+// (the run is not live meanwhile).
 func (f *Feed) Close(runID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -131,18 +140,44 @@ func (f *Feed) Close(runID string) {
 	for p := range r.plans {
 		wake(f.plans, p)
 	}
-	if n := len(r.events); n == 0 || r.events[n-1].Event.Type() != TypeDone {
+	if n := len(r.events); n == 0 || r.events[n-1].Event.Type() != TypeDone || f.readers[runID] == 0 {
 		delete(f.runs, runID)
 		return
 	}
 	r.closed = true
-	time.AfterFunc(closedLinger, func() {
+	time.AfterFunc(f.linger, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.runs[runID] == r {
 			delete(f.runs, runID)
 		}
 	})
+}
+
+// Read says that a follower reads runID's events from the feed (Since)
+// until it calls done: a run that ends with done is kept after Close while
+// it has readers (at most closedLinger), and dropped when the last of them
+// is done. A follower takes it before its first Since, even for a run not
+// live here yet. done is idempotent.
+func (f *Feed) Read(runID string) (done func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readers[runID]++
+	var once sync.Once
+	return func() { once.Do(func() { f.unread(runID) }) }
+}
+
+// unread ends one Read of runID.
+func (f *Feed) unread(runID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.readers[runID]--; f.readers[runID] > 0 {
+		return
+	}
+	delete(f.readers, runID)
+	if r, ok := f.runs[runID]; ok && r.closed {
+		delete(f.runs, runID)
+	}
 }
 
 // Since returns runID's committed events after seq after, and a channel

@@ -2,6 +2,7 @@ package event
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -77,14 +78,16 @@ func TestFeedWakeRelease(t *testing.T) {
 	require.Empty(t, f.remote)
 }
 
-// A run that ended with done is kept a moment after Close, for the
-// followers its last events woke: they read what is left from the feed,
-// not the store; once nothing is left, or for a run closed without done
-// (handed over: its new owner's events are in the store), the feed does
-// not answer.
+// A run that ended with done is kept after Close for the followers
+// reading it, whom its last events woke: they read what is left from the
+// feed, not the store; once nothing is left, or for a run closed without
+// done (handed over: its new owner's events are in the store), the feed
+// does not answer.
 func TestFeedKeepsARunThatEndedWithDone(t *testing.T) {
 	t.Parallel()
 	f := NewFeed()
+	defer f.Read("done")()
+	defer f.Read("lost")()
 	f.Open("done", 1)
 	f.Publish("done", []Envelope{{Seq: 2, Event: Text{Content: "x"}}, {Seq: 3, Event: Done{FinishedReason: FinishedCompleted}}})
 	_, wake, ok := f.Since("done", 1)
@@ -108,4 +111,73 @@ func TestFeedKeepsARunThatEndedWithDone(t *testing.T) {
 	f.Close("lost")
 	_, _, ok = f.Since("lost", 1)
 	require.False(t, ok, "a run closed without done is read from the store")
+}
+
+// A finished run stays in the feed only while followers read it: closed
+// with none, it is gone at once; with some, it goes when the last is done,
+// or after the linger when one never is. A reader that came before the run
+// opened here counts.
+func TestFeedKeepsAFinishedRunOnlyForItsReaders(t *testing.T) {
+	t.Parallel()
+	finish := func(f *Feed, runID string) {
+		f.Open(runID, 0)
+		f.Publish(runID, []Envelope{{Seq: 1, Event: Text{Content: "x"}}, {Seq: 2, Event: Done{FinishedReason: FinishedCompleted}}})
+		f.Close(runID)
+	}
+	held := func(f *Feed, runID string) bool {
+		_, _, ok := f.Since(runID, 1)
+		return ok
+	}
+
+	t.Run("no reader", func(t *testing.T) {
+		t.Parallel()
+		f := NewFeed()
+		finish(f, "r")
+		require.False(t, held(f, "r"), "nobody reads it: read from the store")
+		require.Empty(t, f.runs)
+	})
+	t.Run("readers", func(t *testing.T) {
+		t.Parallel()
+		f := NewFeed()
+		a, b := f.Read("r"), f.Read("r") // before the run opens here
+		finish(f, "r")
+		require.True(t, held(f, "r"))
+		a()
+		a() // done twice counts once
+		require.True(t, held(f, "r"), "b still reads it")
+		b()
+		require.False(t, held(f, "r"), "the last reader is done")
+		require.Empty(t, f.runs)
+		require.Empty(t, f.readers)
+	})
+	t.Run("a reader done before the end", func(t *testing.T) {
+		t.Parallel()
+		f := NewFeed()
+		f.Read("r")()
+		finish(f, "r")
+		require.False(t, held(f, "r"))
+	})
+	t.Run("a reader that never finishes", func(t *testing.T) {
+		t.Parallel()
+		f := NewFeed()
+		f.linger = 10 * time.Millisecond
+		done := f.Read("r")
+		defer done()
+		finish(f, "r")
+		require.True(t, held(f, "r"))
+		require.Eventually(t, func() bool { return !held(f, "r") }, 5*time.Second, time.Millisecond,
+			"the linger bounds how long a finished run is kept")
+		done()
+		require.Empty(t, f.readers)
+	})
+	t.Run("a live run is kept without readers", func(t *testing.T) {
+		t.Parallel()
+		f := NewFeed()
+		f.Read("r")()
+		f.Open("r", 0)
+		f.Publish("r", []Envelope{{Seq: 1, Event: Text{Content: "x"}}})
+		evs, _, ok := f.Since("r", 0)
+		require.True(t, ok)
+		require.Len(t, evs, 1)
+	})
 }

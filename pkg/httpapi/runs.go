@@ -76,6 +76,7 @@ func (f *follower) expect(runID string) *created {
 // followFrom is follow; fresh, when not nil, is the run's creation by the
 // caller with the log at seq after (1), and follow takes over its release.
 func (f *follower) followFrom(ctx context.Context, w io.Writer, flush func(), runID string, after int64, fresh *created) error {
+	defer f.feed.Read(runID)()
 	keep := time.NewTicker(f.keepAlive)
 	defer keep.Stop()
 	defer func() {
