@@ -11,7 +11,7 @@
 // that much over its live size before the next collection: after each
 // collection the GC percentage is set to max(Base, 100 × Floor / live),
 // at most Max. Once the live heap passes Floor the collector runs as Base
-// says — GOGC's, or DefaultBase (80) when GOGC is not set, which keeps a
+// says — GOGC's, or DefaultBase (70) when GOGC is not set, which keeps a
 // busy process's peak lower than the runtime's 100 would; only an idle or
 // lightly loaded one keeps up to Floor more garbage. The default, 8 MiB,
 // halves the collections of a 12-step turn against the old binary's (0.48
@@ -51,18 +51,18 @@ type Config struct {
 }
 
 // DefaultBase is Base when GOGC is not set: at and above the floor the
-// heap grows by 80 % of its live size before a collection, not the
-// runtime's 100 %. Above the floor many runs are live at once, and the
-// garbage that headroom holds, with the pages it leaves resident, is much
-// of the process's peak, while the collector is much of its CPU (a
-// quarter or more of it with 100 concurrent 12-step turns, the
-// benchmark's W3). Measured in alternation over ten rounds of W3, both
-// drivers, against 60: CPU a turn 0.87× with 80 and 0.84× with 100, the
-// peak 104–110 MiB with 80 against 99–106 with 60 and 109–119 with 100
-// (whose peak passed W3's 120 MB limit; 80 stays under it). Below the
-// floor the floor decides, so a lightly loaded process collects as seldom
-// as before.
-const DefaultBase = 80
+// heap grows by 70 % of its live size before a collection, not the
+// runtime's 100 %. Above the floor many runs are live at once; the garbage
+// that headroom holds, with the pages it leaves resident, is much of the
+// process's peak, while the collector is much of its CPU (a quarter or
+// more of it with 100 concurrent 12-step turns, the benchmark's W3). W3 in
+// alternation, both drivers, one session: against 60, CPU a turn
+// 0.90–0.93× with 70 (four rounds), 0.87× with 80 (ten) and 0.84× with 100
+// (six); the peak 99–106 MiB with 60, 101–108 with 70, 104–112 with 80 and
+// 109–119 with 100 — 80 within 2 MiB of W3's 120 MB (114.4 MiB) limit, 100
+// past it. Below the floor the floor decides, so a lightly loaded process
+// collects as seldom as before.
+const DefaultBase = 70
 
 // Tuner adjusts the GC percentage after each collection.
 type Tuner struct {
