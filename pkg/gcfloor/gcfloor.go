@@ -13,11 +13,19 @@
 // at most Max. Once the live heap passes Floor the collector runs as Base
 // says — GOGC's, or DefaultBase (70) when GOGC is not set, which keeps a
 // busy process's peak lower than the runtime's 100 would; only an idle or
-// lightly loaded one keeps up to Floor more garbage. The default, 8 MiB,
-// halves the collections of a 12-step turn against the old binary's (0.48
-// against 0.85 a turn; 1.5 without a floor) and moved the peak of 100
-// concurrent turns by 1–2 MiB, within the benchmark's noise; 16 MiB made
-// it 0.22 a turn but the peak some 5 MiB higher.
+// lightly loaded one keeps up to Floor more garbage. The default is 16
+// MiB. 8 MiB halved the collections of a 12-step turn against the old
+// binary's (0.48 against 0.85 a turn; 1.5 without a floor); 16 MiB halves
+// them again, and lets a burst of requests reaching an idle process get
+// its first responses out before the first collection: 500 at once (the
+// benchmark's W4) had their first event's p99 0.78× and 0.70× of 8 MiB's,
+// eight rounds each, with 0.90× the CPU a request; W2's CPU a turn
+// 0.86–0.92×; W3's peak unchanged (above the floor Base decides), the
+// peaks of W2 and W4 some 5 MiB higher. It costs page faults: the
+// runtime's scavenger keeps only a tenth over the heap in use at the last
+// collection, so the headroom's pages are returned and faulted in again
+// (W2 30 → 80 a turn; a fresh process's first turns 1.15–1.8×) — on a
+// machine where a fault costs 10 µs rather than 1.5, that ate the gain.
 //
 // Start it once per process (cmd does); it re-arms itself after every
 // collection through a finalizer, so it has no goroutine of its own, and
@@ -41,7 +49,7 @@ import (
 // Config sets the floor.
 type Config struct {
 	// Floor is how many bytes the heap may grow over its live size before
-	// a collection at least (default 8 MiB).
+	// a collection at least (default 16 MiB).
 	Floor uint64
 	// Base is the GC percentage in effect at and above the floor (default:
 	// GOGC's when it is a number, off is -1; else DefaultBase).
@@ -78,7 +86,7 @@ type Tuner struct {
 // returns nil, and does nothing, when the collector is off (GOGC=off).
 func Start(cfg Config) (*Tuner, error) {
 	if cfg.Floor == 0 {
-		cfg.Floor = 8 << 20
+		cfg.Floor = 16 << 20
 	}
 	if cfg.Base == 0 {
 		cfg.Base = percentOf(os.Getenv("GOGC"))
