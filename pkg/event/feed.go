@@ -64,6 +64,9 @@ type feedRun struct {
 	// closed: the run ended with done and is kept a moment (closedLinger)
 	// for the followers its last events woke.
 	closed bool
+	// linger drops a closed run when its time is up; stopped when its last
+	// reader drops it first, so that the timer does not hold its events.
+	linger *time.Timer
 }
 
 // closedLinger is how long, at most, a Feed keeps a run that ended with
@@ -145,7 +148,7 @@ func (f *Feed) Close(runID string) {
 		return
 	}
 	r.closed = true
-	time.AfterFunc(f.linger, func() {
+	r.linger = time.AfterFunc(f.linger, func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.runs[runID] == r {
@@ -177,6 +180,8 @@ func (f *Feed) unread(runID string) {
 	delete(f.readers, runID)
 	if r, ok := f.runs[runID]; ok && r.closed {
 		delete(f.runs, runID)
+		r.linger.Stop()
+		r.events = nil
 	}
 }
 

@@ -145,10 +145,13 @@ func TestFeedKeepsAFinishedRunOnlyForItsReaders(t *testing.T) {
 		a()
 		a() // done twice counts once
 		require.True(t, held(f, "r"), "b still reads it")
+		r := f.runs["r"]
 		b()
 		require.False(t, held(f, "r"), "the last reader is done")
 		require.Empty(t, f.runs)
 		require.Empty(t, f.readers)
+		require.Nil(t, r.events, "its events are let go at once")
+		require.False(t, r.linger.Stop(), "its linger no longer holds it")
 	})
 	t.Run("a reader done before the end", func(t *testing.T) {
 		t.Parallel()
