@@ -20,8 +20,9 @@
 // its first responses out before the first collection: 500 at once (the
 // benchmark's W4) had their first event's p99 0.78× and 0.70× of 8 MiB's,
 // eight rounds each, with 0.90× the CPU a request; W2's CPU a turn
-// 0.86–0.92×; W3's peak unchanged (above the floor Base decides), the
-// peaks of W2 and W4 some 5 MiB higher. It costs page faults: the
+// 0.86–0.92×; W3's peak unchanged (near it the live heap is some 22 MB,
+// where the floor asks about Base), the peaks of W2 and W4 some 5 MiB
+// higher. It costs page faults: the
 // runtime's scavenger keeps only a tenth over the heap in use at the last
 // collection, so the headroom's pages are returned and faulted in again
 // (W2 30 → 80 a turn; a fresh process's first turns 1.15–1.8×) — on a
