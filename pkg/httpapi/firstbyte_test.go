@@ -5,7 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"iter"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,4 +155,73 @@ func (g *gatedStore) chat(t *testing.T, model agents.Model) func(cfg *httpapi.AP
 		require.NoError(t, err)
 		cfg.Chat = svc
 	}
+}
+
+// TestFirstEventLeavesWithTheHeaders: a streamed turn's response headers
+// and its first frame go out in one write of the server's, not two (each
+// write a system call and a wake-up of the client's reader).
+func TestFirstEventLeavesWithTheHeaders(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t, persistence.DriverSQLite, says("Hello."), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	writes := &writeLog{Listener: ln}
+	ts := httptest.NewUnstartedServer(env.srv.Handler())
+	require.NoError(t, ts.Listener.Close())
+	ts.Listener = writes
+	ts.Start()
+	t.Cleanup(ts.Close)
+	env.url = ts.URL
+
+	resp := env.request(t, context.Background(), "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi"})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	frames := readStream(t, resp)
+	require.Equal(t, "agent_state", frames[0].Type)
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+
+	first := writes.first()
+	require.True(t, strings.HasPrefix(first, "HTTP/1.1 200 OK\r\n"), "the first write holds the headers: %q", first)
+	require.Contains(t, first, "text/event-stream")
+	require.Contains(t, first, "\r\n\r\n", "all of them")
+	require.Contains(t, first, "event: agent_state\n", "and the first frame")
+	require.Contains(t, first, `"state":"thinking"`)
+}
+
+// writeLog is a listener whose connections remember what the server wrote,
+// one entry a Write.
+type writeLog struct {
+	net.Listener
+	mu     sync.Mutex
+	writes []string
+}
+
+func (l *writeLog) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &loggedConn{Conn: c, log: l}, nil
+}
+
+// first is the first write to any connection ("" when none).
+func (l *writeLog) first() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.writes) == 0 {
+		return ""
+	}
+	return l.writes[0]
+}
+
+type loggedConn struct {
+	net.Conn
+	log *writeLog
+}
+
+func (c *loggedConn) Write(p []byte) (int, error) {
+	c.log.mu.Lock()
+	c.log.writes = append(c.log.writes, string(p))
+	c.log.mu.Unlock()
+	return c.Conn.Write(p)
 }

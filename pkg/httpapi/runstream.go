@@ -70,8 +70,15 @@ func (s *runStreams) detached(onDisconnect string) (bool, error) {
 	return onDisconnect == OnContinue, nil
 }
 
-// openSSE writes the headers of an event stream.
+// openSSE writes the headers of an event stream and sends them.
 func openSSE(c echo.Context) {
+	sseHeaders(c)
+	c.Response().Flush()
+}
+
+// sseHeaders is openSSE without the flush, for a handler whose first frame
+// follows at once: the headers then leave with it, in one write.
+func sseHeaders(c echo.Context) {
 	w := c.Response()
 	h := w.Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
@@ -79,7 +86,6 @@ func openSSE(c echo.Context) {
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	w.Flush()
 }
 
 // logRun creates run with the events the handler knows already — first,

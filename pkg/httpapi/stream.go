@@ -126,7 +126,9 @@ func (h *turnHandlers) stream(c echo.Context) error {
 // created with its job (its log starts with that same event).
 func (h *turnHandlers) streamTurn(c echo.Context, turn *chat.Turn, detach bool) error {
 	ctx := c.Request().Context()
-	openSSE(c)
+	// The headers leave with the first frame, one write (and one read of
+	// the client's) instead of two.
+	sseHeaders(c)
 	var first event.Envelope
 	turn.AnnounceThinking(ctx, event.NewEmitter(event.SinkFunc(func(_ context.Context, e event.Envelope) {
 		e.Seq = 1
