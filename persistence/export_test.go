@@ -9,6 +9,10 @@ func (l *RunLog) PipelineStats() (roundTrips, statements int64) {
 	return s.roundTrips.Load(), s.statements.Load()
 }
 
+// PipelineReserved returns how many bytes the run log's pipelines reserved
+// in their connections' write buffers (PostgreSQL).
+func (l *RunLog) PipelineReserved() int64 { return l.writer.tx.stats.reserved.Load() }
+
 // CheckpointsMade returns how many checkpoints the background
 // checkpointer of a SQLite file made (0 without one).
 func (db *DB) CheckpointsMade() int64 {

@@ -132,10 +132,10 @@ type pipeline struct {
 	merge bool
 }
 
-// pipeStats counts what a run log's pipelines sent: round trips and the
-// statements in them.
+// pipeStats counts what a run log's pipelines sent: round trips, the
+// statements in them, and the bytes reserved for them (reserve).
 type pipeStats struct {
-	roundTrips, statements atomic.Int64
+	roundTrips, statements, reserved atomic.Int64
 }
 
 type pipeItem struct {
@@ -293,13 +293,23 @@ func (p *pipeline) send(ctx context.Context, items []pipeItem) error {
 			return err
 		}
 		b := &pgx.Batch{}
+		size := 0
 		for _, it := range items {
 			args, err := pipeArgs(it.args)
 			if err != nil {
 				return err
 			}
 			b.Queue(it.query, args...)
+			size += encodedSize(args)
 		}
+		// pgx encodes the batch into the connection's write buffer, which
+		// it gives up after every flush larger than 1 KiB; grown append
+		// by append (by a quarter at a time past 256 bytes), it made some
+		// four times the batch's bytes of garbage — a tenth of what a
+		// 12-step turn allocated on PostgreSQL, on pages a fresh process
+		// faults in. Reserved first, it is one allocation.
+		conn.PgConn().Frontend().Send(reserve(size))
+		p.stats.reserved.Add(int64(size))
 		br := conn.SendBatch(ctx, b)
 		var first error
 		for _, it := range items {
@@ -456,4 +466,38 @@ func failsAt(ctx context.Context, at int, err error) error {
 		return err
 	}
 	return failedWrite(ctx, at, err)
+}
+
+// reserve is a message of no bytes: sent first, it gives the connection's
+// write buffer room for n more bytes in one allocation.
+type reserve int
+
+func (reserve) Frontend() {}
+
+func (reserve) Decode([]byte) error { return errors.New("persistence: reserve is never read") }
+
+func (n reserve) Encode(dst []byte) ([]byte, error) {
+	if cap(dst)-len(dst) >= int(n) {
+		return dst, nil
+	}
+	return append(make([]byte, 0, len(dst)+int(n)), dst...), nil
+}
+
+// encodedSize is about what a statement with args takes in the write
+// buffer, a little more rather than less: its Bind (each argument's length,
+// format and bytes; 32 for one that is not text), Describe and Execute.
+func encodedSize(args []any) int {
+	n := 96
+	for _, a := range args {
+		n += 8
+		switch v := a.(type) {
+		case string:
+			n += len(v)
+		case []byte:
+			n += len(v)
+		default:
+			n += 32
+		}
+	}
+	return n
 }

@@ -1,8 +1,12 @@
 package persistence
 
 import (
+	"bytes"
+	"io"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/stretchr/testify/require"
 )
 
@@ -68,4 +72,39 @@ func TestAssertedStatementsFailOnTheServer(t *testing.T) {
 	require.Equal(t, items[4].query, got[4].query, "rows that only inform are read as they are")
 	require.False(t, got[4].asserted)
 	require.Equal(t, items[5].query, got[5].query)
+}
+
+// A batch's statements are encoded into the connection's write buffer: with
+// its size reserved first the buffer is one allocation (and the fresh 1
+// KiB one pgx takes after the flush), where appending grew it a quarter at
+// a time. Not parallel: AllocsPerRun counts the whole process's
+// allocations.
+func TestReservedWriteBufferTakesABatchAtOnce(t *testing.T) {
+	var args []any
+	var params [][]byte
+	for i := range 300 {
+		s := strings.Repeat(string(rune('a'+i%26)), 200+i)
+		args = append(args, s)
+		params = append(params, []byte(s))
+	}
+	args = append(args, int64(7))
+	params = append(params, []byte("7"))
+	send := func(reserved bool) float64 {
+		fe := pgproto3.NewFrontend(bytes.NewReader(nil), io.Discard)
+		return testing.AllocsPerRun(20, func() {
+			if reserved {
+				fe.Send(reserve(encodedSize(args)))
+			}
+			fe.SendBind(&pgproto3.Bind{PreparedStatement: "stmtcache_0123456789abcdef0123456789abcdef0123456789abcdef",
+				ParameterFormatCodes: []int16{0}, Parameters: params, ResultFormatCodes: []int16{1}})
+			fe.SendDescribe(&pgproto3.Describe{ObjectType: 'P'})
+			fe.SendExecute(&pgproto3.Execute{})
+			fe.SendSync(&pgproto3.Sync{})
+			require.NoError(t, fe.Flush())
+		})
+	}
+	grown, reserved := send(false), send(true)
+	t.Logf("allocations: %v grown, %v reserved", grown, reserved)
+	require.LessOrEqual(t, reserved, 3.0, "reserved: one buffer for the batch, the Bind message, and the buffer pgx takes after the flush")
+	require.GreaterOrEqual(t, grown-reserved, 8.0, "without a reservation the buffer grows append by append")
 }

@@ -542,6 +542,7 @@ func TestRunLogPipelinesABatch(t *testing.T) {
 	// fails on the server as one of them matches no row; each alone, which
 	// finds that write at fault (dropped); the rest, alone still.
 	require.Equal(t, int64(3), trips, "one round trip an attempt")
+	require.Greater(t, l.PipelineReserved(), int64(3*64), "each round trip's bytes reserved in the write buffer first")
 	require.Equal(t, int64((1+1+1+1+1)+(1+1+4+1+1)+(1+1+3+1+1)), stmts)
 }
 
