@@ -41,7 +41,8 @@ func PlanOf(e Envelope) string {
 // publishes each run's events once they are committed, in seq order, and
 // followers of a run or a plan read them from here and wait on its wake
 // channels. A Feed keeps the committed events of the runs that are live in
-// this process; a run that is not (it finished, or another process runs it)
+// this process, until a run's only reader has read them (forget); a run
+// that is not live here (it finished, or another process runs it)
 // is read from the store, and its followers wait on RunWake, which another
 // process's commits close (WakeRuns, called for the notices of PostgreSQL
 // LISTEN/NOTIFY). It is safe for concurrent use.
@@ -208,11 +209,30 @@ func (f *Feed) Since(runID string, after int64) (evs []Envelope, wake <-chan str
 	if i := after - r.base; i < int64(len(r.events)) {
 		evs = append([]Envelope(nil), r.events[i:]...)
 	}
+	if !r.closed && f.readers[runID] == 1 {
+		r.forget(after)
+	}
 	if r.closed && len(evs) == 0 {
 		// Over, and nothing left to read: as a run not live here.
 		return nil, nil, false
 	}
 	return evs, r.wake, true
+}
+
+// forget drops the events up to seq after, which the run's only reader
+// has read: a run's events stay in the heap, marked by every collection,
+// only until its follower wrote them (with 100 turns at once some 10 MB
+// were held so, a fifth of the live heap). A follower that joins later,
+// or reconnects, reads them from the store, where they are anyway (Since:
+// after older than what the feed holds).
+func (r *feedRun) forget(after int64) {
+	i := min(after-r.base, int64(len(r.events)))
+	if i <= 0 {
+		return
+	}
+	clear(r.events[:i])
+	r.events = r.events[i:]
+	r.base += i
 }
 
 // Live reports whether runID is live in this process.

@@ -184,3 +184,49 @@ func TestFeedKeepsAFinishedRunOnlyForItsReaders(t *testing.T) {
 		require.Len(t, evs, 1)
 	})
 }
+
+// A live run's events stay in the feed until its only reader read them; a
+// follower that joins later reads them from the store. With two readers
+// nothing is forgotten: either may still need them.
+func TestFeedForgetsWhatItsOnlyReaderRead(t *testing.T) {
+	t.Parallel()
+	text := func(seq int64) Envelope { return Envelope{Seq: seq, Event: Text{Content: "x"}} }
+	f := NewFeed()
+	done := f.Read("r")
+	defer done()
+	f.Open("r", 0)
+	f.Publish("r", []Envelope{text(1), text(2), text(3)})
+
+	evs, _, ok := f.Since("r", 0)
+	require.True(t, ok)
+	require.Len(t, evs, 3)
+	require.Len(t, f.runs["r"].events, 3, "nothing read yet")
+	f.Publish("r", []Envelope{text(4)})
+	held := f.runs["r"].events[:3:3]
+	evs, _, ok = f.Since("r", 3)
+	require.True(t, ok)
+	require.Equal(t, int64(4), evs[0].Seq)
+	require.Len(t, f.runs["r"].events, 1, "what the reader read is forgotten")
+	require.Equal(t, [3]Envelope{}, [3]Envelope(held), "and let go of")
+
+	late := f.Read("r") // a second follower, from the start
+	_, wake, ok := f.Since("r", 0)
+	require.False(t, ok, "it reads seq 1–3 from the store")
+	require.NotNil(t, wake, "and waits here, the run is live")
+	f.Publish("r", []Envelope{text(5)})
+	evs, _, ok = f.Since("r", 4)
+	require.True(t, ok)
+	require.Len(t, evs, 1)
+	evs, _, ok = f.Since("r", 3)
+	require.True(t, ok, "with two readers nothing is forgotten")
+	require.Len(t, evs, 2)
+
+	late()
+	f.Since("r", 5)
+	require.Empty(t, f.runs["r"].events, "one reader again")
+	f.Publish("r", []Envelope{{Seq: 6, Event: Done{FinishedReason: FinishedCompleted}}})
+	f.Close("r")
+	evs, _, ok = f.Since("r", 5)
+	require.True(t, ok, "a run that ended with done is kept for its reader")
+	require.Equal(t, TypeDone, evs[0].Event.Type())
+}
