@@ -75,12 +75,17 @@ func report(out io.Writer, results []result, quick bool) {
 	}
 	byTurn := false
 	for _, r := range results {
-		if len(r.Failures) == 0 && len(r.CPUByTurn) > 0 {
+		if len(r.Failures) == 0 && (len(r.CPUByTurn) > 0 || len(r.ThenCPU) > 0) {
 			if !byTurn {
 				fmt.Fprintln(out, "\nserver CPU by turn, in order (a fresh server's first turns pay for what its start left to do):")
 				byTurn = true
 			}
-			fmt.Fprintf(out, "- %s %s: %s\n", r.Driver, r.Workload.Name, cpuByTurn(r.CPUByTurn))
+			if len(r.CPUByTurn) > 0 {
+				fmt.Fprintf(out, "- %s %s: %s\n", r.Driver, r.Workload.Name, cpuByTurn(r.CPUByTurn))
+			}
+			if len(r.ThenCPU) > 0 {
+				fmt.Fprintf(out, "- %s %s, %s\n", r.Driver, r.Workload.Name, thenCPU(r.Workload.Turns, r.ThenCPU))
+			}
 		}
 	}
 	if quick {
@@ -129,6 +134,19 @@ func cpuByTurn(by []time.Duration) string {
 		s += fmt.Sprintf("; turns %d–%d: %.1f ms on average", len(shown)+1, len(by), ms(sum/time.Duration(len(rest))))
 	}
 	return s
+}
+
+// thenCPU is a workload's ThenCPU, the turns after its measured ones
+// (after of them): their mean and range, not compared with the targets.
+func thenCPU(after int, by []time.Duration) string {
+	var sum time.Duration
+	lo, hi := by[0], by[0]
+	for _, d := range by {
+		sum += d
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	return fmt.Sprintf("then turns %d–%d on the same server (warm; not compared with the targets): %.1f ms on average (%.1f–%.1f)",
+		after+1, after+len(by), ms(sum/time.Duration(len(by))), ms(lo), ms(hi))
 }
 
 func orNA(ok bool, s string) string {

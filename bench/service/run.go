@@ -29,6 +29,10 @@ type result struct {
 	// to do, which the mean hides. Nil for a concurrent workload, for
 	// -paired turns and when /proc is unreadable.
 	CPUByTurn []time.Duration
+	// ThenCPU is the server's CPU time during each of the workload's Then
+	// turns, after the measured ones: a warm server's. Nil when there are
+	// none or /proc is unreadable.
+	ThenCPU []time.Duration
 	// DBCPUPerTurn is the CPU time of the server's PostgreSQL backends
 	// during the measured turns, divided by their number; 0 on SQLite and
 	// when the database is not on this machine.
@@ -123,7 +127,35 @@ func runWorkload(ctx context.Context, env *environment, driver string, w workloa
 		}
 	}
 	b.figures(ctx, turns, shot, before, after)
+	if !w.Concurrent && len(b.res.Failures) == 0 {
+		b.then(ctx)
+	}
 	return
+}
+
+// then runs the workload's Then turns after the measured ones and reads
+// the server's CPU around each (ThenCPU); a turn that does not end as it
+// must is a failure like a measured one's.
+func (b *bench) then(ctx context.Context) {
+	var cpu []time.Duration
+	for i := range b.w.Then {
+		start, err := procCPU(b.srv.PID, b.env.tick)
+		t := b.c.turn(ctx, b.w)
+		end, endErr := procCPU(b.srv.PID, b.env.tick)
+		if t.Err == nil {
+			t.Err = b.c.verify(ctx, b.w, t)
+		}
+		if t.Err != nil {
+			b.res.Failures = append(b.res.Failures, fmt.Sprintf("turn %d after the measured ones: %v", i+1, t.Err))
+			return
+		}
+		if err = errors.Join(err, endErr); err != nil {
+			b.env.note("server CPU of the turns after the measured ones not measured: %v", err)
+			return
+		}
+		cpu = append(cpu, end-start)
+	}
+	b.res.ThenCPU = cpu
 }
 
 // runPaired runs a sequential workload on two servers at once, one of each
