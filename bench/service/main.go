@@ -27,8 +27,8 @@
 // found by their application_name, when the database runs on this
 // machine), context switches per turn (every thread's, from
 // /proc/<pid>/task/*/status), page faults per turn (/proc/<pid>/stat) and
-// peak RSS (VmHWM), the server's CPU by turn (for W1, also that of ten
-// more turns on the same server after the measured five: a warm server's,
+// peak RSS (VmHWM), the server's CPU by turn (for W1, also that of
+// fifteen more turns on the same server after the measured five: a warm server's,
 // not compared with the targets), then the issue's targets with measured
 // / limit. Before
 // the first workload and after the last it prints what a system call, a
@@ -46,7 +46,7 @@
 //
 // The flags default to BENCH_DRIVERS, BENCH_WORKLOADS and BENCH_QUICK=1.
 // -quick runs 1, 3 (after 1 warm-up), 4 and 10 turns instead of 5, 50, 100
-// and 500 (and 2 after W1's instead of 10), with the same delays. PostgreSQL that was not asked for by name
+// and 500 (and 2 after W1's instead of 15), with the same delays. PostgreSQL that was not asked for by name
 // and is not configured or reachable is skipped with a message saying so;
 // asked for by name (or with REQUIRE_POSTGRES=1), it is an error. -perf DIR
 // records each server with `perf record -g` while its turns are measured

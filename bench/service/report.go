@@ -137,7 +137,9 @@ func cpuByTurn(by []time.Duration) string {
 }
 
 // thenCPU is a workload's ThenCPU, the turns after its measured ones
-// (after of them): their mean and range, not compared with the targets.
+// (after of them), not compared with the targets: their median — a
+// process's first collection may fall among them, and a fresh one's heap
+// is still being faulted in at first — then mean and range.
 func thenCPU(after int, by []time.Duration) string {
 	var sum time.Duration
 	lo, hi := by[0], by[0]
@@ -145,8 +147,8 @@ func thenCPU(after int, by []time.Duration) string {
 		sum += d
 		lo, hi = min(lo, d), max(hi, d)
 	}
-	return fmt.Sprintf("then turns %d–%d on the same server (warm; not compared with the targets): %.1f ms on average (%.1f–%.1f)",
-		after+1, after+len(by), ms(sum/time.Duration(len(by))), ms(lo), ms(hi))
+	return fmt.Sprintf("then turns %d–%d on the same server (warm; not compared with the targets): median %.1f ms, mean %.1f (%.1f–%.1f)",
+		after+1, after+len(by), ms(median(by)), ms(sum/time.Duration(len(by))), ms(lo), ms(hi))
 }
 
 func orNA(ok bool, s string) string {

@@ -88,7 +88,7 @@ func TestCPUByTurn(t *testing.T) {
 	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 ms", cpuByTurn(by))
 	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 / 19.0 ms; turns 6–8: 11.0 ms on average", cpuByTurn(millis(40, 30, 25, 20, 19, 10, 11, 12)))
 
-	require.Equal(t, "then turns 6–8 on the same server (warm; not compared with the targets): 12.0 ms on average (10.0–15.0)",
+	require.Equal(t, "then turns 6–8 on the same server (warm; not compared with the targets): median 11.0 ms, mean 12.0 (10.0–15.0)",
 		thenCPU(5, millis(11, 15, 10)))
 
 	var out bytes.Buffer
@@ -98,6 +98,6 @@ func TestCPUByTurn(t *testing.T) {
 		{Driver: "postgres", Workload: workload{Name: "W1"}, CPUByTurn: millis(1, 2), ThenCPU: millis(1), Failures: []string{"turn 2: no done"}},
 	}, true)
 	require.Contains(t, out.String(), "\nserver CPU by turn, in order (a fresh server's first turns pay for what its start left to do):\n- sqlite W1: 40.0 / 20.0 ms\n"+
-		"- sqlite W1, then turns 3–4 on the same server (warm; not compared with the targets): 13.0 ms on average (12.0–14.0)\n\n")
+		"- sqlite W1, then turns 3–4 on the same server (warm; not compared with the targets): median 13.0 ms, mean 13.0 (12.0–14.0)\n\n")
 	require.NotContains(t, out.String(), "postgres W1", "a failed workload has no figures")
 }

@@ -58,7 +58,7 @@ const (
 func workloads(quick bool) []workload {
 	ws := []workload{
 		{Name: "W1", Title: "one run, 3 layers × 4 steps, L = 50 ms, T = 20 ms (median of 5)",
-			ModelDelay: 50 * time.Millisecond, ToolDelay: 20 * time.Millisecond, Plan: true, Turns: 5, Then: 10},
+			ModelDelay: 50 * time.Millisecond, ToolDelay: 20 * time.Millisecond, Plan: true, Turns: 5, Then: 15},
 		{Name: "W2", Title: "cost per step, L = T = 0 (median of 50 after 5 warm-ups)",
 			Plan: true, Warmups: 5, Turns: 50},
 		{Name: "W3", Title: "100 concurrent W1 turns, one shot",
