@@ -188,6 +188,7 @@ var figures = []figure{
 	{"per step", func(r result) (float64, bool) { return ms(r.Wall) / planSteps, r.Workload.Name == "W2" }, "ms"},
 	{"first event p99", func(r result) (float64, bool) { return ms(r.FirstEventP99), true }, "ms"},
 	{"server CPU / turn", func(r result) (float64, bool) { return ms(r.CPUPerTurn), r.CPUPerTurn > 0 }, "ms"},
+	{"then, warm: CPU / turn (median)", func(r result) (float64, bool) { return ms(median(r.ThenCPU)), len(r.ThenCPU) > 0 }, "ms"},
 	{"database CPU / turn", func(r result) (float64, bool) { return ms(r.DBCPUPerTurn), r.DBCPUPerTurn > 0 }, "ms"},
 	{"context switches / turn", func(r result) (float64, bool) { return r.SwitchesPerTurn, r.SwitchesPerTurn > 0 }, ""},
 	{"page faults / turn", func(r result) (float64, bool) { return r.FaultsPerTurn, r.FaultsMeasured }, ""},

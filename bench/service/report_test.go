@@ -46,6 +46,10 @@ func TestCompare(t *testing.T) {
 		this[i].WrittenPerTurn, this[i].WrittenMeasured = written, true
 		against[i].WrittenPerTurn, against[i].WrittenMeasured = 1250*kib, true
 	}
+	for i, warm := range map[int][]time.Duration{0: millis(9, 12, 10), 2: millis(11)} {
+		this[i].ThenCPU = warm
+		against[i].ThenCPU = millis(20, 21, 19)
+	}
 	var out bytes.Buffer
 	compare(&out, this, against)
 	got := out.String()
@@ -57,6 +61,7 @@ func TestCompare(t *testing.T) {
 		"| sqlite | W2 | page faults / turn | 400 / 200 | 600 / 600 | 0.50× |",
 		"| sqlite | W2 | commits / turn | 5.00 / 6.00 | 11 / 11 | 0.50× |",
 		"| sqlite | W2 | written / turn | 900 / 1100 KiB | 1250 / 1250 KiB | 0.80× |",
+		"| sqlite | W2 | then, warm: CPU / turn (median) | 10 / 11 ms | 20 / 20 ms | 0.53× |",
 		"| sqlite | W3 | | FAILED or missing on a tree: not compared | | |",
 	} {
 		require.Contains(t, got, want)
@@ -71,13 +76,6 @@ func TestCompare(t *testing.T) {
 // no split rather than a wrong one.
 func TestCPUByTurn(t *testing.T) {
 	t.Parallel()
-	millis := func(v ...float64) []time.Duration {
-		out := make([]time.Duration, len(v))
-		for i, x := range v {
-			out[i] = time.Duration(x * float64(time.Millisecond))
-		}
-		return out
-	}
 	b := &bench{turnsCPU: millis(140, 170, 195)}
 	by := b.splitByTurn(100*time.Millisecond, 215*time.Millisecond, 4)
 	require.Equal(t, millis(40, 30, 25, 20), by)
@@ -100,4 +98,13 @@ func TestCPUByTurn(t *testing.T) {
 	require.Contains(t, out.String(), "\nserver CPU by turn, in order (a fresh server's first turns pay for what its start left to do):\n- sqlite W1: 40.0 / 20.0 ms\n"+
 		"- sqlite W1, then turns 3–4 on the same server (warm; not compared with the targets): median 13.0 ms, mean 13.0 (12.0–14.0)\n\n")
 	require.NotContains(t, out.String(), "postgres W1", "a failed workload has no figures")
+}
+
+// millis is durations of v milliseconds each.
+func millis(v ...float64) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x * float64(time.Millisecond))
+	}
+	return out
 }
