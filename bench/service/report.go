@@ -127,11 +127,7 @@ func cpuByTurn(by []time.Duration) string {
 	}
 	s := strings.Join(parts, " / ") + " ms"
 	if rest := by[len(shown):]; len(rest) > 0 {
-		var sum time.Duration
-		for _, d := range rest {
-			sum += d
-		}
-		s += fmt.Sprintf("; turns %d–%d: %.1f ms on average", len(shown)+1, len(by), ms(sum/time.Duration(len(rest))))
+		s += fmt.Sprintf("; turns %d–%d: %.1f ms on average", len(shown)+1, len(by), ms(mean(rest)))
 	}
 	return s
 }
@@ -141,14 +137,8 @@ func cpuByTurn(by []time.Duration) string {
 // process's first collection may fall among them, and a fresh one's heap
 // is still being faulted in at first — then mean and range.
 func thenCPU(after int, by []time.Duration) string {
-	var sum time.Duration
-	lo, hi := by[0], by[0]
-	for _, d := range by {
-		sum += d
-		lo, hi = min(lo, d), max(hi, d)
-	}
 	return fmt.Sprintf("then turns %d–%d on the same server (warm; not compared with the targets): median %.1f ms, mean %.1f (%.1f–%.1f)",
-		after+1, after+len(by), ms(median(by)), ms(sum/time.Duration(len(by))), ms(lo), ms(hi))
+		after+1, after+len(by), ms(median(by)), ms(mean(by)), ms(slices.Min(by)), ms(slices.Max(by)))
 }
 
 func orNA(ok bool, s string) string {

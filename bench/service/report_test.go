@@ -46,9 +46,9 @@ func TestCompare(t *testing.T) {
 		this[i].WrittenPerTurn, this[i].WrittenMeasured = written, true
 		against[i].WrittenPerTurn, against[i].WrittenMeasured = 1250*kib, true
 	}
-	for i, warm := range map[int][]time.Duration{0: millis(9, 12, 10), 2: millis(11)} {
+	for i, warm := range map[int][]time.Duration{0: msList(9, 12, 10), 2: msList(11)} {
 		this[i].ThenCPU = warm
-		against[i].ThenCPU = millis(20, 21, 19)
+		against[i].ThenCPU = msList(20, 21, 19)
 	}
 	var out bytes.Buffer
 	compare(&out, this, against)
@@ -76,35 +76,26 @@ func TestCompare(t *testing.T) {
 // no split rather than a wrong one.
 func TestCPUByTurn(t *testing.T) {
 	t.Parallel()
-	b := &bench{turnsCPU: millis(140, 170, 195)}
+	b := &bench{turnsCPU: msList(140, 170, 195)}
 	by := b.splitByTurn(100*time.Millisecond, 215*time.Millisecond, 4)
-	require.Equal(t, millis(40, 30, 25, 20), by)
+	require.Equal(t, msList(40, 30, 25, 20), by)
 	require.Nil(t, b.splitByTurn(100*time.Millisecond, 215*time.Millisecond, 5), "a reading short")
 	require.Nil(t, (&bench{}).splitByTurn(0, time.Millisecond, 1), "one turn: nothing to split")
-	require.Nil(t, (&bench{turnsCPU: millis(1), turnsCPUErr: errors.New("gone")}).splitByTurn(0, 2*time.Millisecond, 2), "a reading failed")
+	require.Nil(t, (&bench{turnsCPU: msList(1), turnsCPUErr: errors.New("gone")}).splitByTurn(0, 2*time.Millisecond, 2), "a reading failed")
 
 	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 ms", cpuByTurn(by))
-	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 / 19.0 ms; turns 6–8: 11.0 ms on average", cpuByTurn(millis(40, 30, 25, 20, 19, 10, 11, 12)))
+	require.Equal(t, "40.0 / 30.0 / 25.0 / 20.0 / 19.0 ms; turns 6–8: 11.0 ms on average", cpuByTurn(msList(40, 30, 25, 20, 19, 10, 11, 12)))
 
 	require.Equal(t, "then turns 6–8 on the same server (warm; not compared with the targets): median 11.0 ms, mean 12.0 (10.0–15.0)",
-		thenCPU(5, millis(11, 15, 10)))
+		thenCPU(5, msList(11, 15, 10)))
 
 	var out bytes.Buffer
 	report(&out, []result{
-		{Driver: "sqlite", Workload: workload{Name: "W1", Turns: 2}, CPUByTurn: millis(40, 20), ThenCPU: millis(12, 14)},
+		{Driver: "sqlite", Workload: workload{Name: "W1", Turns: 2}, CPUByTurn: msList(40, 20), ThenCPU: msList(12, 14)},
 		{Driver: "sqlite", Workload: workload{Name: "W3", Concurrent: true}},
-		{Driver: "postgres", Workload: workload{Name: "W1"}, CPUByTurn: millis(1, 2), ThenCPU: millis(1), Failures: []string{"turn 2: no done"}},
+		{Driver: "postgres", Workload: workload{Name: "W1"}, CPUByTurn: msList(1, 2), ThenCPU: msList(1), Failures: []string{"turn 2: no done"}},
 	}, true)
 	require.Contains(t, out.String(), "\nserver CPU by turn, in order (a fresh server's first turns pay for what its start left to do):\n- sqlite W1: 40.0 / 20.0 ms\n"+
 		"- sqlite W1, then turns 3–4 on the same server (warm; not compared with the targets): median 13.0 ms, mean 13.0 (12.0–14.0)\n\n")
 	require.NotContains(t, out.String(), "postgres W1", "a failed workload has no figures")
-}
-
-// millis is durations of v milliseconds each.
-func millis(v ...float64) []time.Duration {
-	out := make([]time.Duration, len(v))
-	for i, x := range v {
-		out[i] = time.Duration(x * float64(time.Millisecond))
-	}
-	return out
 }

@@ -37,6 +37,13 @@ func TestMedian(t *testing.T) {
 	}
 }
 
+func TestMean(t *testing.T) {
+	t.Parallel()
+	require.Zero(t, mean(nil))
+	require.Equal(t, 7*time.Millisecond, mean(msList(7)))
+	require.Equal(t, 5500*time.Microsecond, mean(msList(9, 1, 5, 7)))
+}
+
 func TestPercentile(t *testing.T) {
 	t.Parallel()
 	hundred := make([]int, 100)
