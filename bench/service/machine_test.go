@@ -12,6 +12,8 @@ func TestMeasureMachine(t *testing.T) {
 	t.Parallel()
 	m := measureMachine()
 	require.Greater(t, m.HashRate, 1e6, "SHA-256 hashes more than a megabyte a second")
+	require.Positive(t, m.Rewake)
+	require.Less(t, m.Rewake, time.Millisecond)
 	if runtime.GOOS == "linux" {
 		require.Positive(t, m.Syscall)
 		require.Positive(t, m.PageFault)
@@ -22,7 +24,7 @@ func TestMeasureMachine(t *testing.T) {
 
 func TestMachineString(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "a system call 1.10 µs, a page fault 11.52 µs, SHA-256 1.57 GB/s",
-		machine{Syscall: 1100 * time.Nanosecond, PageFault: 11520 * time.Nanosecond, HashRate: 1.57e9}.String())
+	require.Equal(t, "a system call 1.10 µs, a page fault 11.52 µs, SHA-256 1.57 GB/s, a page read again after 50ms asleep 0.420 µs",
+		machine{Syscall: 1100 * time.Nanosecond, PageFault: 11520 * time.Nanosecond, HashRate: 1.57e9, Rewake: 420 * time.Nanosecond}.String())
 	require.Equal(t, "SHA-256 0.80 GB/s", machine{HashRate: 0.8e9}.String(), "what was not measured is left out")
 }
