@@ -43,7 +43,7 @@ type machine struct {
 const rewakeSleep = 50 * time.Millisecond
 
 // measureMachine measures this machine (best of a few rounds of each, so
-// that a moment's contention weighs less).
+// that a moment's contention weighs less; Rewake the median, see rewake).
 func measureMachine() machine {
 	m := machine{HashRate: hashRate()}
 	m.Syscall, m.PageFault = osCosts()
@@ -54,7 +54,7 @@ func measureMachine() machine {
 // rewake is the median of five rounds of reading 2,048 resident pages
 // again after sleeping rewakeSleep, per page: the median, not the best,
 // because what it measures is what a sleep costs, not how fast the
-// machine can be.
+// machine can be. It is at least a nanosecond: 0 means not measured.
 func rewake() time.Duration {
 	const pages = 2048
 	page := os.Getpagesize()
@@ -74,7 +74,7 @@ func rewake() time.Duration {
 	}
 	rewakeSink = sum
 	slices.Sort(rounds)
-	return rounds[len(rounds)/2]
+	return max(rounds[len(rounds)/2], time.Nanosecond)
 }
 
 // rewakeSink keeps rewake's reads from being optimized away.
