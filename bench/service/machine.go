@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 )
@@ -37,6 +36,21 @@ type machine struct {
 	// such machine the same W2 turn took 15 ms of CPU back to back and 38
 	// after half a second asleep.
 	Rewake time.Duration
+	// Wake is the CPU one thread is charged for a sleep of rewakeSleep
+	// and its wake-up, doing nothing else (nanosleep(2) on a locked
+	// thread, its CPU-time clock read before and after); 0 when not
+	// measured. On bare metal it is a few microseconds; on a virtual
+	// machine whose hypervisor takes part in every sleep and wake-up,
+	// tens. Every context switch a turn counts pays about this much.
+	Wake time.Duration
+	// TimerWake is what the same sleep costs a Go process: time.Sleep,
+	// the whole process's CPU-time clock before and after, in a process
+	// doing nothing else; 0 when not measured. Go's runtime wakes more
+	// than one thread for a timer (the one that runs it, sysmon, an idle
+	// one to take the next goroutine), so this is some Wakes. A W1 turn
+	// sleeps and wakes some forty times in its model and tool waits, W2's
+	// none: this is most of what W1 costs more than W2.
+	TimerWake time.Duration
 }
 
 // rewakeSleep is how long the process sleeps before Rewake's reads: W1's
@@ -44,12 +58,20 @@ type machine struct {
 const rewakeSleep = 50 * time.Millisecond
 
 // measureMachine measures this machine (best of a few rounds of each, so
-// that a moment's contention weighs less; Rewake the median, see rewake).
+// that a moment's contention weighs less; Rewake, Wake and TimerWake the
+// median, see rewake).
 func measureMachine() machine {
 	m := machine{HashRate: hashRate()}
 	m.Syscall, m.PageFault = osCosts()
 	m.Rewake = rewake()
+	m.Wake, m.TimerWake = wakeCosts()
 	return m
+}
+
+// measured is a median of rounds as a figure of the machine line: at
+// least a nanosecond, since 0 means not measured.
+func measured(rounds []time.Duration) time.Duration {
+	return max(median(rounds), time.Nanosecond)
 }
 
 // rewake is the median of five rounds of reading 2,048 resident pages
@@ -74,8 +96,7 @@ func rewake() time.Duration {
 		rounds = append(rounds, time.Since(start)/pages)
 	}
 	runtime.KeepAlive(sum) // the reads are not optimized away
-	slices.Sort(rounds)
-	return max(rounds[len(rounds)/2], time.Nanosecond)
+	return measured(rounds)
 }
 
 // hashRate is the best of five rounds of hashing 8 KiB blocks for ~10 ms.
@@ -107,6 +128,9 @@ func (m machine) String() string {
 	parts = append(parts, fmt.Sprintf("SHA-256 %.2f GB/s", m.HashRate/1e9))
 	if m.Rewake > 0 {
 		parts = append(parts, fmt.Sprintf("a page read again after %v asleep %.3f µs", rewakeSleep, float64(m.Rewake)/float64(time.Microsecond)))
+	}
+	if m.Wake > 0 && m.TimerWake > 0 {
+		parts = append(parts, fmt.Sprintf("a wake-up from %v asleep %.1f µs of CPU a thread, %.1f µs a Go process", rewakeSleep, float64(m.Wake)/float64(time.Microsecond), float64(m.TimerWake)/float64(time.Microsecond)))
 	}
 	return strings.Join(parts, ", ")
 }

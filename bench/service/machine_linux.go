@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -41,4 +42,46 @@ func osCosts() (syscall, fault time.Duration) {
 		}
 	}
 	return syscall, fault
+}
+
+// wakeCosts measures Wake and TimerWake: the median of five sleeps of
+// rewakeSleep each, 0 for one that could not be measured.
+func wakeCosts() (thread, process time.Duration) {
+	nanosleep := func() error {
+		return unix.Nanosleep(&unix.Timespec{Nsec: rewakeSleep.Nanoseconds()}, nil)
+	}
+	goSleep := func() error {
+		time.Sleep(rewakeSleep)
+		return nil
+	}
+	return wakeCost(unix.CLOCK_THREAD_CPUTIME_ID, nanosleep), wakeCost(unix.CLOCK_PROCESS_CPUTIME_ID, goSleep)
+}
+
+// wakeCost is the median CPU clock's advance over five calls of sleep,
+// on a thread of its own so that a thread's clock is sleep's; 0 when
+// the clock or sleep failed.
+func wakeCost(clock int32, sleep func() error) time.Duration {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	now := func() (time.Duration, error) {
+		var ts unix.Timespec
+		err := unix.ClockGettime(clock, &ts)
+		return time.Duration(ts.Nano()), err
+	}
+	rounds := make([]time.Duration, 0, 5)
+	for range 5 {
+		before, err := now()
+		if err != nil {
+			return 0
+		}
+		if err := sleep(); err != nil {
+			return 0
+		}
+		after, err := now()
+		if err != nil {
+			return 0
+		}
+		rounds = append(rounds, after-before)
+	}
+	return measured(rounds)
 }
