@@ -32,8 +32,8 @@
 // not compared with the targets), then the targets with measured
 // / limit. Before
 // the first workload and after the last it prints what a system call, a
-// page fault, hashing and a page read again after a sleep cost on the
-// machine then (machine.go): figures of
+// page fault, hashing, a page read again after a sleep and a wake-up from
+// a sleep cost on the machine then (machine.go): figures of
 // runs on different machines, or in different phases of a shared one,
 // compare only as far as those agree. A turn that does
 // not end completed (a plan workload: plan completed, 12 of 12 steps, each
