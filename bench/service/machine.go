@@ -49,7 +49,7 @@ type machine struct {
 	// than one thread for a timer (the one that runs it, sysmon, an idle
 	// one to take the next goroutine), so this is some Wakes. A W1 turn
 	// sleeps and wakes some forty times in its model and tool waits, W2's
-	// none: this is most of what W1 costs more than W2.
+	// none: this is a large part of what W1 costs more than W2.
 	TimerWake time.Duration
 }
 

@@ -8,20 +8,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Not parallel: TimerWake reads the whole process's CPU-time clock, which
+// tests running beside it would advance.
 func TestMeasureMachine(t *testing.T) {
-	t.Parallel()
 	m := measureMachine()
 	require.Greater(t, m.HashRate, 1e6, "SHA-256 hashes more than a megabyte a second")
 	require.Positive(t, m.Rewake)
 	require.Less(t, m.Rewake, time.Millisecond)
 	if runtime.GOOS == "linux" {
-		for name, d := range map[string]time.Duration{
-			"system call": m.Syscall, "page fault": m.PageFault,
-			"thread's wake-up": m.Wake, "process's wake-up": m.TimerWake,
-		} {
+		for name, d := range map[string]time.Duration{"system call": m.Syscall, "page fault": m.PageFault, "thread's wake-up": m.Wake} {
 			require.Positive(t, d, name)
-			require.Less(t, d, rewakeSleep/2, "%s: the sleep itself is not counted as CPU", name)
+			require.Less(t, d, time.Millisecond, name)
 		}
+		require.Positive(t, m.TimerWake)
+		require.Less(t, m.TimerWake, rewakeSleep/2, "a process's wake-up: the sleep itself is not counted as CPU")
 	}
 }
 
