@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"time"
 
@@ -52,14 +51,6 @@ func (w *logWriter) run() {
 			case <-w.hurry:
 				linger.Stop()
 			}
-		}
-		if !closed && w.cfg.Linger <= 0 {
-			// Commit now, but first let what is runnable run: parallel
-			// steps record their starts and ends at the same moment, and
-			// each would otherwise wait for a batch of its own (a yield,
-			// not a linger: no timer, nobody waits longer than the
-			// goroutines ready to run take to block).
-			runtime.Gosched()
 		}
 		for {
 			w.mu.Lock()

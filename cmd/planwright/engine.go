@@ -246,7 +246,6 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		AnyUser:      persistence.AnyUser,
 		Runs:         runs,
 		Queue:        js.runs,
-		Load:         js.load,
 		Feed:         feed,
 		Poll:         remotePoll(db),
 		Metrics:      m,

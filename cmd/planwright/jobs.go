@@ -18,7 +18,6 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
-	"github.com/planwright/planwright/pkg/procs"
 	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
 )
@@ -28,9 +27,6 @@ import (
 type jobSystem struct {
 	jobs *persistence.Jobs
 	runs *runs.Service
-	// load hears the runs in flight here: the workers' and the requests'
-	// (nil without a procs.Governor).
-	load runs.Load
 }
 
 // newJobSystem builds the job system: runs of every kind rebuilt from
@@ -40,7 +36,7 @@ type jobSystem struct {
 // plans).
 func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog, feed *event.Feed,
 	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics,
-	gov *procs.Governor, log zerolog.Logger) (jobSystem, error) {
+	log zerolog.Logger) (jobSystem, error) {
 	owner := persistence.NewID()
 	retention, err := retentionTask(cfg, db, log)
 	if err != nil {
@@ -63,12 +59,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	res.add(jobs.Close)
 	control := orch.Control()
 	plan := runs.PlanWork(plans, svc)
-	var load runs.Load
-	if gov != nil {
-		load = gov
-	}
 	rs, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, LeaseTimeout: cfg.Runs.LeaseTimeout, Logger: log,
-		Load:  load,
 		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(svc), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})
@@ -87,7 +78,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 	if err := m.CountRuns(jobs.Runs().CountRuns); err != nil {
 		return jobSystem{}, err
 	}
-	return jobSystem{jobs: jobs, runs: rs, load: load}, nil
+	return jobSystem{jobs: jobs, runs: rs}, nil
 }
 
 // turnCanceller lets the chat service cancel a turn wherever it runs

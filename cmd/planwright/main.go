@@ -11,10 +11,6 @@ import (
 	"os/signal"
 	"sync/atomic"
 	"syscall"
-	"time"
-
-	"github.com/planwright/planwright/pkg/procs"
-	"github.com/planwright/planwright/pkg/timerslack"
 )
 
 func main() {
@@ -25,22 +21,16 @@ func main() {
 	// other signal, and SIGINT otherwise, cancels the run (serve then
 	// shuts down gracefully).
 	var takeover atomic.Pointer[chan os.Signal]
-	pause := make(chan chan struct{})
 	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if ch := takeover.Load(); ch != nil && s == os.Interrupt {
-					select {
-					case *ch <- s:
-					default:
-					}
-					continue
+		for s := range sigs {
+			if ch := takeover.Load(); ch != nil && s == os.Interrupt {
+				select {
+				case *ch <- s:
+				default:
 				}
-				cancel(fmt.Errorf("%v signal received", s))
-			case resume := <-pause:
-				<-resume
+				continue
 			}
+			cancel(fmt.Errorf("%v signal received", s))
 		}
 	}()
 	code := Run(ctx, Env{
@@ -54,24 +44,6 @@ func main() {
 			takeover.Store(&ch)
 			return ch
 		},
-		// Re-executing the program must not lose a signal that asked it
-		// to stop: signals stop coming to sigs (SIGINT and SIGTERM end
-		// the process the default way meanwhile: nothing has started),
-		// the reader is paused between two of them, and the program is
-		// re-executed only when none arrived — else serve starts with ctx
-		// cancelled and stops at once.
-		TimerSlack: func(d time.Duration) error {
-			signal.Stop(sigs)
-			defer signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-			resume := make(chan struct{})
-			pause <- resume
-			defer close(resume)
-			if len(sigs) > 0 || ctx.Err() != nil {
-				return nil
-			}
-			return timerslack.Ensure(d)
-		},
-		SetProcs: procs.Runtime,
 	})
 	os.Exit(code)
 }

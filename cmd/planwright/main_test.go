@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -170,7 +169,7 @@ func get(t *testing.T, url string) (int, string) {
 func TestAppGraphIsValid(t *testing.T) {
 	t.Parallel()
 	for _, flags := range []serveFlags{{}, {noMigrate: true, insecureNoAuth: true}} {
-		err := fx.ValidateApp(appOptions(context.Background(), config.Default(), flags, logOutput{w: io.Discard}, &opened{}, scheduler{}))
+		err := fx.ValidateApp(appOptions(context.Background(), config.Default(), flags, logOutput{w: io.Discard}, &opened{}))
 		require.NoError(t, err)
 	}
 }
@@ -504,14 +503,6 @@ func TestBinary(t *testing.T) {
 	status, _ := get(t, url+"/healthz")
 	require.Equal(t, http.StatusOK, status)
 	require.FileExists(t, dbPath)
-	if runtime.GOOS == "linux" {
-		// server.timer_slack's default, applied to the whole process by
-		// re-executing it (same process id, so SIGTERM below reaches it).
-		require.Contains(t, logs.String(), `"timer_slack":1,`, "the start line reports the slack")
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/timerslack_ns", cmd.Process.Pid)); err == nil {
-			require.Equal(t, "1000000", strings.TrimSpace(string(b)))
-		}
-	}
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	for sc.Scan() {
@@ -523,18 +514,17 @@ func TestBinary(t *testing.T) {
 	require.Contains(t, logs.String(), `"message":"database closed"`)
 }
 
-// A SIGTERM at any moment of serve's start stops it — including the
-// moments around the re-execution that applies server.timer_slack, which
-// must not lose a signal the first process received (the re-executed one
-// would serve on, told nothing).
+// A SIGTERM at any moment of serve's start stops it: before the signal
+// handler is installed the process dies by the signal, after it serve stops
+// gracefully, and no moment in between loses the signal.
 func TestBinaryStopsOnSIGTERMAtAnyPointOfItsStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
 	t.Parallel()
 	bin := plainPlanwrightBinary(t)
-	// The re-execution comes some 30 ms after the start here: 1.5 ms
-	// apart, 40 starts at once (which spreads their timing further).
+	// 40 starts at once, signalled 1.5 ms apart (running together spreads
+	// their timing further).
 	for i := range 40 {
 		delay := time.Duration(i) * 1500 * time.Microsecond
 		t.Run(delay.String(), func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/dig"
@@ -26,14 +25,6 @@ type Env struct {
 	// calls it: from then on each one arrives on the channel instead of
 	// ending the run. Nil: no Ctrl-C arrives that way.
 	Interrupts func() <-chan os.Signal
-	// TimerSlack, when set, gives the whole process the timer slack serve
-	// is configured with (timerslack.Ensure: it may re-execute the
-	// program). Nil leaves the slack alone, as in-process runs must.
-	TimerSlack func(time.Duration) error
-	// SetProcs, when set, lets serve size Go's scheduler to the runs it
-	// works (procs.Runtime: GOMAXPROCS, 0 the runtime's default). Nil
-	// leaves the scheduler alone, as in-process runs must.
-	SetProcs func(procs int)
 }
 
 // Run executes the command line in env and returns the process exit code:

@@ -13,11 +13,8 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/config"
-	"github.com/planwright/planwright/pkg/gcfloor"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/metrics"
-	"github.com/planwright/planwright/pkg/procs"
-	"github.com/planwright/planwright/pkg/timerslack"
 )
 
 // serveFlags are the flags of `planwright serve`.
@@ -45,13 +42,7 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 			if err := cfg.CheckExposure(flags.insecureNoAuth); err != nil {
 				return err
 			}
-			// Before anything starts: it may re-execute the program.
-			if env.TimerSlack != nil {
-				if err := env.TimerSlack(cfg.Server.TimerSlack); err != nil {
-					return fmt.Errorf("server.timer_slack: %w (set it to 0 to keep the system's)", err)
-				}
-			}
-			return serve(cmd.Context(), cfg, flags, newLogOutput(env.Stderr), scheduler{set: env.SetProcs})
+			return serve(cmd.Context(), cfg, flags, newLogOutput(env.Stderr))
 		},
 	}
 	cmd.Flags().BoolVar(&flags.noMigrate, "no-migrate", false, "do not apply pending migrations at start")
@@ -61,9 +52,9 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 }
 
 // serve runs the fx app until ctx is cancelled or the app asks to stop.
-func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, sched scheduler) error {
+func serve(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput) error {
 	res := &opened{}
-	app := fx.New(appOptions(ctx, cfg, flags, out, res, sched))
+	app := fx.New(appOptions(ctx, cfg, flags, out, res))
 	if err := app.Err(); err != nil {
 		// A constructor failed after others opened things; the app never
 		// starts, so no OnStop hook closes them.
@@ -145,11 +136,10 @@ func (o *opened) closeAll() {
 type runContext struct{ context.Context }
 
 // appOptions is the whole fx graph of `serve`:
-// config → logger → database → migrations (schema) → HTTP server → jobs,
-// then the start's garbage is collected.
-func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, res *opened, sched scheduler) fx.Option {
+// config → logger → database → migrations (schema) → HTTP server → jobs.
+func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out logOutput, res *opened) fx.Option {
 	return fx.Options(
-		fx.Supply(cfg, flags, out, runContext{ctx}, res, sched),
+		fx.Supply(cfg, flags, out, runContext{ctx}, res),
 		fx.WithLogger(newFxLogger),
 		fx.Provide(
 			newLogger,
@@ -158,64 +148,14 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 			newHTTPServer,
 		),
 		fx.Provide(migrate),
-		fx.Invoke(runGCFloor),
-		fx.Provide(newGovernor),
 		engineOptions(),
 		fx.Invoke(runHTTPServer),
 		// After the HTTP server: the job system stops first (see runJobSystem).
 		fx.Invoke(runJobSystem),
-		// Last: what starting left behind is collected once all started.
-		fx.Invoke(settleHeap),
 		fx.StartTimeout(cfg.Database.ConnectTimeout+30*time.Second),
 		// OnStop hooks share this window: drain first, then close the database.
 		fx.StopTimeout(cfg.Server.DrainTimeout+10*time.Second),
 	)
-}
-
-// runGCFloor keeps the garbage collector from running more often than the
-// process's small live heap warrants while the server runs (gcfloor).
-func runGCFloor(lc fx.Lifecycle) {
-	var t *gcfloor.Tuner
-	lc.Append(fx.Hook{
-		OnStart: func(context.Context) (err error) {
-			t, err = gcfloor.Start(gcfloor.Config{})
-			return err
-		},
-		OnStop: func(context.Context) error {
-			t.Stop()
-			return nil
-		},
-	})
-}
-
-// settleHeap collects the garbage of the start once everything started
-// (gcfloor.Settle), so that the first requests do not.
-func settleHeap(lc fx.Lifecycle, log zerolog.Logger) {
-	lc.Append(fx.Hook{OnStart: func(context.Context) error {
-		s := gcfloor.Settle()
-		log.Info().Uint64("heap_live_bytes", s.HeapLive).Uint64("heap_released_bytes", s.HeapReleased).Msg("startup garbage collected")
-		return nil
-	}})
-}
-
-// scheduler is what serve may change of Go's scheduler: set is
-// Env.SetProcs, nil in-process.
-type scheduler struct{ set func(procs int) }
-
-// newGovernor sizes Go's scheduler to the runs this process works
-// (runs.single_core_runs, pkg/procs) until the app stops; nil when serve
-// may not change the scheduler or there is nothing to govern.
-func newGovernor(lc fx.Lifecycle, sched scheduler, cfg config.Config, log zerolog.Logger) (*procs.Governor, error) {
-	if sched.set == nil {
-		return nil, nil
-	}
-	g, err := procs.New(procs.Config{SingleCore: cfg.Runs.SingleCoreRuns, Set: sched.set})
-	if err != nil || g == nil {
-		return nil, err
-	}
-	log.Info().Int("single_core_runs", cfg.Runs.SingleCoreRuns).Msg("scheduler sized to the runs in flight")
-	lc.Append(fx.StopHook(g.Stop))
-	return g, nil
 }
 
 // openDatabase opens the database (bounded by database.connect_timeout) and
@@ -293,11 +233,6 @@ func newHTTPServer(p serverParams) (*httpapi.Server, error) {
 		Str("llm_provider", p.Config.LLM.Provider).
 		Str("config", p.Config.Source).
 		Str("version", buildVersion()).
-		Func(func(e *zerolog.Event) {
-			if d, err := timerslack.Current(); err == nil && d > 0 {
-				e.Dur("timer_slack", d)
-			}
-		}).
 		Msg("starting planwright")
 	return httpapi.New(httpapi.Config{
 		Addr:              p.Config.Server.Addr,

@@ -51,14 +51,6 @@ type Runs struct {
 	// LeaseTimeout bounds how long after its owner died (kill -9, a lost
 	// host) another replica takes a run over.
 	LeaseTimeout time.Duration `yaml:"lease_timeout"`
-	// SingleCoreRuns is how many runs a process may work at once on one
-	// core of Go's scheduler (GOMAXPROCS 1, see pkg/procs): with more, it
-	// has the runtime's default. A few runs are mostly waiting, and waking
-	// a second core for each of their short bursts cost more CPU than it
-	// saved time (a 12-step turn: 0.78–0.88× the CPU, the same wall time).
-	// 0 always leaves the runtime's default; so does a GOMAXPROCS
-	// environment variable.
-	SingleCoreRuns int `yaml:"single_core_runs"`
 }
 
 // Server configures the HTTP server.
@@ -89,18 +81,7 @@ type Server struct {
 	// runs after that turn) or interrupt (that turn is cancelled as
 	// superseded, its partial answer kept).
 	MultitaskStrategy multitask.Strategy `yaml:"multitask_strategy"`
-	// TimerSlack is how late the server lets the kernel end its timed
-	// sleeps, so wake-ups due close together happen together (Linux's
-	// timer slack, of every thread of the process; see pkg/timerslack):
-	// 1ms took a 12-step turn's CPU to 0.81–0.85×. 0 keeps the slack the
-	// process was started with (Linux's default is 50µs); at most 10ms.
-	// Elsewhere than Linux it does nothing.
-	TimerSlack time.Duration `yaml:"timer_slack"`
 }
-
-// MaxTimerSlack bounds server.timer_slack: the run log gathers events for
-// 25 ms, and every timer may fire as late as the slack.
-const MaxTimerSlack = 10 * time.Millisecond
 
 // Database drivers.
 const (
@@ -300,9 +281,8 @@ func Default() Config {
 			KeepaliveInterval: 15 * time.Second,
 			OnDisconnect:      "continue",
 			MultitaskStrategy: multitask.Reject,
-			TimerSlack:        time.Millisecond,
 		},
-		Runs: Runs{LeaseTimeout: 30 * time.Second, SingleCoreRuns: 1},
+		Runs: Runs{LeaseTimeout: 30 * time.Second},
 		Database: Database{
 			Driver:         DriverSQLite,
 			DSN:            "data/planwright.db",

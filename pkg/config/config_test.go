@@ -211,9 +211,6 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"log level", func(c *config.Config) { c.Log.Level = "loud" }, `log.level: unknown level "loud" (want debug, info, warn or error)`},
 		{"log format", func(c *config.Config) { c.Log.Format = "xml" }, `log.format: unknown format "xml" (want auto, json or console)`},
 		{"client server", func(c *config.Config) { c.Client.Server = "ftp://x" }, `client.server: invalid URL "ftp://x"`},
-		{"negative timer slack", func(c *config.Config) { c.Server.TimerSlack = -time.Millisecond }, "server.timer_slack: must be between 0 and 10ms, got -1ms"},
-		{"timer slack of a second", func(c *config.Config) { c.Server.TimerSlack = time.Second }, "server.timer_slack: must be between 0 and 10ms, got 1s"},
-		{"single core runs", func(c *config.Config) { c.Runs.SingleCoreRuns = -1 }, "runs.single_core_runs: must not be negative, got -1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

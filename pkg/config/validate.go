@@ -30,15 +30,11 @@ func (c Config) Validate() error {
 	v.addr("server.addr", c.Server.Addr)
 	v.positiveDuration("server.drain_timeout", c.Server.DrainTimeout)
 	v.positiveDuration("runs.lease_timeout", c.Runs.LeaseTimeout)
-	v.notNegative("runs.single_core_runs", int64(c.Runs.SingleCoreRuns))
 	v.positiveDuration("server.read_header_timeout", c.Server.ReadHeaderTimeout)
 	v.positiveDuration("server.idle_timeout", c.Server.IdleTimeout)
 	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)
 	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
 	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
-	if d := c.Server.TimerSlack; d < 0 || d > MaxTimerSlack {
-		v.add("server.timer_slack", fmt.Sprintf("must be between 0 and %v, got %v", MaxTimerSlack, d))
-	}
 	v.oneOf("server.on_disconnect", "value", c.Server.OnDisconnect, []string{"continue", "cancel"})
 	if !c.Server.MultitaskStrategy.Valid() {
 		v.add("server.multitask_strategy", fmt.Sprintf("unknown strategy %q (want %s)", c.Server.MultitaskStrategy, multitask.List()))

@@ -13,7 +13,6 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/metrics"
-	"github.com/planwright/planwright/pkg/runs"
 )
 
 // APIConfig configures the /api routes.
@@ -64,11 +63,6 @@ type APIConfig struct {
 	// the client rejoins with Last-Event-ID; OnCancel: it is cancelled with
 	// cause disconnect). Default OnContinue.
 	OnDisconnect string
-	// Load, when set, hears each run a request of this process starts (a
-	// turn, an approval, a resume) for as long as the request follows it:
-	// a burst of requests is load before their runs reach a worker
-	// (procs.Governor).
-	Load runs.Load
 	// NewID makes run ids (default UUIDv7).
 	NewID  func() string
 	Now    func() time.Time
@@ -134,7 +128,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if keepAlive <= 0 {
 		keepAlive = 15 * time.Second
 	}
-	d := deps{now: cfg.Now, newID: cfg.NewID, log: cfg.Logger, anyUser: cfg.AnyUser, metrics: cfg.Metrics, keepAlive: keepAlive, load: cfg.Load}
+	d := deps{now: cfg.Now, newID: cfg.NewID, log: cfg.Logger, anyUser: cfg.AnyUser, metrics: cfg.Metrics, keepAlive: keepAlive}
 	a := &API{auth: mw, metrics: cfg.Metrics,
 		sessions: &sessionHandlers{sessions: cfg.Sessions},
 		me:       &meHandlers{authMode: cfg.Auth.Mode, projects: cfg.Projects},
@@ -212,17 +206,6 @@ type deps struct {
 	anyUser   string
 	metrics   *metrics.Metrics
 	keepAlive time.Duration
-	load      runs.Load // nil without APIConfig.Load
-}
-
-// inFlight tells the Load that the request follows runID; the function it
-// returns says it stopped.
-func (d deps) inFlight(runID string) (done func()) {
-	if d.load == nil {
-		return func() {}
-	}
-	d.load.Begin(runID)
-	return func() { d.load.End(runID) }
 }
 
 // readerOf is the user filter for reads: operators read every user's.

@@ -149,7 +149,6 @@ func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) err
 	}
 	r := event.Run{ID: h.newID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
 	c.Set(LogRunID, r.ID)
-	defer h.inFlight(r.ID)()
 	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
 		Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
 	if stream != nil && !*stream {

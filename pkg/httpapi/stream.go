@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"runtime"
 
 	"github.com/labstack/echo/v4"
 
@@ -102,7 +101,6 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	defer turn.Release()
 	h.reserved.add(turn.RunID, p.UserID)
 	defer h.reserved.take(turn.RunID)
-	defer h.inFlight(turn.RunID)()
 	c.Set(LogRunID, turn.RunID)
 	c.SetRequest(c.Request().WithContext(logctx.With(c.Request().Context(), LogRunID, turn.RunID)))
 	if body.Stream != nil && !*body.Stream {
@@ -137,16 +135,6 @@ func (h *turnHandlers) streamTurn(c echo.Context, turn *chat.Turn, detach bool) 
 		_ = event.WriteFrame(w, e)
 		w.Flush()
 	}), event.Source{Role: event.RoleSystem}, h.now))
-	// First frames first: yield, so that the requests that became ready
-	// with this one (a burst of turns) write their first frames before
-	// this one's database work and what it readies — which the scheduler
-	// would otherwise run ahead of many of them — take the cores. Alone,
-	// the yield costs a microsecond. W4 (500 turns at once, PostgreSQL):
-	// 0.88–0.96× the p99 time to first event in four alternated runs of
-	// 8–24 rounds, where the benchmark against itself moved 1.05–1.07×
-	// (ARCHITECTURE, the twenty-first session). No test can observe a
-	// yield; the benchmark's W4 is its check.
-	runtime.Gosched()
 	// A new turn's session, message and run (with its job) commit in
 	// one transaction.
 	var (

@@ -133,19 +133,8 @@ type Config struct {
 	// OnTakeOver is called for each run this process takes after another
 	// owner lost it (the metrics' failovers).
 	OnTakeOver func()
-	// Load, when set, hears each run this process starts and stops working
-	// (procs.Governor sizes Go's scheduler by them).
-	Load   Load
-	Now    func() time.Time
-	Logger zerolog.Logger
-}
-
-// Load hears the runs in flight in a process: Begin when a worker (or a
-// request, pkg/httpapi) starts on one, End when it is done with it; a run
-// Begun twice counts once.
-type Load interface {
-	Begin(runID string)
-	End(runID string)
+	Now        func() time.Time
+	Logger     zerolog.Logger
 }
 
 // Service runs queued runs in this process: it creates runs, works those
@@ -295,10 +284,6 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	defer cancel(nil)
 	a := &active{token: r.LeaseToken, cancel: cancel}
 	defer s.runs.track(r.ID, a)()
-	if s.cfg.Load != nil {
-		s.cfg.Load.Begin(r.ID)
-		defer s.cfg.Load.End(r.ID)
-	}
 
 	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)
 	// WithCommits: the run log takes each Record's write and commits it in

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,40 +331,6 @@ func TestWorkLeavesRunsItCannotClaim(t *testing.T) {
 			require.False(t, finished)
 		})
 	}
-}
-
-// fakeLoad counts the runs it hears of.
-type fakeLoad struct {
-	begun, ended atomic.Int32
-	last         atomic.Value // the last run id heard
-}
-
-func (l *fakeLoad) Begin(runID string) { l.begun.Add(1); l.last.Store(runID) }
-func (l *fakeLoad) End(runID string)   { l.ended.Add(1); l.last.Store(runID) }
-
-// The Load hears each run the process works while it is worked, and no
-// run it does not claim.
-func TestWorkTellsTheLoadOfEachRunItWorks(t *testing.T) {
-	t.Parallel()
-	load := &fakeLoad{}
-	claimable := true
-	st := &fakeStore{claim: func(_ context.Context, runID, owner string, _ time.Duration) (event.Run, bool, error) {
-		return event.Run{ID: runID, Owner: owner, Kind: "turn", LeaseToken: 1, Attempts: 1}, claimable, nil
-	}}
-	s, err := runs.New(runs.Config{Store: st, Log: newFakeLog(), Owner: "A", Load: load,
-		Kinds: map[string]runs.Work{"turn": func(ctx context.Context, _ event.Run, em event.Emitter) {
-			require.EqualValues(t, 1, load.begun.Load(), "begun while it works")
-			require.Zero(t, load.ended.Load())
-			say(ctx, em, event.FinishedCompleted)
-		}}})
-	require.NoError(t, err)
-	require.NoError(t, s.Work(context.Background(), "r1"))
-	require.EqualValues(t, 1, load.begun.Load())
-	require.EqualValues(t, 1, load.ended.Load(), "ended once it was worked")
-	require.Equal(t, "r1", load.last.Load())
-	claimable = false
-	require.NoError(t, s.Work(context.Background(), "r2"))
-	require.EqualValues(t, 1, load.begun.Load(), "a run it could not claim is not its load")
 }
 
 // waitsForCancel is work that ends when its context does, reporting the

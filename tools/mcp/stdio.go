@@ -16,8 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/segmentio/encoding/json"
-
-	"github.com/planwright/planwright/pkg/timerslack"
 )
 
 // A stdio server's connection. It is the SDK's CommandTransport but for how
@@ -52,8 +50,7 @@ func (t *stdioTransport) Connect(context.Context) (sdk.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	// With the slack this process had: a tool server is another program.
-	if err := timerslack.Start(t.cmd); err != nil {
+	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
 	maxLine := t.maxLine
