@@ -1,7 +1,6 @@
 // Command service is the load driver of `make bench-service`: it measures
 // the whole planwright service — HTTP, SSE, the agents, the scheduler, MCP
-// tool calls and every database write — from the outside, as issue 13
-// defines it.
+// tool calls and every database write — from the outside.
 //
 // It builds bin-like copies of planwright and of the work MCP server
 // (bench/mcpwork) into a temporary directory, then for each driver
@@ -28,14 +27,10 @@
 // machine), context switches per turn (every thread's, from
 // /proc/<pid>/task/*/status), page faults per turn (/proc/<pid>/stat) and
 // peak RSS (VmHWM), the server's CPU by turn (for W1, also that of
-// fifteen more turns on the same server after the measured five: a warm server's,
-// not compared with the targets), then the issue's targets with measured
-// / limit. Before
-// the first workload and after the last it prints what a system call, a
-// page fault, hashing, a page read again after a sleep and a wake-up from
-// a sleep cost on the machine then (machine.go): figures of
-// runs on different machines, or in different phases of a shared one,
-// compare only as far as those agree. A turn that does
+// fifteen more turns on the same server after the measured five: a warm
+// server's, not compared with the targets), then the service's targets
+// with measured / limit. Absolute figures depend on the host; compare two
+// trees in one run with -against. A turn that does
 // not end completed (a plan workload: plan completed, 12 of 12 steps, each
 // execution with its one tool call) makes the run fail with exit status 1;
 // a missed target does not.
@@ -115,8 +110,8 @@ type options struct {
 	PerfDir         string
 	RequirePostgres bool
 	// DialInShot makes a concurrent workload dial its connections inside
-	// the measured shot instead of before it (how sessions up to the
-	// seventh measured).
+	// the measured shot instead of before it, so that the shot's time
+	// includes the clients' connection set-up.
 	DialInShot bool
 	// Against, when set, is another checkout of the module to compare
 	// with, Rounds times.
@@ -301,7 +296,6 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		}
 		trees = append(trees, t)
 	}
-	fmt.Fprintf(out, "machine at the start: %s\n", measureMachine())
 	for round := range max(o.Rounds, 1) {
 		order := slices.Clone(trees)
 		if round%2 == 1 {
@@ -327,7 +321,6 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 			}
 		}
 	}
-	fmt.Fprintf(out, "machine at the end: %s\n", measureMachine())
 	report(out, trees[0].results, o.Quick)
 	if len(trees) > 1 {
 		compare(out, trees[0].results, trees[1].results)
