@@ -44,12 +44,11 @@ fmt-check:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
-# The service benchmark of issue 13 (not part of make test): builds planwright
-# and bench/mcpwork, serves workloads W1–W4 on SQLite and on PostgreSQL
-# (BENCH_DATABASE_URL, else TEST_DATABASE_URL; skipped with a message when
-# neither is reachable) and prints wall, time to first event, server CPU per
-# turn, database CPU per turn (PostgreSQL on this machine) and peak RSS
-# against the issue's targets. BENCH_FLAGS narrows it, e.g.
+# The service benchmark (not part of make test; see bench/README.md): builds
+# planwright and bench/mcpwork, serves workloads W1–W4 on SQLite and on
+# PostgreSQL (BENCH_DATABASE_URL, else TEST_DATABASE_URL; skipped with a
+# message when neither is reachable) and prints the service's figures against
+# its targets. BENCH_FLAGS narrows it, e.g.
 # make bench-service BENCH_FLAGS="-drivers sqlite -workloads W1,W2 -quick".
 BENCH_FLAGS ?=
 bench-service:

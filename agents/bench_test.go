@@ -16,7 +16,7 @@ import (
 // with zero latency that calls one tool per round (with fresh arguments, so
 // duplicate detection runs but never fires) for 10 rounds and then answers,
 // a tool runner that does nothing, events discarded, no transcript. The
-// ns/round metric is the figure of issue 3 (target under 50 µs).
+// ns/round metric is the figure to watch (target under 50 µs).
 func BenchmarkToolRound(b *testing.B) {
 	const rounds = 10
 	args := make([]json.RawMessage, rounds)

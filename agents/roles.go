@@ -72,7 +72,7 @@ type HistoryPolicy struct {
 	MessageChars int
 }
 
-// The defaults of DESIGN.md and issue 3.
+// The defaults of DESIGN.md.
 const (
 	DefaultMaxToolCalls           = 15
 	DefaultMaxRounds              = 10

@@ -26,10 +26,8 @@ import (
 // the log before its pages are copied, one of the database file after), so
 // this bounds what a crash of the machine or a power cut can take back:
 // commits of the last second (a killed process loses nothing; its writes
-// are the kernel's). It was 250 ms until the sixteenth session: every 1 s
-// took W1's server CPU a turn to 0.94× (paired, both orders), the
-// checkpoints' fsyncs being a tenth of it once the timer slack had removed
-// most of the runtime's wake-ups. PostgreSQL's commits are synced each.
+// are the kernel's). A shorter period makes the checkpoints' fsyncs a
+// visible share of a turn's CPU. PostgreSQL's commits are synced each.
 const checkpointEvery = time.Second
 
 // checkpointBackstop is the log's size in pages past which a committing

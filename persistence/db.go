@@ -313,8 +313,7 @@ func pgConfig(dsn string, timeout time.Duration) (*pgx.ConnConfig, error) {
 //     not depend on their arguments, so planning them again at every
 //     execution (the default's custom plans, which PostgreSQL keeps choosing
 //     for the multi-row writes of the run log) is work without a use — a
-//     sixth of the database's CPU in the benchmark's concurrent turns
-//     (ARCHITECTURE, "Measuring the service").
+//     sixth of the database's CPU in the benchmark's concurrent turns.
 func connDefaults(cc *pgx.ConnConfig) {
 	if cc.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
 		cc.DescriptionCacheCapacity = 0

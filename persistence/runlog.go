@@ -87,10 +87,8 @@ func (r runRow) run() Run {
 
 // DefaultIdle is RunLogConfig.Idle's default: long enough that an agent's
 // tool call and its result, a tool's time apart, share one transaction
-// instead of costing one each (in a 12-step turn whose tools take 20 ms,
-// 13 batches became 10, and the server's CPU a turn fell 4–8 % on both
-// drivers), and well inside the 50 ms by which issue 13 lets a text stream
-// be coalesced.
+// instead of costing one each, and well inside the 50 ms for which a text
+// stream may be coalesced.
 const DefaultIdle = 25 * time.Millisecond
 
 // RunLogConfig configures a RunLog.

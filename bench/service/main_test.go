@@ -37,7 +37,7 @@ func named(t *testing.T, name string) workload {
 	return workload{}
 }
 
-func TestWorkloadsAreTheIssues(t *testing.T) {
+func TestWorkloadsAreAsSpecified(t *testing.T) {
 	t.Parallel()
 	w1, w2, w3, w4 := named(t, "W1"), named(t, "W2"), named(t, "W3"), named(t, "W4")
 	require.Equal(t, 460*time.Millisecond, w1.criticalPath())

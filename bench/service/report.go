@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// target is one of issue 13's targets, checked on a result.
+// target is one of the service's targets, checked on a result.
 type target struct {
 	what  string
 	limit float64
@@ -39,8 +39,7 @@ var targets = []target{
 	{"W3 wall", 2.0, "s", func(r result) (float64, bool) {
 		return r.Wall.Seconds(), r.Workload.Name == "W3"
 	}},
-	// The issue's 120 MB, decimal (114.4 MiB); until the seventh session
-	// the driver compared with 120 MiB.
+	// 120 MB, decimal (114.4 MiB), not MiB.
 	{"peak RSS", 120, "MB", func(r result) (float64, bool) {
 		return float64(r.PeakRSS) / 1e6, r.PeakRSS > 0
 	}},
@@ -50,7 +49,7 @@ var targets = []target{
 }
 
 // report prints the figures as Markdown tables; in quick mode the targets
-// are left out, since the turn counts are not the issue's.
+// are left out, since the turn counts are not the measured ones.
 func report(out io.Writer, results []result, quick bool) {
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "| driver | workload | turns | wall | per step | first event p50 | first event p99 | server CPU / turn | database CPU / turn | context switches / turn | page faults / turn | commits / turn | written / turn | peak RSS |")
@@ -89,7 +88,7 @@ func report(out io.Writer, results []result, quick bool) {
 		}
 	}
 	if quick {
-		fmt.Fprintln(out, "\nquick mode: the turn counts are not the issue's, so the targets are not compared.")
+		fmt.Fprintln(out, "\nquick mode: fewer turns than the targets are stated for, so they are not compared.")
 		return
 	}
 	fmt.Fprintln(out)

@@ -77,8 +77,8 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// The targets are the issue's, in its units: peak RSS in decimal MB.
-func TestTargetsAreTheIssues(t *testing.T) {
+// The targets are the service's, in their units: peak RSS in decimal MB.
+func TestTargetsKeepTheirUnits(t *testing.T) {
 	t.Parallel()
 	w := func(name string) workload {
 		for _, w := range workloads(false) {

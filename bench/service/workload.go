@@ -9,7 +9,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm/scripted"
 )
 
-// workload is one scenario of issue 13 ("make bench-service"): what the
+// workload is one scenario of "make bench-service": what the
 // scripted model and the work tool do, and how many turns run how.
 type workload struct {
 	Name  string
@@ -53,7 +53,7 @@ const (
 	directAnswer = "Answered at once."
 )
 
-// workloads are W1–W4 as issue 13 defines them; quick shrinks the turn
+// workloads are W1–W4 (bench/README.md); quick shrinks the turn
 // counts (not the delays) so a developer can iterate in seconds.
 func workloads(quick bool) []workload {
 	ws := []workload{

@@ -23,7 +23,7 @@ import (
 	"github.com/planwright/planwright/persistence/dbtest"
 )
 
-// Runs outlive their connection and their process (issue 14), shown with
+// Runs outlive their connection and their process, shown with
 // real processes of the built binary: replicas on one PostgreSQL schema
 // (and a lone process on one SQLite file) that are started, killed
 // (SIGKILL) and stopped (SIGTERM) while plans run. The scripted model is

@@ -102,8 +102,8 @@ func TestBodiesAreDecodedStrictly(t *testing.T) {
 	}
 }
 
-// TestMistypedPlanModeRunsNothing is the report that opened the issue: a
-// misspelt plan_mode was ignored and the plan ran unreviewed.
+// A misspelt plan_mode is refused: ignored, it would let the plan run
+// unreviewed.
 func TestMistypedPlanModeRunsNothing(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t, persistence.DriverSQLite, says("done"), nil)
