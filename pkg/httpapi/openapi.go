@@ -74,6 +74,7 @@ var operations = []operation{
 	{method: "GET", path: "/openapi.yaml", summary: "This document", public: true},
 	{method: "GET", path: "/", summary: "The web app (HTML): chat, review and operations", public: true},
 	{method: "GET", path: "/app/{path}", summary: "The web app's modules and styles", public: true},
+	{method: "GET", path: "/favicon.ico", summary: "The web app's icon", public: true},
 	{method: "GET", path: "/api/me", summary: "Who the caller is: user, role and the server's auth mode", response: Me{}},
 	{method: "GET", path: "/api/projects", summary: "The caller's workspace projects, most recently updated first (for a chat's focus)",
 		response: ProjectList{}, query: []string{"limit"}, errors: []int{http.StatusBadRequest}},
