@@ -564,6 +564,23 @@ func TestWebApp(t *testing.T) {
 		require.Less(t, st.Top, 5.0, "the conversation did not follow the turn after the reader scrolled up")
 	})
 
+	t.Run("on a phone the page follows a running turn", func(t *testing.T) {
+		b.t = t
+		// There the page scrolls, not the conversation.
+		b.until(`document.querySelector(".composer button.danger").hidden`) // no turn runs
+		b.run(chromedp.EmulateViewport(390, 844))
+		defer b.run(chromedp.EmulateViewport(1280, 900))
+		b.run(b.open("#/chat"))
+		b.until(`document.querySelector(".chat-title").textContent === "New chat"`)
+		b.run(chromedp.SendKeys("#message", "write the quarterly report\n", chromedp.ByQuery))
+		b.until(`document.querySelectorAll(".turn")[0]?.dataset.finished === "completed"`)
+		var phone struct{ Bottom, Window, Page float64 }
+		b.eval(`({Bottom: document.querySelector(".turn .msg.assistant").getBoundingClientRect().bottom, Window: innerHeight,
+			Page: document.scrollingElement.scrollHeight})`, &phone)
+		require.Greater(t, phone.Page, phone.Window, "the turn is longer than the phone's screen")
+		require.True(t, phone.Bottom > 0 && phone.Bottom <= phone.Window, "the answer shows when the turn ends: %+v", phone)
+	})
+
 	t.Run("readable on a phone", func(t *testing.T) {
 		b.t = t
 		b.run(chromedp.EmulateViewport(390, 844))
