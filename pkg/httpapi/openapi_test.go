@@ -89,8 +89,8 @@ func TestOpenAPIStepShapes(t *testing.T) {
 }
 
 // TestOpenAPIDeclaresTheErrorsRoutesReturn provokes the errors of the
-// routes and checks that the document declares each status the route
-// answers.
+// routes (in order: a case may set up the next) and checks that the
+// document declares each status the route answers.
 func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 	t.Parallel()
 	env := newChatEnv(t, persistence.DriverSQLite, says("x"), nil)
@@ -136,6 +136,8 @@ func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 		{"alice", "GET", "/api/runs/nope/events", "", "/api/runs/{id}/events", http.StatusNotFound},
 		{"alice", "GET", "/api/executions/nope", "", "/api/executions/{id}", http.StatusNotFound},
 		{"alice", "POST", "/api/agent-definitions", `{}`, "/api/agent-definitions", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent-definitions", `{"name": "taken"}`, "/api/agent-definitions", http.StatusCreated},
+		{"alice", "POST", "/api/agent-definitions", `{"name": "taken"}`, "/api/agent-definitions", http.StatusConflict},
 		{"alice", "GET", "/api/agent-definitions/nope", "", "/api/agent-definitions/{id}", http.StatusNotFound},
 		{"alice", "PATCH", "/api/agent-definitions/nope", `{"name": "x"}`, "/api/agent-definitions/{id}", http.StatusNotFound},
 		{"", "GET", "/app/nope.js", "", "/app/{path}", http.StatusNotFound},
