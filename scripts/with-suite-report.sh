@@ -2,14 +2,15 @@
 # with-suite-report.sh COMMAND [ARGS...]
 #
 # Runs COMMAND (a `go test` run) with PLANWRIGHT_SUITE_REPORT naming a fresh
-# file, in which the tests that need PostgreSQL or a browser record whether
+# file, in which the tests that need PostgreSQL, a browser or npm record whether
 # they ran or skipped (package pkg/suites). When COMMAND ends, it prints one
 # line per optional suite, derived only from what the tests recorded:
 #   postgres suites: ran against <url> (N tests)
 #   browser suites: ran with <chromium path> (N tests)
 #   postgres suites: SKIPPED in N tests: <reason>
 #   postgres suites: not run (no test in this run needs PostgreSQL)
-# and the same for "browser suites". The exit status is COMMAND's.
+# and the same for "browser suites" and "npm suites". The exit status is
+# COMMAND's.
 set -uo pipefail
 
 if [[ $# -eq 0 ]]; then
@@ -44,4 +45,5 @@ summary() {
 echo
 summary postgres "postgres suites"
 summary browser "browser suites"
+summary npm "npm suites"
 exit "$status"

@@ -29,10 +29,11 @@ func newServeCommand(env Env, global *globalFlags) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the HTTP service until SIGINT or SIGTERM",
 		Long: "serve opens the database, applies pending migrations (unless --no-migrate), and serves\n" +
-			"HTTP on server.addr. SIGINT or SIGTERM stop it gracefully: it stops accepting\n" +
-			"connections, stops running turns and plans (streams end with error \"shutdown\" and\n" +
-			"done; partial answers are stored, plans end interrupted), lets in-flight requests\n" +
-			"finish within server.drain_timeout, closes the database and exits 0.",
+			"HTTP on server.addr. SIGINT or SIGTERM stop it gracefully: it stops taking runs and\n" +
+			"lets those going on finish within server.drain_timeout, hands those still going\n" +
+			"over (another replica, or this one's next start, continues them), ends open streams\n" +
+			"with error \"shutdown\" and done (clients rejoin with Last-Event-ID), lets in-flight\n" +
+			"requests finish within server.drain_timeout, closes the database and exits 0.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := config.Load(config.LoadOptions{Path: global.config, LookupEnv: env.LookupEnv})

@@ -87,13 +87,21 @@ func (p people) call(t *testing.T, key, method, path, body string, out any) int 
 // the plan's id.
 func (p people) draft(t *testing.T) string {
 	t.Helper()
+	return p.draftOf(t, "draft the newsletter")
+}
+
+// draftOf is draft with message as alice's.
+func (p people) draftOf(t *testing.T, message string) string {
+	t.Helper()
 	var turn struct {
 		Plan struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		} `json:"plan"`
 	}
-	code := p.call(t, p.alice, "POST", "/api/agent/stream", `{"message": "draft the newsletter", "plan_mode": "draft_only", "stream": false}`, &turn)
+	body, err := json.Marshal(map[string]any{"message": message, "plan_mode": "draft_only", "stream": false})
+	require.NoError(t, err)
+	code := p.call(t, p.alice, "POST", "/api/agent/stream", string(body), &turn)
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "pending_review", turn.Plan.Status)
 	return turn.Plan.ID
@@ -236,6 +244,41 @@ func (b *browser) labelled(what string) {
 	require.Empty(b.t, unlabelled, "%s: form controls without a label", what)
 }
 
+// noStrayText checks that the page shows no value a script failed to
+// format: a text that reads null, undefined, NaN or [object Object].
+func (b *browser) noStrayText(what string) {
+	b.t.Helper()
+	var stray []string
+	b.eval(`(() => {
+		const out = [];
+		const walk = document.createTreeWalker(document.querySelector("main"), NodeFilter.SHOW_TEXT);
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			if (n.parentElement.closest("[hidden]")) continue;
+			const t = n.textContent.trim();
+			if (/^(null|undefined|NaN)$|\[object Object\]/.test(t)) out.push(t + " in " + n.parentElement.outerHTML.slice(0, 200));
+		}
+		return out;
+	})()`, &stray)
+	require.Empty(b.t, stray, "%s shows stray text", what)
+}
+
+// scrollState is where the chat's conversation is scrolled to.
+type scrollState struct {
+	Top, Height, Client float64
+	// Gap is how far its end is below what shows.
+	Gap      float64
+	Finished string // the last turn's data-finished
+}
+
+func (b *browser) scroll() scrollState {
+	b.t.Helper()
+	var st scrollState
+	b.eval(`(() => { const t = document.querySelector(".transcript"), turns = document.querySelectorAll(".turn");
+		return {Top: t.scrollTop, Height: t.scrollHeight, Client: t.clientHeight, Gap: t.scrollHeight - t.scrollTop - t.clientHeight,
+			Finished: turns[turns.length - 1]?.dataset.finished || ""}; })()`, &st)
+	return st
+}
+
 func (b *browser) signIn(key string) {
 	b.t.Helper()
 	b.run(chromedp.Navigate(b.baseURL+"/#/chat"), chromedp.WaitVisible("#api-key", chromedp.ByQuery))
@@ -261,6 +304,14 @@ func TestWebApp(t *testing.T) {
 	var stored string
 	b.eval(`sessionStorage.getItem("planwright.key") + "|" + (localStorage.getItem("planwright.key") || "")`, &stored)
 	require.Equal(t, p.alice+"|", stored)
+	// The page names its icon, and the server has it.
+	var icon string
+	b.run(chromedp.Evaluate(`fetch(document.querySelector('link[rel="icon"]').href).then((r) => r.status + " " + r.headers.get("content-type"))`, &icon,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }))
+	require.Equal(t, "200 image/vnd.microsoft.icon", icon)
+	var iconURL string
+	b.eval(`document.querySelector('link[rel="icon"]').href`, &iconURL)
+	require.Equal(t, p.url+"/favicon.ico", iconURL, "where browsers look when a page names none")
 
 	t.Run("chat runs a three-step plan to its answer", func(t *testing.T) {
 		b.t = t
@@ -300,6 +351,7 @@ func TestWebApp(t *testing.T) {
 		require.Equal(t, []string{"create_document@1"}, got.Executor, "step 1's executor's tool call")
 		require.Regexp(t, `^#/chat/[0-9a-f-]{36}$`, got.SessionID)
 		b.fits("chat at 1280 px")
+		b.noStrayText("chat")
 		b.shot("chat")
 
 		// The session's history, reloaded, shows the same turn and plan.
@@ -343,8 +395,31 @@ func TestWebApp(t *testing.T) {
 		b.run(b.set("#edit-2-tools", ""), b.set("#edit-2-title", "Send it to subscribers"),
 			chromedp.SendKeys("#approve-note", "looks right", chromedp.ByQuery),
 			chromedp.Click(`[data-action="approve-edits"]`, chromedp.ByQuery))
-		b.until(`document.querySelector(".run-result .plan-card")?.dataset.status === "completed"`)
 		b.until(`document.querySelector(".run-result .msg.assistant")?.textContent.includes("The approved plan ran to the end.")`)
+		// When the run ended the page shows the plan as it is now: its new
+		// version, completed, with the edited step and no editor; the
+		// answer stays under it.
+		b.until(`!!document.querySelector("#view-review .notice")?.textContent.includes("completed")`)
+		var after struct {
+			Meta, Card string
+			Editor     bool
+			Titles     []string
+			Answer     string
+		}
+		b.eval(`({Meta: document.querySelector("#view-review > p.plan-meta").textContent,
+			Card: document.querySelector("#view-review .review-grid .plan-card").dataset.status,
+			Editor: !!document.querySelector("#view-review form.editor"),
+			Titles: [...document.querySelectorAll("#view-review .review-grid .plan-card .step-title")].map((e) => e.textContent),
+			Answer: document.querySelector(".run-result .msg.assistant")?.textContent || ""})`, &after)
+		require.Contains(t, after.Meta, "completed")
+		require.Contains(t, after.Meta, "version 2")
+		require.NotContains(t, after.Meta, "pending review")
+		require.Equal(t, "completed", after.Card)
+		require.False(t, after.Editor, "nothing is left to decide")
+		require.Equal(t, []string{"1. Write the newsletter", "2. Send it to subscribers"}, after.Titles)
+		require.Contains(t, after.Answer, "The approved plan ran to the end.")
+		b.noStrayText("review after the approval")
+		b.shot("review-after-approval")
 		var plan struct {
 			Plan struct {
 				Status string `json:"status"`
@@ -368,8 +443,14 @@ func TestWebApp(t *testing.T) {
 
 	t.Run("review rejects a draft with a reason", func(t *testing.T) {
 		b.t = t
-		id := p.draft(t)
+		id := p.draftOf(t, "draft the memo")
+		// A plan of one step says so in the singular.
+		b.run(b.open("#/review"), chromedp.WaitVisible(`a[href="#/review/`+id+`"]`, chromedp.ByQuery))
+		require.Contains(t, b.text(`a[href="#/review/`+id+`"]`), " · 1 step · ")
 		b.run(b.open("#/review/"+id), chromedp.WaitVisible("#reject-reason", chromedp.ByQuery))
+		var graph string
+		b.eval(`document.querySelector("svg.plan-graph").getAttribute("aria-label")`, &graph)
+		require.True(t, strings.HasPrefix(graph, "Dependency graph of 1 step: "), graph)
 		b.shot("review")
 		b.run(chromedp.SendKeys("#reject-reason", "not this month", chromedp.ByQuery), chromedp.Click(`[data-action="reject"]`, chromedp.ByQuery))
 		b.until(`document.querySelector(".plan-meta .badge")?.textContent === "rejected"`)
@@ -410,6 +491,7 @@ func TestWebApp(t *testing.T) {
 		var bars int
 		b.eval(`document.querySelectorAll("svg.timeline .tl-bar").length`, &bars)
 		require.Equal(t, 2, bars, "both steps on the timeline")
+		b.noStrayText("a plan's operations page")
 		b.shot("operations-plan")
 	})
 
@@ -422,6 +504,7 @@ func TestWebApp(t *testing.T) {
 		b.until(`!!document.querySelector(".transcript-list") && document.querySelector("table.tool-calls")?.textContent.includes("create_document")`)
 		require.Contains(t, b.text(".transcript-list"), "Write the announcement copy")
 		require.Contains(t, b.text("table.tool-calls"), "Launch announcement")
+		b.noStrayText("an execution's page")
 		b.shot("execution")
 	})
 
@@ -446,6 +529,56 @@ func TestWebApp(t *testing.T) {
 		b.until(`document.querySelector(".turn .plan-card")?.dataset.status === "completed" && !sessionStorage.getItem("planwright.run")`)
 		require.NotContains(t, b.text(".transcript"), "Interrupted", "the reload did not stop the turn")
 
+	})
+
+	t.Run("the chat follows a running turn until the reader scrolls up", func(t *testing.T) {
+		b.t = t
+		b.run(chromedp.EmulateViewport(1280, 560))
+		defer b.run(chromedp.EmulateViewport(1280, 900))
+		b.run(b.open("#/chat"))
+		b.until(`document.querySelector(".chat-title").textContent === "New chat"`)
+		b.run(chromedp.SendKeys("#message", "write the quarterly report\n", chromedp.ByQuery))
+		running := `(() => { const turns = document.querySelectorAll(".turn");
+			return !!turns[turns.length - 1]?.querySelector('.plan-card .step[data-step="2"].st-running'); })()`
+		b.until(running)
+		st := b.scroll()
+		require.Greater(t, st.Height, st.Client+50, "the turn is longer than the conversation's box")
+		require.Less(t, st.Gap, 30.0, "while the plan runs its end shows: %+v", st)
+		b.until(`document.querySelectorAll(".turn")[0]?.dataset.finished === "completed"`)
+		var answerShows bool
+		b.eval(`(() => { const t = document.querySelector(".transcript").getBoundingClientRect(),
+			a = document.querySelector(".turn .msg.assistant").getBoundingClientRect(); return a.bottom <= t.bottom + 1 && a.bottom > t.top; })()`, &answerShows)
+		require.True(t, answerShows, "the answer shows when the turn ends: %+v", b.scroll())
+
+		// Scrolled up while the next turn runs, the conversation stays where
+		// the reader put it, while what arrives goes on below.
+		b.run(chromedp.SendKeys("#message", "write the quarterly report again\n", chromedp.ByQuery))
+		b.until(running)
+		var at scrollState
+		b.eval(`(() => { const t = document.querySelector(".transcript"), turns = document.querySelectorAll(".turn");
+			t.scrollTop = 0; return {Top: t.scrollTop, Height: t.scrollHeight, Finished: turns[turns.length - 1].dataset.finished || ""}; })()`, &at)
+		require.Empty(t, at.Finished, "scrolled up while the turn ran")
+		b.until(`(() => { const turns = document.querySelectorAll(".turn"); return turns.length === 2 && turns[1].dataset.finished === "completed"; })()`)
+		st = b.scroll()
+		require.Greater(t, st.Height, at.Height, "the turn went on after the scroll")
+		require.Less(t, st.Top, 5.0, "the conversation did not follow the turn after the reader scrolled up")
+	})
+
+	t.Run("on a phone the page follows a running turn", func(t *testing.T) {
+		b.t = t
+		// There the page scrolls, not the conversation.
+		b.until(`document.querySelector(".composer button.danger").hidden`) // no turn runs
+		b.run(chromedp.EmulateViewport(390, 844))
+		defer b.run(chromedp.EmulateViewport(1280, 900))
+		b.run(b.open("#/chat"))
+		b.until(`document.querySelector(".chat-title").textContent === "New chat"`)
+		b.run(chromedp.SendKeys("#message", "write the quarterly report\n", chromedp.ByQuery))
+		b.until(`document.querySelectorAll(".turn")[0]?.dataset.finished === "completed"`)
+		var phone struct{ Bottom, Window, Page float64 }
+		b.eval(`({Bottom: document.querySelector(".turn .msg.assistant").getBoundingClientRect().bottom, Window: innerHeight,
+			Page: document.scrollingElement.scrollHeight})`, &phone)
+		require.Greater(t, phone.Page, phone.Window, "the turn is longer than the phone's screen")
+		require.True(t, phone.Bottom > 0 && phone.Bottom <= phone.Window, "the answer shows when the turn ends: %+v", phone)
 	})
 
 	t.Run("readable on a phone", func(t *testing.T) {

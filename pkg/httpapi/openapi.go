@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,49 +29,84 @@ type operation struct {
 	// public routes need no API key.
 	public bool
 	query  []string
+	// errors are the error statuses the route returns beyond those errorsOf
+	// gives every route like it.
+	errors []int
+}
+
+// errorResponses are the error responses the document declares, each once
+// under components.responses (named as here) and referred to by the
+// operations that return it. Every one has an ErrorResponse body.
+var errorResponses = map[int]struct{ name, description string }{
+	http.StatusBadRequest:            {"BadRequest", "Invalid input: a malformed or unknown field, a bad value or query parameter (error.code invalid_input; error.fields names every problem)"},
+	http.StatusUnauthorized:          {"Unauthorized", "No API key, or an unknown or revoked one (auth.mode apikey)"},
+	http.StatusNotFound:              {"NotFound", "No such resource, or not the caller's"},
+	http.StatusConflict:              {"Conflict", "The resource is not in a state that allows this (a plan that no longer waits for review, a turn still running, a name taken)"},
+	http.StatusRequestEntityTooLarge: {"TooLarge", "The request body is larger than server.max_body_bytes"},
+	http.StatusTooManyRequests:       {"TooMany", "The caller runs as many streams as the per-user limit allows; retry after Retry-After seconds"},
+	http.StatusServiceUnavailable:    {"Unavailable", "The server is not ready, or it is shutting down"},
+}
+
+// errorsOf is every error status op returns, sorted: those of every route
+// (413: the body limit holds for all), 401 where an API key is needed, 400
+// where a body is decoded, 404 where a path names a resource, and op's own.
+func errorsOf(op operation) []int {
+	out := append([]int{http.StatusRequestEntityTooLarge}, op.errors...)
+	if !op.public {
+		out = append(out, http.StatusUnauthorized)
+	}
+	if op.request != nil {
+		out = append(out, http.StatusBadRequest)
+	}
+	if strings.Contains(op.path, "{") {
+		out = append(out, http.StatusNotFound)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // operations lists every route the server serves. TestOpenAPICoversEveryRoute
 // fails when echo serves a route this table lacks, or the other way round.
 var operations = []operation{
 	{method: "GET", path: "/healthz", summary: "Liveness: the process is up", response: Status{}, public: true},
-	{method: "GET", path: "/readyz", summary: "Readiness: the database answers a ping within 1 s (503 otherwise)", response: Status{}, public: true},
-	{method: "GET", path: "/metrics", summary: "Prometheus metrics, for operators: an operator's API key in apikey mode (401 without a key, 404 with a user's key); open in auth mode none (loopback only)"},
+	{method: "GET", path: "/readyz", summary: "Readiness: the database answers a ping within 1 s (503 otherwise)", response: Status{}, public: true, errors: []int{http.StatusServiceUnavailable}},
+	{method: "GET", path: "/metrics", summary: "Prometheus metrics, for operators: an operator's API key in apikey mode (401 without a key, 404 with a user's key); open in auth mode none (loopback only)", errors: []int{http.StatusNotFound}},
 	{method: "GET", path: "/openapi.yaml", summary: "This document", public: true},
 	{method: "GET", path: "/", summary: "The web app (HTML): chat, review and operations", public: true},
 	{method: "GET", path: "/app/{path}", summary: "The web app's modules and styles", public: true},
+	{method: "GET", path: "/favicon.ico", summary: "The web app's icon", public: true},
 	{method: "GET", path: "/api/me", summary: "Who the caller is: user, role and the server's auth mode", response: Me{}},
 	{method: "GET", path: "/api/projects", summary: "The caller's workspace projects, most recently updated first (for a chat's focus)",
-		response: ProjectList{}, query: []string{"limit"}},
+		response: ProjectList{}, query: []string{"limit"}, errors: []int{http.StatusBadRequest}},
 	{method: "POST", path: "/api/agent/stream", summary: "Run a chat turn; streams its events (stream=false: one JSON document)",
-		request: StreamRequest{}, response: TurnResult{}, stream: true},
+		request: StreamRequest{}, response: TurnResult{}, stream: true, errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/agent/stream", summary: "The caller's sessions (alias of GET /api/sessions for older clients)",
-		response: SessionList{}, query: []string{"limit", "cursor"}},
-	{method: "POST", path: "/api/agent/stream/cancel", summary: "Cancel one of the caller's running turns", request: CancelRequest{}},
+		response: SessionList{}, query: []string{"limit", "cursor"}, errors: []int{http.StatusBadRequest}},
+	{method: "POST", path: "/api/agent/stream/cancel", summary: "Cancel one of the caller's running turns", request: CancelRequest{}, errors: []int{http.StatusNotFound}},
 	{method: "POST", path: "/api/agent/prewarm", summary: "Build and cache the workspace snapshot of the planner's context ahead of a turn (when a chat opens or its focus changes)",
-		request: PrewarmRequest{}, response: PrewarmResult{}},
-	{method: "GET", path: "/api/sessions", summary: "The caller's sessions, most recent first", response: SessionList{}, query: []string{"limit", "cursor"}},
+		request: PrewarmRequest{}, response: PrewarmResult{}, errors: []int{http.StatusNotFound}},
+	{method: "GET", path: "/api/sessions", summary: "The caller's sessions, most recent first", response: SessionList{}, query: []string{"limit", "cursor"}, errors: []int{http.StatusBadRequest}},
 	{method: "GET", path: "/api/sessions/{id}", summary: "A session with its messages", response: SessionDetail{}},
 	{method: "GET", path: "/api/plans", summary: "Plans, newest first (operators: every user's)", response: PlanList{},
-		query: []string{"status", "mode", "session_id", "user_id", "since", "until", "limit", "cursor"}},
+		query: []string{"status", "mode", "session_id", "user_id", "since", "until", "limit", "cursor"}, errors: []int{http.StatusBadRequest}},
 	{method: "GET", path: "/api/plans/{id}", summary: "A plan with steps, revisions and their diffs, reviews and executions", response: PlanDetail{}},
 	{method: "POST", path: "/api/plans/{id}/approve", summary: "Approve a plan waiting for review (optionally with edited steps) and run it; streams (stream=false: JSON when it ends)",
-		request: ApproveRequest{}, response: PlanRunResult{}, stream: true},
-	{method: "POST", path: "/api/plans/{id}/reject", summary: "Reject a plan waiting for review", request: RejectRequest{}, response: PlanView{}},
-	{method: "POST", path: "/api/plans/{id}/cancel", summary: "Cancel a running or waiting plan (owners and operators)", response: PlanView{}},
+		request: ApproveRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
+	{method: "POST", path: "/api/plans/{id}/reject", summary: "Reject a plan waiting for review", request: RejectRequest{}, response: PlanView{}, errors: []int{http.StatusConflict}},
+	{method: "POST", path: "/api/plans/{id}/cancel", summary: "Cancel a running or waiting plan (owners and operators)", response: PlanView{}, errors: []int{http.StatusBadRequest, http.StatusConflict}},
 	{method: "POST", path: "/api/plans/{id}/resume", summary: "Rerun the steps of a failed, cancelled or interrupted plan that did not complete; streams",
-		request: ResumeRequest{}, response: PlanRunResult{}, stream: true},
+		request: ResumeRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
 	{method: "GET", path: "/api/plans/{id}/events", summary: "A plan's whole history across its runs (SSE ids <run>:<seq>; resume with the Last-Event-ID header or ?after=<run>:<seq>), then live through review and later runs until the plan ended; then done",
-		stream: true, query: []string{"after"}},
+		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest}},
 	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (a chat turn, or a plan's approval or resume): kind, status, last seq, owner, lease and attempts", response: RunView{}},
 	{method: "GET", path: "/api/runs/{id}/events", summary: "A run's events after the Last-Event-ID header (or ?after=N), then live, ending with done; SSE ids are the run's seq",
-		stream: true, query: []string{"after"}},
+		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
 	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
-	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}},
+	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},
 	{method: "GET", path: "/api/agent-definitions/{id}", summary: "One agent definition", response: DefinitionView{}},
 	{method: "PATCH", path: "/api/agent-definitions/{id}", summary: "Edit an agent definition (its creator while private; operators any, and only they share)",
-		request: DefinitionInput{}, response: DefinitionView{}},
+		request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},
 }
 
 // OpenAPIPaths returns "METHOD /path" for every documented operation, with
@@ -143,9 +179,15 @@ func OpenAPI(version string) ([]byte, error) {
 		if op.method == "POST" && op.path == "/api/agent-definitions" {
 			status = "201"
 		}
-		errRef := map[string]any{"description": "error", "content": map[string]any{"application/json": map[string]any{
-			"schema": map[string]any{"$ref": "#/components/schemas/ErrorResponse"}}}}
-		o["responses"] = map[string]any{status: ok, "default": errRef}
+		responses := map[string]any{status: ok, "default": map[string]any{"$ref": "#/components/responses/Error"}}
+		for _, code := range errorsOf(op) {
+			r, ok := errorResponses[code]
+			if !ok {
+				return nil, fmt.Errorf("openapi: %s %s returns %d, which errorResponses lacks", op.method, op.path, code)
+			}
+			responses[strconv.Itoa(code)] = map[string]any{"$ref": "#/components/responses/" + r.name}
+		}
+		o["responses"] = responses
 		item[strings.ToLower(op.method)] = o
 	}
 	if _, err := g.ref(ErrorResponse{}); err != nil {
@@ -157,10 +199,16 @@ func OpenAPI(version string) ([]byte, error) {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "planwright", "version": version,
-			"description": "Multi-step work done by LLM agents: chat turns, plans, reviews and their records."},
-		"paths": paths,
+			"description": "Multi-step work done by LLM agents: chat turns, plans, reviews and their records.",
+			// The repository grants no license.
+			"license": map[string]any{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"}},
+		// The document is served by the server it describes: its paths are
+		// relative to where it was fetched from.
+		"servers": []any{map[string]any{"url": "/", "description": "the server that serves this document"}},
+		"paths":   paths,
 		"components": map[string]any{
 			"schemas":         g.schemas,
+			"responses":       responseComponents(),
 			"securitySchemes": map[string]any{"apiKey": map[string]any{"type": "http", "scheme": "bearer"}},
 		},
 		"security": []any{map[string]any{"apiKey": []any{}}},
@@ -175,6 +223,26 @@ func OpenAPI(version string) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.Marshal(plain)
+}
+
+// responseComponents are components.responses: every error response, and
+// Error, the default of every operation (500, and 405 for a method the
+// path does not serve).
+func responseComponents() map[string]any {
+	body := func(description string) map[string]any {
+		return map[string]any{"description": description, "content": map[string]any{"application/json": map[string]any{
+			"schema": map[string]any{"$ref": "#/components/schemas/ErrorResponse"}}}}
+	}
+	out := map[string]any{"Error": body("Any other error: internal (500), or a method the path does not serve (405)")}
+	for code, r := range errorResponses {
+		resp := body(r.description)
+		if code == http.StatusTooManyRequests {
+			resp["headers"] = map[string]any{"Retry-After": map[string]any{"description": "seconds to wait before retrying",
+				"schema": map[string]any{"type": "integer", "minimum": 1}}}
+		}
+		out[r.name] = resp
+	}
+	return out
 }
 
 func operationID(op operation) string {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,5 +85,75 @@ func TestOpenAPIStepShapes(t *testing.T) {
 	require.Len(t, in["properties"], len(definition)+1)
 	for _, f := range append(definition, "id") {
 		require.Contains(t, in["properties"], f)
+	}
+}
+
+// TestOpenAPIDeclaresTheErrorsRoutesReturn provokes the errors of the
+// routes (in order: a case may set up the next) and checks that the
+// document declares each status the route answers.
+func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
+	t.Parallel()
+	env := newChatEnv(t, persistence.DriverSQLite, says("x"), nil)
+	env.keys["mallory"] = "pwk_notakey"
+	raw, err := httpapi.OpenAPI("test")
+	require.NoError(t, err)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]any `yaml:"responses"`
+		} `yaml:"paths"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	huge := `{"message": "` + strings.Repeat("x", 2<<20) + `"}`
+	cases := []struct {
+		user, method, path, body string
+		route                    string // the documented path
+		status                   int
+	}{
+		{"mallory", "GET", "/api/me", "", "/api/me", http.StatusUnauthorized},
+		{"", "GET", "/api/plans", "", "/api/plans", http.StatusUnauthorized},
+		{"alice", "GET", "/metrics", "", "/metrics", http.StatusNotFound},
+		{"alice", "GET", "/api/projects?limit=0", "", "/api/projects", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent/stream", `{"message": "hi", "plan_mod": "x"}`, "/api/agent/stream", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent/stream", huge, "/api/agent/stream", http.StatusRequestEntityTooLarge},
+		{"alice", "POST", "/api/agent/stream", `{"message": "hi", "session_id": "nope", "stream": false}`, "/api/agent/stream", http.StatusNotFound},
+		{"alice", "GET", "/api/agent/stream?limit=0", "", "/api/agent/stream", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent/stream/cancel", `{}`, "/api/agent/stream/cancel", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent/stream/cancel", `{"stream_run_id": "nope"}`, "/api/agent/stream/cancel", http.StatusNotFound},
+		{"alice", "POST", "/api/agent/prewarm", `{"context_type": "nope"}`, "/api/agent/prewarm", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent/prewarm", `{"session_id": "nope"}`, "/api/agent/prewarm", http.StatusNotFound},
+		{"alice", "GET", "/api/sessions?limit=500", "", "/api/sessions", http.StatusBadRequest},
+		{"alice", "GET", "/api/sessions/nope", "", "/api/sessions/{id}", http.StatusNotFound},
+		{"alice", "GET", "/api/plans?status=nope", "", "/api/plans", http.StatusBadRequest},
+		{"alice", "GET", "/api/plans/nope", "", "/api/plans/{id}", http.StatusNotFound},
+		{"alice", "POST", "/api/plans/nope/approve", `{}`, "/api/plans/{id}/approve", http.StatusNotFound},
+		{"alice", "POST", "/api/plans/nope/approve", `{"note": 1}`, "/api/plans/{id}/approve", http.StatusBadRequest},
+		{"alice", "POST", "/api/plans/nope/reject", `{"reason": "no"}`, "/api/plans/{id}/reject", http.StatusNotFound},
+		{"alice", "POST", "/api/plans/nope/cancel", `{"x": 1}`, "/api/plans/{id}/cancel", http.StatusBadRequest},
+		{"alice", "POST", "/api/plans/nope/cancel", "", "/api/plans/{id}/cancel", http.StatusNotFound},
+		{"alice", "POST", "/api/plans/nope/resume", `{}`, "/api/plans/{id}/resume", http.StatusNotFound},
+		{"alice", "GET", "/api/plans/nope/events", "", "/api/plans/{id}/events", http.StatusNotFound},
+		{"alice", "GET", "/api/runs/nope", "", "/api/runs/{id}", http.StatusNotFound},
+		{"alice", "GET", "/api/runs/nope/events", "", "/api/runs/{id}/events", http.StatusNotFound},
+		{"alice", "GET", "/api/executions/nope", "", "/api/executions/{id}", http.StatusNotFound},
+		{"alice", "POST", "/api/agent-definitions", `{}`, "/api/agent-definitions", http.StatusBadRequest},
+		{"alice", "POST", "/api/agent-definitions", `{"name": "taken"}`, "/api/agent-definitions", http.StatusCreated},
+		{"alice", "POST", "/api/agent-definitions", `{"name": "taken"}`, "/api/agent-definitions", http.StatusConflict},
+		{"alice", "GET", "/api/agent-definitions/nope", "", "/api/agent-definitions/{id}", http.StatusNotFound},
+		{"alice", "PATCH", "/api/agent-definitions/nope", `{"name": "x"}`, "/api/agent-definitions/{id}", http.StatusNotFound},
+		{"", "GET", "/app/nope.js", "", "/app/{path}", http.StatusNotFound},
+		{"", "GET", "/healthz", huge, "/healthz", http.StatusRequestEntityTooLarge},
+	}
+	for _, tc := range cases {
+		var body any
+		if tc.body != "" {
+			body = tc.body
+		}
+		resp := env.request(t, context.Background(), tc.user, tc.method, tc.path, body)
+		resp.Body.Close()
+		name := tc.method + " " + tc.path
+		require.Equal(t, tc.status, resp.StatusCode, name)
+		op, ok := doc.Paths[tc.route][strings.ToLower(tc.method)]
+		require.True(t, ok, "%s %s is documented", tc.method, tc.route)
+		require.Contains(t, op.Responses, strconv.Itoa(resp.StatusCode), "%s answers %d, which the document does not declare", name, resp.StatusCode)
 	}
 }

@@ -24,8 +24,8 @@ var webFiles embed.FS
 const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// WebFS returns the embedded web app's files (index.html at the root, the
-// rest under app/), for tests.
+// WebFS returns the embedded web app's files (index.html and favicon.ico
+// at the root, the rest under app/), for tests.
 func WebFS() fs.FS {
 	sub, err := fs.Sub(webFiles, "web")
 	if err != nil {
@@ -35,7 +35,7 @@ func WebFS() fs.FS {
 }
 
 // webRoutes serves the web app: GET / is index.html, GET /app/{path} the
-// modules and styles it loads.
+// modules and styles it loads, GET /favicon.ico its icon.
 func webRoutes(e *echo.Echo) {
 	files := WebFS()
 	serve := func(c echo.Context, name string) error {
@@ -57,6 +57,8 @@ func webRoutes(e *echo.Echo) {
 			ctype = "text/css; charset=utf-8"
 		case ".html":
 			ctype = "text/html; charset=utf-8"
+		case ".ico":
+			ctype = "image/vnd.microsoft.icon"
 		}
 		if ctype == "" {
 			ctype = "application/octet-stream"
@@ -64,6 +66,8 @@ func webRoutes(e *echo.Echo) {
 		return c.Blob(http.StatusOK, ctype, data)
 	}
 	e.GET("/", func(c echo.Context) error { return serve(c, "index.html") })
+	// Where browsers look for a site's icon when a page names none.
+	e.GET("/favicon.ico", func(c echo.Context) error { return serve(c, "favicon.ico") })
 	e.GET("/app/*", func(c echo.Context) error {
 		name := path.Clean("/" + c.Param("*"))
 		if strings.Contains(name, "..") || name == "/" {

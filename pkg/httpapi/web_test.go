@@ -43,6 +43,10 @@ func TestWebAppIsServed(t *testing.T) {
 	require.Contains(t, body, "import")
 	resp, _ = get("/app/app.css")
 	require.Equal(t, "text/css; charset=utf-8", resp.Header.Get("Content-Type"))
+	resp, body = get("/favicon.ico")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "image/vnd.microsoft.icon", resp.Header.Get("Content-Type"))
+	require.True(t, strings.HasPrefix(body, "\x00\x00\x01\x00"), "an ICO file")
 
 	for _, p := range []string{"/app/nope.js", "/app/../index.html", "/app/%2e%2e/web.go", "/app/"} {
 		resp, _ = get(p)

@@ -1,10 +1,10 @@
 // Package suites records whether the optional test suites — those that need
-// PostgreSQL or a browser — ran or were skipped, so that `make test` can say
+// PostgreSQL, a browser or npm — ran or were skipped, so that `make test` can say
 // so truthfully at the end of a run (scripts/with-suite-report.sh).
 //
 // A test that needs such a resource calls Ran once it has it, or Skipped
 // with the reason just before it skips (or fails, under REQUIRE_POSTGRES=1 /
-// REQUIRE_BROWSER=1). Each call appends one line to the file named by
+// REQUIRE_BROWSER=1; npm also in CI). Each call appends one line to the file named by
 // $PLANWRIGHT_SUITE_REPORT; without it they do nothing. Test binaries of
 // different packages run in parallel, so every line is one write to a file
 // opened for appending.
@@ -27,6 +27,8 @@ const EnvReport = "PLANWRIGHT_SUITE_REPORT"
 const (
 	Postgres = "postgres"
 	Browser  = "browser"
+	// NPM is the OpenAPI lint, which npm installs.
+	NPM = "npm"
 )
 
 // Ran records that t runs suite; detail says against what (a redacted

@@ -1,6 +1,6 @@
 // Package scripted is the scripted model: a langchaingo llms.Model that
-// answers from a YAML script (the format of DESIGN.md, "The scripted
-// model"), with streaming, latency, usage and simulated provider failures.
+// answers from a YAML script (its format: docs/scripted-model.md), with
+// streaming, latency, usage and simulated provider failures.
 // Tests, benchmarks and offline demos drive the whole system with it.
 //
 // The agent role a rule matches is not among langchaingo's call options: the

@@ -245,6 +245,14 @@ export class ChatView {
       sel("project", "Project focus", [["", "(none)"]]),
       sel("plan-mode", "Plan mode", PLAN_MODES));
     this.transcript = h("div", { class: "transcript", role: "log", "aria-label": "Conversation" });
+    // The conversation follows a running turn while the person reads its
+    // end; scrolling up stops that, scrolling back to the end resumes it.
+    this.following = true;
+    this.autoTop = 0; // where keepUp last scrolled to
+    const noteScroll = () => this.noteScroll();
+    this.transcript.addEventListener("scroll", noteScroll, { passive: true });
+    window.addEventListener("scroll", noteScroll, { passive: true });
+    this.transcript.addEventListener("wheel", (e) => { if (e.deltaY < 0) this.following = false; }, { passive: true });
     this.input = h("textarea", { id: "message", name: "message", rows: 3, placeholder: "Ask for something with several parts…  (Enter sends, Shift+Enter for a new line)" });
     this.sendBtn = h("button", { type: "submit", class: "primary" }, "Send");
     this.stopBtn = h("button", { type: "button", class: "danger", hidden: true, onclick: () => this.stop() }, "Stop");
@@ -292,6 +300,35 @@ export class ChatView {
       this.rejoined = true;
       this.rejoin(pending);
     }
+  }
+
+  // scroller is what scrolls the conversation: the transcript, or on a
+  // narrow screen, where the transcript grows with what it holds, the page.
+  scroller() {
+    return getComputedStyle(this.transcript).maxHeight === "none" ? document.scrollingElement : this.transcript;
+  }
+
+  // noteScroll follows again at the end of the conversation, and stops
+  // following when the person scrolled up from where keepUp left it (what
+  // arrives meanwhile only adds below, which is no reason to stop).
+  noteScroll() {
+    const el = this.scroller();
+    if (el.scrollHeight - el.scrollTop - el.clientHeight < 24) this.following = true;
+    else if (el.scrollTop < this.autoTop - 2) this.following = false;
+  }
+
+  // keepUp scrolls to the end of the conversation while it follows.
+  keepUp() {
+    if (!this.following) return;
+    const el = this.scroller();
+    el.scrollTop = el.scrollHeight;
+    this.autoTop = el.scrollTop;
+  }
+
+  // startFollowing follows a turn from its start, showing its end.
+  startFollowing() {
+    this.following = true;
+    this.keepUp();
   }
 
   async loadSessions() {
@@ -388,7 +425,7 @@ export class ChatView {
         }
       }
     }
-    this.transcript.scrollTop = this.transcript.scrollHeight;
+    this.startFollowing();
   }
 
   body(text) {
@@ -413,7 +450,7 @@ export class ChatView {
     this.transcript.querySelector(".empty")?.remove();
     this.transcript.append(turn.el);
     turn.setState("Sending…");
-    turn.el.scrollIntoView({ block: "end" });
+    this.startFollowing();
     await this.run({ kind: "turn", runId: body.stream_run_id }, turn, (signal, onEvent) =>
       stream("/api/agent/stream", { body, signal, onEvent }));
   }
@@ -456,8 +493,7 @@ export class ChatView {
     }
     if (ev.type === "plan_created" && this.running) runs.update({ plan_id: ev.plan.id });
     turn.apply(ev);
-    const nearBottom = this.transcript.scrollHeight - this.transcript.scrollTop - this.transcript.clientHeight < 120;
-    if (nearBottom) this.transcript.scrollTop = this.transcript.scrollHeight;
+    this.keepUp();
   }
 
   setBusy(busy) {
@@ -564,6 +600,7 @@ export class ChatView {
     if (this.running) return;
     const turn = new Turn(this, { label: "You approved the plan; it runs now." });
     this.transcript.append(turn.el);
+    this.startFollowing();
     const detail = await api(`/api/plans/${planId}`).catch(() => null);
     if (detail) turn.card(detail.plan);
     await this.run({ kind: "plan", planId }, turn, (signal, onEvent) =>
@@ -575,6 +612,7 @@ export class ChatView {
     if (this.running) return;
     const turn = new Turn(this, { label: "Resumed the plan." });
     this.transcript.append(turn.el);
+    this.startFollowing();
     const detail = await api(`/api/plans/${planId}`).catch(() => null);
     if (detail) turn.card(detail.plan);
     await this.run({ kind: "plan", planId }, turn, (signal, onEvent) =>

@@ -65,6 +65,9 @@ export function when(iso) {
 
 export const tokens = (u) => (u ? `${(u.input_tokens || 0) + (u.output_tokens || 0)} tokens (${u.input_tokens || 0} in, ${u.output_tokens || 0} out)` : "");
 
+// count says how many of a thing there are: "1 step", "3 steps".
+export const count = (n, one, many = one + "s") => `${n} ${n === 1 ? one : many}`;
+
 export function shortId(id) {
   return id ? String(id).slice(-8) : "";
 }

@@ -3,7 +3,7 @@
 // revisions, watched live while it runs, with cancel and resume; and an
 // execution's transcript with its tool calls.
 import { api, stream } from "./api.js";
-import { h, s, clear, when, duration, tokens, statusBadge, jsonText, announce } from "./dom.js";
+import { h, s, append, clear, when, duration, tokens, statusBadge, jsonText, announce, count } from "./dom.js";
 import { PlanCard } from "./plancard.js";
 import { approvalLine, reviewsBlock, revisionsBlock } from "./shared.js";
 
@@ -123,7 +123,7 @@ export class OpsView {
       h("button", { type: "button", disabled: page === 1, onclick: () => { this.cursors.pop(); this.load(); } }, "← Newer"),
       h("span", { class: "muted", text: ` page ${page} ` }),
       h("button", { type: "button", disabled: !data.next_cursor, onclick: () => { this.cursors.push(data.next_cursor); this.load(); } }, "Older →"));
-    if (!quiet) announce(`${data.plans.length} plans`);
+    if (!quiet) announce(count(data.plans.length, "plan"));
     if (!this.timer) this.schedule();
   }
 
@@ -241,7 +241,8 @@ export class OpsView {
           h("td", { "data-label": "Arguments", class: "wrap", text: jsonText(c.arguments, 300) }),
           h("td", { "data-label": "Result", class: "wrap" }, c.success ? "✓ " : "✗ ", c.success ? jsonText(c.result, 300) : c.error),
           h("td", { "data-label": "Duration", text: `${c.duration_ms} ms` })))));
-    this.root.append(
+    // dom's append, not the element's: that one writes null as "null".
+    append(this.root, [
       h("p", {}, h("a", { href: `#/ops/plan/${e.plan_id}` }, "← Plan")),
       h("h1", { text: `Step ${e.step_number}: executor run` }),
       h("dl", { class: "facts" }, fact("Status", statusBadge(e.status)), fact("Started", when(e.started_at)),
@@ -250,7 +251,7 @@ export class OpsView {
       e.result ? h("section", { class: "block" }, h("h2", { text: "Result" }), h("pre", { class: "wrap", text: e.result })) : null,
       e.error ? h("section", { class: "block" }, h("h2", { text: "Error" }), h("pre", { class: "wrap error", text: e.error })) : null,
       h("section", { class: "block", "aria-label": "Transcript" }, h("h2", { text: "Transcript" }), transcript),
-      h("section", { class: "block", "aria-label": "Tool calls" }, h("h2", { text: "Tool calls" }), calls));
+      h("section", { class: "block", "aria-label": "Tool calls" }, h("h2", { text: "Tool calls" }), calls)]);
   }
 }
 

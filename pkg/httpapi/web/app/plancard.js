@@ -2,7 +2,7 @@
 // beside it, updated live from the plan's events — each step pending,
 // running (with its elapsed time), completed, failed, skipped or cancelled.
 // Chat turns, the review page and the operations page all use it.
-import { h, s, clear, duration, statusBadge, announce } from "./dom.js";
+import { h, s, clear, duration, statusBadge, announce, count } from "./dom.js";
 
 const GLYPH = { pending: "○", running: "◔", completed: "✓", failed: "✗", skipped: "↷", cancelled: "■" };
 
@@ -257,7 +257,7 @@ export class PlanCard {
           s("tspan", { text: st.status + " " }),
           s("tspan", { "data-elapsed": st.number, text: this.elapsed(st) })));
     });
-    const label = `Dependency graph of ${steps.length} steps: ` +
+    const label = `Dependency graph of ${count(steps.length, "step")}: ` +
       steps.map((st) => `${st.number} ${st.status}${st.depends_on && st.depends_on.length ? " after " + st.depends_on.join(" and ") : ""}`).join("; ");
     return h("div", { class: "graph-wrap" },
       s("svg", { class: "plan-graph", viewBox: `0 0 ${width} ${height}`, width, role: "img", "aria-label": label, preserveAspectRatio: "xMinYMin meet" },

@@ -4,7 +4,7 @@
 // (the server validates them; its errors show at the step they name), or
 // rejected with a reason.
 import { api, stream, ApiError } from "./api.js";
-import { h, clear, when, statusBadge, announce } from "./dom.js";
+import { h, append, clear, when, statusBadge, announce, count } from "./dom.js";
 import { PlanCard } from "./plancard.js";
 import { approvalLine, reviewsBlock, revisionsBlock } from "./shared.js";
 
@@ -42,27 +42,30 @@ export class ReviewView {
     this.root.append(h("ul", { class: "inbox" }, data.plans.map((p) => h("li", {},
       h("a", { href: `#/review/${p.id}`, class: "inbox-item" },
         h("span", { class: "goal", text: p.goal }),
-        h("span", { class: "muted", text: ` · ${p.steps.length} steps · ${p.mode.replaceAll("_", " ")} · ${when(p.created_at)}` }),
+        h("span", { class: "muted", text: ` · ${count(p.steps.length, "step")} · ${p.mode.replaceAll("_", " ")} · ${when(p.created_at)}` }),
         h("span", { class: "owner", text: ` · ${this.app.whose(p.user_id)}` }))))));
   }
 
-  async plan(id) {
+  // plan shows one plan's review; ran is what an approval made on this
+  // page showed (its answer), kept under the plan as it is now.
+  async plan(id, ran) {
     clear(this.root);
     let d;
     try {
       d = await api(`/api/plans/${id}`);
     } catch (err) {
-      this.root.append(h("p", {}, h("a", { href: "#/review" }, "← Inbox")), h("p", { class: "error", role: "alert", text: err.message }));
+      append(this.root, [h("p", {}, h("a", { href: "#/review" }, "← Inbox")), h("p", { class: "error", role: "alert", text: err.message }), ran]);
       return;
     }
     const p = d.plan;
     const mine = p.user_id === this.app.me.user_id;
     const waiting = p.status === "pending_review";
+    this.meta = h("p", { class: "plan-meta" });
+    this.showMeta(p);
     this.root.append(
       h("p", {}, h("a", { href: "#/review" }, "← Inbox")),
       h("h1", {}, "Review: ", h("span", { text: p.goal })),
-      h("p", { class: "plan-meta" }, statusBadge(p.status), ` ${p.mode.replaceAll("_", " ")} · version ${p.version} · owner ${this.app.whose(p.user_id)} · ${when(p.created_at)}`,
-        " · ", h("a", { href: `#/ops/plan/${p.id}` }, "operations view")),
+      this.meta,
       ...approvalLine(p, this.app));
     if (!waiting) {
       this.root.append(h("p", { class: "notice", text: `This plan is ${p.status.replaceAll("_", " ")}; it no longer waits for review.` }));
@@ -70,14 +73,21 @@ export class ReviewView {
       this.root.append(h("p", { class: "notice", text: `Only ${p.user_id}, who owns this plan, can approve or reject it.` }));
     }
     const sideParts = [reviewsBlock(d.reviews), revisionsBlock(d.revisions)].filter(Boolean);
-    const graph = new PlanCard(p, { title: "Steps" });
-    const editor = waiting && mine ? this.editor(p) : h("div", {});
-    this.root.append(h("div", { class: ["review-grid", sideParts.length ? "with-side" : ""] }, h("div", {}, graph.el, editor),
+    const graph = new PlanCard({ ...p, executions: d.executions }, { title: "Steps" });
+    const editor = waiting && mine ? this.editor(p, graph) : h("div", {});
+    this.root.append(h("div", { class: ["review-grid", sideParts.length ? "with-side" : ""] }, h("div", {}, graph.el, editor, ran),
       sideParts.length ? h("div", { class: "review-side" }, sideParts) : null));
   }
 
-  // editor is the step editor with the approve and reject controls.
-  editor(p) {
+  // showMeta writes the plan's status, mode, version and owner line.
+  showMeta(p) {
+    clear(this.meta).append(statusBadge(p.status), ` ${p.mode.replaceAll("_", " ")} · version ${p.version} · owner ${this.app.whose(p.user_id)} · ${when(p.created_at)}`,
+      " · ", h("a", { href: `#/ops/plan/${p.id}` }, "operations view"));
+  }
+
+  // editor is the step editor with the approve and reject controls; graph
+  // is the plan's card above it, which an approval's run updates live.
+  editor(p, graph) {
     const form = h("form", { class: "editor", "aria-label": "Step editor", novalidate: true });
     const stepsEl = h("div", { class: "step-edits" });
     const planErrors = h("div", { class: "plan-errors", role: "alert" });
@@ -128,7 +138,7 @@ export class ReviewView {
       const body = {};
       if (note.value.trim()) body.note = note.value.trim();
       if (withEdits) body.steps = collect();
-      await this.approve(p, body, form, planErrors, result);
+      await this.approve(p, body, { form, planErrors, result, graph, wrap });
     };
     const reject = async () => {
       this.clearErrors(form, planErrors);
@@ -153,10 +163,10 @@ export class ReviewView {
         h("button", { type: "button", "data-action": "approve-edits", onclick: () => approve(true) }, "Approve with edits")),
       h("div", { class: "reject-row" },
         h("div", { class: "field" }, h("label", { for: reasonId, text: "Reason to reject" }), reason),
-        h("button", { type: "button", class: "danger", "data-action": "reject", onclick: reject }, "Reject")),
-      result);
+        h("button", { type: "button", class: "danger", "data-action": "reject", onclick: reject }, "Reject")));
     form.addEventListener("submit", (e) => e.preventDefault());
-    return form;
+    const wrap = h("div", { class: "decide" }, form, result);
+    return wrap;
   }
 
   clearErrors(form, planErrors) {
@@ -197,10 +207,13 @@ export class ReviewView {
     announce("The server did not accept the plan: " + problems.join("; "));
   }
 
-  async approve(p, body, form, planErrors, result) {
+  // approve runs the plan from the review page. Once the run started, the
+  // step editor goes and the plan's card above shows the run live; when it
+  // ends the page shows the plan as it is now (status, version, steps) with
+  // the answer under it.
+  async approve(p, body, { form, planErrors, result, graph, wrap }) {
     this.busy = true;
     for (const b of form.querySelectorAll("button")) b.disabled = true;
-    const card = new PlanCard(p, { title: "Running" });
     const answer = h("div", { class: "msg assistant", hidden: true });
     let started = false;
     try {
@@ -208,8 +221,8 @@ export class ReviewView {
         body, onEvent: (ev) => {
           if (!started) {
             started = true;
-            clear(result).append(h("h2", { text: "Approved: running" }), card.el, answer);
-            for (const fs of form.querySelectorAll("fieldset, .actions, .reject-row")) fs.hidden = true;
+            form.hidden = true;
+            clear(result).append(h("h2", { text: "Approved: running" }), answer);
             announce("plan approved; it runs now");
           }
           if (ev.type === "text" && ev.source && ev.source.role !== "executor") {
@@ -218,26 +231,29 @@ export class ReviewView {
           } else if (ev.type === "error") {
             result.append(h("p", { class: "error", role: "alert", text: `${ev.error.code}: ${ev.error.message}` }));
           } else {
-            card.apply(ev);
+            graph.apply(ev);
+            this.showMeta({ ...p, ...graph.plan });
           }
         },
       });
     } catch (err) {
-      if (err instanceof ApiError) this.showErrors(err, form, planErrors);
-      else planErrors.append(h("p", { class: "error", text: err.message }));
-      for (const b of form.querySelectorAll("button")) b.disabled = false;
-      this.busy = false;
-      return;
+      if (started) {
+        result.append(h("p", { class: "error", role: "alert", text: err.message }));
+      } else {
+        if (err instanceof ApiError) this.showErrors(err, form, planErrors);
+        else planErrors.append(h("p", { class: "error", text: err.message }));
+        for (const b of form.querySelectorAll("button")) b.disabled = false;
+        this.busy = false;
+        return;
+      }
     }
     this.busy = false;
     this.app.refreshInbox();
-    const done = h("p", {}, "The plan ran. ", h("a", { href: `#/ops/plan/${p.id}` }, "See it in operations"), " or ",
-      h("a", { href: `#/chat/${p.session_id}` }, "go to its chat"), ".");
-    result.append(done);
-    const d = await api(`/api/plans/${p.id}`).catch(() => null);
-    if (d) {
-      card.setPlan({ ...d.plan, executions: d.executions });
-      for (const line of approvalLine(d.plan, this.app)) result.append(line);
-    }
+    const errors = [...result.querySelectorAll(".error")];
+    clear(result).append(h("h2", { text: "Answer from the approved plan" }), answer, ...errors);
+    result.append(h("p", {}, "See it in ", h("a", { href: `#/ops/plan/${p.id}` }, "operations"), " or ",
+      h("a", { href: `#/chat/${p.session_id}` }, "go to its chat"), "."));
+    wrap.remove(); // the editor and the run's answer: the page is redrawn with the answer
+    if (!this.root.hidden && this.root.isConnected) await this.plan(p.id, result);
   }
 }

@@ -1,0 +1,111 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/pkg/httpapi"
+	"github.com/planwright/planwright/pkg/suites"
+)
+
+// lintDir holds the package.json (and lock) of the pinned OpenAPI linter.
+const lintDir = "testdata/lint"
+
+// redocly returns the path of the pinned Redocly CLI, installing it with
+// npm ci when it is not installed yet. Without npm the test skips — it
+// fails where the suites are required (CI, REQUIRE_BROWSER=1), since .ci/run
+// installs Node and npm.
+func redocly(t *testing.T) string {
+	t.Helper()
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		suites.Skipped(t, suites.NPM, "no npm installed")
+		if os.Getenv("REQUIRE_BROWSER") == "1" || os.Getenv("CI") != "" {
+			t.Fatal("npm is not installed, and CI or REQUIRE_BROWSER=1 requires the OpenAPI lint")
+		}
+		t.Skip("no npm installed: the OpenAPI lint is skipped")
+	}
+	bin, err := filepath.Abs(filepath.Join(lintDir, "node_modules", ".bin", "redocly"))
+	require.NoError(t, err)
+	var lock struct {
+		Packages map[string]struct {
+			Version string `json:"version"`
+		} `json:"packages"`
+	}
+	raw, err := os.ReadFile(filepath.Join(lintDir, "package-lock.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &lock))
+	pinned := lock.Packages["node_modules/@redocly/cli"].Version
+	require.NotEmpty(t, pinned, "package-lock.json pins @redocly/cli")
+	if installedVersion(filepath.Join(lintDir, "node_modules", "@redocly", "cli", "package.json")) != pinned {
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = lintDir
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "npm ci in %s:\n%s", lintDir, out)
+	}
+	suites.Ran(t, suites.NPM, "with @redocly/cli "+pinned)
+	return bin
+}
+
+func installedVersion(packageJSON string) string {
+	var p struct {
+		Version string `json:"version"`
+	}
+	raw, err := os.ReadFile(packageJSON)
+	if err != nil || json.Unmarshal(raw, &p) != nil {
+		return ""
+	}
+	return p.Version
+}
+
+// TestOpenAPILintsClean lints the document with Redocly's recommended
+// rules: no error and no warning (every operation declares its 4XX
+// responses, the document names its servers and license).
+func TestOpenAPILintsClean(t *testing.T) {
+	t.Parallel()
+	bin := redocly(t)
+	doc, err := httpapi.OpenAPI("test")
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "openapi.yaml")
+	require.NoError(t, os.WriteFile(path, doc, 0o644))
+
+	cmd := exec.Command(bin, "lint", "--format=json", path)
+	cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true", "NO_COLOR=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	runErr := cmd.Run() // exits 1 when it finds errors: the report says which
+	var report struct {
+		Totals struct {
+			Errors   int `json:"errors"`
+			Warnings int `json:"warnings"`
+		} `json:"totals"`
+		Problems []struct {
+			RuleID   string `json:"ruleId"`
+			Severity string `json:"severity"`
+			Message  string `json:"message"`
+			Location []struct {
+				Pointer string `json:"pointer"`
+			} `json:"location"`
+		} `json:"problems"`
+	}
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &report), "redocly lint (%v) wrote no JSON report:\n%s\n%s", runErr, stdout.String(), stderr.String())
+	var problems []string
+	for _, p := range report.Problems {
+		where := ""
+		if len(p.Location) > 0 {
+			where = p.Location[0].Pointer
+		}
+		problems = append(problems, fmt.Sprintf("%s %s at %s: %s", p.Severity, p.RuleID, where, p.Message))
+	}
+	require.Empty(t, problems, "redocly lint:\n%s", strings.Join(problems, "\n"))
+	require.Zero(t, report.Totals.Errors+report.Totals.Warnings)
+	require.NoError(t, runErr, stderr.String())
+}
