@@ -96,6 +96,16 @@ type Server struct {
 	// process was started with (Linux's default is 50µs); at most 10ms.
 	// Elsewhere than Linux it does nothing.
 	TimerSlack time.Duration `yaml:"timer_slack"`
+	// MaxWatchStreamsPerUser caps a user's concurrent watch streams
+	// (GET /api/runs/{id}/events, GET /api/plans/{id}/events; 429 beyond).
+	MaxWatchStreamsPerUser int `yaml:"max_watch_streams_per_user"`
+	// AllowedHosts are the host names served besides IP addresses,
+	// localhost and the listen address's name ("*": any); a request for
+	// another Host is a 421, so a DNS-rebound name cannot reach the server.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the web origins (scheme://host[:port]) besides the
+	// server's own that may call it (CORS); another Origin is a 403.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // MaxTimerSlack bounds server.timer_slack: the run log gathers events for
@@ -301,6 +311,10 @@ func Default() Config {
 			OnDisconnect:      "continue",
 			MultitaskStrategy: multitask.Reject,
 			TimerSlack:        time.Millisecond,
+
+			MaxWatchStreamsPerUser: 16,
+			AllowedHosts:           []string{},
+			AllowedOrigins:         []string{},
 		},
 		Runs: Runs{LeaseTimeout: 30 * time.Second, SingleCoreRuns: 1},
 		Database: Database{

@@ -36,6 +36,7 @@ func (c Config) Validate() error {
 	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)
 	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
 	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
+	v.serverEdge(c.Server)
 	if d := c.Server.TimerSlack; d < 0 || d > MaxTimerSlack {
 		v.add("server.timer_slack", fmt.Sprintf("must be between 0 and %v, got %v", MaxTimerSlack, d))
 	}

@@ -62,7 +62,7 @@ var operations = []operation{
 		request: ResumeRequest{}, response: PlanRunResult{}, stream: true},
 	{method: "GET", path: "/api/plans/{id}/events", summary: "A plan's whole history across its runs (SSE ids <run>:<seq>; resume with the Last-Event-ID header or ?after=<run>:<seq>), then live through review and later runs until the plan ended; then done",
 		stream: true, query: []string{"after"}},
-	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (a chat turn, or a plan's approval or resume): kind, status, last seq, owner, lease and attempts", response: RunView{}},
+	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (operators: anyone's; a chat turn, or a plan's approval or resume): kind, status, user, last seq, owner, lease and attempts", response: RunView{}},
 	{method: "GET", path: "/api/runs/{id}/events", summary: "A run's events after the Last-Event-ID header (or ?after=N), then live, ending with done; SSE ids are the run's seq",
 		stream: true, query: []string{"after"}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
