@@ -13,8 +13,13 @@ import (
 )
 
 // requireStatus checks resp's status and error code and returns the error.
+// A response of another status is closed first: a stream left open would
+// keep the test server from closing.
 func requireStatus(t *testing.T, resp *http.Response, status int, code string) httpapi.ErrorDetail {
 	t.Helper()
+	if resp.StatusCode != status {
+		resp.Body.Close()
+	}
 	require.Equal(t, status, resp.StatusCode, resp.Request.Method+" "+resp.Request.URL.Path)
 	e := decodeBody[httpapi.ErrorResponse](t, resp).Error
 	require.Equal(t, code, e.Code)

@@ -39,8 +39,8 @@ func TestWatchStreamsAreLimited(t *testing.T) {
 	}
 	for _, path := range []string{planEvents, runEvents} {
 		resp := e.request(t, ctx, "alice", "GET", path, nil)
-		require.Equal(t, "5", resp.Header.Get("Retry-After"))
 		got := requireStatus(t, resp, http.StatusTooManyRequests, "too_many_requests")
+		require.Equal(t, "5", resp.Header.Get("Retry-After"))
 		require.Contains(t, got.Message, "the limit is 2")
 	}
 	// A missing run is still a 404, not a 429.
