@@ -147,7 +147,10 @@ func TestClientCommands(t *testing.T) {
 		stderr    string
 	}{
 		{"unknown plan", p.alice, []string{"plans", "show", "nope"}, "planwright: plan nope not found\n"},
-		{"another user's plan", p.ops, []string{"plans", "reject", planID, "--reason", "x"}, "planwright: plan " + planID + " not found\n"},
+		{"another user's plan", p.ops, []string{"plans", "reject", planID, "--reason", "x"},
+			"planwright: only alice, who owns plan " + planID + ", can reject it; operators read and cancel every plan\n"},
+		{"approving another user's plan", p.ops, []string{"plans", "approve", planID},
+			"planwright: only alice, who owns plan " + planID + ", can approve it; operators read and cancel every plan\n"},
 		{"not waiting", p.alice, []string{"plans", "reject", planID, "--reason", "x"}, ""},
 		{"no key", "", []string{"sessions", "list"}, "planwright: missing or malformed Authorization: Bearer <api key>\n"},
 		{"bad key", "pwk_nope", []string{"plans", "list"}, "planwright: unknown or revoked API key\n"},

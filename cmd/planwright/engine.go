@@ -252,6 +252,8 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		KeepAlive:    cfg.Server.KeepaliveInterval,
 		OnDisconnect: cfg.Server.OnDisconnect,
 		Logger:       log,
+
+		MaxWatchStreamsPerUser: cfg.Server.MaxWatchStreamsPerUser,
 	})
 	if err != nil {
 		return nil, err

@@ -242,6 +242,8 @@ func newHTTPServer(p serverParams) (*httpapi.Server, error) {
 		ReadHeaderTimeout: p.Config.Server.ReadHeaderTimeout,
 		IdleTimeout:       p.Config.Server.IdleTimeout,
 		MaxBodyBytes:      p.Config.Server.MaxBodyBytes,
+		AllowedHosts:      p.Config.Server.AllowedHosts,
+		AllowedOrigins:    p.Config.Server.AllowedOrigins,
 		Routes:            p.Routes,
 		Metrics:           p.Metrics,
 		Version:           buildVersion(),

@@ -465,6 +465,7 @@ func TestWebApp(t *testing.T) {
 		turnDone := make(chan int, 1)
 		go func() {
 			req, _ := http.NewRequest("POST", p.url+"/api/agent/stream", strings.NewReader(`{"message": "run the slow job", "stream": false}`))
+			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Authorization", "Bearer "+p.alice)
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {

@@ -23,23 +23,29 @@ type Code string
 
 // The codes. Each maps to one HTTP status in pkg/httpapi.
 const (
-	Invalid      Code = "invalid_input"     // 400
-	Unauthorized Code = "unauthorized"      // 401
-	NotFound     Code = "not_found"         // 404 (also: exists but belongs to someone else)
-	Conflict     Code = "conflict"          // 409
-	TooLarge     Code = "too_large"         // 413
-	TooMany      Code = "too_many_requests" // 429
-	Unavailable  Code = "unavailable"       // 503
-	Internal     Code = "internal"          // 500
+	Invalid      Code = "invalid_input"          // 400
+	Unauthorized Code = "unauthorized"           // 401
+	Forbidden    Code = "forbidden"              // 403: the caller sees it but may not do this; the message says why
+	NotFound     Code = "not_found"              // 404 (also: exists but belongs to someone else)
+	Conflict     Code = "conflict"               // 409
+	TooLarge     Code = "too_large"              // 413
+	Unsupported  Code = "unsupported_media_type" // 415: a request body that is not JSON
+	Misdirected  Code = "misdirected_request"    // 421: a Host the server does not serve
+	TooMany      Code = "too_many_requests"      // 429
+	Unavailable  Code = "unavailable"            // 503
+	Internal     Code = "internal"               // 500
 )
 
 // Sentinels for errors.Is. They match any *Error with the same code.
 var (
 	ErrInvalid      = &Error{Code: Invalid, Message: "invalid input"}
 	ErrUnauthorized = &Error{Code: Unauthorized, Message: "unauthorized"}
+	ErrForbidden    = &Error{Code: Forbidden, Message: "forbidden"}
 	ErrNotFound     = &Error{Code: NotFound, Message: "not found"}
 	ErrConflict     = &Error{Code: Conflict, Message: "conflict"}
 	ErrTooLarge     = &Error{Code: TooLarge, Message: "too large"}
+	ErrUnsupported  = &Error{Code: Unsupported, Message: "unsupported media type"}
+	ErrMisdirected  = &Error{Code: Misdirected, Message: "misdirected request"}
 	ErrTooMany      = &Error{Code: TooMany, Message: "too many requests"}
 	ErrUnavailable  = &Error{Code: Unavailable, Message: "unavailable"}
 	ErrInternal     = &Error{Code: Internal, Message: "internal error"}
@@ -97,7 +103,8 @@ func (e *Error) Is(target error) bool {
 
 func sentinel(t *Error) bool {
 	switch t {
-	case ErrInvalid, ErrUnauthorized, ErrNotFound, ErrConflict, ErrTooLarge, ErrTooMany, ErrUnavailable, ErrInternal:
+	case ErrInvalid, ErrUnauthorized, ErrForbidden, ErrNotFound, ErrConflict, ErrTooLarge, ErrUnsupported, ErrMisdirected,
+		ErrTooMany, ErrUnavailable, ErrInternal:
 		return true
 	}
 	return false

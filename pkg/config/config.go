@@ -81,6 +81,16 @@ type Server struct {
 	// runs after that turn) or interrupt (that turn is cancelled as
 	// superseded, its partial answer kept).
 	MultitaskStrategy multitask.Strategy `yaml:"multitask_strategy"`
+	// MaxWatchStreamsPerUser caps a user's concurrent watch streams
+	// (GET /api/runs/{id}/events, GET /api/plans/{id}/events; 429 beyond).
+	MaxWatchStreamsPerUser int `yaml:"max_watch_streams_per_user"`
+	// AllowedHosts are the host names served besides IP addresses,
+	// localhost and the listen address's name ("*": any); a request for
+	// another Host is a 421, so a DNS-rebound name cannot reach the server.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// AllowedOrigins are the web origins (scheme://host[:port]) besides the
+	// server's own that may call it (CORS); another Origin is a 403.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // Database drivers.
@@ -281,6 +291,10 @@ func Default() Config {
 			KeepaliveInterval: 15 * time.Second,
 			OnDisconnect:      "continue",
 			MultitaskStrategy: multitask.Reject,
+
+			MaxWatchStreamsPerUser: 16,
+			AllowedHosts:           []string{},
+			AllowedOrigins:         []string{},
 		},
 		Runs: Runs{LeaseTimeout: 30 * time.Second},
 		Database: Database{

@@ -35,6 +35,7 @@ func (c Config) Validate() error {
 	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)
 	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
 	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
+	v.serverEdge(c.Server)
 	v.oneOf("server.on_disconnect", "value", c.Server.OnDisconnect, []string{"continue", "cancel"})
 	if !c.Server.MultitaskStrategy.Valid() {
 		v.add("server.multitask_strategy", fmt.Sprintf("unknown strategy %q (want %s)", c.Server.MultitaskStrategy, multitask.List()))

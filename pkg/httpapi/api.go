@@ -44,6 +44,10 @@ type APIConfig struct {
 	// KeepAlive is how often a quiet stream gets a keep-alive comment
 	// (default 15 s).
 	KeepAlive time.Duration
+	// MaxWatchStreamsPerUser caps a user's open watch streams in this
+	// process, GET /api/runs/{id}/events and GET /api/plans/{id}/events
+	// together (429 beyond); default DefaultMaxWatchStreamsPerUser.
+	MaxWatchStreamsPerUser int
 	// Runs is the run log every stream is a view of, and Feed what wakes
 	// its followers (see runs.go). Required.
 	Runs RunLog
@@ -111,6 +115,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		bad.Add("OnDisconnect", "%q is not %s or %s", cfg.OnDisconnect, OnContinue, OnCancel)
 	}
 	apperr.Positive(&bad, "Poll", &cfg.Poll, 250*time.Millisecond)
+	apperr.Positive(&bad, "MaxWatchStreamsPerUser", &cfg.MaxWatchStreamsPerUser, DefaultMaxWatchStreamsPerUser)
 	bad.Required("Runs", cfg.Runs == nil)
 	bad.Required("Feed", cfg.Feed == nil)
 	bad.Required("Queue", cfg.Queue == nil)
@@ -128,9 +133,10 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if keepAlive <= 0 {
 		keepAlive = 15 * time.Second
 	}
-	d := deps{now: cfg.Now, newID: cfg.NewID, log: cfg.Logger, anyUser: cfg.AnyUser, metrics: cfg.Metrics, keepAlive: keepAlive}
+	d := deps{now: cfg.Now, newID: cfg.NewID, log: cfg.Logger, anyUser: cfg.AnyUser, metrics: cfg.Metrics, keepAlive: keepAlive,
+		watches: newWatchLimit(cfg.MaxWatchStreamsPerUser)}
 	a := &API{auth: mw, metrics: cfg.Metrics,
-		sessions: &sessionHandlers{sessions: cfg.Sessions},
+		sessions: &sessionHandlers{deps: d, sessions: cfg.Sessions},
 		me:       &meHandlers{authMode: cfg.Auth.Mode, projects: cfg.Projects},
 	}
 	fol := &follower{runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll, anyUser: cfg.AnyUser, keepAlive: keepAlive}
@@ -198,7 +204,7 @@ func (a *API) Routes(e *echo.Echo) {
 
 // deps is what every handler group may use: the clock, run ids, the
 // logger, the store's "every user" value, the stream metrics and the
-// keep-alive interval of streams.
+// keep-alive interval of streams, and the limit of watch streams.
 type deps struct {
 	now       func() time.Time
 	newID     func() string
@@ -206,6 +212,7 @@ type deps struct {
 	anyUser   string
 	metrics   *metrics.Metrics
 	keepAlive time.Duration
+	watches   *watchLimit
 }
 
 // readerOf is the user filter for reads: operators read every user's.

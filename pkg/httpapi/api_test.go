@@ -19,7 +19,8 @@ func TestNewAPIReportsEveryBadField(t *testing.T) {
 		want []string
 	}{
 		{"everything wrong", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey}, OnDisconnect: "later",
-			Poll: -time.Second, Feed: event.NewFeed()}, []string{"Chat", "Sessions", "OnDisconnect", "Poll", "Runs", "Queue", "Auth.Keys"}},
+			Poll: -time.Second, MaxWatchStreamsPerUser: -1, Feed: event.NewFeed()},
+			[]string{"Chat", "Sessions", "OnDisconnect", "Poll", "MaxWatchStreamsPerUser", "Runs", "Queue", "Auth.Keys"}},
 		{"unknown auth mode", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: "basic"}}, []string{"Chat", "Sessions", "Runs", "Feed", "Queue", "Auth.Mode"}},
 		{"plan control without plans to read", httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthNone}, Plans: planControlStub{}},
 			[]string{"Chat", "Sessions", "Runs", "Feed", "Queue", "PlanStore"}},

@@ -98,7 +98,7 @@ func authenticator(cfg AuthConfig, bad *apperr.Problems) echo.MiddlewareFunc {
 }
 
 // operatorsOnly lets only operators through; anyone else is told the route
-// is not found (the vocabulary has no 403: what is not yours is a 404).
+// is not found (what a caller cannot see is a 404, not a 403).
 func operatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if PrincipalOf(c).Role != auth.RoleOperator {

@@ -25,6 +25,7 @@ func BenchmarkTurn(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		req, _ := http.NewRequestWithContext(context.Background(), "POST", e.url+"/api/agent/stream", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+e.keys["alice"])
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -85,6 +85,22 @@ func planFor(c echo.Context, store PlanReader, reader string) (planning.Plan, er
 	return plan, err
 }
 
+// ownPlan finds the plan of the route's id for what only its owner may do
+// (approve, reject, resume): another user's plan does not exist for a
+// user, and is a Forbidden saying why for an operator, who can see it.
+func (h *planControl) ownPlan(c echo.Context, action string) (planning.Plan, error) {
+	p := PrincipalOf(c)
+	plan, err := planFor(c, h.store, h.readerOf(p))
+	if err != nil {
+		return planning.Plan{}, err
+	}
+	if plan.UserID != p.UserID {
+		return planning.Plan{}, apperr.New(apperr.Forbidden,
+			"only %s, who owns plan %s, can %s it; operators read and cancel every plan", plan.UserID, plan.ID, action)
+	}
+	return plan, nil
+}
+
 // actorOf is the caller as the person who acts on a plan: what they
 // approve or cancel is recorded as theirs (an operator's as the operator's).
 func actorOf(c echo.Context) planning.Actor {
@@ -105,7 +121,7 @@ func (h *planControl) approve(c echo.Context) error {
 	if err := optionalBody(c, &body); err != nil {
 		return err
 	}
-	plan, err := planFor(c, h.store, PrincipalOf(c).UserID)
+	plan, err := h.ownPlan(c, "approve")
 	if err != nil {
 		return err
 	}
@@ -127,7 +143,7 @@ func (h *planControl) resume(c echo.Context) error {
 	if err := optionalBody(c, &body); err != nil {
 		return err
 	}
-	plan, err := planFor(c, h.store, PrincipalOf(c).UserID)
+	plan, err := h.ownPlan(c, "resume")
 	if err != nil {
 		return err
 	}
@@ -216,7 +232,7 @@ func (h *planControl) reject(c echo.Context) error {
 	if err := optionalBody(c, &body); err != nil {
 		return err
 	}
-	plan, err := planFor(c, h.store, PrincipalOf(c).UserID)
+	plan, err := h.ownPlan(c, "reject")
 	if err != nil {
 		return err
 	}

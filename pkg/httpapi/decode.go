@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -24,8 +25,13 @@ import (
 // encoding/json alone would ignore unknown fields and match names
 // case-insensitively, so {"plan_mod": "draft_only"} or {"Plan_Mode": ...}
 // would pass unnoticed. Every problem is a 400 invalid_input that names its
-// field; an oversized body is a 413.
+// field; an oversized body is a 413, and a body not sent as
+// application/json a 415 (so that a web page cannot send one cross-origin
+// without a preflight; see edge).
 func decode(c echo.Context, v any) error {
+	if err := jsonBody(c.Request()); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(c.Request().Body)
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
@@ -282,4 +288,28 @@ func rejectNULParams(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// hasBody reports whether req carries a body: a length above 0, or a
+// chunked one.
+func hasBody(req *http.Request) bool {
+	return req.ContentLength > 0 || (req.ContentLength < 0 && req.Body != nil && req.Body != http.NoBody)
+}
+
+// jsonBody accepts the Content-Type of a request that carries a body:
+// application/json, with no charset or utf-8 (JSON text is UTF-8, RFC
+// 8259). A request without a body needs none.
+func jsonBody(req *http.Request) error {
+	if !hasBody(req) {
+		return nil
+	}
+	contentType := req.Header.Get(echo.HeaderContentType)
+	mt, params, err := mime.ParseMediaType(contentType)
+	if contentType == "" || err != nil || mt != echo.MIMEApplicationJSON {
+		return apperr.New(apperr.Unsupported, "request body must be JSON sent as Content-Type: application/json, got %q", contentType)
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return apperr.New(apperr.Unsupported, "request body must be UTF-8 JSON, got charset %q", cs)
+	}
+	return nil
 }

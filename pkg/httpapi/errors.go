@@ -43,12 +43,18 @@ func statusOf(code apperr.Code) int {
 		return http.StatusBadRequest
 	case apperr.Unauthorized:
 		return http.StatusUnauthorized
+	case apperr.Forbidden:
+		return http.StatusForbidden
 	case apperr.NotFound:
 		return http.StatusNotFound
 	case apperr.Conflict:
 		return http.StatusConflict
 	case apperr.TooLarge:
 		return http.StatusRequestEntityTooLarge
+	case apperr.Unsupported:
+		return http.StatusUnsupportedMediaType
+	case apperr.Misdirected:
+		return http.StatusMisdirectedRequest
 	case apperr.TooMany:
 		return http.StatusTooManyRequests
 	case apperr.Unavailable:
@@ -66,12 +72,18 @@ func codeOfStatus(status int) string {
 		return CodeMethodNotAllowed
 	case http.StatusUnauthorized:
 		return string(apperr.Unauthorized)
+	case http.StatusForbidden:
+		return string(apperr.Forbidden)
 	case http.StatusNotFound:
 		return string(apperr.NotFound)
 	case http.StatusConflict:
 		return string(apperr.Conflict)
 	case http.StatusRequestEntityTooLarge:
 		return string(apperr.TooLarge)
+	case http.StatusUnsupportedMediaType:
+		return string(apperr.Unsupported)
+	case http.StatusMisdirectedRequest:
+		return string(apperr.Misdirected)
 	case http.StatusTooManyRequests:
 		return string(apperr.TooMany)
 	case http.StatusServiceUnavailable:

@@ -25,12 +25,18 @@ type planEvents struct {
 	poll  time.Duration
 }
 
-// watch streams a plan's events (see watchLog).
+// watch streams a plan's events (see watchLog), one of the caller's
+// watch streams.
 func (h *planEvents) watch(c echo.Context) error {
 	plan, err := planFor(c, h.store, h.readerOf(PrincipalOf(c)))
 	if err != nil {
 		return err
 	}
+	leave, err := h.watches.enter(PrincipalOf(c).UserID)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return h.watchLog(c, plan)
 }
 

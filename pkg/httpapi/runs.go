@@ -212,6 +212,7 @@ type RunView struct {
 	ID         string     `json:"id"`
 	Kind       string     `json:"kind"`
 	Status     string     `json:"status"`
+	UserID     string     `json:"user_id"`
 	SessionID  string     `json:"session_id,omitempty"`
 	PlanID     string     `json:"plan_id,omitempty"`
 	LastSeq    int64      `json:"last_seq"`
@@ -227,7 +228,7 @@ type RunView struct {
 }
 
 func runView(r event.Run) RunView {
-	v := RunView{ID: r.ID, Kind: r.Kind, Status: r.Status, SessionID: r.SessionID, PlanID: r.PlanID,
+	v := RunView{ID: r.ID, Kind: r.Kind, Status: r.Status, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID,
 		LastSeq: r.LastSeq, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, Attempts: r.Attempts}
 	if r.FinishedAt == nil {
 		v.Owner, v.LeaseExpiresAt = r.Owner, r.LeaseUntil
@@ -242,11 +243,12 @@ type runHandlers struct {
 	follower *follower
 }
 
-// runFor finds the caller's run (like sessions, a run is its user's only).
+// runFor finds the caller's run (an operator: anyone's; like sessions, a
+// run is otherwise its user's only).
 func (h *runHandlers) runFor(c echo.Context) (event.Run, error) {
 	id := c.Param("id")
 	c.Set(LogRunID, id)
-	return h.runs.GetRun(c.Request().Context(), PrincipalOf(c).UserID, id)
+	return h.runs.GetRun(c.Request().Context(), h.readerOf(PrincipalOf(c)), id)
 }
 
 func (h *runHandlers) get(c echo.Context) error {
@@ -258,7 +260,7 @@ func (h *runHandlers) get(c echo.Context) error {
 }
 
 // events streams a run's events after Last-Event-ID (or ?after=N), then
-// live, ending with done.
+// live, ending with done: one of the caller's watch streams.
 func (h *runHandlers) events(c echo.Context) error {
 	var after int64
 	if s := lastEventID(c); s != "" {
@@ -272,6 +274,11 @@ func (h *runHandlers) events(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	leave, err := h.watches.enter(PrincipalOf(c).UserID)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	openSSE(c)
 	defer h.streamOpened()()
 	w := c.Response()

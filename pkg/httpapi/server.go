@@ -1,6 +1,8 @@
 // Package httpapi is planwright's HTTP server: an echo instance with the
 // middleware every route shares (request ids, one log line per request,
-// panic recovery, a body limit), the one error handler that maps apperr
+// panic recovery, a body limit, and the edge that refuses a Host it does
+// not serve, a cross origin it does not allow and a body that is not
+// JSON), the one error handler that maps apperr
 // codes to HTTP statuses and DESIGN.md's JSON error body, the health routes
 // (/healthz, /readyz), and a lifecycle (Start, Shutdown) that drains
 // in-flight requests.
@@ -99,6 +101,14 @@ type Config struct {
 	// drain window elapsed and it closed their connections (they may be
 	// storing what they did); default 5 s.
 	HandlerGrace time.Duration
+	// AllowedHosts are the host names served besides IP addresses,
+	// localhost (and its subdomains) and Addr's host; "*" serves any.
+	// Another Host is a 421 (see edge).
+	AllowedHosts []string
+	// AllowedOrigins are the origins (scheme://host[:port]) of web pages
+	// elsewhere that may call the server (CORS); another cross origin is
+	// a 403 (see edge).
+	AllowedOrigins []string
 }
 
 func (c *Config) validate() error {
@@ -170,6 +180,10 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	edge, err := newEdge(cfg.Addr, cfg.AllowedHosts, cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
@@ -187,6 +201,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Metrics != nil {
 		e.Use(cfg.Metrics.Middleware)
 	}
+	e.Use(edge.check)
 	openapi, err := serveOpenAPI(cfg.Version)
 	if err != nil {
 		return nil, err

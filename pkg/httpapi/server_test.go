@@ -91,12 +91,17 @@ func setup(t *testing.T, mutate func(c *httpapi.Config)) bundle {
 	return bundle{srv: srv, log: log}
 }
 
-// do serves one request in memory.
+// do serves one request in memory, for Host 127.0.0.1:8080 unless header
+// names another.
 func (b bundle) do(t *testing.T, method, path string, body io.Reader, header http.Header) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, path, body)
+	req.Host = "127.0.0.1:8080"
 	for k, v := range header {
 		req.Header[k] = v
+	}
+	if h := header.Get("Host"); h != "" {
+		req.Host = h
 	}
 	rec := httptest.NewRecorder()
 	b.srv.Handler().ServeHTTP(rec, req)
@@ -218,7 +223,10 @@ func TestErrorMapping(t *testing.T) {
 		{"coded internal hides its message", apperr.Wrap(apperr.Internal, errors.New("disk full"), "write failed at /var/x"), 500, httpapi.ErrorDetail{Code: "internal", Message: "internal error"}},
 		{"plain error", errors.New("pq: relation \"x\" does not exist"), 500, httpapi.ErrorDetail{Code: "internal", Message: "internal error"}},
 		{"echo client error", echo.NewHTTPError(http.StatusBadRequest, "Syntax error: offset=3"), 400, httpapi.ErrorDetail{Code: "invalid_input", Message: "Syntax error: offset=3"}},
-		{"echo unsupported media", echo.ErrUnsupportedMediaType, 415, httpapi.ErrorDetail{Code: "invalid_input", Message: "Unsupported Media Type"}},
+		{"forbidden", apperr.New(apperr.Forbidden, "only alice can approve it"), 403, httpapi.ErrorDetail{Code: "forbidden", Message: "only alice can approve it"}},
+		{"unsupported", apperr.New(apperr.Unsupported, "not JSON"), 415, httpapi.ErrorDetail{Code: "unsupported_media_type", Message: "not JSON"}},
+		{"misdirected", apperr.New(apperr.Misdirected, "not served here"), 421, httpapi.ErrorDetail{Code: "misdirected_request", Message: "not served here"}},
+		{"echo unsupported media", echo.ErrUnsupportedMediaType, 415, httpapi.ErrorDetail{Code: "unsupported_media_type", Message: "Unsupported Media Type"}},
 		{"echo server error hides its message", echo.NewHTTPError(http.StatusBadGateway, "upstream 10.0.0.3 said no"), 502, httpapi.ErrorDetail{Code: "internal", Message: "internal error"}},
 	}
 	for _, tc := range cases {
@@ -300,17 +308,19 @@ func TestBodyLimit(t *testing.T) {
 			})
 		}}
 	})
-	rec := b.do(t, http.MethodPost, "/echo", strings.NewReader("small"), nil)
+	jsonBody := http.Header{"Content-Type": {"application/json"}}
+	rec := b.do(t, http.MethodPost, "/echo", strings.NewReader("small"), jsonBody)
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Equal(t, "small", rec.Body.String())
 
 	// Declared too large: rejected before the handler runs.
-	rec = b.do(t, http.MethodPost, "/echo", strings.NewReader(strings.Repeat("x", 17)), nil)
+	rec = b.do(t, http.MethodPost, "/echo", strings.NewReader(strings.Repeat("x", 17)), jsonBody)
 	require.Equal(t, http.StatusRequestEntityTooLarge, rec.Code)
 	require.Equal(t, httpapi.ErrorDetail{Code: "too_large", Message: "request body is larger than 16 bytes"}, decodeError(t, rec))
 
 	// Undeclared length (chunked): the read fails at the limit.
-	req := httptest.NewRequest(http.MethodPost, "/echo", io.MultiReader(strings.NewReader(strings.Repeat("x", 40))))
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/echo", io.MultiReader(strings.NewReader(strings.Repeat("x", 40))))
+	req.Header.Set("Content-Type", "application/json")
 	req.ContentLength = -1
 	rec2 := httptest.NewRecorder()
 	b.srv.Handler().ServeHTTP(rec2, req)

@@ -20,14 +20,17 @@ type Sessions interface {
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
 }
 
-// sessionHandlers serve /api/sessions: the caller's chat sessions.
+// sessionHandlers serve /api/sessions: the caller's chat sessions; an
+// operator reads anyone's by id.
 type sessionHandlers struct {
+	deps
 	sessions Sessions
 }
 
 // SessionView is a session as the API returns it.
 type SessionView struct {
 	ID                string          `json:"id"`
+	UserID            string          `json:"user_id"`
 	Title             string          `json:"title"`
 	ContextType       string          `json:"context_type"`
 	EntityID          string          `json:"entity_id,omitempty"`
@@ -38,7 +41,7 @@ type SessionView struct {
 }
 
 func sessionView(s chat.Session) SessionView {
-	return SessionView{ID: s.ID, Title: s.Title, ContextType: string(s.ContextType), EntityID: s.EntityID,
+	return SessionView{ID: s.ID, UserID: s.UserID, Title: s.Title, ContextType: string(s.ContextType), EntityID: s.EntityID,
 		AgentDefinitionID: s.AgentDefinitionID, Metadata: s.Metadata, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 }
 
@@ -96,7 +99,7 @@ type SessionDetail struct {
 
 func (h *sessionHandlers) get(c echo.Context) error {
 	ctx := c.Request().Context()
-	s, err := h.sessions.GetSession(ctx, PrincipalOf(c).UserID, c.Param("id"))
+	s, err := h.sessions.GetSession(ctx, h.readerOf(PrincipalOf(c)), c.Param("id"))
 	if err != nil {
 		return err
 	}

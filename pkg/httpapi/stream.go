@@ -398,6 +398,12 @@ func (h *turnHandlers) cancel(c echo.Context) error {
 			err = h.queue.Cancel(c.Request().Context(), user, body.StreamRunID, req)
 		}
 	}
+	if apperr.CodeOf(err) == apperr.NotFound && PrincipalOf(c).Role == auth.RoleOperator {
+		// An operator sees every run: another user's is theirs to stop.
+		if r, gerr := h.runs.GetRun(c.Request().Context(), h.anyUser, body.StreamRunID); gerr == nil && r.UserID != user {
+			return apperr.New(apperr.Forbidden, "only %s, whose run %s is, can cancel it; operators cancel the plan it runs", r.UserID, r.ID)
+		}
+	}
 	if err != nil {
 		return err
 	}
