@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -20,7 +22,8 @@ import (
 // decode reads a request body strictly into v, a pointer to a struct: the
 // body is one JSON object, every field name equals a json tag of v's type
 // exactly (case included, recursively through nested objects and arrays of
-// objects), no field appears twice, and no string holds a NUL character.
+// objects), no field appears twice, every string (and field name) is valid
+// UTF-8 without lone surrogates, and no string holds a NUL character.
 // encoding/json alone would ignore unknown fields and match names
 // case-insensitively, so {"plan_mod": "draft_only"} or {"Plan_Mode": ...}
 // would pass unnoticed. Every problem is a 400 invalid_input that names its
@@ -110,6 +113,10 @@ func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.Field
 	}
 	switch raw[0] {
 	case '"':
+		if msg := textProblem(raw); msg != "" {
+			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: msg})
+			return
+		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil && strings.ContainsRune(s, 0) {
 			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: `must not contain NUL characters (\u0000)`})
@@ -148,11 +155,15 @@ func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.Fie
 	}
 	seen := map[string]bool{}
 	for dec.More() {
+		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return
 		}
 		key, _ := tok.(string)
+		// The key as written (with the comma and spaces before it, which
+		// are ASCII): the decoder has replaced what is not text already.
+		keyRaw := raw[start:dec.InputOffset()]
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
 			return
@@ -162,6 +173,10 @@ func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.Fie
 			at = path + "." + key
 		}
 		bad := func(msg string) { *problems = append(*problems, apperr.FieldError{Field: fieldName(at), Message: msg}) }
+		if msg := textProblem(keyRaw); msg != "" {
+			bad("field name " + msg)
+			continue
+		}
 		if strings.ContainsRune(key, 0) {
 			bad(`field name must not contain NUL characters (\u0000)`)
 			continue
@@ -182,6 +197,51 @@ func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.Fie
 		}
 		checkJSON(value, valueType, at, problems)
 	}
+}
+
+// textProblem says why a JSON string as written (raw, with its quotes) is
+// not text, or "" when it is: RFC 8259 text is valid UTF-8, and a \u
+// escape of a UTF-16 surrogate must be the first half of a pair followed
+// by the second. encoding/json turns both into U+FFFD silently, which
+// would store something other than what the client sent.
+func textProblem(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "is not valid UTF-8"
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(raw) || raw[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(raw, i+1)
+		if !ok {
+			continue // malformed: the decoder reports it
+		}
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // the first half
+			if r2, ok := hex4(raw, i+3); ok && i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' && r2 >= 0xdc00 && r2 <= 0xdfff {
+				i += 6
+				continue
+			}
+			return fmt.Sprintf(`holds a lone surrogate (\u%04x); text must be valid Unicode`, r)
+		case utf16.IsSurrogate(r):
+			return fmt.Sprintf(`holds a lone surrogate (\u%04x); text must be valid Unicode`, r)
+		}
+	}
+	return ""
+}
+
+// hex4 reads the four hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // unknownField says that key is not a field, and which field it was
