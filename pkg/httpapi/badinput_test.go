@@ -219,3 +219,36 @@ func TestClientIDsAreChecked(t *testing.T) {
 		})
 	}
 }
+
+// A rejection closes a plan for good, so it needs a reason: without one
+// (no body, {}, an empty or blank reason, a body that is not an object) it
+// is a 400 naming reason, and the plan still waits, on both drivers.
+func TestRejectNeedsAReason(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, scriptedModel(t, reviewScript), nil)
+			ctx := context.Background()
+			planID, _ := draftPlan(t, e)
+			for _, body := range []any{nil, `{}`, `""`, `{"reason": ""}`, `{"reason": " \n\t"}`} {
+				status, got := errorOf(t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/reject", body))
+				require.Equal(t, http.StatusBadRequest, status, "%v", body)
+				require.Equal(t, "invalid_input", got.Error.Code)
+				if body != `""` { // not an object: the body itself is wrong
+					require.Len(t, got.Error.Fields, 1, "%v", body)
+					require.Equal(t, "reason", got.Error.Fields[0].Field)
+				}
+			}
+			p := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+			require.Equal(t, planning.StatusPendingReview, p.Plan.Status)
+			require.Empty(t, p.Plan.Reason)
+
+			resp := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/reject", map[string]any{"reason": "not now"})
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			rejected := decodeBody[httpapi.PlanView](t, resp)
+			require.Equal(t, planning.StatusRejected, rejected.Status)
+			require.Equal(t, "rejected: not now", rejected.Reason)
+		})
+	}
+}

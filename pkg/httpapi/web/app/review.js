@@ -131,6 +131,7 @@ export class ReviewView {
       await this.approve(p, body, form, planErrors, result);
     };
     const reject = async () => {
+      if (!reason.value.trim()) return;
       this.clearErrors(form, planErrors);
       try {
         await api(`/api/plans/${p.id}/reject`, { method: "POST", body: { reason: reason.value.trim() } });
@@ -142,6 +143,9 @@ export class ReviewView {
       this.app.refreshInbox();
       this.plan(p.id);
     };
+    // A rejection is for good and says why: Reject waits for a reason.
+    const rejectButton = h("button", { type: "button", class: "danger", "data-action": "reject", disabled: true, onclick: reject }, "Reject");
+    reason.addEventListener("input", () => { rejectButton.disabled = !reason.value.trim(); });
     form.append(
       h("h2", { text: "Decide" }),
       stepsEl,
@@ -153,7 +157,7 @@ export class ReviewView {
         h("button", { type: "button", "data-action": "approve-edits", onclick: () => approve(true) }, "Approve with edits")),
       h("div", { class: "reject-row" },
         h("div", { class: "field" }, h("label", { for: reasonId, text: "Reason to reject" }), reason),
-        h("button", { type: "button", class: "danger", "data-action": "reject", onclick: reject }, "Reject")),
+        rejectButton),
       result);
     form.addEventListener("submit", (e) => e.preventDefault());
     return form;
