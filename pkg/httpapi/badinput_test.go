@@ -78,8 +78,9 @@ func TestCreatePlanWithAHugeStepNumberIsAToolError(t *testing.T) {
 }
 
 // Approving with edits whose step numbers or dependencies lie beyond
-// max_steps (up to beyond a 32-bit column) is a 400 naming steps, and the
-// plan stays as it was.
+// max_steps, up to beyond a 32-bit column, is a 400 naming the field, on
+// both drivers, and the plan stays as it was (PostgreSQL used to answer
+// 500 once the number reached its column).
 func TestApproveWithOutOfRangeStepNumbersIsRefused(t *testing.T) {
 	t.Parallel()
 	step := func(number int64, deps ...int64) map[string]any {
@@ -89,24 +90,33 @@ func TestApproveWithOutOfRangeStepNumbersIsRefused(t *testing.T) {
 		}
 		return s
 	}
+	const int32s = "must be a whole number from -2147483648 to 2147483647"
+	const numbers = "step numbers run from 1 to 20"
+	cases := []struct {
+		steps       []map[string]any
+		field, want string
+	}{
+		{[]map[string]any{step(3000000000)}, "steps[0].number", int32s},
+		{[]map[string]any{step(1), step(-3000000000)}, "steps[1].number", int32s},
+		{[]map[string]any{step(1), step(2, 3000000000)}, "steps[1].depends_on[0]", int32s},
+		{[]map[string]any{step(1), step(2, 1, 9223372036854775807)}, "steps[1].depends_on[1]", int32s},
+		{[]map[string]any{step(21)}, "steps", numbers},
+		{[]map[string]any{step(2147483647)}, "steps", numbers},
+		{[]map[string]any{step(1), step(2, 2147483647)}, "steps", "step 2 depends on step 2147483647; " + numbers},
+	}
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
 			e := newChatEnv(t, driver, scriptedModel(t, reviewScript), nil)
 			ctx := context.Background()
 			planID, _ := draftPlan(t, e)
-			for _, steps := range [][]map[string]any{
-				{step(3000000000)},
-				{step(1), step(2, 3000000000)},
-				{step(21)},
-				{step(1), step(-3000000000)},
-			} {
-				status, got := errorOf(t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"steps": steps}))
-				require.Equal(t, http.StatusBadRequest, status, "%v", steps)
+			for _, tc := range cases {
+				status, got := errorOf(t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"steps": tc.steps}))
+				require.Equal(t, http.StatusBadRequest, status, "%v", tc.steps)
 				require.Equal(t, "invalid_input", got.Error.Code)
-				require.NotEmpty(t, got.Error.Fields)
-				require.Equal(t, "steps", got.Error.Fields[0].Field)
-				require.Contains(t, got.Error.Fields[0].Message, "step numbers run from 1 to 20")
+				require.Len(t, got.Error.Fields, 1, "%v", got.Error)
+				require.Equal(t, tc.field, got.Error.Fields[0].Field)
+				require.Contains(t, got.Error.Fields[0].Message, tc.want)
 			}
 			p := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
 			require.Equal(t, planning.StatusPendingReview, p.Plan.Status)
@@ -114,21 +124,6 @@ func TestApproveWithOutOfRangeStepNumbersIsRefused(t *testing.T) {
 			require.Len(t, p.Revisions, 1, "no revision was stored")
 		})
 	}
-}
-
-// errorOf reads a response to its end (a stream too, so that a request
-// that was wrongly accepted does not outlive the test) and decodes it as
-// an error.
-func errorOf(t *testing.T, resp *http.Response) (int, httpapi.ErrorResponse) {
-	t.Helper()
-	body, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	var got httpapi.ErrorResponse
-	if resp.StatusCode >= 400 {
-		require.NoError(t, json.Unmarshal(body, &got), "%s", body)
-	}
-	return resp.StatusCode, got
 }
 
 // Text that is not valid UTF-8, or holds a lone surrogate, anywhere in a
@@ -251,4 +246,19 @@ func TestRejectNeedsAReason(t *testing.T) {
 			require.Equal(t, "rejected: not now", rejected.Reason)
 		})
 	}
+}
+
+// errorOf reads a response to its end (a stream too, so that a request
+// that was wrongly accepted does not outlive the test) and decodes it as
+// an error.
+func errorOf(t *testing.T, resp *http.Response) (int, httpapi.ErrorResponse) {
+	t.Helper()
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	var got httpapi.ErrorResponse
+	if resp.StatusCode >= 400 {
+		require.NoError(t, json.Unmarshal(body, &got), "%s", body)
+	}
+	return resp.StatusCode, got
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -23,7 +24,9 @@ import (
 // body is one JSON object, every field name equals a json tag of v's type
 // exactly (case included, recursively through nested objects and arrays of
 // objects), no field appears twice, every string (and field name) is valid
-// UTF-8 without lone surrogates, and no string holds a NUL character.
+// UTF-8 without lone surrogates, no string holds a NUL character, and
+// every integer bound for an int field fits 32 bits (the columns it lands
+// in).
 // encoding/json alone would ignore unknown fields and match names
 // case-insensitively, so {"plan_mod": "draft_only"} or {"Plan_Mode": ...}
 // would pass unnoticed. Every problem is a 400 invalid_input that names its
@@ -97,8 +100,8 @@ var (
 
 // checkJSON walks one JSON value with t, the Go type it will decode into
 // (nil: free-form JSON, where only strings are checked), and appends every
-// problem: unknown or mis-cased object keys, duplicate keys, and strings
-// holding NUL. Values of the wrong JSON type are left to the decoder, which
+// problem: unknown or mis-cased object keys, duplicate keys, strings that
+// are not text or hold NUL, and integers too large for an int field. Values of the wrong JSON type are left to the decoder, which
 // names them.
 func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.FieldError) {
 	for t != nil && t.Kind() == reflect.Pointer {
@@ -135,7 +138,29 @@ func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.Field
 		}
 	case '{':
 		checkObject(raw, t, path, problems)
+	default:
+		if msg := intProblem(raw, t); msg != "" {
+			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: msg})
+		}
 	}
+}
+
+// intProblem says why the JSON number raw does not fit t when t is int or
+// int32, or "". Such fields of a request land in 32-bit columns (a step's
+// number, its dependencies, a version), which PostgreSQL refuses beyond
+// them — after other rows of the same write went in. A number that is not
+// an integer is left to the decoder, which names the type it wants.
+func intProblem(raw []byte, t reflect.Type) string {
+	if t == nil || (t.Kind() != reflect.Int && t.Kind() != reflect.Int32) || bytes.ContainsAny(raw, ".eE") {
+		return ""
+	}
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return "" // true, false, null: the decoder's to name
+	}
+	if _, err := strconv.ParseInt(string(raw), 10, 32); err != nil {
+		return fmt.Sprintf("must be a whole number from %d to %d", math.MinInt32, math.MaxInt32)
+	}
+	return ""
 }
 
 func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.FieldError) {

@@ -77,3 +77,23 @@ func TestTextProblem(t *testing.T) {
 		require.Contains(t, got, tc.want, tc.raw)
 	}
 }
+
+// An integer bound for an int field fits 32 bits; other numbers, and
+// fields of other types, are the decoder's to judge.
+func TestIntProblem(t *testing.T) {
+	t.Parallel()
+	intT, int64T, floatT := reflect.TypeFor[int](), reflect.TypeFor[int64](), reflect.TypeFor[float64]()
+	for _, tc := range []struct {
+		raw string
+		t   reflect.Type
+		bad bool
+	}{
+		{"0", intT, false}, {"2147483647", intT, false}, {"-2147483648", intT, false},
+		{"2147483648", intT, true}, {"-2147483649", intT, true}, {"3000000000", intT, true},
+		{"99999999999999999999999", intT, true},
+		{"1.5", intT, false}, {"3e9", intT, false}, {"true", intT, false}, {"null", intT, false},
+		{"3000000000", int64T, false}, {"3000000000", floatT, false}, {"3000000000", nil, false},
+	} {
+		require.Equal(t, tc.bad, intProblem([]byte(tc.raw), tc.t) != "", "%s as %v", tc.raw, tc.t)
+	}
+}
