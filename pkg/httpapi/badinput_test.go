@@ -262,3 +262,35 @@ func errorOf(t *testing.T, resp *http.Response) (int, httpapi.ErrorResponse) {
 	}
 	return resp.StatusCode, got
 }
+
+// Integers in query parameters and Last-Event-ID are bounded before they
+// reach a query: a page size beyond 200 or beyond any column and a seq
+// beyond 64 bits are a 400 naming the parameter; the largest seq is a
+// position after every event of a finished run (nothing follows), on
+// both drivers.
+func TestQueryIntegersAreBounded(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, says("done"), nil)
+			ctx := context.Background()
+			frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "hi", "stream_run_id": "run-q"}))
+			require.Equal(t, "done", frames[len(frames)-1].Type)
+			for _, tc := range []struct{ path, field string }{
+				{"/api/plans?limit=3000000000", "limit"},
+				{"/api/sessions?limit=201", "limit"},
+				{"/api/sessions?limit=-1", "limit"},
+				{"/api/runs/run-q/events?after=99999999999999999999", "after"},
+				{"/api/runs/run-q/events?after=-1", "after"},
+			} {
+				status, got := errorOf(t, e.request(t, ctx, "alice", "GET", tc.path, nil))
+				require.Equal(t, http.StatusBadRequest, status, tc.path)
+				require.Len(t, got.Error.Fields, 1, tc.path)
+				require.Equal(t, tc.field, got.Error.Fields[0].Field, tc.path)
+			}
+			rest := types(readStream(t, e.request(t, ctx, "alice", "GET", "/api/runs/run-q/events?after=9223372036854775807", nil)))
+			require.NotContains(t, rest, "error")
+		})
+	}
+}
