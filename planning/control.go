@@ -103,8 +103,14 @@ func (c *Control) PlansOfRun(ctx context.Context, userID, runID string) ([]Plan,
 	return plans, err
 }
 
-// Reject closes a plan waiting for review (a human's or the reviewer's).
+// Reject closes a plan waiting for review (a human's or the reviewer's)
+// for good, recording why. A blank reason is Invalid (field "reason") and
+// changes nothing.
 func (c *Control) Reject(ctx context.Context, planID, reason string) (Plan, error) {
+	if strings.TrimSpace(reason) == "" {
+		return Plan{}, apperr.Invalidf([]apperr.FieldError{{Field: "reason", Message: "is required: say why the plan should not run"}},
+			"a rejection needs a reason")
+	}
 	now := c.cfg.Now()
 	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusRejected, func(q *Plan) error {
 		q.Reason, q.CompletedAt = strings.TrimSpace("rejected: "+reason), &now

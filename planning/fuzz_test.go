@@ -9,7 +9,8 @@ import (
 
 // FuzzValidate decodes arbitrary create_plan arguments and validates them:
 // it must never panic, and a plan it accepts must be a valid DAG (every
-// dependency an existing other step; at most MaxSteps steps).
+// dependency an existing other step; at most MaxSteps steps, numbered from
+// 1 to MaxSteps).
 func FuzzValidate(f *testing.F) {
 	for _, seed := range []string{
 		`{"goal":"g","steps":[{"number":1,"title":"a","executor_required":true}]}`,
@@ -31,6 +32,9 @@ func FuzzValidate(f *testing.F) {
 		}
 		numbers := map[int]bool{}
 		for _, s := range steps {
+			if s.Number < 1 || s.Number > 6 {
+				t.Fatalf("accepted step number %d outside 1…6", s.Number)
+			}
 			numbers[s.Number] = true
 		}
 		if len(steps) == 0 || len(steps) > 6 || len(numbers) != len(steps) {

@@ -45,7 +45,9 @@ func (e *ValidationError) Unwrap() error {
 var stepRef = regexp.MustCompile(`\{\{\s*steps\.(\d+)\.result\s*\}\}`)
 
 // Validate checks a plan before anything is saved as runnable: at least one
-// step and at most MaxSteps, unique numbers, dependencies on existing other
+// step and at most MaxSteps, unique numbers from 1 to MaxSteps (so that
+// every number fits the columns it is stored in, on every driver),
+// dependencies on existing other
 // steps, no cycle (named by its path), known and allowed tools, a step that
 // is either an executor step or a direct tool call, direct arguments valid
 // for their tool, and result references only to dependencies. It returns a
@@ -67,8 +69,8 @@ func Validate(p Plan, cfg ValidateConfig) error {
 	}
 	byNumber := map[int]Step{}
 	for _, s := range p.Steps {
-		if s.Number <= 0 {
-			bad("step numbers must be positive, got %d", s.Number)
+		if s.Number < 1 || s.Number > cfg.MaxSteps {
+			bad("step numbers run from 1 to %d, got %d", cfg.MaxSteps, s.Number)
 			continue
 		}
 		if _, dup := byNumber[s.Number]; dup {
@@ -78,7 +80,7 @@ func Validate(p Plan, cfg ValidateConfig) error {
 		byNumber[s.Number] = s
 	}
 	for _, s := range p.Steps {
-		if s.Number <= 0 {
+		if _, ok := byNumber[s.Number]; !ok {
 			continue
 		}
 		where := fmt.Sprintf("step %d", s.Number)
@@ -90,6 +92,8 @@ func Validate(p Plan, cfg ValidateConfig) error {
 			switch _, ok := byNumber[d]; {
 			case d == s.Number:
 				bad("%s depends on itself", where)
+			case d < 1 || d > cfg.MaxSteps:
+				bad("%s depends on step %d; step numbers run from 1 to %d", where, d, cfg.MaxSteps)
 			case !ok:
 				bad("%s depends on step %d, which does not exist", where, d)
 			case seen[d]:

@@ -152,6 +152,8 @@ func TestClientCommands(t *testing.T) {
 		{"approving another user's plan", p.ops, []string{"plans", "approve", planID},
 			"planwright: only alice, who owns plan " + planID + ", can approve it; operators read and cancel every plan\n"},
 		{"not waiting", p.alice, []string{"plans", "reject", planID, "--reason", "x"}, ""},
+		{"reject without a reason", p.alice, []string{"plans", "reject", planID}, "planwright: required flag(s) \"reason\" not set\n"},
+		{"reject with a blank reason", p.alice, []string{"plans", "reject", planID, "--reason", " "}, "planwright: usage: --reason must say why the plan should not run\n"},
 		{"no key", "", []string{"sessions", "list"}, "planwright: missing or malformed Authorization: Bearer <api key>\n"},
 		{"bad key", "pwk_nope", []string{"plans", "list"}, "planwright: unknown or revoked API key\n"},
 		{"bad filter", p.alice, []string{"plans", "list", "--status", "done"}, "planwright: invalid plan query\n"},

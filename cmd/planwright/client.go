@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -244,11 +245,15 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		Short: "Reject a plan that waits for review",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client.Client, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return fmt.Errorf("%w: --reason must say why the plan should not run", errUsage)
+			}
 			p, err := c.Reject(ctx, args[0], reason)
 			return planDone(env, p, err, asJSON)
 		}),
 	}
-	reject.Flags().StringVar(&reason, "reason", "", "why the plan should not run")
+	reject.Flags().StringVar(&reason, "reason", "", "why the plan should not run (required)")
+	_ = reject.MarkFlagRequired("reason")
 	cancel := &cobra.Command{
 		Use:   "cancel ID",
 		Short: "Stop a running plan, or close one that waits",

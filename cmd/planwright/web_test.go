@@ -452,7 +452,18 @@ func TestWebApp(t *testing.T) {
 		b.eval(`document.querySelector("svg.plan-graph").getAttribute("aria-label")`, &graph)
 		require.True(t, strings.HasPrefix(graph, "Dependency graph of 1 step: "), graph)
 		b.shot("review")
-		b.run(chromedp.SendKeys("#reject-reason", "not this month", chromedp.ByQuery), chromedp.Click(`[data-action="reject"]`, chromedp.ByQuery))
+		// Reject waits for a reason: a blank one leaves it disabled.
+		disabled := func() bool {
+			var d bool
+			b.eval(`document.querySelector('[data-action="reject"]').disabled`, &d)
+			return d
+		}
+		require.True(t, disabled(), "Reject is disabled until a reason is typed")
+		b.run(b.set("#reject-reason", "  "))
+		require.True(t, disabled(), "a blank reason is no reason")
+		b.run(b.set("#reject-reason", ""), chromedp.SendKeys("#reject-reason", "not this month", chromedp.ByQuery))
+		require.False(t, disabled(), "a reason enables Reject")
+		b.run(chromedp.Click(`[data-action="reject"]`, chromedp.ByQuery))
 		b.until(`document.querySelector(".plan-meta .badge")?.textContent === "rejected"`)
 		require.Contains(t, b.text(".reason"), "not this month")
 		b.run(b.open("#/review"))

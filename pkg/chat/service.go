@@ -239,11 +239,11 @@ func (s *Service) Validate(req Request) error {
 	if _, err := planmode.Parse(req.PlanMode); err != nil {
 		problems = append(problems, apperr.FieldError{Field: "plan_mode", Message: err.Error()})
 	}
-	if len(req.ClientTurnID) > 128 {
-		problems = append(problems, apperr.FieldError{Field: "client_turn_id", Message: "is longer than 128 characters"})
+	if msg := CheckClientID(req.ClientTurnID); msg != "" {
+		problems = append(problems, apperr.FieldError{Field: "client_turn_id", Message: msg})
 	}
-	if len(req.StreamRunID) > 128 {
-		problems = append(problems, apperr.FieldError{Field: "stream_run_id", Message: "is longer than 128 characters"})
+	if msg := CheckClientID(req.StreamRunID); msg != "" {
+		problems = append(problems, apperr.FieldError{Field: "stream_run_id", Message: msg})
 	}
 	if _, err := multitask.Parse(string(req.Multitask)); err != nil {
 		problems = append(problems, apperr.FieldError{Field: "multitask_strategy", Message: err.Error()})
@@ -252,6 +252,27 @@ func (s *Service) Validate(req Request) error {
 		return apperr.Invalidf(problems, "invalid chat request")
 	}
 	return nil
+}
+
+// MaxClientIDLen is the longest client_turn_id or stream_run_id.
+const MaxClientIDLen = 128
+
+// CheckClientID says what is wrong with an id a client chose for its turn
+// or its run (client_turn_id, stream_run_id), or "" when nothing is: it is
+// empty (not given), or 1 to MaxClientIDLen characters of A–Z, a–z, 0–9
+// and . _ : - — so that it can be sent back in a path, a header or a
+// query parameter, and rejoined, as it was stored.
+func CheckClientID(id string) string {
+	if len(id) > MaxClientIDLen {
+		return fmt.Sprintf("is longer than %d characters", MaxClientIDLen)
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == ':' || r == '-'
+		if !ok {
+			return "may hold only letters A-Z and a-z, digits and . _ : -"
+		}
+	}
+	return ""
 }
 
 // Begin validates req, resolves or creates its session, stores the user's

@@ -67,6 +67,12 @@ func TestValidateListsEveryProblem(t *testing.T) {
 		{"an unknown plan mode", chat.Request{Message: "hi", PlanMode: "yolo"}, []string{"plan_mode"}},
 		{"an overlong client_turn_id", chat.Request{Message: "hi", ClientTurnID: long}, []string{"client_turn_id"}},
 		{"an overlong stream_run_id", chat.Request{Message: "hi", StreamRunID: long}, []string{"stream_run_id"}},
+		{"ids of every allowed character", chat.Request{Message: "hi", ClientTurnID: "Turn_1.a:b-C", StreamRunID: "0123456789-abcdef"}, nil},
+		{"a stream_run_id that climbs directories", chat.Request{Message: "hi", StreamRunID: "../../x"}, []string{"stream_run_id"}},
+		{"a stream_run_id with a space", chat.Request{Message: "hi", StreamRunID: "run 1"}, []string{"stream_run_id"}},
+		{"a stream_run_id with a query", chat.Request{Message: "hi", StreamRunID: "r?after=1"}, []string{"stream_run_id"}},
+		{"a client_turn_id with a slash", chat.Request{Message: "hi", ClientTurnID: "a/b"}, []string{"client_turn_id"}},
+		{"a client_turn_id that is not ASCII", chat.Request{Message: "hi", ClientTurnID: "tür"}, []string{"client_turn_id"}},
 		{"everything wrong at once", chat.Request{Message: "", ContextType: "kitchen", PlanMode: "yolo", ClientTurnID: long, StreamRunID: long},
 			[]string{"message", "context_type", "plan_mode", "client_turn_id", "stream_run_id"}},
 	} {

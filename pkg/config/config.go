@@ -217,9 +217,13 @@ type MCPServer struct {
 	Timeout time.Duration     `yaml:"timeout"`
 }
 
+// MaxPlanSteps bounds planning.max_steps.
+const MaxPlanSteps = 100
+
 // Planning configures plans.
 type Planning struct {
-	// MaxSteps is the most steps a plan may have.
+	// MaxSteps is the most steps a plan may have (1 to MaxPlanSteps); a
+	// step's number runs from 1 to MaxSteps.
 	MaxSteps int `yaml:"max_steps"`
 	// MaxParallelSteps is how many steps of a plan run at once.
 	MaxParallelSteps int `yaml:"max_parallel_steps"`

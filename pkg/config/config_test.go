@@ -167,23 +167,23 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 	}{
 		{"unknown driver", func(c *config.Config) { c.Database.Driver = "mysql" }, `database.driver: unknown driver "mysql" (want sqlite or postgres)`},
 		{"empty dsn", func(c *config.Config) { c.Database.DSN = " " }, "database.dsn: must not be empty"},
-		{"connect timeout", func(c *config.Config) { c.Database.ConnectTimeout = 0 }, `database.connect_timeout: must be a positive duration, got "0s"`},
-		{"max open conns", func(c *config.Config) { c.Database.MaxOpenConns = -1 }, "database.max_open_conns: must not be negative, got -1"},
+		{"connect timeout", func(c *config.Config) { c.Database.ConnectTimeout = 0 }, "database.connect_timeout: must be between 100ms and 5m0s, got 0s"},
+		{"max open conns", func(c *config.Config) { c.Database.MaxOpenConns = -1 }, "database.max_open_conns: must be between 0 and 1000, got -1"},
 		{"address without port", func(c *config.Config) { c.Server.Addr = "localhost" }, `server.addr: invalid address "localhost"`},
 		{"address with bad port", func(c *config.Config) { c.Server.Addr = "127.0.0.1:http2" }, `server.addr: invalid port "http2" in address "127.0.0.1:http2"`},
 		{"address with port out of range", func(c *config.Config) { c.Server.Addr = "127.0.0.1:70000" }, `server.addr: invalid port "70000"`},
 		{"empty port", func(c *config.Config) { c.Server.Addr = "127.0.0.1:" }, `server.addr: invalid port ""`},
-		{"drain timeout", func(c *config.Config) { c.Server.DrainTimeout = -time.Second }, `server.drain_timeout: must be a positive duration, got "-1s"`},
-		{"read header timeout", func(c *config.Config) { c.Server.ReadHeaderTimeout = 0 }, "server.read_header_timeout: must be a positive duration"},
-		{"idle timeout", func(c *config.Config) { c.Server.IdleTimeout = 0 }, "server.idle_timeout: must be a positive duration"},
-		{"max body", func(c *config.Config) { c.Server.MaxBodyBytes = 0 }, "server.max_body_bytes: must be positive, got 0"},
-		{"max streams", func(c *config.Config) { c.Server.MaxStreamsPerUser = -1 }, "server.max_streams_per_user: must be positive, got -1"},
-		{"keepalive", func(c *config.Config) { c.Server.KeepaliveInterval = 0 }, "server.keepalive_interval: must be a positive duration"},
+		{"drain timeout", func(c *config.Config) { c.Server.DrainTimeout = -time.Second }, "server.drain_timeout: must be between 100ms and 10m0s, got -1s"},
+		{"read header timeout", func(c *config.Config) { c.Server.ReadHeaderTimeout = 0 }, "server.read_header_timeout: must be between 100ms and 10m0s, got 0s"},
+		{"idle timeout", func(c *config.Config) { c.Server.IdleTimeout = 0 }, "server.idle_timeout: must be between 1s and 1h0m0s, got 0s"},
+		{"max body", func(c *config.Config) { c.Server.MaxBodyBytes = 0 }, "server.max_body_bytes: must be between 4096 and 67108864, got 0"},
+		{"max streams", func(c *config.Config) { c.Server.MaxStreamsPerUser = -1 }, "server.max_streams_per_user: must be between 1 and 10000, got -1"},
+		{"keepalive", func(c *config.Config) { c.Server.KeepaliveInterval = 0 }, "server.keepalive_interval: must be between 1s and 10m0s, got 0s"},
 		{"multitask strategy", func(c *config.Config) { c.Server.MultitaskStrategy = "queue" }, `server.multitask_strategy: unknown strategy "queue" (want reject, enqueue or interrupt)`},
 		{"empty multitask strategy", func(c *config.Config) { c.Server.MultitaskStrategy = "" }, `server.multitask_strategy: unknown strategy ""`},
-		{"retention events", func(c *config.Config) { c.Retention.Events = 0 }, `retention.events: must be a positive duration, got "0s"`},
-		{"retention transcripts", func(c *config.Config) { c.Retention.Transcripts = -time.Hour }, `retention.transcripts: must be a positive duration, got "-1h0m0s"`},
-		{"retention tool executions", func(c *config.Config) { c.Retention.ToolExecutions = 0 }, `retention.tool_executions: must be a positive duration`},
+		{"retention events", func(c *config.Config) { c.Retention.Events = 0 }, "retention.events: must be between 1h0m0s and 87600h0m0s, got 0s"},
+		{"retention transcripts", func(c *config.Config) { c.Retention.Transcripts = -time.Hour }, "retention.transcripts: must be between 1h0m0s and 87600h0m0s, got -1h0m0s"},
+		{"retention tool executions", func(c *config.Config) { c.Retention.ToolExecutions = 0 }, "retention.tool_executions: must be between 1h0m0s and 87600h0m0s, got 0s"},
 		{"auth mode", func(c *config.Config) { c.Auth.Mode = "basic" }, `auth.mode: unknown mode "basic" (want none or apikey)`},
 		{"provider", func(c *config.Config) { c.LLM.Provider = "llama" }, `llm.provider: unknown provider "llama" (want demo, scripted, openai, anthropic or googleai)`},
 		{"scripted without script", func(c *config.Config) { c.LLM.Provider = "scripted" }, `llm.script: must name a script file when llm.provider is "scripted"`},
@@ -191,23 +191,23 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"anthropic without key", func(c *config.Config) { c.LLM.Provider = "anthropic" }, `llm.provider: provider "anthropic" needs ANTHROPIC_API_KEY`},
 		{"googleai without key", func(c *config.Config) { c.LLM.Provider = "googleai" }, `llm.provider: provider "googleai" needs GOOGLE_API_KEY`},
 		{"base url", func(c *config.Config) { c.LLM.BaseURL = "localhost:11434" }, `llm.base_url: invalid URL "localhost:11434"`},
-		{"call timeout", func(c *config.Config) { c.LLM.CallTimeout = 0 }, "llm.call_timeout: must be a positive duration"},
-		{"retries", func(c *config.Config) { c.LLM.MaxRetries = -1 }, "llm.max_retries: must not be negative, got -1"},
+		{"call timeout", func(c *config.Config) { c.LLM.CallTimeout = 0 }, "llm.call_timeout: must be between 1s and 1h0m0s, got 0s"},
+		{"retries", func(c *config.Config) { c.LLM.MaxRetries = -1 }, "llm.max_retries: must be between 0 and 10, got -1"},
 		{"agents file", func(c *config.Config) { c.Agents.File = "" }, "agents.file: must not be empty"},
-		{"tool timeout", func(c *config.Config) { c.Tools.Timeout = 0 }, "tools.timeout: must be a positive duration"},
+		{"tool timeout", func(c *config.Config) { c.Tools.Timeout = 0 }, "tools.timeout: must be between 100ms and 1h0m0s, got 0s"},
 		{"gateway share", func(c *config.Config) { c.Tools.GatewayShare = 1.5 }, "tools.gateway_share: must be between 0 and 1"},
-		{"cache ttl", func(c *config.Config) { c.Context.CacheTTL = -time.Second }, "context.cache_ttl: must not be negative"},
-		{"tool result", func(c *config.Config) { c.Tools.MaxResultChars = 0 }, "tools.max_result_chars: must be positive, got 0"},
-		{"tool parallelism", func(c *config.Config) { c.Tools.Parallelism = 0 }, "tools.parallelism: must be positive, got 0"},
-		{"max steps", func(c *config.Config) { c.Planning.MaxSteps = 0 }, "planning.max_steps: must be positive, got 0"},
-		{"parallel steps", func(c *config.Config) { c.Planning.MaxParallelSteps = 0 }, "planning.max_parallel_steps: must be positive, got 0"},
+		{"cache ttl", func(c *config.Config) { c.Context.CacheTTL = -time.Second }, "context.cache_ttl: must be between 0s and 24h0m0s, got -1s"},
+		{"tool result", func(c *config.Config) { c.Tools.MaxResultChars = 0 }, "tools.max_result_chars: must be between 100 and 1000000, got 0"},
+		{"tool parallelism", func(c *config.Config) { c.Tools.Parallelism = 0 }, "tools.parallelism: must be between 1 and 64, got 0"},
+		{"max steps", func(c *config.Config) { c.Planning.MaxSteps = 0 }, "planning.max_steps: must be between 1 and 100, got 0"},
+		{"parallel steps", func(c *config.Config) { c.Planning.MaxParallelSteps = 0 }, "planning.max_parallel_steps: must be between 1 and 64, got 0"},
 		{"default mode", func(c *config.Config) { c.Planning.DefaultMode = "yolo" }, `planning.default_mode: unknown mode "yolo" (want auto_execute, draft_only or agent_review)`},
 		{"empty default mode", func(c *config.Config) { c.Planning.DefaultMode = "" }, `planning.default_mode: unknown mode ""`},
 		{"min mode", func(c *config.Config) { c.Planning.MinMode = "strict" }, `planning.min_mode: unknown mode "strict"`},
-		{"review rounds", func(c *config.Config) { c.Planning.ReviewRounds = 0 }, "planning.review_rounds: must be positive, got 0"},
-		{"tool calls", func(c *config.Config) { c.Limits.MaxToolCalls = 0 }, "limits.max_tool_calls: must be positive, got 0"},
-		{"turn timeout", func(c *config.Config) { c.Limits.TurnTimeout = 0 }, "limits.turn_timeout: must be a positive duration"},
-		{"failures", func(c *config.Config) { c.Limits.MaxConsecutiveFailures = 0 }, "limits.max_consecutive_failures: must be positive, got 0"},
+		{"review rounds", func(c *config.Config) { c.Planning.ReviewRounds = 0 }, "planning.review_rounds: must be between 1 and 10, got 0"},
+		{"tool calls", func(c *config.Config) { c.Limits.MaxToolCalls = 0 }, "limits.max_tool_calls: must be between 1 and 1000, got 0"},
+		{"turn timeout", func(c *config.Config) { c.Limits.TurnTimeout = 0 }, "limits.turn_timeout: must be between 1s and 24h0m0s, got 0s"},
+		{"failures", func(c *config.Config) { c.Limits.MaxConsecutiveFailures = 0 }, "limits.max_consecutive_failures: must be between 1 and 100, got 0"},
 		{"log level", func(c *config.Config) { c.Log.Level = "loud" }, `log.level: unknown level "loud" (want debug, info, warn or error)`},
 		{"log format", func(c *config.Config) { c.Log.Format = "xml" }, `log.format: unknown format "xml" (want auto, json or console)`},
 		{"client server", func(c *config.Config) { c.Client.Server = "ftp://x" }, `client.server: invalid URL "ftp://x"`},
@@ -263,6 +263,128 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	require.Equal(t, []string{"server.addr", "database.driver", "limits.max_tool_calls"},
 		[]string{fields[0].Field, fields[1].Field, fields[2].Field})
 	require.NotContains(t, err.Error(), "\n")
+}
+
+// Degenerate values — a lease or a keep-alive of a nanosecond, a million
+// connections or retries, a billion steps, nanosecond timeouts — are all
+// reported at once, each naming its field and value.
+func TestValidateBoundsDegenerateValues(t *testing.T) {
+	t.Parallel()
+	cfg := config.Default()
+	cfg.Runs.LeaseTimeout = time.Nanosecond
+	cfg.Server.KeepaliveInterval = time.Nanosecond
+	cfg.Database.MaxOpenConns = 1_000_000
+	cfg.Planning.MaxSteps = 1_000_000_000
+	cfg.LLM.MaxRetries = 1_000_000
+	cfg.LLM.CallTimeout = time.Nanosecond
+	cfg.Tools.Timeout = time.Nanosecond
+	cfg.Limits.TurnTimeout = time.Nanosecond
+	cfg.Server.DrainTimeout = time.Nanosecond
+	cfg.Database.ConnectTimeout = time.Nanosecond
+	err := cfg.Validate()
+	require.ErrorIs(t, err, apperr.ErrInvalid)
+	got := map[string]string{}
+	for _, f := range apperr.FieldsOf(err) {
+		got[f.Field] = f.Message
+	}
+	require.Equal(t, map[string]string{
+		"runs.lease_timeout":        "must be between 2s and 1h0m0s, got 1ns",
+		"server.keepalive_interval": "must be between 1s and 10m0s, got 1ns",
+		"database.max_open_conns":   "must be between 0 and 1000, got 1000000",
+		"planning.max_steps":        "must be between 1 and 100, got 1000000000",
+		"llm.max_retries":           "must be between 0 and 10, got 1000000",
+		"llm.call_timeout":          "must be between 1s and 1h0m0s, got 1ns",
+		"tools.timeout":             "must be between 100ms and 1h0m0s, got 1ns",
+		"limits.turn_timeout":       "must be between 1s and 24h0m0s, got 1ns",
+		"server.drain_timeout":      "must be between 100ms and 10m0s, got 1ns",
+		"database.connect_timeout":  "must be between 100ms and 5m0s, got 1ns",
+	}, got)
+	require.NotContains(t, err.Error(), "\n")
+}
+
+// Every duration and count has a least and a greatest value: one step
+// beyond either is the only problem reported, and the bounds themselves
+// are accepted.
+func TestValidateBoundsEveryDurationAndCount(t *testing.T) {
+	t.Parallel()
+	type bound struct {
+		field  string
+		set    func(c *config.Config, n int64)
+		lo, hi int64
+	}
+	d := func(p func(c *config.Config) *time.Duration) func(*config.Config, int64) {
+		return func(c *config.Config, n int64) { *p(c) = time.Duration(n) }
+	}
+	i := func(p func(c *config.Config) *int) func(*config.Config, int64) {
+		return func(c *config.Config, n int64) { *p(c) = int(n) }
+	}
+	const ms, sec = int64(time.Millisecond), int64(time.Second)
+	const minute, hour = 60 * sec, 3600 * sec
+	for _, b := range []bound{
+		{"server.drain_timeout", d(func(c *config.Config) *time.Duration { return &c.Server.DrainTimeout }), 100 * ms, 10 * minute},
+		{"server.read_header_timeout", d(func(c *config.Config) *time.Duration { return &c.Server.ReadHeaderTimeout }), 100 * ms, 10 * minute},
+		{"server.idle_timeout", d(func(c *config.Config) *time.Duration { return &c.Server.IdleTimeout }), sec, hour},
+		{"server.max_body_bytes", func(c *config.Config, n int64) { c.Server.MaxBodyBytes = n }, 4096, 64 << 20},
+		{"server.max_streams_per_user", i(func(c *config.Config) *int { return &c.Server.MaxStreamsPerUser }), 1, 10_000},
+		{"server.keepalive_interval", d(func(c *config.Config) *time.Duration { return &c.Server.KeepaliveInterval }), sec, 10 * minute},
+		{"runs.lease_timeout", d(func(c *config.Config) *time.Duration { return &c.Runs.LeaseTimeout }), 2 * sec, hour},
+		{"database.connect_timeout", d(func(c *config.Config) *time.Duration { return &c.Database.ConnectTimeout }), 100 * ms, 5 * minute},
+		{"database.max_open_conns", i(func(c *config.Config) *int { return &c.Database.MaxOpenConns }), 0, 1000},
+		{"llm.call_timeout", d(func(c *config.Config) *time.Duration { return &c.LLM.CallTimeout }), sec, hour},
+		{"llm.max_retries", i(func(c *config.Config) *int { return &c.LLM.MaxRetries }), 0, 10},
+		{"tools.timeout", d(func(c *config.Config) *time.Duration { return &c.Tools.Timeout }), 100 * ms, hour},
+		{"tools.max_result_chars", i(func(c *config.Config) *int { return &c.Tools.MaxResultChars }), 100, 1_000_000},
+		{"tools.parallelism", i(func(c *config.Config) *int { return &c.Tools.Parallelism }), 1, 64},
+		{"context.cache_ttl", d(func(c *config.Config) *time.Duration { return &c.Context.CacheTTL }), 0, 24 * hour},
+		{"planning.max_steps", i(func(c *config.Config) *int { return &c.Planning.MaxSteps }), 1, config.MaxPlanSteps},
+		{"planning.max_parallel_steps", i(func(c *config.Config) *int { return &c.Planning.MaxParallelSteps }), 1, 64},
+		{"planning.review_rounds", i(func(c *config.Config) *int { return &c.Planning.ReviewRounds }), 1, 10},
+		{"limits.max_tool_calls", i(func(c *config.Config) *int { return &c.Limits.MaxToolCalls }), 1, 1000},
+		{"limits.turn_timeout", d(func(c *config.Config) *time.Duration { return &c.Limits.TurnTimeout }), sec, 24 * hour},
+		{"limits.max_consecutive_failures", i(func(c *config.Config) *int { return &c.Limits.MaxConsecutiveFailures }), 1, 100},
+		{"retention.events", d(func(c *config.Config) *time.Duration { return &c.Retention.Events }), hour, 87600 * hour},
+		{"retention.transcripts", d(func(c *config.Config) *time.Duration { return &c.Retention.Transcripts }), hour, 87600 * hour},
+		{"retention.tool_executions", d(func(c *config.Config) *time.Duration { return &c.Retention.ToolExecutions }), hour, 87600 * hour},
+	} {
+		t.Run(b.field, func(t *testing.T) {
+			t.Parallel()
+			for _, n := range []int64{b.lo, b.hi} {
+				cfg := config.Default()
+				b.set(&cfg, n)
+				require.NoError(t, cfg.Validate(), "%d is within the bounds", n)
+			}
+			for _, n := range []int64{b.lo - 1, b.hi + 1} {
+				cfg := config.Default()
+				b.set(&cfg, n)
+				err := cfg.Validate()
+				require.ErrorIs(t, err, apperr.ErrInvalid, "%d is out of the bounds", n)
+				fields := apperr.FieldsOf(err)
+				require.Len(t, fields, 1, "%v", err)
+				require.Equal(t, b.field, fields[0].Field)
+				require.Contains(t, fields[0].Message, "must be between")
+			}
+		})
+	}
+}
+
+// An MCP server's timeout is its default when 0, else bounded like
+// tools.timeout.
+func TestValidateBoundsMCPServerTimeouts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		timeout time.Duration
+		ok      bool
+	}{{0, true}, {100 * time.Millisecond, true}, {time.Hour, true}, {time.Nanosecond, false}, {-time.Second, false}, {2 * time.Hour, false}} {
+		cfg := config.Default()
+		cfg.Tools.MCPServers = []config.MCPServer{{Name: "files", Command: []string{"mcp-files"}, Timeout: tc.timeout}}
+		err := cfg.Validate()
+		if tc.ok {
+			require.NoError(t, err, "%v", tc.timeout)
+			continue
+		}
+		require.Len(t, apperr.FieldsOf(err), 1, "%v", tc.timeout)
+		require.Equal(t, "tools.mcp_servers[0].timeout", apperr.FieldsOf(err)[0].Field)
+	}
 }
 
 func TestLoadEnvironmentOverridesFile(t *testing.T) {

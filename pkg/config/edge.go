@@ -10,7 +10,7 @@ import (
 // limit, the allowed hosts (names, without scheme or port) and the allowed
 // origins (scheme://host[:port], nothing more).
 func (v *validator) serverEdge(s Server) {
-	v.positive("server.max_watch_streams_per_user", int64(s.MaxWatchStreamsPerUser))
+	v.countIn("server.max_watch_streams_per_user", int64(s.MaxWatchStreamsPerUser), 1, 10_000)
 	for i, h := range s.AllowedHosts {
 		if h == "*" {
 			continue

@@ -25,7 +25,7 @@ func TestValidateServerEdge(t *testing.T) {
 		got[f.Field] = f.Message
 	}
 	require.Equal(t, map[string]string{
-		"server.max_watch_streams_per_user": "must be positive, got 0",
+		"server.max_watch_streams_per_user": "must be between 1 and 10000, got 0",
 		"server.allowed_hosts[1]":           `"https://x.example" is not a host name (no scheme, port or path; "*" for any)`,
 		"server.allowed_hosts[2]":           `"x.example:80" is not a host name (no scheme, port or path; "*" for any)`,
 		"server.allowed_hosts[3]":           `" " is not a host name (no scheme, port or path; "*" for any)`,

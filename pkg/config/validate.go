@@ -24,32 +24,62 @@ var (
 
 // Validate checks every field and returns one *apperr.Error (code Invalid)
 // listing every problem, each naming the field and its bad value, or nil.
+// Every duration and count must lie within its bounds (see the bounds in
+// validateServer and the others, and README.md's "Bounds"): outside them
+// the server would spin (a keep-alive every nanosecond), take its own runs
+// over (a lease shorter than a commit), or let a number reach a column it
+// does not fit.
 func (c Config) Validate() error {
 	var v validator
+	c.validateServer(&v)
+	c.validateDatabase(&v)
+	v.oneOf("auth.mode", "mode", c.Auth.Mode, authModes)
+	c.validateLLM(&v)
+	if strings.TrimSpace(c.Agents.File) == "" {
+		v.add("agents.file", "must not be empty")
+	}
+	c.validateTools(&v)
+	c.validatePlanning(&v)
+	c.validateRetention(&v)
+	v.oneOf("log.level", "level", c.Log.Level, levels)
+	v.oneOf("log.format", "format", c.Log.Format, formats)
+	v.httpURL("client.server", c.Client.Server)
+	if len(v.probs) > 0 {
+		return invalid(v.probs...)
+	}
+	return nil
+}
 
+// validateServer checks server.* and runs.*.
+func (c Config) validateServer(v *validator) {
 	v.addr("server.addr", c.Server.Addr)
-	v.positiveDuration("server.drain_timeout", c.Server.DrainTimeout)
-	v.positiveDuration("runs.lease_timeout", c.Runs.LeaseTimeout)
-	v.positiveDuration("server.read_header_timeout", c.Server.ReadHeaderTimeout)
-	v.positiveDuration("server.idle_timeout", c.Server.IdleTimeout)
-	v.positive("server.max_body_bytes", c.Server.MaxBodyBytes)
-	v.positive("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser))
-	v.positiveDuration("server.keepalive_interval", c.Server.KeepaliveInterval)
+	v.durationIn("server.drain_timeout", c.Server.DrainTimeout, 100*time.Millisecond, 10*time.Minute)
+	v.durationIn("server.read_header_timeout", c.Server.ReadHeaderTimeout, 100*time.Millisecond, 10*time.Minute)
+	v.durationIn("server.idle_timeout", c.Server.IdleTimeout, time.Second, time.Hour)
+	v.countIn("server.max_body_bytes", c.Server.MaxBodyBytes, 4<<10, 64<<20)
+	v.countIn("server.max_streams_per_user", int64(c.Server.MaxStreamsPerUser), 1, 10_000)
+	v.durationIn("server.keepalive_interval", c.Server.KeepaliveInterval, time.Second, 10*time.Minute)
 	v.serverEdge(c.Server)
 	v.oneOf("server.on_disconnect", "value", c.Server.OnDisconnect, []string{"continue", "cancel"})
 	if !c.Server.MultitaskStrategy.Valid() {
 		v.add("server.multitask_strategy", fmt.Sprintf("unknown strategy %q (want %s)", c.Server.MultitaskStrategy, multitask.List()))
 	}
+	// A lease renewed every sixth of it must outlast a slow commit.
+	v.durationIn("runs.lease_timeout", c.Runs.LeaseTimeout, 2*time.Second, time.Hour)
+}
 
+// validateDatabase checks database.*.
+func (c Config) validateDatabase(v *validator) {
 	v.oneOf("database.driver", "driver", c.Database.Driver, drivers)
 	if strings.TrimSpace(c.Database.DSN) == "" {
 		v.add("database.dsn", "must not be empty")
 	}
-	v.positiveDuration("database.connect_timeout", c.Database.ConnectTimeout)
-	v.notNegative("database.max_open_conns", int64(c.Database.MaxOpenConns))
+	v.durationIn("database.connect_timeout", c.Database.ConnectTimeout, 100*time.Millisecond, 5*time.Minute)
+	v.countIn("database.max_open_conns", int64(c.Database.MaxOpenConns), 0, 1000)
+}
 
-	v.oneOf("auth.mode", "mode", c.Auth.Mode, authModes)
-
+// validateLLM checks llm.*: the provider, what it needs, and its bounds.
+func (c Config) validateLLM(v *validator) {
 	v.oneOf("llm.provider", "provider", c.LLM.Provider, providers)
 	switch c.LLM.Provider {
 	case ProviderScripted:
@@ -72,24 +102,19 @@ func (c Config) Validate() error {
 	if c.LLM.BaseURL != "" {
 		v.httpURL("llm.base_url", c.LLM.BaseURL)
 	}
-	v.positiveDuration("llm.call_timeout", c.LLM.CallTimeout)
-	if c.LLM.MaxRetries < 0 {
-		v.add("llm.max_retries", fmt.Sprintf("must not be negative, got %d", c.LLM.MaxRetries))
-	}
+	v.durationIn("llm.call_timeout", c.LLM.CallTimeout, time.Second, time.Hour)
+	v.countIn("llm.max_retries", int64(c.LLM.MaxRetries), 0, 10)
+}
 
-	if strings.TrimSpace(c.Agents.File) == "" {
-		v.add("agents.file", "must not be empty")
-	}
-
-	v.positiveDuration("tools.timeout", c.Tools.Timeout)
-	v.positive("tools.max_result_chars", int64(c.Tools.MaxResultChars))
-	v.positive("tools.parallelism", int64(c.Tools.Parallelism))
+// validateTools checks tools.* and context.*.
+func (c Config) validateTools(v *validator) {
+	v.durationIn("tools.timeout", c.Tools.Timeout, 100*time.Millisecond, time.Hour)
+	v.countIn("tools.max_result_chars", int64(c.Tools.MaxResultChars), 100, 1_000_000)
+	v.countIn("tools.parallelism", int64(c.Tools.Parallelism), 1, 64)
 	if c.Tools.GatewayShare < 0 || c.Tools.GatewayShare > 1 {
 		v.add("tools.gateway_share", fmt.Sprintf("must be between 0 and 1, got %g", c.Tools.GatewayShare))
 	}
-	if c.Context.CacheTTL < 0 {
-		v.add("context.cache_ttl", fmt.Sprintf("must not be negative, got %s", c.Context.CacheTTL))
-	}
+	v.durationIn("context.cache_ttl", c.Context.CacheTTL, 0, 24*time.Hour)
 	names := map[string]bool{}
 	for i, m := range c.Tools.MCPServers {
 		field := fmt.Sprintf("tools.mcp_servers[%d]", i)
@@ -103,31 +128,31 @@ func (c Config) Validate() error {
 		if (len(m.Command) == 0) == (m.URL == "") {
 			v.add(field, "needs exactly one of command and url")
 		}
+		if m.Timeout != 0 { // 0: the default
+			v.durationIn(field+".timeout", m.Timeout, 100*time.Millisecond, time.Hour)
+		}
 	}
+}
 
-	v.positive("planning.max_steps", int64(c.Planning.MaxSteps))
-	v.positive("planning.max_parallel_steps", int64(c.Planning.MaxParallelSteps))
+// validatePlanning checks planning.* and limits.*.
+func (c Config) validatePlanning(v *validator) {
+	v.countIn("planning.max_steps", int64(c.Planning.MaxSteps), 1, MaxPlanSteps)
+	v.countIn("planning.max_parallel_steps", int64(c.Planning.MaxParallelSteps), 1, 64)
 	v.mode("planning.default_mode", c.Planning.DefaultMode, false)
 	v.mode("planning.min_mode", c.Planning.MinMode, true)
-	v.positive("planning.review_rounds", int64(c.Planning.ReviewRounds))
+	v.countIn("planning.review_rounds", int64(c.Planning.ReviewRounds), 1, 10)
 
-	v.positive("limits.max_tool_calls", int64(c.Limits.MaxToolCalls))
-	v.positiveDuration("limits.turn_timeout", c.Limits.TurnTimeout)
-	v.positive("limits.max_consecutive_failures", int64(c.Limits.MaxConsecutiveFailures))
+	v.countIn("limits.max_tool_calls", int64(c.Limits.MaxToolCalls), 1, 1000)
+	v.durationIn("limits.turn_timeout", c.Limits.TurnTimeout, time.Second, 24*time.Hour)
+	v.countIn("limits.max_consecutive_failures", int64(c.Limits.MaxConsecutiveFailures), 1, 100)
+}
 
-	v.positiveDuration("retention.events", c.Retention.Events)
-	v.positiveDuration("retention.transcripts", c.Retention.Transcripts)
-	v.positiveDuration("retention.tool_executions", c.Retention.ToolExecutions)
-
-	v.oneOf("log.level", "level", c.Log.Level, levels)
-	v.oneOf("log.format", "format", c.Log.Format, formats)
-
-	v.httpURL("client.server", c.Client.Server)
-
-	if len(v.probs) > 0 {
-		return invalid(v.probs...)
-	}
-	return nil
+// validateRetention checks retention.*.
+func (c Config) validateRetention(v *validator) {
+	const minKept, maxKept = time.Hour, 10 * 365 * 24 * time.Hour
+	v.durationIn("retention.events", c.Retention.Events, minKept, maxKept)
+	v.durationIn("retention.transcripts", c.Retention.Transcripts, minKept, maxKept)
+	v.durationIn("retention.tool_executions", c.Retention.ToolExecutions, minKept, maxKept)
 }
 
 // CheckExposure enforces the loopback rule: auth mode "none" is allowed only
@@ -179,21 +204,17 @@ func (v *validator) mode(field string, got planmode.Mode, emptyOK bool) {
 	v.add(field, fmt.Sprintf("unknown mode %q (want %s)", got, planmode.List()))
 }
 
-func (v *validator) positive(field string, n int64) {
-	if n <= 0 {
-		v.add(field, fmt.Sprintf("must be positive, got %d", n))
+// countIn adds a problem when n is outside [lo, hi].
+func (v *validator) countIn(field string, n, lo, hi int64) {
+	if n < lo || n > hi {
+		v.add(field, fmt.Sprintf("must be between %d and %d, got %d", lo, hi, n))
 	}
 }
 
-func (v *validator) notNegative(field string, n int64) {
-	if n < 0 {
-		v.add(field, fmt.Sprintf("must not be negative, got %d", n))
-	}
-}
-
-func (v *validator) positiveDuration(field string, d time.Duration) {
-	if d <= 0 {
-		v.add(field, fmt.Sprintf("must be a positive duration, got %q", d.String()))
+// durationIn adds a problem when d is outside [lo, hi].
+func (v *validator) durationIn(field string, d, lo, hi time.Duration) {
+	if d < lo || d > hi {
+		v.add(field, fmt.Sprintf("must be between %v and %v, got %v", lo, hi, d))
 	}
 }
 

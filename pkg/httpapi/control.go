@@ -47,7 +47,8 @@ type ResumeRequest struct {
 
 // RejectRequest is the body of POST /api/plans/{id}/reject.
 type RejectRequest struct {
-	Reason string `json:"reason"`
+	// Reason is required: a plan is rejected for good, and says why.
+	Reason string `json:"reason" jsonschema:"why the plan should not run (required, not blank)"`
 }
 
 // PlanRunResult is the JSON answer of an approval or a resume with

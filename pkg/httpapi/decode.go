@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -21,7 +24,10 @@ import (
 // decode reads a request body strictly into v, a pointer to a struct: the
 // body is one JSON object, every field name equals a json tag of v's type
 // exactly (case included, recursively through nested objects and arrays of
-// objects), no field appears twice, and no string holds a NUL character.
+// objects), no field appears twice, every string (and field name) is valid
+// UTF-8 without lone surrogates, no string holds a NUL character, and
+// every integer bound for an int field fits 32 bits (the columns it lands
+// in).
 // encoding/json alone would ignore unknown fields and match names
 // case-insensitively, so {"plan_mod": "draft_only"} or {"Plan_Mode": ...}
 // would pass unnoticed. Every problem is a 400 invalid_input that names its
@@ -100,8 +106,8 @@ var (
 
 // checkJSON walks one JSON value with t, the Go type it will decode into
 // (nil: free-form JSON, where only strings are checked), and appends every
-// problem: unknown or mis-cased object keys, duplicate keys, and strings
-// holding NUL. Values of the wrong JSON type are left to the decoder, which
+// problem: unknown or mis-cased object keys, duplicate keys, strings that
+// are not text or hold NUL, and integers too large for an int field. Values of the wrong JSON type are left to the decoder, which
 // names them.
 func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.FieldError) {
 	for t != nil && t.Kind() == reflect.Pointer {
@@ -116,6 +122,10 @@ func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.Field
 	}
 	switch raw[0] {
 	case '"':
+		if msg := textProblem(raw); msg != "" {
+			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: msg})
+			return
+		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil && strings.ContainsRune(s, 0) {
 			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: `must not contain NUL characters (\u0000)`})
@@ -134,7 +144,29 @@ func checkJSON(raw []byte, t reflect.Type, path string, problems *[]apperr.Field
 		}
 	case '{':
 		checkObject(raw, t, path, problems)
+	default:
+		if msg := intProblem(raw, t); msg != "" {
+			*problems = append(*problems, apperr.FieldError{Field: fieldName(path), Message: msg})
+		}
 	}
+}
+
+// intProblem says why the JSON number raw does not fit t when t is int or
+// int32, or "". Such fields of a request land in 32-bit columns (a step's
+// number, its dependencies, a version), which PostgreSQL refuses beyond
+// them — after other rows of the same write went in. A number that is not
+// an integer is left to the decoder, which names the type it wants.
+func intProblem(raw []byte, t reflect.Type) string {
+	if t == nil || (t.Kind() != reflect.Int && t.Kind() != reflect.Int32) || bytes.ContainsAny(raw, ".eE") {
+		return ""
+	}
+	if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return "" // true, false, null: the decoder's to name
+	}
+	if _, err := strconv.ParseInt(string(raw), 10, 32); err != nil {
+		return fmt.Sprintf("must be a whole number from %d to %d", math.MinInt32, math.MaxInt32)
+	}
+	return ""
 }
 
 func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.FieldError) {
@@ -154,11 +186,15 @@ func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.Fie
 	}
 	seen := map[string]bool{}
 	for dec.More() {
+		start := dec.InputOffset()
 		tok, err := dec.Token()
 		if err != nil {
 			return
 		}
 		key, _ := tok.(string)
+		// The key as written (with the comma and spaces before it, which
+		// are ASCII): the decoder has replaced what is not text already.
+		keyRaw := raw[start:dec.InputOffset()]
 		var value json.RawMessage
 		if err := dec.Decode(&value); err != nil {
 			return
@@ -168,6 +204,10 @@ func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.Fie
 			at = path + "." + key
 		}
 		bad := func(msg string) { *problems = append(*problems, apperr.FieldError{Field: fieldName(at), Message: msg}) }
+		if msg := textProblem(keyRaw); msg != "" {
+			bad("field name " + msg)
+			continue
+		}
 		if strings.ContainsRune(key, 0) {
 			bad(`field name must not contain NUL characters (\u0000)`)
 			continue
@@ -188,6 +228,51 @@ func checkObject(raw []byte, t reflect.Type, path string, problems *[]apperr.Fie
 		}
 		checkJSON(value, valueType, at, problems)
 	}
+}
+
+// textProblem says why a JSON string as written (raw, with its quotes) is
+// not text, or "" when it is: RFC 8259 text is valid UTF-8, and a \u
+// escape of a UTF-16 surrogate must be the first half of a pair followed
+// by the second. encoding/json turns both into U+FFFD silently, which
+// would store something other than what the client sent.
+func textProblem(raw []byte) string {
+	if !utf8.Valid(raw) {
+		return "is not valid UTF-8"
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character
+		if i >= len(raw) || raw[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(raw, i+1)
+		if !ok {
+			continue // malformed: the decoder reports it
+		}
+		i += 4
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // the first half
+			if r2, ok := hex4(raw, i+3); ok && i+2 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' && r2 >= 0xdc00 && r2 <= 0xdfff {
+				i += 6
+				continue
+			}
+			return fmt.Sprintf(`holds a lone surrogate (\u%04x); text must be valid Unicode`, r)
+		case utf16.IsSurrogate(r):
+			return fmt.Sprintf(`holds a lone surrogate (\u%04x); text must be valid Unicode`, r)
+		}
+	}
+	return ""
+}
+
+// hex4 reads the four hex digits at raw[i:i+4].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i < 0 || i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
+	return rune(n), err == nil
 }
 
 // unknownField says that key is not a field, and which field it was

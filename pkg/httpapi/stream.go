@@ -26,8 +26,10 @@ type StreamRequest struct {
 	EntityID     string       `json:"entity_id,omitempty"`
 	ProjectFocus *event.Focus `json:"project_focus,omitempty"`
 	PlanMode     string       `json:"plan_mode,omitempty"`
-	ClientTurnID string       `json:"client_turn_id,omitempty"`
-	StreamRunID  string       `json:"stream_run_id,omitempty"`
+	// ClientTurnID and StreamRunID are ids the client chose: 1 to 128
+	// characters of A-Z, a-z, 0-9 and . _ : - (chat.CheckClientID).
+	ClientTurnID string `json:"client_turn_id,omitempty" jsonschema:"the turn's idempotency key: 1 to 128 characters of A-Z a-z 0-9 . _ : -"`
+	StreamRunID  string `json:"stream_run_id,omitempty" jsonschema:"the run's id: 1 to 128 characters of A-Z a-z 0-9 . _ : -"`
 	// OnDisconnect is continue or cancel (default: the server's
 	// on_disconnect).
 	OnDisconnect string `json:"on_disconnect,omitempty"`

@@ -583,11 +583,14 @@ export class ChatView {
     const mine = !p.user_id || p.user_id === this.app.me.user_id;
     if (p.status === "pending_review" && mine) {
       const reason = h("input", { type: "text", id: `reject-${p.id}`, placeholder: "why not" });
+      // A rejection is for good and says why: Reject waits for a reason.
+      const reject = h("button", { type: "button", class: "danger-outline", disabled: true,
+        onclick: () => reason.value.trim() && this.reject(p.id, reason.value.trim(), turn) }, "Reject");
+      reason.addEventListener("input", () => { reject.disabled = !reason.value.trim(); });
       return [
         h("button", { type: "button", class: "primary", onclick: () => this.approve(p.id) }, "Approve and run"),
         h("a", { href: `#/review/${p.id}`, class: "button" }, "Review and edit"),
-        h("span", { class: "inline-field" }, h("label", { for: `reject-${p.id}`, text: "Reason" }), reason,
-          h("button", { type: "button", class: "danger-outline", onclick: () => this.reject(p.id, reason.value, turn) }, "Reject")),
+        h("span", { class: "inline-field" }, h("label", { for: `reject-${p.id}`, text: "Reason" }), reason, reject),
       ];
     }
     if (["failed", "cancelled", "interrupted"].includes(p.status) && mine && !this.running) {

@@ -141,6 +141,7 @@ export class ReviewView {
       await this.approve(p, body, { form, planErrors, result, graph, wrap });
     };
     const reject = async () => {
+      if (!reason.value.trim()) return;
       this.clearErrors(form, planErrors);
       try {
         await api(`/api/plans/${p.id}/reject`, { method: "POST", body: { reason: reason.value.trim() } });
@@ -152,6 +153,9 @@ export class ReviewView {
       this.app.refreshInbox();
       this.plan(p.id);
     };
+    // A rejection is for good and says why: Reject waits for a reason.
+    const rejectButton = h("button", { type: "button", class: "danger", "data-action": "reject", disabled: true, onclick: reject }, "Reject");
+    reason.addEventListener("input", () => { rejectButton.disabled = !reason.value.trim(); });
     form.append(
       h("h2", { text: "Decide" }),
       stepsEl,
@@ -163,7 +167,7 @@ export class ReviewView {
         h("button", { type: "button", "data-action": "approve-edits", onclick: () => approve(true) }, "Approve with edits")),
       h("div", { class: "reject-row" },
         h("div", { class: "field" }, h("label", { for: reasonId, text: "Reason to reject" }), reason),
-        h("button", { type: "button", class: "danger", "data-action": "reject", onclick: reject }, "Reject")));
+        rejectButton));
     form.addEventListener("submit", (e) => e.preventDefault());
     const wrap = h("div", { class: "decide" }, form, result);
     return wrap;
