@@ -176,9 +176,6 @@ type Origin struct {
 	FirstAttempt func() bool
 	// RequestMode is the request's plan_mode, if any.
 	RequestMode planmode.Mode
-	// Operator says the turn's user acts as an operator (their approvals in
-	// chat are recorded as the operator's).
-	Operator bool
 	// Allowed finds the tools the planner may put in steps.
 	Allowed func(name string) (tools.Tool, bool)
 	// ContextType, EntityID and ProjectID (the focused project) scope the

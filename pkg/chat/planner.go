@@ -22,9 +22,6 @@ type TurnInfo struct {
 	PlanMode planmode.Mode
 	// Definition is the agent definition the session is bound to, if any.
 	Definition *agents.Definition
-	// Operator says the user acts as an operator (what they approve in
-	// chat is recorded as an operator's approval).
-	Operator bool
 	// Focus is the session's project focus, if any; ProjectID the project
 	// the turn focuses (ProjectOf).
 	Focus     *event.Focus
@@ -127,7 +124,7 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 			return nil, false
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
-			RequestMode: t.PlanMode, Operator: t.Operator, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
+			RequestMode: t.PlanMode, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
 			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt}
 		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.RequestApprovalTool()}
 		visible, gateway := cfg.fitTools(role, offered, plans)

@@ -118,14 +118,13 @@ func TestNewPlannerOrigin(t *testing.T) {
 	planner := chat.NewPlanner(chat.PlannerConfig{Role: agents.Role{Name: event.RolePlanner}, Resolve: resolveSets, Plans: plans,
 		Profiles: chat.Profiles{chat.ContextProject: {ToolSets: []string{"write"}}}})
 	_, err := planner(context.Background(), chat.TurnInfo{UserID: "alice", SessionID: "s-1", StreamRunID: "run-1", ContextType: chat.ContextProject,
-		EntityID: "p-1", ProjectID: "p-1", PlanMode: planmode.DraftOnly, Operator: true})
+		EntityID: "p-1", ProjectID: "p-1", PlanMode: planmode.DraftOnly})
 	require.NoError(t, err)
 	o := plans.last()
 	require.Equal(t, "alice", o.UserID)
 	require.Equal(t, "s-1", o.SessionID)
 	require.Equal(t, "run-1", o.StreamRunID)
 	require.Equal(t, planmode.DraftOnly, o.RequestMode)
-	require.True(t, o.Operator)
 	require.Equal(t, "project", o.ContextType)
 	require.Equal(t, "p-1", o.EntityID)
 	require.Equal(t, "p-1", o.ProjectID)
