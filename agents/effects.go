@@ -18,8 +18,8 @@ func (Halt) ToolEffect() {}
 
 // AwaitUser says the turn ends waiting on the user (a plan saved for review,
 // a question asked). It does not end the loop: the model still writes the
-// answer. It counts also when the call failed (approve_plan refusing a plan
-// the user has not reviewed).
+// answer. It counts also when the call failed (a refusal that waits for
+// the user's decision).
 type AwaitUser struct{}
 
 // ToolEffect marks AwaitUser as a tools.Effect.

@@ -570,16 +570,16 @@ func TestAwaitUserDoesNotEndTheLoop(t *testing.T) {
 	require.Equal(t, []tools.Effect{planned{"plan-7"}}, res.Effects)
 }
 
-// A failed call's effects count: approve_plan refusing a plan the user has
-// not reviewed fails and still leaves the turn waiting on the user.
+// A failed call's effects count: a tool that refuses until the user has
+// decided fails and still leaves the turn waiting on the user.
 func TestFailedCallMayAwaitTheUser(t *testing.T) {
 	t.Parallel()
 	model := script(t,
-		reply{calls: []llm.ToolCall{call("a", "approve_plan", `{}`)}},
+		reply{calls: []llm.ToolCall{call("a", "publish", `{}`)}},
 		text("The plan waits for your approval."),
 	)
-	b := setup(t, model, tool("approve_plan", func(context.Context, tools.Call) (tools.Result, error) {
-		return tools.Result{Effects: []tools.Effect{agents.AwaitUser{}}}, apperr.New(apperr.Conflict, "only the user can approve it")
+	b := setup(t, model, tool("publish", func(context.Context, tools.Call) (tools.Result, error) {
+		return tools.Result{Effects: []tools.Effect{agents.AwaitUser{}}}, apperr.New(apperr.Conflict, "only the user can publish it")
 	}))
 	res, err := b.runner.Run(t.Context(), b.task)
 	require.NoError(t, err)

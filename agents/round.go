@@ -158,8 +158,8 @@ func (t *toolRound) settle() (passed []tools.Effect, halts []string, err error) 
 			s.failures++
 		}
 		// A failed call's effects count too: a tool returns with its error
-		// only the effects it means (approve_plan refusing a plan the user
-		// has not reviewed leaves the turn waiting on them).
+		// only the effects it means (a refusal that waits for the user
+		// leaves the turn waiting on them).
 		fx := interpret(rec.Outcome.Result.Effects, s.task.Scope)
 		s.task.Scope = fx.scope
 		s.res.AwaitUser = s.res.AwaitUser || fx.awaitUser

@@ -76,7 +76,7 @@ func TestClaimsAreAtomic(t *testing.T) {
 				res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
 				require.NoError(t, err)
 				e.failing.Store(table)
-				_, err = e.orch.Control().ClaimApproval(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1)}, "edited", e.em)
+				_, err = e.orch.Control().ClaimApproval(ctx, res.Plan.ID, planning.HumanApproval{By: alice, Edits: []planning.Step{exec(1), exec(2, 1)}, Note: "edited"}, e.em)
 				e.failing.Store("")
 				require.Error(t, err, table)
 				p := mustPlan(t, e.env, res.Plan.ID)
@@ -192,11 +192,11 @@ func TestApprovalProvenance(t *testing.T) {
 			require.NoError(t, err)
 			byUser, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Control().Approve(ctx, byUser.Plan.ID, alice, nil, "ship it", e.em)
+			_, err = e.orch.Control().Approve(ctx, byUser.Plan.ID, planning.HumanApproval{By: alice, Note: "ship it"}, e.em)
 			require.NoError(t, err)
 			byOps, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: steps()}, e.em)
 			require.NoError(t, err)
-			_, err = e.orch.Control().Approve(ctx, byOps.Plan.ID, planning.Actor{UserID: "ops", Operator: true}, nil, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, byOps.Plan.ID, planning.HumanApproval{By: planning.Actor{UserID: "ops", Operator: true}}, e.em)
 			require.NoError(t, err)
 
 			for _, tc := range []struct {
@@ -218,6 +218,7 @@ func TestApprovalProvenance(t *testing.T) {
 				require.Equal(t, tc.user, p.Approval.UserID, tc.name)
 				require.Contains(t, p.Approval.Note, tc.note, tc.name)
 				require.False(t, p.Approval.At.IsZero(), tc.name)
+				require.Equal(t, 1, p.Approval.Version, "%s: the version that ran is recorded", tc.name)
 				require.Nil(t, p.CancelledBy, tc.name)
 			}
 
@@ -300,6 +301,50 @@ func TestUsageIsAddedAtomically(t *testing.T) {
 			require.Equal(t, planning.StatusCompleted, p.Status)
 			require.Equal(t, event.Usage{InputTokens: n + 10, OutputTokens: 2*n + 5}, p.Usage,
 				"the run adds its steps' usage to what was added while it ran")
+		})
+	}
+}
+
+// An approval is of the version the person saw: a stale version is a
+// Conflict that changes nothing, on the claim and in the store itself; the
+// approval records the version that runs (with edits, the version they
+// made).
+func TestApprovalIsOfTheVersionSeen(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, driver, &runner{Executor: answers(0)}, nil)
+			ctx := context.Background()
+			draft := func() planning.Plan {
+				res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+				require.NoError(t, err)
+				return res.Plan
+			}
+
+			stale := draft()
+			_, err := e.orch.Control().ClaimApproval(ctx, stale.ID, planning.HumanApproval{By: alice, Version: 2}, e.em)
+			require.Equal(t, apperr.Conflict, apperr.CodeOf(err), "%v", err)
+			require.Contains(t, err.Error(), "version 1, not version 2")
+			_, err = e.store.ApprovePlan(ctx, stale.ID, planning.Approval{By: planning.ByUser, UserID: "alice", At: time.Now(), Version: 3}, nil)
+			require.Equal(t, apperr.Conflict, apperr.CodeOf(err), "the store checks the version in its transaction: %v", err)
+			p := mustPlan(t, e, stale.ID)
+			require.Equal(t, planning.StatusPendingReview, p.Status)
+			require.Nil(t, p.Approval)
+
+			p, err = e.orch.Control().Approve(ctx, stale.ID, planning.HumanApproval{By: alice, Version: 1}, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, p.Status)
+			require.Equal(t, 1, mustPlan(t, e, stale.ID).Approval.Version)
+
+			edited := draft()
+			_, err = e.orch.Control().Approve(ctx, edited.ID, planning.HumanApproval{By: alice, Version: 1,
+				Edits: []planning.Step{exec(1), exec(2, 1)}}, e.em)
+			require.NoError(t, err)
+			p = mustPlan(t, e, edited.ID)
+			require.Equal(t, planning.StatusCompleted, p.Status)
+			require.Equal(t, 2, p.Version)
+			require.Equal(t, 2, p.Approval.Version, "the approval is of the version the edits made")
 		})
 	}
 }

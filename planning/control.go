@@ -11,8 +11,9 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 )
 
-// Control owns what people (and the approve_plan tool, for them) do to
-// plans: approve, reject, cancel, resume. A claim (ClaimApproval,
+// Control owns what people do to plans: approve, reject, cancel, resume.
+// No model approves: an approval is a person's structured signal (the
+// approve route, a chat request's approve field). A claim (ClaimApproval,
 // ClaimResume) moves a plan to executing in one compare-and-set, so of
 // several concurrent claims exactly one wins, and the caller can answer 409
 // or 400 before it starts the run (Run). Control also keeps the registry of
@@ -27,8 +28,8 @@ type Control struct {
 
 // Approve runs a plan waiting for a human: ClaimApproval, then Run. It
 // returns the plan as its run ended.
-func (c *Control) Approve(ctx context.Context, planID string, by Actor, edits []Step, note string, em event.Emitter) (Plan, error) {
-	p, err := c.ClaimApproval(ctx, planID, by, edits, note, em)
+func (c *Control) Approve(ctx context.Context, planID string, a HumanApproval, em event.Emitter) (Plan, error) {
+	p, err := c.ClaimApproval(ctx, planID, a, em)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -36,28 +37,53 @@ func (c *Control) Approve(ctx context.Context, planID string, by Actor, edits []
 }
 
 // ClaimApproval moves a plan waiting for a human to executing, recording
-// by as its approval (with note). Edits, when given, replace its steps
-// after the same validation as the planner's (nothing changes when they are
-// invalid) and are kept as a revision by "user" (plan_revised); the
-// approval and the revision are one transaction. Of several concurrent
+// a.By as its approval (with a.Note and the version that runs). A plan that
+// is no longer a.Version (when given) is a Conflict: the person approved
+// what they saw, not what the plan became. With a.SessionID, a plan of
+// another session or user is NotFound; with a.Run, a plan that run's claim
+// approved already is returned as it is (Run runs it on, or returns it as
+// it ended). Edits, when given, replace its
+// steps after the same validation as the planner's (nothing changes when
+// they are invalid) and are kept as a revision by "user" (plan_revised);
+// the approval and the revision are one transaction. Of several concurrent
 // claims exactly one succeeds; the others are a Conflict naming the status.
-func (c *Control) ClaimApproval(ctx context.Context, planID string, by Actor, edits []Step, note string, em event.Emitter) (Plan, error) {
+func (c *Control) ClaimApproval(ctx context.Context, planID string, a HumanApproval, em event.Emitter) (Plan, error) {
 	p, err := c.cfg.Store.GetPlan(ctx, planID)
 	if err != nil {
 		return Plan{}, err
 	}
+	if a.SessionID != "" && (p.SessionID != a.SessionID || p.UserID != a.By.UserID) {
+		return Plan{}, apperr.New(apperr.NotFound, "plan %s is not a plan of this session", planID)
+	}
+	if a.Run != "" && p.Approval != nil && p.Approval.UserID == a.By.UserID && p.Approval.Note == a.Note {
+		return p, nil // claimed by this run before it was taken over
+	}
 	if p.Status != StatusPendingReview {
 		return Plan{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan pending review can be approved", p.ID, p.Status)
 	}
+	if err := CurrentVersion(p, a.Version); err != nil {
+		return Plan{}, err
+	}
 	now := c.cfg.Now()
+	approval := Approval{By: a.By.Role(), UserID: a.By.UserID, At: now, Note: a.Note, Version: p.Version}
 	var rev *Revision
-	if edits != nil {
-		if err := Validate(Plan{Goal: p.Goal, Steps: edits}, ValidateConfig{MaxSteps: c.cfg.MaxSteps, Tool: c.cfg.Lookup}); err != nil {
+	if a.Edits != nil {
+		if err := Validate(Plan{Goal: p.Goal, Steps: a.Edits}, ValidateConfig{MaxSteps: c.cfg.MaxSteps, Tool: c.cfg.Lookup}); err != nil {
 			return Plan{}, err
 		}
-		rev = &Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: edits, Author: "user", Reason: note, CreatedAt: now}
+		rev = &Revision{PlanID: planID, Version: p.Version + 1, Goal: p.Goal, Steps: a.Edits, Author: "user", Reason: a.Note, CreatedAt: now}
+		approval.Version = rev.Version
 	}
-	return c.journal.approved(ctx, c.planEmitter(em, planID, ""), p, Approval{By: by.Role(), UserID: by.UserID, At: now, Note: note}, rev)
+	return c.journal.approved(ctx, c.planEmitter(em, planID, ""), p, approval, rev)
+}
+
+// CurrentVersion checks that version, when not zero, is p's current
+// version: a Conflict that names both otherwise.
+func CurrentVersion(p Plan, version int) error {
+	if version != 0 && version != p.Version {
+		return apperr.New(apperr.Conflict, "plan %s is version %d, not version %d: review it again before approving it", p.ID, p.Version, version)
+	}
+	return nil
 }
 
 // Resume reruns the steps of a failed, cancelled or interrupted plan that

@@ -6,8 +6,9 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
-// Touched is the effect of a plan tool's call (create_plan, approve_plan)
-// that created, ran, revised or approved a plan. The agent loop hands it on;
+// Touched is the effect of a plan tool's call (create_plan,
+// request_plan_approval) that created, ran, revised a plan or asked for its
+// approval. The agent loop hands it on;
 // the chat turn collects the plans it touched with PlanIDs (the last one is
 // the plan its answer is about; each is settled when the turn ends).
 type Touched struct{ PlanID string }

@@ -114,6 +114,9 @@ func (f *fakeStore) RevisePlan(ctx context.Context, _ string, rev Revision) (Pla
 
 func (f *fakeStore) ApprovePlan(ctx context.Context, _ string, a Approval, rev *Revision) (Plan, error) {
 	p := f.plan
+	if base := a.Version - boolInt(rev != nil); a.Version != 0 && base != p.Version {
+		return Plan{}, apperr.New(apperr.Conflict, "plan %s is version %d", p.ID, p.Version)
+	}
 	p.Status, p.Approval = StatusExecuting, &a
 	if rev != nil {
 		p.Version, p.Steps = rev.Version, rev.Steps
@@ -278,4 +281,11 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return string(s.b)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

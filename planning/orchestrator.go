@@ -77,8 +77,8 @@ type Config struct {
 //     the executor coordinator, one step at a time per goroutine;
 //   - Control: approvals, rejections, cancels and resumes, their claims,
 //     and the registry of plans running in this process;
-//   - Tools: create_plan and approve_plan, thin adapters over Submit and
-//     Control;
+//   - Tools: create_plan and request_plan_approval, thin adapters over
+//     Submit (no tool approves a plan);
 //   - Settler: what the end of a planner's turn means for its plans;
 //   - Synthesizer: the answer of a plan that ran outside a turn.
 //
@@ -139,7 +139,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	control := &Control{base: b, journal: j, registry: running, runs: runs}
 	o := &Orchestrator{base: b, journal: j, review: &reviewer{base: b, journal: j}, runs: runs, control: control,
 		settler: &Settler{store: cfg.Store, log: cfg.Logger}, synthesizer: &Synthesizer{base: b}}
-	o.tools = &Tools{base: b, submit: o.Submit, control: control}
+	o.tools = &Tools{base: b, submit: o.Submit}
 	return o, nil
 }
 
@@ -147,7 +147,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 // ones.
 func (o *Orchestrator) Control() *Control { return o.control }
 
-// Tools makes a planner turn's create_plan and approve_plan.
+// Tools makes a planner turn's create_plan and request_plan_approval.
 func (o *Orchestrator) Tools() *Tools { return o.tools }
 
 // Settler settles the plans a planner's turn leaves and counts its tokens.
@@ -176,9 +176,6 @@ type Origin struct {
 	FirstAttempt func() bool
 	// RequestMode is the request's plan_mode, if any.
 	RequestMode planmode.Mode
-	// Operator says the turn's user acts as an operator (their approvals in
-	// chat are recorded as the operator's).
-	Operator bool
 	// Allowed finds the tools the planner may put in steps.
 	Allowed func(name string) (tools.Tool, bool)
 	// ContextType, EntityID and ProjectID (the focused project) scope the

@@ -350,7 +350,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
 			// Invalid edits change nothing.
-			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1, 1)}, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, planning.HumanApproval{By: alice, Edits: []planning.Step{exec(1, 1)}}, e.em)
 			require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
 			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, res.Plan.ID).Status)
 
@@ -359,7 +359,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			errs := make([]error, 2)
 			for i := range errs {
 				wg.Go(func() {
-					_, errs[i] = e.orch.Control().Approve(ctx, res.Plan.ID, alice, []planning.Step{exec(1), exec(2, 1), exec(3)}, "add step 3", e.em)
+					_, errs[i] = e.orch.Control().Approve(ctx, res.Plan.ID, planning.HumanApproval{By: alice, Edits: []planning.Step{exec(1), exec(2, 1), exec(3)}, Note: "add step 3"}, e.em)
 				})
 			}
 			wg.Wait()
@@ -375,7 +375,7 @@ func TestDraftApproveRejectResume(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "user", revs[1].Author)
 
-			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
+			_, err = e.orch.Control().Approve(ctx, res.Plan.ID, planning.HumanApproval{By: alice}, e.em)
 			require.Equal(t, apperr.Conflict, apperr.CodeOf(err))
 			require.Contains(t, apperr.MessageOf(err), "failed")
 
@@ -413,7 +413,7 @@ func TestCancelARunningPlan(t *testing.T) {
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
+		_, err := e.orch.Control().Approve(ctx, res.Plan.ID, planning.HumanApproval{By: alice}, e.em)
 		done <- err
 	}()
 	<-started
@@ -529,7 +529,7 @@ func TestWatchersSeeLaterEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.orch.Control().Approve(ctx, res.Plan.ID, alice, nil, "", e.em)
+		_, _ = e.orch.Control().Approve(ctx, res.Plan.ID, planning.HumanApproval{By: alice}, e.em)
 	}()
 	require.Eventually(t, func() bool { return e.orch.Control().Running(res.Plan.ID) }, 5*time.Second, time.Millisecond)
 	w := e.orch.Hub().Subscribe(res.Plan.ID)
@@ -556,7 +556,7 @@ func TestRestartMidRun(t *testing.T) {
 			ctx := context.Background()
 			res, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1), exec(3, 2)}}, e.em)
 			require.NoError(t, err)
-			p, err := e.orch.Control().ClaimApproval(ctx, res.Plan.ID, alice, nil, "", e.em)
+			p, err := e.orch.Control().ClaimApproval(ctx, res.Plan.ID, planning.HumanApproval{By: alice}, e.em)
 			require.NoError(t, err)
 			// What the dead process wrote before it died: step 1 done, step 2 running.
 			now := time.Now()

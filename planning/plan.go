@@ -14,7 +14,7 @@
 //     plan to a human;
 //   - Control (control.go): approve, reject, cancel, resume, their claims,
 //     and the registry of running plans;
-//   - Tools (plantools.go): create_plan and approve_plan, thin adapters
+//   - Tools (plantools.go): create_plan and request_plan_approval, thin adapters
 //     that report the plans they touch as the Touched effect;
 //   - Settler (settle.go) and Synthesizer (synthesize.go): the end of a
 //     planner's turn for its plans, and the answer of a plan that ran
@@ -109,8 +109,8 @@ type ActorRole string
 
 // Who approves or cancels plans.
 const (
-	// ByUser: the plan's owner, through the approve route or approve_plan in
-	// a later turn (or a cancel).
+	// ByUser: the plan's owner, through the approve route or a chat
+	// request's approve field (or a cancel).
 	ByUser ActorRole = "user"
 	// ByOperator: a person with an operator key.
 	ByOperator ActorRole = "operator"
@@ -127,6 +127,31 @@ type Approval struct {
 	UserID string
 	At     time.Time
 	Note   string
+	// Version is the plan version the approval let run: the one the
+	// person saw, or, approved with edits, the version the edits made (0:
+	// not recorded, for approvals stored before versions were).
+	Version int
+}
+
+// HumanApproval is a person's structured approval of a plan waiting for
+// review (Control.ClaimApproval): the approve route, or a chat request's
+// approve field. Nothing a model writes makes one.
+type HumanApproval struct {
+	By Actor
+	// Version, when not zero, is the version the person saw: a plan that
+	// is no longer that version is a Conflict (they must look again).
+	Version int
+	// Edits, when given, replace the plan's steps (a new version).
+	Edits []Step
+	Note  string
+	// SessionID, when set, is the chat session the approval comes from: a
+	// plan of another session, or of another user than By, is NotFound.
+	SessionID string
+	// Run, when set, is the run that approves (a chat turn's): the same
+	// run claiming again — its turn taken over — gets the plan its first
+	// claim approved (with the same Note), to run it on, instead of a
+	// Conflict.
+	Run string
 }
 
 // Cancellation records who cancelled a plan through its cancel route.

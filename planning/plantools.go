@@ -3,7 +3,7 @@ package planning
 import (
 	"context"
 	"encoding/json"
-	"slices"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -15,15 +15,15 @@ import (
 	"github.com/planwright/planwright/tools"
 )
 
-// Tools makes the planner's plan tools for one turn. They are thin
-// adapters: each decodes its call, asks Submit or Control, and turns the
-// answer into content for the model and effects for the turn — Touched for
-// the plan it touched, agents.AwaitUser when the turn ends waiting on the
-// user. It is safe for concurrent use.
+// Tools makes the planner's plan tools for one turn: create_plan and
+// request_plan_approval. They are thin adapters: each decodes its call,
+// asks Submit or the store, and turns the answer into content for the
+// model and effects for the turn — Touched for the plan it touched,
+// agents.AwaitUser when the turn ends waiting on the user. None approves a
+// plan. It is safe for concurrent use.
 type Tools struct {
 	*base
-	submit  func(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Submission, error)
-	control *Control
+	submit func(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Submission, error)
 }
 
 // CreatePlanArgs are create_plan's arguments.
@@ -142,85 +142,63 @@ func (t *Tools) CreatePlanTool(origin Origin) tools.Tool {
 	})
 }
 
-// ApprovePlanArgs are approve_plan's arguments.
-type ApprovePlanArgs struct {
-	PlanID string `json:"plan_id,omitempty" jsonschema:"the plan to approve; default: this session's most recent plan waiting for review"`
+// RequestApprovalToolName is the planner's tool for asking the user to
+// approve a plan. There is no tool that approves one: whatever a model
+// reads (a workspace document, a fetched page, a tool's result) must not
+// be able to run a plan that waits for a person.
+const RequestApprovalToolName = "request_plan_approval"
+
+// RequestApprovalArgs are request_plan_approval's arguments.
+type RequestApprovalArgs struct {
+	PlanID string `json:"plan_id,omitempty" jsonschema:"the plan; default: this session's most recent plan waiting for review"`
 }
 
-// ApprovePlanTool lets the planner run the session's plan waiting for
-// review when the user says so in chat ("yes, go ahead") — in a later turn
-// than the one that created the plan: only a human approves a plan that
-// waits for review, and the user has not seen a plan created in this very
-// turn. Within that turn the call fails with a tool error that says why and
-// leaves the turn waiting on the user. The approval is recorded as the
-// turn's user's.
-func (t *Tools) ApprovePlanTool(origin Origin) tools.Tool {
+// RequestApprovalTool lets the planner ask the user to approve a plan of
+// the session that waits for review: it emits plan_approval_requested with
+// the plan's current version and summary (what a client shows next to its
+// Approve button) and ends the turn waiting on the user. It never changes
+// the plan: the user approves with the approve route, or a chat request
+// whose approve field names the plan and the version they saw.
+func (t *Tools) RequestApprovalTool() tools.Tool {
 	return tools.New(tools.Spec{
-		Name: "approve_plan",
-		Description: "Run a plan of this session that waits for the user's review, when the user has clearly approved it in their message. " +
-			"A plan created in this same turn cannot be approved: the user must review it first.",
+		Name: RequestApprovalToolName,
+		Description: "Ask the user to approve a plan of this session that waits for their review. " +
+			"It does not approve or run the plan: the user does, with the Approve button. The turn ends waiting for them.",
 		Timeout: tools.NoTimeout,
-	}, func(ctx context.Context, call tools.Call, a ApprovePlanArgs) (tools.Result, error) {
-		id := a.PlanID
-		if id == "" {
-			plans, _, err := t.cfg.Store.ListPlans(ctx, ListQuery{UserID: call.Scope.UserID, SessionID: call.Scope.SessionID,
-				Status: []Status{StatusPendingReview, StatusInReview}, Limit: 1})
-			if err != nil {
-				return tools.Result{}, err
-			}
-			if len(plans) == 0 && origin.StreamRunID != "" {
-				// A turn taken over: the plan this turn approved already.
-				plans, _, err = t.cfg.Store.ListPlans(ctx, ListQuery{UserID: call.Scope.UserID, SessionID: call.Scope.SessionID,
-					Status: []Status{StatusExecuting}, Limit: 20})
-				if err != nil {
-					return tools.Result{}, err
-				}
-				plans = slices.DeleteFunc(plans, func(p Plan) bool {
-					return p.Approval == nil || p.Approval.Note != approvalNote(origin)
-				})
-			}
-			if len(plans) == 0 {
-				return tools.Result{}, apperr.New(apperr.NotFound, "this session has no plan waiting for review")
-			}
-			id = plans[0].ID
-		}
-		p, err := t.cfg.Store.GetPlan(ctx, id)
-		if err != nil || p.UserID != call.Scope.UserID || p.SessionID != call.Scope.SessionID {
-			return tools.Result{}, apperr.New(apperr.NotFound, "plan %s is not a plan of this session", id)
-		}
-		if origin.StreamRunID != "" && p.StreamRunID == origin.StreamRunID {
-			// The planner must never approve its own plan: the user has not
-			// seen it yet. The turn ends waiting on them.
-			return tools.Result{Effects: []tools.Effect{agents.AwaitUser{}}}, apperr.New(apperr.Conflict,
-				"plan %s was created in this turn and waits for the user's review: only the user can approve it, "+
-					"with the approve button or by asking for it in their next message. Do not try again; tell the user the plan waits for their approval.", p.ID)
-		}
-		note := approvalNote(origin)
-		var ended Plan
-		if p.Status == StatusExecuting && origin.StreamRunID != "" && p.Approval != nil && p.Approval.Note == note &&
-			!t.control.Running(p.ID) {
-			// This turn approved the plan before its process died: the turn
-			// taken over runs it on (its call runs again) instead of
-			// approving it twice.
-			ended, err = t.control.Run(ctx, p, call.Events)
-		} else {
-			by := Actor{UserID: call.Scope.UserID, Operator: origin.Operator}
-			ended, err = t.control.Approve(ctx, id, by, nil, note, call.Events)
-		}
+	}, func(ctx context.Context, call tools.Call, a RequestApprovalArgs) (tools.Result, error) {
+		p, err := t.waitingPlan(ctx, call.Scope, a.PlanID)
 		if err != nil {
 			return tools.Result{}, err
 		}
-		return tools.Result{Content: Summary(ended, t.cfg.SummaryChars), Effects: []tools.Effect{Touched{id}}}, nil
+		summary := fmt.Sprintf("Plan %q (version %d, %d steps) waits for your approval: approve it to run it, or reject it.",
+			p.Goal, p.Version, len(p.Steps))
+		t.planEmitter(call.Events, p.ID, "").Emit(ctx, event.PlanApprovalRequested{PlanID: p.ID, Version: p.Version, Summary: summary})
+		return tools.Result{Content: summary, Effects: []tools.Effect{Touched{p.ID}, agents.Halt{}, agents.AwaitUser{}}}, nil
 	})
 }
 
-// approvalNote is the note of an approval in chat: it names the turn's run,
-// so the turn, taken over, knows the plan it approved already.
-func approvalNote(origin Origin) string {
-	if origin.StreamRunID == "" {
-		return "approved in chat"
+// waitingPlan is the plan of scope's session that waits for review: id,
+// or the session's most recent one.
+func (t *Tools) waitingPlan(ctx context.Context, scope tools.Scope, id string) (Plan, error) {
+	if id == "" {
+		plans, _, err := t.cfg.Store.ListPlans(ctx, ListQuery{UserID: scope.UserID, SessionID: scope.SessionID,
+			Status: []Status{StatusPendingReview}, Limit: 1})
+		if err != nil {
+			return Plan{}, err
+		}
+		if len(plans) == 0 {
+			return Plan{}, apperr.New(apperr.NotFound, "this session has no plan waiting for review")
+		}
+		id = plans[0].ID
 	}
-	return "approved in chat (run " + origin.StreamRunID + ")"
+	p, err := t.cfg.Store.GetPlan(ctx, id)
+	if err != nil || p.UserID != scope.UserID || p.SessionID != scope.SessionID {
+		return Plan{}, apperr.New(apperr.NotFound, "plan %s is not a plan of this session", id)
+	}
+	if p.Status != StatusPendingReview {
+		return Plan{}, apperr.New(apperr.Conflict, "plan %s is %s; only a plan waiting for review can be put to the user", p.ID, p.Status)
+	}
+	return p, nil
 }
 
 // submitted is create_plan's answer: the outcome for the planner, the plan

@@ -9,6 +9,8 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
@@ -54,36 +56,55 @@ func TestCreatePlanEffects(t *testing.T) {
 	}
 }
 
-// approve_plan never approves a plan in the turn that created it: the call
-// fails and leaves the turn waiting on the user. In a later turn it runs the
-// plan as the user's approval and reports the plan it touched.
-func TestApprovePlanEffects(t *testing.T) {
+// request_plan_approval only asks: it announces the plan's current
+// version and summary, touches the plan, ends the turn waiting on the user
+// — and the plan stays pending review, with no approval. A plan of another
+// session, or one that does not wait for review, is refused.
+func TestRequestPlanApprovalOnlyAsks(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: answers(0)}, nil)
-	ctx := context.Background()
-	turn := origin(planmode.DraftOnly)
-	turn.StreamRunID = "run-1"
-	sub, err := e.orch.Submit(ctx, turn, planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
-	require.NoError(t, err)
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
-	require.NoError(t, err)
-	approve := func(streamRunID string) tools.Outcome {
-		o := origin("")
-		o.StreamRunID = streamRunID
-		return rt.RunRound(ctx, []tools.Tool{e.orch.Tools().ApprovePlanTool(o)}, []tools.Call{{ID: "a", Name: "approve_plan",
-			Events: e.em, Scope: tools.Scope{UserID: "alice", SessionID: "s1"}, Args: json.RawMessage(`{}`)}})[0]
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, driver, &runner{Executor: answers(0)}, nil)
+			ctx := context.Background()
+			sub, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+			require.NoError(t, err)
+			ran, err := e.orch.Submit(ctx, origin(planmode.AutoExecute), planning.Draft{Goal: "g", Steps: []planning.Step{exec(1)}}, e.em)
+			require.NoError(t, err)
+			rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: e.store})
+			require.NoError(t, err)
+			ask := func(session, args string) tools.Outcome {
+				return rt.RunRound(ctx, []tools.Tool{e.orch.Tools().RequestApprovalTool()}, []tools.Call{{ID: "a" + session + args,
+					Name: planning.RequestApprovalToolName, Events: e.em, Scope: tools.Scope{UserID: "alice", SessionID: session},
+					Args: json.RawMessage(args)}})[0]
+			}
+
+			out := ask("s1", `{}`)
+			require.True(t, out.Success, out.Content)
+			require.Equal(t, []tools.Effect{planning.Touched{PlanID: sub.Plan.ID}, agents.Halt{}, agents.AwaitUser{}}, out.Result.Effects)
+			var asked []event.PlanApprovalRequested
+			for _, env := range e.rec.Events() {
+				if a, ok := env.Event.(event.PlanApprovalRequested); ok {
+					asked = append(asked, a)
+					require.Equal(t, sub.Plan.ID, env.Source.PlanID)
+				}
+			}
+			require.Len(t, asked, 1)
+			require.Equal(t, sub.Plan.ID, asked[0].PlanID)
+			require.Equal(t, 1, asked[0].Version)
+			require.NotEmpty(t, asked[0].Summary)
+			p := mustPlan(t, e, sub.Plan.ID)
+			require.Equal(t, planning.StatusPendingReview, p.Status, "asking changes nothing")
+			require.Nil(t, p.Approval)
+			require.Nil(t, p.StartedAt)
+
+			other := ask("s2", `{"plan_id":"`+sub.Plan.ID+`"}`)
+			require.False(t, other.Success)
+			require.Contains(t, other.Content, "not a plan of this session")
+			done := ask("s1", `{"plan_id":"`+ran.Plan.ID+`"}`)
+			require.False(t, done.Success)
+			require.Contains(t, done.Content, "only a plan waiting for review")
+			require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, sub.Plan.ID).Status)
+		})
 	}
-
-	same := approve("run-1")
-	require.False(t, same.Success)
-	require.Contains(t, same.Content, "only the user can approve it")
-	require.Equal(t, []tools.Effect{agents.AwaitUser{}}, same.Result.Effects, "the turn waits on the user")
-	require.Equal(t, planning.StatusPendingReview, mustPlan(t, e, sub.Plan.ID).Status)
-
-	later := approve("run-2")
-	require.True(t, later.Success, later.Content)
-	require.Equal(t, []tools.Effect{planning.Touched{PlanID: sub.Plan.ID}}, later.Result.Effects)
-	p := mustPlan(t, e, sub.Plan.ID)
-	require.Equal(t, planning.StatusCompleted, p.Status)
-	require.Equal(t, planning.ByUser, p.Approval.By)
 }

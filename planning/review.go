@@ -68,9 +68,13 @@ func (r *reviewer) round(ctx context.Context, p Plan, em event.Emitter) (sub Sub
 	case rv.Verdict == VerdictApproved:
 		now := r.cfg.Now()
 		p, err = r.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusInReview}, StatusExecuting, func(q *Plan) error {
+			if q.Version != p.Version {
+				return apperr.New(apperr.Conflict, "plan %s is version %d; the reviewer approved version %d", p.ID, q.Version, p.Version)
+			}
 			spent(q)
 			q.StartedAt, q.Reason = &now, ""
-			q.Approval = &Approval{By: ByReviewer, At: now, Note: textcut.Cut(fmt.Sprintf("review round %d: %s", round, rv.Comments), 500)}
+			q.Approval = &Approval{By: ByReviewer, At: now, Note: textcut.Cut(fmt.Sprintf("review round %d: %s", round, rv.Comments), 500),
+				Version: p.Version}
 			return nil
 		})
 		if err != nil {

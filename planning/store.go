@@ -36,7 +36,10 @@ type Store interface {
 	// ApprovePlan moves a plan pending review to executing with approval a
 	// (started at a.At), and, when edits is not nil, stores it as the plan's
 	// new version — all in one transaction: when any part fails nothing
-	// changes.
+	// changes. A non-zero a.Version is the version that runs: the plan must
+	// still be a.Version (with edits: the version they replace,
+	// edits.Version - 1) as the transaction reads it, else a Conflict
+	// naming its version.
 	ApprovePlan(ctx context.Context, id string, a Approval, edits *Revision) (Plan, error)
 	// ResumePlan moves a failed, cancelled or interrupted plan that had an
 	// approval back to executing (started at) and resets the steps that did

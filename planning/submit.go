@@ -206,7 +206,7 @@ func (o *Orchestrator) draft(origin Origin, d Draft) Plan {
 	}
 	if mode == planmode.AutoExecute {
 		p.StartedAt = &now
-		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute"}
+		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute", Version: 1}
 	}
 	return p
 }

@@ -718,7 +718,7 @@ func (effect) ToolEffect() {}
 
 // The runtime passes a result on whole, effects included, without reading
 // them; a tool that fails keeps only the effects it returned with its error
-// (approve_plan's refusal still leaves the turn waiting on the user).
+// (a refusal that waits for the user still leaves the turn waiting on them).
 func TestRunRoundPassesEffects(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

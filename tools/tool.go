@@ -178,7 +178,8 @@ type Outcome struct {
 	Content string
 	// Result is the tool's full result when Success is true. When the tool
 	// failed it carries only the effects the tool returned with its error
-	// (approve_plan's refusal still leaves the turn waiting on the user).
+	// (a refusal that waits for the user still leaves the turn waiting on
+	// them).
 	Result Result
 	// Err is why the call failed (nil on success). It matches, with
 	// errors.Is, apperr.ErrInvalid for invalid arguments, ErrUnknownTool,

@@ -127,17 +127,22 @@ func TestClientCommands(t *testing.T) {
 	require.Regexp(t, `\ncancelled by user alice at `, run(t, "", "plans", "show", draft))
 
 	// Approve with edited steps from a file; an invalid edit is the server's error.
+	// The version reviewed must still be the plan's: a stale one is refused.
 	draft = p.draft(t)
+	code, stdout, stderr := p.cli(t, p.alice, "", "plans", "approve", draft, "--version", "2")
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "is version 1, not version 2")
 	steps := filepath.Join(t.TempDir(), "steps.json")
 	require.NoError(t, os.WriteFile(steps, []byte(`[{"number": 1, "title": "Write it", "executor_required": true},
 		{"number": 2, "title": "Send it", "executor_required": true, "depends_on": [1, 7]}]`), 0o600))
-	code, stdout, stderr := p.cli(t, p.alice, "", "plans", "approve", draft, "--steps", steps)
+	code, stdout, stderr = p.cli(t, p.alice, "", "plans", "approve", draft, "--steps", steps)
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout)
 	require.Equal(t, "planwright: invalid plan: step 2 depends on step 7, which does not exist\n", stderr)
 	require.NoError(t, os.WriteFile(steps, []byte(`[{"number": 1, "title": "Write it", "executor_required": true},
 		{"number": 2, "title": "Send it", "executor_required": true, "depends_on": [1]}]`), 0o600))
-	out = run(t, "", "plans", "approve", draft, "--steps", steps, "--note", "edited")
+	out = run(t, "", "plans", "approve", draft, "--version", "1", "--steps", steps, "--note", "edited")
 	require.Contains(t, out, "step 1 Write it: completed")
 	require.Contains(t, out, "The approved plan ran to the end.")
 

@@ -217,12 +217,16 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		}),
 	}
 	var note, stepsFile string
+	var version int
 	approve := &cobra.Command{
-		Use:   "approve ID [--note N] [--steps FILE]",
+		Use:   "approve ID [--version V] [--note N] [--steps FILE]",
 		Short: "Approve a plan that waits for review (optionally with edited steps) and follow its run",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client.Client, args []string) error {
-			req := client.ApproveRequest{Note: note}
+			if version < 0 {
+				return fmt.Errorf("%w: --version must be a plan version (1 or more)", errUsage)
+			}
+			req := client.ApproveRequest{Note: note, Version: version}
 			if stepsFile != "" {
 				raw, err := readFileOrStdin(env, stepsFile)
 				if err != nil {
@@ -238,6 +242,7 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		}),
 	}
 	approve.Flags().StringVar(&note, "note", "", "a note kept with the approval")
+	approve.Flags().IntVar(&version, "version", 0, "the plan version you reviewed (plans show prints it): a plan that changed since is refused")
 	approve.Flags().StringVar(&stepsFile, "steps", "", "a JSON file (- for standard input) with the edited steps: [{number, title, description, tools, depends_on, executor_required}]")
 	var reason string
 	reject := &cobra.Command{

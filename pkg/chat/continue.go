@@ -9,9 +9,13 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// PlanRunner runs a plan claimed by an approval or a resume to its end
-// (planning.Control implements it).
+// PlanRunner claims a chat request's approval of a plan and runs a plan
+// claimed by an approval or a resume to its end (planning.Control
+// implements it).
 type PlanRunner interface {
+	// ClaimApproval moves a plan waiting for review to executing as a's
+	// approval (planning.Control.ClaimApproval).
+	ClaimApproval(ctx context.Context, planID string, a planning.HumanApproval, em event.Emitter) (planning.Plan, error)
 	// Run runs p as stored: a plan whose run ended is returned as it is.
 	Run(ctx context.Context, p planning.Plan, em event.Emitter) (planning.Plan, error)
 	// PlansOfRun lists the plans userID's turn runID created, newest

@@ -24,6 +24,10 @@ func (f planRunner) Run(ctx context.Context, p planning.Plan, _ event.Emitter) (
 	return f.RunFunc(ctx, p)
 }
 
+func (f planRunner) ClaimApproval(context.Context, string, planning.HumanApproval, event.Emitter) (planning.Plan, error) {
+	return planning.Plan{}, apperr.New(apperr.Conflict, "this fake approves nothing")
+}
+
 func (f planRunner) PlansOfRun(context.Context, string, string) ([]planning.Plan, error) {
 	return nil, nil
 }

@@ -22,9 +22,6 @@ type TurnInfo struct {
 	PlanMode planmode.Mode
 	// Definition is the agent definition the session is bound to, if any.
 	Definition *agents.Definition
-	// Operator says the user acts as an operator (what they approve in
-	// chat is recorded as an operator's approval).
-	Operator bool
 	// Focus is the session's project focus, if any; ProjectID the project
 	// the turn focuses (ProjectOf).
 	Focus     *event.Focus
@@ -53,10 +50,11 @@ type Planner struct {
 // create_plan, ask_clarifying_questions, …).
 type PlannerFunc func(ctx context.Context, t TurnInfo) (Planner, error)
 
-// PlanTools makes a turn's plan tools (planning.Tools implements it).
+// PlanTools makes a turn's plan tools (planning.Tools implements it). None
+// approves a plan: the planner may only ask the user to.
 type PlanTools interface {
 	CreatePlanTool(origin planning.Origin) tools.Tool
-	ApprovePlanTool(origin planning.Origin) tools.Tool
+	RequestApprovalTool() tools.Tool
 }
 
 // PlannerConfig configures NewPlanner.
@@ -67,7 +65,7 @@ type PlannerConfig struct {
 	Resolve func(refs ...string) ([]tools.Tool, error)
 	// Profiles give each context type its prompt section and tool sets.
 	Profiles Profiles
-	// Plans makes create_plan and approve_plan.
+	// Plans makes create_plan and request_plan_approval.
 	Plans PlanTools
 	// Gateway, when set, puts tools behind tool_help and tool_exec
 	// (tools.Runtime.Gateway): every context tool with AlwaysGateway, else
@@ -126,9 +124,9 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 			return nil, false
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
-			RequestMode: t.PlanMode, Operator: t.Operator, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
+			RequestMode: t.PlanMode, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
 			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt}
-		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.ApprovePlanTool(origin)}
+		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.RequestApprovalTool()}
 		visible, gateway := cfg.fitTools(role, offered, plans)
 		all := append(visible, plans...)
 		return Planner{Role: role, Tools: all, ContextPrompt: profile.Prompt, Instructions: instructions, ToolGateway: gateway}, nil

@@ -65,7 +65,7 @@ func TestPlannerIsGivenTheTurn(t *testing.T) {
 			require.NotNil(t, info.FirstAttempt)
 			info.FirstAttempt = nil // a func: not comparable
 			require.Equal(t, chat.TurnInfo{UserID: "alice", SessionID: turn.Session.ID, StreamRunID: tc.req.StreamRunID, ContextType: ctype,
-				EntityID: tc.req.EntityID, PlanMode: planmode.Mode(tc.req.PlanMode), Operator: tc.req.Operator, Focus: tc.req.ProjectFocus,
+				EntityID: tc.req.EntityID, PlanMode: planmode.Mode(tc.req.PlanMode), Focus: tc.req.ProjectFocus,
 				ProjectID: tc.project}, info)
 
 			task := f.lastTask(t)

@@ -30,7 +30,7 @@ func (p *planTools) CreatePlanTool(o planning.Origin) tools.Tool {
 	return named("create_plan")
 }
 
-func (p *planTools) ApprovePlanTool(planning.Origin) tools.Tool { return named("approve_plan") }
+func (p *planTools) RequestApprovalTool() tools.Tool { return named("request_plan_approval") }
 
 func (p *planTools) last() planning.Origin {
 	p.mu.Lock()
@@ -78,20 +78,20 @@ func TestNewPlanner(t *testing.T) {
 		instructions string
 	}{
 		{"a global turn", chat.TurnInfo{ContextType: chat.ContextGlobal}, "base-model", cold, 10,
-			[]string{"read.a", "read.b", "create_plan", "approve_plan"}, "global prompt", ""},
+			[]string{"read.a", "read.b", "create_plan", "request_plan_approval"}, "global prompt", ""},
 		{"a project turn", chat.TurnInfo{ContextType: chat.ContextProject}, "base-model", cold, 10,
-			[]string{"read.a", "read.b", "write.a", "write.b", "create_plan", "approve_plan"}, "project prompt", ""},
+			[]string{"read.a", "read.b", "write.a", "write.b", "create_plan", "request_plan_approval"}, "project prompt", ""},
 		{"a context without tools", chat.TurnInfo{ContextType: chat.ContextCalendar}, "base-model", cold, 10,
-			[]string{"create_plan", "approve_plan"}, "calendar prompt", ""},
+			[]string{"create_plan", "request_plan_approval"}, "calendar prompt", ""},
 		{"a context without a profile is global", chat.TurnInfo{ContextType: chat.ContextOntology}, "base-model", cold, 10,
-			[]string{"read.a", "read.b", "create_plan", "approve_plan"}, "global prompt", ""},
+			[]string{"read.a", "read.b", "create_plan", "request_plan_approval"}, "global prompt", ""},
 		{"an agent definition", chat.TurnInfo{ContextType: chat.ContextProject, Definition: custom}, "custom-model", warm, 3,
-			[]string{"web.a", "web.b", "create_plan", "approve_plan"}, "project prompt", "Answer in haiku."},
+			[]string{"web.a", "web.b", "create_plan", "request_plan_approval"}, "project prompt", "Answer in haiku."},
 		{"an empty definition changes nothing", chat.TurnInfo{ContextType: chat.ContextGlobal, Definition: &agents.Definition{ID: "d-2"}},
-			"base-model", cold, 10, []string{"read.a", "read.b", "create_plan", "approve_plan"}, "global prompt", ""},
+			"base-model", cold, 10, []string{"read.a", "read.b", "create_plan", "request_plan_approval"}, "global prompt", ""},
 		{"the default definition is the configuration", chat.TurnInfo{ContextType: chat.ContextGlobal,
 			Definition: &agents.Definition{ID: "d-0", IsDefault: true, Model: "other", Tools: []string{"web"}, SystemPrompt: "x"}},
-			"base-model", cold, 10, []string{"read.a", "read.b", "create_plan", "approve_plan"}, "global prompt", ""},
+			"base-model", cold, 10, []string{"read.a", "read.b", "create_plan", "request_plan_approval"}, "global prompt", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -118,18 +118,17 @@ func TestNewPlannerOrigin(t *testing.T) {
 	planner := chat.NewPlanner(chat.PlannerConfig{Role: agents.Role{Name: event.RolePlanner}, Resolve: resolveSets, Plans: plans,
 		Profiles: chat.Profiles{chat.ContextProject: {ToolSets: []string{"write"}}}})
 	_, err := planner(context.Background(), chat.TurnInfo{UserID: "alice", SessionID: "s-1", StreamRunID: "run-1", ContextType: chat.ContextProject,
-		EntityID: "p-1", ProjectID: "p-1", PlanMode: planmode.DraftOnly, Operator: true})
+		EntityID: "p-1", ProjectID: "p-1", PlanMode: planmode.DraftOnly})
 	require.NoError(t, err)
 	o := plans.last()
 	require.Equal(t, "alice", o.UserID)
 	require.Equal(t, "s-1", o.SessionID)
 	require.Equal(t, "run-1", o.StreamRunID)
 	require.Equal(t, planmode.DraftOnly, o.RequestMode)
-	require.True(t, o.Operator)
 	require.Equal(t, "project", o.ContextType)
 	require.Equal(t, "p-1", o.EntityID)
 	require.Equal(t, "p-1", o.ProjectID)
-	for name, ok := range map[string]bool{"write.a": true, "write.b": true, "read.a": false, "create_plan": false, "approve_plan": false} {
+	for name, ok := range map[string]bool{"write.a": true, "write.b": true, "read.a": false, "create_plan": false, "request_plan_approval": false} {
 		tl, found := o.Allowed(name)
 		require.Equal(t, ok, found, name)
 		if ok {
@@ -161,5 +160,5 @@ func TestNewPlannerAlwaysGateway(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, p.ToolGateway)
 	require.Equal(t, []string{"read.a", "read.b"}, behind)
-	require.Equal(t, []string{"tool_help", "tool_exec", "create_plan", "approve_plan"}, toolNames(p.Tools))
+	require.Equal(t, []string{"tool_help", "tool_exec", "create_plan", "request_plan_approval"}, toolNames(p.Tools))
 }

@@ -31,12 +31,14 @@ type RunSpec struct {
 	// NewSession: the turn's session was created with its run, so no turn
 	// of the session is ahead of it.
 	NewSession bool `json:"new_session,omitempty"`
+	// Approve is the request's approval of a plan, if any.
+	Approve *PlanApproval `json:"approve,omitempty"`
 }
 
 // Spec is the opened turn's RunSpec.
 func (t *Turn) Spec() RunSpec {
 	s := RunSpec{MessageID: t.User.ID, Message: t.User.Content, ClientTurnID: t.User.ClientTurnID, PlanMode: t.req.PlanMode,
-		Operator: t.operator, Multitask: t.multitask, NewSession: t.newSession}
+		Operator: t.operator, Multitask: t.multitask, NewSession: t.newSession, Approve: t.req.Approve}
 	switch f := t.FocusEvent.(type) {
 	case event.FocusActive:
 		s.FocusActive = &f.Focus
@@ -62,7 +64,7 @@ func (s *Service) Rebuild(ctx context.Context, runID, userID, sessionID string, 
 	}
 	t := &Turn{svc: s, RunID: runID, userID: userID, operator: rs.Operator, announced: true, Session: sess,
 		req: Request{UserID: userID, Message: rs.Message, SessionID: sessionID, PlanMode: rs.PlanMode, ClientTurnID: rs.ClientTurnID,
-			StreamRunID: runID, Operator: rs.Operator},
+			StreamRunID: runID, Operator: rs.Operator, Approve: rs.Approve},
 		User: Message{ID: rs.MessageID, SessionID: sessionID, UserID: userID, Role: RoleUser, Content: rs.Message,
 			ClientTurnID: rs.ClientTurnID, StreamRunID: runID},
 		multitask: rs.Multitask, newSession: rs.NewSession,

@@ -219,12 +219,17 @@ type Request struct {
 	// Multitask is what the message does while its session runs a turn
 	// (reject, enqueue, interrupt); empty: Config.Multitask.
 	Multitask multitask.Strategy
+	// Approve, when set, is the user's approval of a plan of the session
+	// (what a client's Approve button sends): the turn approves that
+	// version and runs it instead of running the planner. Message may then
+	// be empty.
+	Approve *PlanApproval
 }
 
 // Validate checks a request and lists every problem.
 func (s *Service) Validate(req Request) error {
 	var problems []apperr.FieldError
-	if strings.TrimSpace(req.Message) == "" {
+	if strings.TrimSpace(req.Message) == "" && req.Approve == nil {
 		problems = append(problems, apperr.FieldError{Field: "message", Message: "is required"})
 	} else if len(req.Message) > s.cfg.MaxMessageBytes {
 		problems = append(problems, apperr.FieldError{Field: "message",
@@ -248,6 +253,7 @@ func (s *Service) Validate(req Request) error {
 	if _, err := multitask.Parse(string(req.Multitask)); err != nil {
 		problems = append(problems, apperr.FieldError{Field: "multitask_strategy", Message: err.Error()})
 	}
+	problems = append(problems, approvalProblems(req.Approve)...)
 	if len(problems) > 0 {
 		return apperr.Invalidf(problems, "invalid chat request")
 	}
@@ -304,6 +310,9 @@ func (s *Service) Reserve(req Request) (*Turn, error) {
 	}
 	if req.UserID == "" {
 		return nil, apperr.New(apperr.Unauthorized, "no user")
+	}
+	if req.Approve != nil && strings.TrimSpace(req.Message) == "" {
+		req.Message = approvalMessage(*req.Approve)
 	}
 	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator, req: req,
 		multitask: req.Multitask} // validated

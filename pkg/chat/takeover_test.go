@@ -48,10 +48,6 @@ rules:
       tool_calls:
         - name: create_plan
           args: {goal: "Review", mode: draft_only, steps: [{id: 1, description: "Review the note", executor_required: true}]}
-  - when: {role: planner, contains: "go ahead", after_tool: none}
-    reply: {tool_calls: [{name: approve_plan, args: {}}]}
-  - when: {role: planner, after_tool: approve_plan}
-    reply: {text: "Approved and done."}
   - when: {role: planner, after_tool: none}
     reply: {text: "Looking it up.", tool_calls: [{name: lookup, args: {query: notes}}, {name: slow, args: {}}]}
   - when: {role: planner, after_tool: slow}
@@ -74,6 +70,8 @@ rules:
     reply: {text: "Stamping.", tool_calls: [{name: stamp, args: {}}]}
   - when: {role: executor, after_tool: stamp}
     reply: {text: "published"}
+  - when: {role: synthesizer, contains: "Review the note"}
+    reply: {text: "Approved and done."}
   - when: {role: synthesizer}
     reply: {text: "summary"}
 `
@@ -528,9 +526,9 @@ func TestExecutorTakenOverContinuesFromItsRecords(t *testing.T) {
 	})
 }
 
-// A turn whose approve_plan call was running the plan when its process died
-// runs the call again on takeover: the plan this turn approved is run on,
-// not approved twice (nor refused as executing).
+// A turn whose request approved a plan (its approve field), running the plan
+// when its process died, claims again on takeover: the plan this turn
+// approved is run on, not approved twice (nor refused as executing).
 func TestApprovalInChatTakenOver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -540,7 +538,8 @@ func TestApprovalInChatTakenOver(t *testing.T) {
 	planID := first.Assistant.PlanID
 	require.NotEmpty(t, planID)
 
-	req := chat.Request{UserID: "alice", Message: "yes, go ahead", SessionID: first.Assistant.SessionID, StreamRunID: persistence.NewID()}
+	req := chat.Request{UserID: "alice", SessionID: first.Assistant.SessionID, StreamRunID: persistence.NewID(),
+		Approve: &chat.PlanApproval{PlanID: planID, Version: 1}}
 	_, _ = e.attempt(t, req, func(point string, _ *event.Recorder) { require.Equal(t, "review", point) })
 	out, _ := e.attempt(t, req, nil)
 	require.NoError(t, out.Err)
@@ -549,6 +548,8 @@ func TestApprovalInChatTakenOver(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCompleted, p.Status)
 	require.Equal(t, planning.ByUser, p.Approval.By)
+	require.Equal(t, "alice", p.Approval.UserID)
+	require.Equal(t, 1, p.Approval.Version)
 	execs, err := e.stores.Executions.ListExecutions(ctx, planID)
 	require.NoError(t, err)
 	require.Len(t, execs, 2)

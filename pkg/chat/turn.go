@@ -247,7 +247,8 @@ type Outcome struct {
 	Err error
 }
 
-// Run runs the planner for the turn and stores its answer, emitting the
+// Run runs the planner for the turn (or, when the request approved a plan,
+// that plan: approveAndRun) and stores its answer, emitting the
 // turn's events through em: agent_state thinking first, the session, the
 // focus, everything the planner and its tools emit, context shifts,
 // agent_state waiting_on_user when the turn waits, last_turn_context, an
@@ -290,7 +291,11 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	facts := &factCollector{}
 	planner := &plannerRun{turn: t, mode: planMode, facts: facts}
 	res, err := agents.Result{}, waitErr // cancelled (or failed) while it waited
-	if waitErr == nil {
+	switch {
+	case waitErr != nil:
+	case t.req.Approve != nil:
+		res, err = t.approveAndRun(ctx, em)
+	default:
 		res, err = planner.run(ctx, em.WithSink(facts.tee(em.Sink())))
 	}
 	if cause, ok := agents.CauseOf(ctx); ok && err != nil && !res.Interrupted {

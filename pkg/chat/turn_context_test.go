@@ -440,7 +440,7 @@ default:
 				require.NotContains(t, call.Tools, "tool_help")
 				return
 			}
-			require.Subset(t, call.Tools, []string{"tool_help", "tool_exec", "create_plan", "approve_plan", "ask_clarifying_questions", "list_tasks"},
+			require.Subset(t, call.Tools, []string{"tool_help", "tool_exec", "create_plan", "request_plan_approval", "ask_clarifying_questions", "list_tasks"},
 				"the plan tools and the first context tools stay direct")
 			require.NotContains(t, call.Tools, "extra_11", "what does not fit is behind the gateway")
 			defs := 0

@@ -180,6 +180,9 @@ type TurnRequest struct {
 type ApproveRequest struct {
 	Steps []event.StepDefinition `json:"steps,omitempty"`
 	Note  string                 `json:"note,omitempty"`
+	// Version, when not zero, is the plan version the user saw: the
+	// server refuses (409) a plan that is another version now.
+	Version int `json:"version,omitempty"`
 }
 
 // Project is a workspace project a chat can focus on.

@@ -41,6 +41,7 @@ const (
 	TypePlanRevised         Type = "plan_revised"
 	TypePlanReadyForReview  Type = "plan_ready_for_review"
 	TypePlanReview          Type = "plan_review"
+	TypePlanApprovalRequest Type = "plan_approval_requested"
 	TypeStepStart           Type = "step_start"
 	TypeStepComplete        Type = "step_complete"
 	TypeExecutorSpawned     Type = "executor_spawned"
@@ -333,6 +334,16 @@ type PlanReadyForReview struct {
 	Summary string `json:"summary"`
 }
 
+// PlanApprovalRequested says the planner asks the user to approve a plan
+// that waits for review: the client shows its Approve button for that
+// version. The request changes nothing: only the user's structured
+// approval (the approve route, or a chat request's approve field) runs it.
+type PlanApprovalRequested struct {
+	PlanID  string `json:"plan_id"`
+	Version int    `json:"version"`
+	Summary string `json:"summary"`
+}
+
 // PlanReview reports a reviewer agent's verdict.
 type PlanReview struct {
 	PlanID   string  `json:"plan_id"`
@@ -478,31 +489,32 @@ type Done struct {
 	Replay bool `json:"replay,omitempty"`
 }
 
-func (Session) Type() Type             { return TypeSession }
-func (AgentState) Type() Type          { return TypeAgentState }
-func (ContextUsage) Type() Type        { return TypeContextUsage }
-func (Text) Type() Type                { return TypeText }
-func (ToolCall) Type() Type            { return TypeToolCall }
-func (ToolResult) Type() Type          { return TypeToolResult }
-func (Operation) Type() Type           { return TypeOperation }
-func (PlanCreated) Type() Type         { return TypePlanCreated }
-func (PlanRevised) Type() Type         { return TypePlanRevised }
-func (PlanReadyForReview) Type() Type  { return TypePlanReadyForReview }
-func (PlanReview) Type() Type          { return TypePlanReview }
-func (StepStart) Type() Type           { return TypeStepStart }
-func (StepComplete) Type() Type        { return TypeStepComplete }
-func (ExecutorSpawned) Type() Type     { return TypeExecutorSpawned }
-func (ExecutorResult) Type() Type      { return TypeExecutorResult }
-func (PlanComplete) Type() Type        { return TypePlanComplete }
-func (ContextShift) Type() Type        { return TypeContextShift }
-func (FocusActive) Type() Type         { return TypeFocusActive }
-func (FocusChanged) Type() Type        { return TypeFocusChanged }
-func (ClarifyingQuestions) Type() Type { return TypeClarifyingQuestions }
-func (DuplicateDetected) Type() Type   { return TypeDuplicateDetected }
-func (ForcedFinalize) Type() Type      { return TypeForcedFinalize }
-func (LastTurnContext) Type() Type     { return TypeLastTurnContext }
-func (Error) Type() Type               { return TypeError }
-func (Done) Type() Type                { return TypeDone }
+func (Session) Type() Type               { return TypeSession }
+func (AgentState) Type() Type            { return TypeAgentState }
+func (ContextUsage) Type() Type          { return TypeContextUsage }
+func (Text) Type() Type                  { return TypeText }
+func (ToolCall) Type() Type              { return TypeToolCall }
+func (ToolResult) Type() Type            { return TypeToolResult }
+func (Operation) Type() Type             { return TypeOperation }
+func (PlanCreated) Type() Type           { return TypePlanCreated }
+func (PlanRevised) Type() Type           { return TypePlanRevised }
+func (PlanReadyForReview) Type() Type    { return TypePlanReadyForReview }
+func (PlanReview) Type() Type            { return TypePlanReview }
+func (PlanApprovalRequested) Type() Type { return TypePlanApprovalRequest }
+func (StepStart) Type() Type             { return TypeStepStart }
+func (StepComplete) Type() Type          { return TypeStepComplete }
+func (ExecutorSpawned) Type() Type       { return TypeExecutorSpawned }
+func (ExecutorResult) Type() Type        { return TypeExecutorResult }
+func (PlanComplete) Type() Type          { return TypePlanComplete }
+func (ContextShift) Type() Type          { return TypeContextShift }
+func (FocusActive) Type() Type           { return TypeFocusActive }
+func (FocusChanged) Type() Type          { return TypeFocusChanged }
+func (ClarifyingQuestions) Type() Type   { return TypeClarifyingQuestions }
+func (DuplicateDetected) Type() Type     { return TypeDuplicateDetected }
+func (ForcedFinalize) Type() Type        { return TypeForcedFinalize }
+func (LastTurnContext) Type() Type       { return TypeLastTurnContext }
+func (Error) Type() Type                 { return TypeError }
+func (Done) Type() Type                  { return TypeDone }
 
 // registry decodes the payload of each event type.
 var registry = map[Type]func([]byte) (Event, error){
@@ -517,6 +529,7 @@ var registry = map[Type]func([]byte) (Event, error){
 	TypePlanRevised:         decode[PlanRevised],
 	TypePlanReadyForReview:  decode[PlanReadyForReview],
 	TypePlanReview:          decode[PlanReview],
+	TypePlanApprovalRequest: decode[PlanApprovalRequested],
 	TypeStepStart:           decode[StepStart],
 	TypeStepComplete:        decode[StepComplete],
 	TypeExecutorSpawned:     decode[ExecutorSpawned],

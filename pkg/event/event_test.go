@@ -26,6 +26,7 @@ var samples = []event.Event{
 		Steps: []event.PlanStep{{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft", ExecutorRequired: true}, Status: "pending"}}}},
 	event.PlanRevised{Plan: event.Plan{ID: "p1", Version: 2, Steps: []event.PlanStep{}}},
 	event.PlanReadyForReview{Plan: event.Plan{ID: "p1", Steps: []event.PlanStep{}}, Summary: "2 steps"},
+	event.PlanApprovalRequested{PlanID: "p1", Version: 2, Summary: "Deploy: 1 step"},
 	event.PlanReview{PlanID: "p1", Round: 1, Verdict: "changes_requested", Comments: "add a test step"},
 	event.StepStart{PlanID: "p1", Step: event.StepState{Number: 1, Title: "Draft", Status: "running"}},
 	event.StepComplete{PlanID: "p1", Step: event.StepState{Number: 1, Title: "Draft", Status: "completed", Result: "ok"}},

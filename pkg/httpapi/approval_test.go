@@ -2,7 +2,9 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,8 +18,10 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// selfApprovalScript is a planner that approves its own plan in the turn
-// that created it, and again when the user asks for it in a later turn.
+// selfApprovalScript is a planner that tries to approve its own plan in the
+// turn that created it, and again when the user says yes in words in a later
+// turn. Its approve_plan rules can never answer: a rule that calls a tool
+// matches only a call that offers it, and no planner call is offered one.
 const selfApprovalScript = `
 rules:
   - when: {role: planner, contains: "deploy", after_tool: none}
@@ -36,15 +40,20 @@ rules:
   - when: {role: planner, after_tool: create_plan}
     reply:
       tool_calls: [{name: approve_plan}]
-  - when: {role: planner, after_tool: approve_plan, contains: "only the user can approve"}
+  - when: {role: planner, after_tool: create_plan}
+    reply:
+      tool_calls: [{name: request_plan_approval}]
+  - when: {role: planner, after_tool: request_plan_approval}
     reply: {text: "The plan waits for your approval."}
   - when: {role: planner, contains: "yes, go ahead", after_tool: none}
     reply:
       tool_calls: [{name: approve_plan}]
-  - when: {role: planner, after_tool: approve_plan}
-    reply: {text: "Done."}
+  - when: {role: planner, contains: "yes, go ahead", after_tool: none}
+    reply: {text: "Press Approve to run it."}
   - when: {role: executor}
     reply: {text: "Done."}
+  - when: {role: synthesizer}
+    reply: {text: "Deployed."}
 default:
   reply: {text: "OK."}
 `
@@ -60,19 +69,61 @@ func planIDOf(t *testing.T, frames []frame) string {
 	return ""
 }
 
-// The planner never approves its own plan: approve_plan in the turn that
-// created the plan fails with a tool error that says why (the model gets
-// it), nothing runs, and the turn ends waiting on the user. In a later turn,
-// after the user asks for it, approve_plan runs the plan as the user's
-// approval.
-func TestPlannerCannotApproveItsOwnPlan(t *testing.T) {
+// requireNoApproveTool checks what the planner received: no call offered
+// it a tool that approves (request_plan_approval only asks), so it never
+// called one.
+func requireNoApproveTool(t *testing.T, m *scripted.Model) {
+	t.Helper()
+	planner := 0
+	for _, c := range m.Calls() {
+		if c.Role != "planner" {
+			continue
+		}
+		planner++
+		for _, name := range c.Tools {
+			require.False(t, strings.Contains(name, "approve") && name != planning.RequestApprovalToolName,
+				"the planner is offered %q (%v)", name, c.Tools)
+		}
+		if len(c.Tools) > 0 {
+			require.Contains(t, c.Tools, planning.RequestApprovalToolName)
+		}
+	}
+	require.NotZero(t, planner, "the planner ran")
+}
+
+// requireNeverRan checks that a plan waits for review as it was created:
+// no approval, never started, no step run, no executor.
+func requireNeverRan(t *testing.T, e chatEnv, planID string) {
+	t.Helper()
+	ctx := context.Background()
+	detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+	require.Equal(t, planning.StatusPendingReview, detail.Plan.Status)
+	require.Nil(t, detail.Plan.Approval)
+	require.Nil(t, detail.Plan.StartedAt)
+	require.Empty(t, detail.Executions, "no executor ran")
+	execs, err := e.stores.Executions.ListExecutions(ctx, planID)
+	require.NoError(t, err)
+	require.Empty(t, execs)
+	for _, s := range detail.Plan.Steps {
+		require.Equal(t, planning.StepPending, s.Status)
+	}
+}
+
+// The planner cannot approve a plan: it is offered no tool that does, in
+// the turn that created the plan or in a later one where the user says yes
+// in words. It may only ask (plan_approval_requested with the version),
+// and the turn ends waiting on the user. The plan runs when the user's
+// request carries the structured approval — the version they saw; a stale
+// version is a 409 before any stream.
+func TestPlannerCannotApprove(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
 		for _, tc := range []struct {
 			name, message string
+			asks          bool
 		}{
-			{"draft_only", "deploy the service"},
-			{"agent_review with changes requested", "migrate the database"},
+			{"draft_only", "deploy the service", true},
+			{"agent_review with changes requested", "migrate the database", false},
 		} {
 			t.Run(driver+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -85,55 +136,142 @@ func TestPlannerCannotApproveItsOwnPlan(t *testing.T) {
 
 				frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": tc.message}))
 				planID := planIDOf(t, frames)
-				var refusal map[string]any
+				var asked map[string]any
 				waiting := false
 				for _, f := range frames {
-					if f.Type == "tool_result" && f.Env["name"] == "approve_plan" {
-						refusal = f.Env
+					if f.Type == "plan_approval_requested" {
+						asked = f.Env
 					}
 					if f.Type == "agent_state" && f.Env["state"] == "waiting_on_user" {
 						waiting = true
 					}
+					if f.Type == "tool_call" {
+						require.NotEqual(t, "approve_plan", f.Env["tool_call"].(map[string]any)["name"])
+					}
 					require.NotContains(t, []string{"step_start", "executor_spawned"}, f.Type, "nothing runs")
 				}
-				require.NotNil(t, refusal, "the planner called approve_plan")
-				require.Equal(t, false, refusal["success"])
-				require.Contains(t, refusal["error"], "only the user can approve it")
-				require.True(t, waiting, "the turn ends waiting on the user")
+				if tc.asks {
+					require.NotNil(t, asked, "the planner asked for the approval")
+					require.Equal(t, planID, asked["plan_id"])
+					require.EqualValues(t, 1, asked["version"])
+					require.NotEmpty(t, asked["summary"])
+				}
+				// (The reviewer's plan is still in review when the planner asks,
+				// which is refused; the turn's end hands it to a human.)
+				require.Equal(t, tc.asks, waiting, "the turn that asked ends waiting on the user")
 				got := types(frames)
 				require.Equal(t, "done", got[len(got)-1])
 				require.Equal(t, "completed", frames[len(frames)-1].Env["finished_reason"])
-				calls := m.Calls()
-				last := calls[len(calls)-1]
-				require.Equal(t, "approve_plan", last.AfterTool)
-				require.Contains(t, last.Last, "created in this turn", "the model receives why")
+				requireNeverRan(t, e, planID)
 
-				detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
-				require.Equal(t, planning.StatusPendingReview, detail.Plan.Status)
-				require.Nil(t, detail.Plan.Approval)
-				require.Nil(t, detail.Plan.StartedAt)
-				require.Empty(t, detail.Executions, "no executor ran")
-				execs, err := e.stores.Executions.ListExecutions(ctx, planID)
-				require.NoError(t, err)
-				require.Empty(t, execs)
-				for _, s := range detail.Plan.Steps {
-					require.Equal(t, planning.StepPending, s.Status)
-				}
-
-				// The user asks for it in the next turn: now it runs, approved by them.
+				// "yes" in words approves nothing.
 				sessionID := frames[1].Env["session"].(map[string]any)["id"].(string)
 				res := decodeBody[httpapi.TurnResult](t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
 					map[string]any{"message": "yes, go ahead", "session_id": sessionID, "stream": false}))
-				require.Equal(t, "Done.", res.AssistantMessage.Content)
-				detail = decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+				require.Equal(t, "Press Approve to run it.", res.AssistantMessage.Content)
+				requireNeverRan(t, e, planID)
+				requireNoApproveTool(t, m)
+
+				// The Approve button: a stale version is a 409, the shown one runs it.
+				resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+					map[string]any{"approve": map[string]any{"plan_id": planID, "version": 2}})
+				require.Equal(t, http.StatusConflict, resp.StatusCode)
+				require.Contains(t, decodeBody[httpapi.ErrorResponse](t, resp).Error.Message, "version 1, not version 2")
+				requireNeverRan(t, e, planID)
+				frames = readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+					map[string]any{"approve": map[string]any{"plan_id": planID, "version": 1}}))
+				got = types(frames)
+				require.Contains(t, got, "step_start")
+				require.Contains(t, got, "plan_complete")
+				require.Equal(t, "completed", frames[len(frames)-1].Env["finished_reason"])
+				require.Equal(t, sessionID, frames[len(frames)-1].Env["session_id"], "the turn is the plan's session's")
+				detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
 				require.Equal(t, planning.StatusCompleted, detail.Plan.Status)
 				require.NotNil(t, detail.Plan.Approval)
 				require.Equal(t, planning.ByUser, detail.Plan.Approval.By)
 				require.Equal(t, "alice", detail.Plan.Approval.UserID)
+				require.Equal(t, 1, detail.Plan.Approval.Version)
 				require.Contains(t, detail.Plan.Approval.Note, "approved in chat")
 				require.Len(t, detail.Executions, 1)
+				sess := decodeBody[httpapi.SessionDetail](t, e.request(t, ctx, "alice", "GET", "/api/sessions/"+sessionID, nil))
+				last := sess.Messages[len(sess.Messages)-1]
+				require.Equal(t, "Deployed.", last.Content, "the answer is the synthesizer's, from the plan")
+				require.Equal(t, planID, last.PlanID)
+				require.Contains(t, sess.Messages[len(sess.Messages)-2].Content, "Approve plan "+planID+" (version 1)")
+				requireNoApproveTool(t, m)
+
+				// Approved once: approving again is a 409.
+				resp = e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+					map[string]any{"approve": map[string]any{"plan_id": planID, "version": 1}})
+				require.Equal(t, http.StatusConflict, resp.StatusCode)
+				resp.Body.Close()
 			})
 		}
+	}
+}
+
+// The approve field is decoded strictly and checked before any stream: an
+// unknown field, a missing plan_id or version is a 400 naming it, another
+// user's plan a 404, a plan of another session than session_id a 400. None
+// of them approves anything.
+func TestChatApproveFieldIsChecked(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, scriptedModel(t, cancelScript), nil)
+			ctx := context.Background()
+			planID, _ := draftPlan(t, e)
+			other := decodeBody[httpapi.TurnResult](t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "hello", "stream": false}))
+			for _, tc := range []struct {
+				name   string
+				user   string
+				body   map[string]any
+				status int
+				field  string
+			}{
+				{"unknown field", "alice", map[string]any{"approve": map[string]any{"plan_id": planID, "version": 1, "force": true}},
+					http.StatusBadRequest, "force"},
+				{"no version", "alice", map[string]any{"approve": map[string]any{"plan_id": planID}}, http.StatusBadRequest, "approve.version"},
+				{"no plan_id", "alice", map[string]any{"approve": map[string]any{"version": 1}}, http.StatusBadRequest, "approve.plan_id"},
+				{"another user's plan", "bob", map[string]any{"approve": map[string]any{"plan_id": planID, "version": 1}}, http.StatusNotFound, ""},
+				{"another session", "alice", map[string]any{"session_id": other.Session.ID,
+					"approve": map[string]any{"plan_id": planID, "version": 1}}, http.StatusBadRequest, "approve.plan_id"},
+			} {
+				resp := e.request(t, ctx, tc.user, "POST", "/api/agent/stream", tc.body)
+				require.Equal(t, tc.status, resp.StatusCode, tc.name)
+				body := decodeBody[httpapi.ErrorResponse](t, resp)
+				if tc.field != "" {
+					require.Contains(t, fmt.Sprint(body.Error), tc.field, tc.name)
+				}
+			}
+			requireNeverRan(t, e, planID)
+		})
+	}
+}
+
+// The approve route takes the version the approver saw: a stale one is a
+// 409 that changes nothing, the current one runs the plan and is recorded.
+func TestApproveRouteChecksTheVersion(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, scriptedModel(t, cancelScript), nil)
+			ctx := context.Background()
+			planID, _ := draftPlan(t, e)
+			for _, v := range []int{0, 2} {
+				resp := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", map[string]any{"version": v, "stream": false})
+				require.Equal(t, map[int]int{0: http.StatusBadRequest, 2: http.StatusConflict}[v], resp.StatusCode, "version %d", v)
+				resp.Body.Close()
+			}
+			requireNeverRan(t, e, planID)
+			res := decodeBody[httpapi.PlanRunResult](t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve",
+				map[string]any{"version": 1, "stream": false}))
+			require.Equal(t, planning.StatusCompleted, res.Plan.Status)
+			require.Equal(t, 1, res.Plan.Approval.Version)
+		})
 	}
 }
 

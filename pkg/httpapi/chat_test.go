@@ -110,6 +110,9 @@ type envWiring struct {
 	Listener *persistence.Listener
 	// LeaseTimeout is the runs' (runs.Config; 0: its default).
 	LeaseTimeout time.Duration
+	// Tools, when set, registers more tools and names them: the global
+	// context offers them (set "extra").
+	Tools func(t testing.TB, reg *tools.Registry, stores dbtest.Stores) []string
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
@@ -141,6 +144,11 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 			return tools.Result{Content: "echo: " + a.Text}, nil
 		})))
 	require.NoError(t, registry.DefineSet("facts", "lookup_fact", "echo"))
+	global := chat.Profile{Prompt: "You work across all projects."}
+	if w.Tools != nil {
+		require.NoError(t, registry.DefineSet("extra", w.Tools(t, registry, stores)...))
+		global.ToolSets = []string{"extra"}
+	}
 	feed := event.NewFeed()
 	runLog, err := persistence.NewRunLog(db, persistence.RunLogConfig{OnCommit: feed.Publish, OnFinish: feed.Close, Logger: logger,
 		Listener: listener})
@@ -159,7 +167,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 		},
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
-			Profiles: chat.Profiles{chat.ContextGlobal: {Prompt: "You work across all projects."},
+			Profiles: chat.Profiles{chat.ContextGlobal: global,
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
 	require.NoError(t, err)
 	env := chatEnv{stores: stores, svc: svc, orch: orch, keys: map[string]string{}, db: db}

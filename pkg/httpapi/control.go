@@ -20,7 +20,7 @@ import (
 // plans (planning.Control implements it). Running a claimed plan and
 // answering from it is the chat's (chat.Service.ContinuePlan).
 type PlanControl interface {
-	ClaimApproval(ctx context.Context, planID string, by planning.Actor, edits []planning.Step, note string, em event.Emitter) (planning.Plan, error)
+	ClaimApproval(ctx context.Context, planID string, a planning.HumanApproval, em event.Emitter) (planning.Plan, error)
 	ClaimResume(ctx context.Context, planID string) (planning.Plan, error)
 	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
 	Cancel(ctx context.Context, planID string, by planning.Actor) (planning.Plan, error)
@@ -35,6 +35,9 @@ type ApproveRequest struct {
 	// planner's; stored as a revision).
 	Steps []planning.StepArgs `json:"steps,omitempty"`
 	Note  string              `json:"note,omitempty"`
+	// Version, when given, is the plan version the person saw: a plan
+	// that is another version now is a 409 (they review it again).
+	Version *int `json:"version,omitempty" jsonschema:"the plan version the approver saw; a plan that is another version now is a 409"`
 	// Stream defaults to true; false returns one JSON document when the run
 	// ends.
 	Stream *bool `json:"stream,omitempty"`
@@ -126,13 +129,20 @@ func (h *planControl) approve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var edits []planning.Step
+	a := planning.HumanApproval{By: actorOf(c), Note: body.Note}
 	if body.Steps != nil {
-		edits = planning.StepsFrom(body.Steps)
+		a.Edits = planning.StepsFrom(body.Steps)
 	}
-	// Claim before any response: a losing concurrent approval is a 409,
-	// an invalid edit a 400, and nothing changes for either.
-	claimed, err := h.plans.ClaimApproval(c.Request().Context(), plan.ID, actorOf(c), edits, body.Note, event.Emitter{})
+	if body.Version != nil {
+		if *body.Version < 1 {
+			return apperr.Invalidf([]apperr.FieldError{{Field: "version", Message: "must be a plan version (1 or more)"}}, "invalid approval")
+		}
+		a.Version = *body.Version
+	}
+	// Claim before any response: a losing concurrent approval or a version
+	// that is no longer current is a 409, an invalid edit a 400, and
+	// nothing changes for any of them.
+	claimed, err := h.plans.ClaimApproval(c.Request().Context(), plan.ID, a, event.Emitter{})
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,9 @@ type operation struct {
 var errorResponses = map[int]struct{ name, description string }{
 	http.StatusBadRequest:            {"BadRequest", "Invalid input: a malformed or unknown field, a bad value or query parameter (error.code invalid_input; error.fields names every problem)"},
 	http.StatusUnauthorized:          {"Unauthorized", "No API key, or an unknown or revoked one (auth.mode apikey)"},
+	http.StatusForbidden:             {"Forbidden", "A cross-origin request from an origin not in server.allowed_origins, or an action the caller may see but not take (an operator deciding another user's plan)"},
+	http.StatusMisdirectedRequest:    {"Misdirected", "The Host header names a host this server does not serve (server.allowed_hosts)"},
+	http.StatusUnsupportedMediaType:  {"UnsupportedMediaType", "The request body is not application/json"},
 	http.StatusNotFound:              {"NotFound", "No such resource, or not the caller's"},
 	http.StatusConflict:              {"Conflict", "The resource is not in a state that allows this (a plan that no longer waits for review, a turn still running, a name taken)"},
 	http.StatusRequestEntityTooLarge: {"TooLarge", "The request body is larger than server.max_body_bytes"},
@@ -48,15 +51,16 @@ var errorResponses = map[int]struct{ name, description string }{
 }
 
 // errorsOf is every error status op returns, sorted: those of every route
-// (413: the body limit holds for all), 401 where an API key is needed, 400
-// where a body is decoded, 404 where a path names a resource, and op's own.
+// (413: the body limit holds for all; 421 and 403: the Host and Origin
+// checks), 401 where an API key is needed, 400 and 415 where a body is
+// decoded, 404 where a path names a resource, and op's own.
 func errorsOf(op operation) []int {
-	out := append([]int{http.StatusRequestEntityTooLarge}, op.errors...)
+	out := append([]int{http.StatusRequestEntityTooLarge, http.StatusMisdirectedRequest, http.StatusForbidden}, op.errors...)
 	if !op.public {
 		out = append(out, http.StatusUnauthorized)
 	}
 	if op.request != nil {
-		out = append(out, http.StatusBadRequest)
+		out = append(out, http.StatusBadRequest, http.StatusUnsupportedMediaType)
 	}
 	if strings.Contains(op.path, "{") {
 		out = append(out, http.StatusNotFound)
@@ -78,7 +82,7 @@ var operations = []operation{
 	{method: "GET", path: "/api/me", summary: "Who the caller is: user, role and the server's auth mode", response: Me{}},
 	{method: "GET", path: "/api/projects", summary: "The caller's workspace projects, most recently updated first (for a chat's focus)",
 		response: ProjectList{}, query: []string{"limit"}, errors: []int{http.StatusBadRequest}},
-	{method: "POST", path: "/api/agent/stream", summary: "Run a chat turn; streams its events (stream=false: one JSON document)",
+	{method: "POST", path: "/api/agent/stream", summary: "Run a chat turn — or, with approve, approve that version of a plan waiting for review and run it; streams its events (stream=false: one JSON document)",
 		request: StreamRequest{}, response: TurnResult{}, stream: true, errors: []int{http.StatusNotFound, http.StatusConflict, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/agent/stream", summary: "The caller's sessions (alias of GET /api/sessions for older clients)",
 		response: SessionList{}, query: []string{"limit", "cursor"}, errors: []int{http.StatusBadRequest}},
@@ -90,7 +94,7 @@ var operations = []operation{
 	{method: "GET", path: "/api/plans", summary: "Plans, newest first (operators: every user's)", response: PlanList{},
 		query: []string{"status", "mode", "session_id", "user_id", "since", "until", "limit", "cursor"}, errors: []int{http.StatusBadRequest}},
 	{method: "GET", path: "/api/plans/{id}", summary: "A plan with steps, revisions and their diffs, reviews and executions", response: PlanDetail{}},
-	{method: "POST", path: "/api/plans/{id}/approve", summary: "Approve a plan waiting for review (optionally with edited steps) and run it; streams (stream=false: JSON when it ends)",
+	{method: "POST", path: "/api/plans/{id}/approve", summary: "Approve a plan waiting for review (optionally with edited steps; with version, only that version) and run it; streams (stream=false: JSON when it ends)",
 		request: ApproveRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
 	{method: "POST", path: "/api/plans/{id}/reject", summary: "Reject a plan waiting for review", request: RejectRequest{}, response: PlanView{}, errors: []int{http.StatusConflict}},
 	{method: "POST", path: "/api/plans/{id}/cancel", summary: "Cancel a running or waiting plan (owners and operators)", response: PlanView{}, errors: []int{http.StatusBadRequest, http.StatusConflict}},
@@ -100,7 +104,7 @@ var operations = []operation{
 		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (operators: anyone's; a chat turn, or a plan's approval or resume): kind, status, user, last seq, owner, lease and attempts", response: RunView{}},
 	{method: "GET", path: "/api/runs/{id}/events", summary: "A run's events after the Last-Event-ID header (or ?after=N), then live, ending with done; SSE ids are the run's seq",
-		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest}},
+		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
 	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
 	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},

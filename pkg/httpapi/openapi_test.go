@@ -157,3 +157,38 @@ func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 		require.Contains(t, op.Responses, strconv.Itoa(resp.StatusCode), "%s answers %d, which the document does not declare", name, resp.StatusCode)
 	}
 }
+
+// TestOpenAPIApproval: the document shows how a person approves — the chat
+// request's approve field (plan_id and version, both required), the
+// approve route's optional version — what the planner may only ask for
+// (plan_approval_requested), and the version an approval records.
+func TestOpenAPIApproval(t *testing.T) {
+	t.Parallel()
+	raw, err := httpapi.OpenAPI("test")
+	require.NoError(t, err)
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	props := func(schema string) map[string]any {
+		t.Helper()
+		p, ok := doc.Components.Schemas[schema]["properties"].(map[string]any)
+		require.True(t, ok, schema)
+		return p
+	}
+	approve, ok := props("StreamRequest")["approve"].(map[string]any)
+	require.True(t, ok, "StreamRequest has approve")
+	require.ElementsMatch(t, []any{"plan_id", "version"}, approve["required"])
+	require.Contains(t, approve["properties"], "plan_id")
+	require.Contains(t, approve["properties"], "version")
+	require.Contains(t, props("ApproveRequest"), "version")
+	required, _ := doc.Components.Schemas["ApproveRequest"]["required"].([]any)
+	require.NotContains(t, required, "version", "the route's version is optional")
+	require.Contains(t, props("PlanView")["approval"].(map[string]any)["properties"], "version")
+	asked := props("Event_plan_approval_requested")
+	for _, f := range []string{"plan_id", "version", "summary"} {
+		require.Contains(t, asked, f)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/runs"
+	"github.com/planwright/planwright/planning"
 )
 
 // StreamRequest is the body of POST /api/agent/stream.
@@ -40,6 +41,12 @@ type StreamRequest struct {
 	AgentDefinitionID string             `json:"agent_definition_id,omitempty"`
 	// Stream defaults to true; false returns one JSON document.
 	Stream *bool `json:"stream,omitempty"`
+	// Approve is what a client's Approve button sends: the user approves
+	// that version of a plan of the session waiting for review, and the
+	// turn runs it (the planner does not run). A version that is no longer
+	// current, or a plan that no longer waits, is a 409 before the stream
+	// opens. message may be left out.
+	Approve *chat.PlanApproval `json:"approve,omitempty" jsonschema:"the user's approval of a plan waiting for review: its id and the version they saw"`
 }
 
 // TurnResult is the JSON answer of a turn with "stream": false.
@@ -89,13 +96,16 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkApproval(c, &body); err != nil {
+		return err
+	}
 	// Reserve touches no database: validation, the per-user limit and a
 	// running duplicate are answered with a status before the stream opens.
 	turn, err := h.chat.Reserve(chat.Request{
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
 		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
-		Multitask: body.MultitaskStrategy,
+		Multitask: body.MultitaskStrategy, Approve: body.Approve,
 	})
 	if err != nil {
 		return err
@@ -117,6 +127,35 @@ func (h *turnHandlers) stream(c echo.Context) error {
 		return h.turnJSON(c, turn, detach)
 	}
 	return h.streamTurn(c, turn, detach)
+}
+
+// checkApproval answers a request that approves a plan before its stream
+// opens: a plan the user cannot see is a 404, one of another session than
+// the request's a 400, one that no longer waits for review or is another
+// version now a 409. A request without session_id goes to the plan's
+// session. The turn's claim (chat) decides a race with another approval.
+func (h *turnHandlers) checkApproval(c echo.Context, body *StreamRequest) error {
+	a := body.Approve
+	if a == nil || a.PlanID == "" || a.Version < 1 {
+		return nil // nothing to approve, or invalid: Reserve says why
+	}
+	if h.plans == nil {
+		return apperr.New(apperr.Internal, "approving in chat needs a plan store")
+	}
+	plan, err := h.plans.PlanFor(c.Request().Context(), PrincipalOf(c).UserID, a.PlanID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case body.SessionID == "":
+		body.SessionID = plan.SessionID
+	case body.SessionID != plan.SessionID:
+		return apperr.Invalidf([]apperr.FieldError{{Field: "approve.plan_id", Message: "is a plan of another session"}}, "invalid chat request")
+	}
+	if plan.Status != planning.StatusPendingReview {
+		return apperr.New(apperr.Conflict, "plan %s is %s; only a plan pending review can be approved", plan.ID, plan.Status)
+	}
+	return planning.CurrentVersion(plan, a.Version)
 }
 
 // streamTurn streams a turn as a view of its run's log. Its first event,

@@ -44,13 +44,15 @@ type PlanView struct {
 }
 
 // ApprovalView records who let a plan run: by is user or operator (a
-// person, through the approve route or approve_plan in a later turn), auto
-// (auto_execute) or reviewer (the reviewer agent approved it).
+// person, through the approve route or a chat request's approve field),
+// auto (auto_execute) or reviewer (the reviewer agent approved it); version
+// is the plan version that ran under it.
 type ApprovalView struct {
-	By     planning.ActorRole `json:"by"`
-	UserID string             `json:"user_id,omitempty"`
-	At     time.Time          `json:"at"`
-	Note   string             `json:"note,omitempty"`
+	By      planning.ActorRole `json:"by"`
+	UserID  string             `json:"user_id,omitempty"`
+	At      time.Time          `json:"at"`
+	Note    string             `json:"note,omitempty"`
+	Version int                `json:"version,omitempty" jsonschema:"the plan version the approval let run (absent for approvals recorded before versions were)"`
 }
 
 // CancellationView records who cancelled a plan: by is user or operator.
@@ -76,7 +78,7 @@ func planView(p planning.Plan) PlanView {
 		v.Steps = append(v.Steps, stepView(s))
 	}
 	if a := p.Approval; a != nil {
-		v.Approval = &ApprovalView{By: a.By, UserID: a.UserID, At: a.At, Note: a.Note}
+		v.Approval = &ApprovalView{By: a.By, UserID: a.UserID, At: a.At, Note: a.Note, Version: a.Version}
 	}
 	if c := p.CancelledBy; c != nil {
 		v.CancelledBy = &CancellationView{By: c.By, UserID: c.UserID, At: c.At}

@@ -294,7 +294,7 @@ func (c *chat) afterTurn(ctx context.Context) (string, error) {
 			return "", nil
 		case "a", "approve":
 			return "", c.stream(ctx, func(ctx context.Context, h client.Handler) (*event.Done, error) {
-				return c.cfg.Client.Approve(ctx, planID, client.ApproveRequest{}, h)
+				return c.cfg.Client.Approve(ctx, planID, client.ApproveRequest{Version: c.r.ReviewVersion}, h)
 			}, func(ctx context.Context) error {
 				_, err := c.cfg.Client.CancelPlan(ctx, planID)
 				return err

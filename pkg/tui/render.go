@@ -93,8 +93,9 @@ type Renderer struct {
 	// Questions are the clarifying questions of the last turn.
 	Questions []string
 	// Review is the plan that waits for review at the end of the last
-	// turn ("" when none).
-	Review string
+	// turn ("" when none); ReviewVersion the version shown.
+	Review        string
+	ReviewVersion int
 }
 
 // NewRenderer returns a Renderer writing to w; live redraws in place (use
@@ -133,7 +134,7 @@ func (r *Renderer) Reset() {
 	defer r.mu.Unlock()
 	r.out.endLine()
 	r.table.forget()
-	r.failed, r.finished, r.Review = "", "", ""
+	r.failed, r.finished, r.Review, r.ReviewVersion = "", "", "", 0
 	r.calls = map[string]string{}
 	r.Questions = nil
 }
@@ -217,8 +218,11 @@ func (r *Renderer) Event(ev client.Event) {
 		r.planHead(fmt.Sprintf("plan revised to version %d", e.Plan.Version), e.Plan)
 	case event.PlanReadyForReview:
 		r.table.set(stepsOf(e.Plan))
-		r.Review = e.Plan.ID
+		r.Review, r.ReviewVersion = e.Plan.ID, e.Plan.Version
 		r.line(fmt.Sprintf("plan %s waits for your review", e.Plan.ID))
+	case event.PlanApprovalRequested:
+		r.Review, r.ReviewVersion = e.PlanID, e.Version
+		r.line(fmt.Sprintf("plan %s (version %d) waits for your approval: %s", e.PlanID, e.Version, Cut(e.Summary, 200)))
 	case event.PlanReview:
 		r.line(fmt.Sprintf("reviewer, round %d: %s — %s", e.Round, e.Verdict, Cut(e.Comments, 200)))
 	case event.StepStart:

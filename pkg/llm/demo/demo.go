@@ -152,7 +152,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		text = fmt.Sprintf("%s Here is what was done:\n%s", Label, excerpt(last, 1500))
 	default: // the planner
 		switch {
-		case afterTool == "create_plan" || afterTool == "approve_plan":
+		case afterTool == "create_plan":
 			text = fmt.Sprintf("%s Here is what was done:\n%s", Label, excerpt(last, 1500))
 		case afterTool != "":
 			text = fmt.Sprintf("%s %s", Label, excerpt(last, 600))

@@ -148,6 +148,12 @@ class Turn {
       case "plan_ready_for_review":
         this.card(ev.plan).apply(ev);
         break;
+      case "plan_approval_requested":
+        // The planner only asks: the plan runs when the user presses
+        // Approve on its card, which sends the version shown.
+        this.note(src, ev.summary, "review");
+        api(`/api/plans/${ev.plan_id}`).then((d) => this.card(d.plan)).catch(() => {});
+        break;
       case "plan_review":
       case "step_start":
       case "step_complete":
@@ -588,7 +594,7 @@ export class ChatView {
         onclick: () => reason.value.trim() && this.reject(p.id, reason.value.trim(), turn) }, "Reject");
       reason.addEventListener("input", () => { reject.disabled = !reason.value.trim(); });
       return [
-        h("button", { type: "button", class: "primary", onclick: () => this.approve(p.id) }, "Approve and run"),
+        h("button", { type: "button", class: "primary", onclick: () => this.approve(p.id, p.version) }, "Approve and run"),
         h("a", { href: `#/review/${p.id}`, class: "button" }, "Review and edit"),
         h("span", { class: "inline-field" }, h("label", { for: `reject-${p.id}`, text: "Reason" }), reason, reject),
       ];
@@ -599,7 +605,9 @@ export class ChatView {
     return [];
   }
 
-  async approve(planId) {
+  // approve runs a plan as the version the card shows: one that changed
+  // since is refused (409) and the card is redrawn.
+  async approve(planId, version) {
     if (this.running) return;
     const turn = new Turn(this, { label: "You approved the plan; it runs now." });
     this.transcript.append(turn.el);
@@ -607,7 +615,7 @@ export class ChatView {
     const detail = await api(`/api/plans/${planId}`).catch(() => null);
     if (detail) turn.card(detail.plan);
     await this.run({ kind: "plan", planId }, turn, (signal, onEvent) =>
-      stream(`/api/plans/${planId}/approve`, { body: {}, signal, onEvent }));
+      stream(`/api/plans/${planId}/approve`, { body: version ? { version } : {}, signal, onEvent }));
     this.refreshCards(planId);
   }
 

@@ -135,7 +135,7 @@ export class ReviewView {
     });
     const approve = async (withEdits) => {
       this.clearErrors(form, planErrors);
-      const body = {};
+      const body = { version: p.version }; // the version shown: a plan changed since is a 409
       if (note.value.trim()) body.note = note.value.trim();
       if (withEdits) body.steps = collect();
       await this.approve(p, body, { form, planErrors, result, graph, wrap });
