@@ -211,8 +211,8 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 	stmts = append(stmts, rawStmt{`INSERT INTO agent_plan_revisions (id, plan_id, version, goal, steps, author, reason, created_at)
 		VALUES (?,?,?,?,?,?,?,?)`, []any{s.newID(), p.ID, p.Version, p.Goal, mustJSON(revisionSteps(p.Steps)), "planner", "", p.CreatedAt}})
 	if b := batchOf(ctx); b != nil {
-		// In the run log's batch: given to it, none waited for (a plan's
-		// creation is on every plan's critical path).
+		// In the run log's batch: given to it (a plan's creation is on
+		// every plan's critical path).
 		for _, st := range stmts {
 			if err := b.write(ctx, s.db.rebind(st.query), st.args, func(_ int64, err error) error { return dbErr("create plan", err) }); err != nil {
 				return err
@@ -587,8 +587,7 @@ func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step)
 		updateStepSQL, string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
 }
 
-// updateStepSQL saves a step's run state (a run log batch merges those of
-// distinct steps: pipeline_merge.go).
+// updateStepSQL saves a step's run state.
 const updateStepSQL = `UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`
 
 // updateStep is the UPDATE that saves a step's run state.
@@ -636,9 +635,9 @@ func (s *Plans) SettlePlan(ctx context.Context, id, why string, u event.Usage) (
 // EndPlan moves an executing plan to how it ended in one UPDATE, guarded by
 // its status and by its steps as the transaction reads them (none pending
 // or running: a step end submitted before it, in the same batch or an
-// earlier one, was stored). Before it, a query reads what would refuse it,
-// for the error — both sent with the batch's other statements, not waited
-// for: the plan's end needs no round trip of its own.
+// earlier one, was stored). Before it, in the same transaction, a query
+// reads what would refuse it, for the error (in a run log batch, both are
+// sent with the batch's other statements).
 func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 	if !validID(e.ID) {
 		return notFound("plan", e.ID)
@@ -689,7 +688,7 @@ func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 		if err := b.read(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
 			return err
 		}
-		return b.mustWrite(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
+		return b.write(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
 	}
 	return s.transact(ctx, func(tx *gorm.DB) error {
 		stmts := direct{tx.Statement.ConnPool}
