@@ -489,14 +489,14 @@ func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planni
 		if err != nil {
 			return err
 		}
+		// The steps that did not complete start over: one UPDATE for all.
+		if err := tx.Model(&stepRow{}).Where("plan_id = ? AND status <> ?", id, string(planning.StepCompleted)).Updates(map[string]any{
+			"status": string(planning.StepPending), "result": "", "error": "", "started_at": nil, "completed_at": nil}).Error; err != nil {
+			return err
+		}
 		for i := range p.Steps {
-			st := &p.Steps[i]
-			if st.Status == planning.StepCompleted {
-				continue
-			}
-			st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
-			if res := updateStep(tx, id, *st); res.Error != nil {
-				return res.Error
+			if st := &p.Steps[i]; st.Status != planning.StepCompleted {
+				st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
 			}
 		}
 		out = p
@@ -581,20 +581,13 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 	return p, nil
 }
 
-// UpdateStep saves a step's run state: status, result, error and times.
+// UpdateStep saves a step's run state: status, result, error and times; it
+// is the one statement that saves one step's. Raw SQL, so that a run log
+// batch can send it with its other statements.
 func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
 	return s.mustUpdate(ctx, "update plan step", func() error { return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID) },
-		updateStepSQL, string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
-}
-
-// updateStepSQL saves a step's run state.
-const updateStepSQL = `UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`
-
-// updateStep is the UPDATE that saves a step's run state.
-func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
-	return g.Model(&stepRow{}).Where("plan_id = ? AND number = ?", planID, st.Number).Updates(map[string]any{
-		"status": string(st.Status), "result": st.Result, "error": st.Error,
-		"started_at": stampPtr(st.StartedAt), "completed_at": stampPtr(st.CompletedAt)})
+		`UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`,
+		string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
 }
 
 // SettlePlan is a turn's end for plan id in one statement: in review, it
