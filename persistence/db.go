@@ -248,14 +248,15 @@ func openSQLite(dsn string, gcfg func() *gorm.Config) (*gorm.DB, func(int) (*gor
 	if err != nil {
 		return nil, nil, err
 	}
-	// The driver registered under "sqlite", behind nulSafeConnector.
+	// The driver registered under "sqlite", behind the write gate and
+	// statement cache, and the NUL escaping.
 	probe, err := sql.Open(sqliteDriverName, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	drv := probe.Driver()
 	_ = probe.Close()
-	conn := nulSafeConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate(), stmts: 128}
+	conn := nulSafeConnector{inner: gatedConnector{inner: dsnConnector{dsn: uri, drv: drv}, gate: newWriteGate(), stmts: 128}}
 	open := func(n int) (*gorm.DB, error) {
 		sqlDB := sql.OpenDB(conn)
 		if n > 0 {
