@@ -209,9 +209,7 @@ func (s *Chats) ListSessions(ctx context.Context, userID string, limit int, curs
 
 // AppendMessage stores a chat message. A message whose (user,
 // client_turn_id, role) is already stored — in any of the user's sessions —
-// is not stored again: m is filled with the stored one and created is false
-// (inside the run log's batch, where its statements are pipelined, that is
-// the write's Conflict instead).
+// is not stored again: m is filled with the stored one and created is false.
 func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created bool, err error) {
 	if m.ID == "" {
 		m.ID = s.newID()
@@ -226,29 +224,6 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 		InterruptedReason: m.InterruptedReason, PartialTokens: m.PartialTokens, CreatedAt: m.CreatedAt}
 	if m.ClientTurnID != "" {
 		row.ClientTurnID = &m.ClientTurnID
-	}
-	if b := batchOf(ctx); b != nil {
-		// Inside the run log's batch (an answer stored with its done):
-		// both statements are given to the batch, without a round trip
-		// each; a message whose client turn is stored already fails the
-		// write (Conflict) instead of filling m.
-		err := b.mustWrite(ctx, s.db.rebind(`INSERT INTO chat_messages (`+messageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
-			ON CONFLICT DO NOTHING`), []any{row.ID, row.SessionID, row.UserID, row.Role, row.Content, optional(row.ClientTurnID), row.StreamRunID,
-			row.ToolCalls, row.InputTokens, row.OutputTokens, row.PlanID, row.FinishedReason, row.Interrupted, row.InterruptedReason,
-			row.PartialTokens, row.CreatedAt}, func(n int64, err error) error {
-			switch {
-			case err != nil:
-				return dbErr("append chat message", err)
-			case n == 0:
-				return apperr.New(apperr.Conflict, "the %s message of client turn %q is stored already", m.Role, m.ClientTurnID)
-			}
-			return nil
-		})
-		if err == nil {
-			err = b.write(ctx, s.db.rebind(`UPDATE chat_sessions SET updated_at = ? WHERE id = ?`), []any{m.CreatedAt, m.SessionID},
-				func(_ int64, err error) error { return dbErr("append chat message", err) })
-		}
-		return err == nil, err
 	}
 	err = s.transact(ctx, func(tx *gorm.DB) error {
 		if m.ClientTurnID != "" {

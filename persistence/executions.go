@@ -311,8 +311,7 @@ func (s *Executions) FinishExecution(ctx context.Context, e planning.Execution) 
 		finishExecutionSQL, string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, stampPtr(completed), e.DurationMS, e.ID)
 }
 
-// finishExecutionSQL saves an execution's end (a run log batch merges those
-// of distinct executions: pipeline_merge.go).
+// finishExecutionSQL saves an execution's end.
 const finishExecutionSQL = `UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?,
 		completed_at = ?, duration_ms = ? WHERE id = ?`
 

@@ -2,17 +2,6 @@ package persistence
 
 import "context"
 
-// PipelineStats returns how many round trips the run log's pipelines made
-// and how many statements they sent (PostgreSQL).
-func (l *RunLog) PipelineStats() (roundTrips, statements int64) {
-	s := l.writer.tx.stats
-	return s.roundTrips.Load(), s.statements.Load()
-}
-
-// PipelineReserved returns how many bytes the run log's pipelines reserved
-// in their connections' write buffers (PostgreSQL).
-func (l *RunLog) PipelineReserved() int64 { return l.writer.tx.stats.reserved.Load() }
-
 // CheckpointsMade returns how many checkpoints the background
 // checkpointer of a SQLite file made (0 without one).
 func (db *DB) CheckpointsMade() int64 {

@@ -10,26 +10,27 @@ import (
 )
 
 // On SQLite River's handle is made like the project's pool's connections:
-// its writes queue at the process's write gate (not in SQLite's busy
-// handler, behind the run log's writer) and it keeps its prepared
-// statements.
+// its text crosses the same NUL escaping, and its writes queue at the
+// process's write gate (not in SQLite's busy handler, behind the run log's
+// writer), and it keeps its prepared statements.
 func TestRiverOnSQLiteQueuesAtTheWriteGate(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	db, j := openSQLiteJobs(t)
 
-	conn := func(sqlDB *sql.DB) *nulSafeConn {
+	conn := func(sqlDB *sql.DB) *gatedConn {
 		c, err := sqlDB.Conn(ctx)
 		require.NoError(t, err)
 		defer func() { _ = c.Close() }()
-		var nc *nulSafeConn
+		var gc *gatedConn
 		require.NoError(t, c.Raw(func(dc any) error {
-			var ok bool
-			nc, ok = dc.(*nulSafeConn)
+			nc, ok := dc.(*nulSafeConn)
 			require.True(t, ok, "a connection of the project's connector, not %T", dc)
+			gc, ok = nc.inner.(*gatedConn)
+			require.True(t, ok, "a gated connection under the NUL escaping, not %T", nc.inner)
 			return nil
 		}))
-		return nc
+		return gc
 	}
 	river := conn(j.own)
 	require.Same(t, conn(db.sql).gate, river.gate, "one write gate for the process")

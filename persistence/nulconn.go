@@ -14,18 +14,10 @@ import (
 // []byte column values of every row. It is the one place persistence
 // writes and reads text and JSON, so gorm models, raw SQL and migrations
 // all store NUL characters the same way on both drivers, and callers never
-// see the escape.
-//
-// On SQLite it also carries the database's writeGate (sqlitegate.go): the
-// process's writers queue in it instead of in SQLite's busy handler.
-//
-// On SQLite each connection also keeps its prepared statements
-// (stmtcache.go); PostgreSQL's driver (pgx) keeps its own.
+// see the escape. It does nothing else: statements, transactions and their
+// contexts pass to the driver as they are.
 type nulSafeConnector struct {
 	inner driver.Connector
-	gate  *writeGate // nil: no gate (PostgreSQL)
-	// stmts is how many prepared statements a connection keeps (0: none).
-	stmts int
 }
 
 func (c nulSafeConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -33,11 +25,7 @@ func (c nulSafeConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := &nulSafeConn{inner: conn, gate: c.gate}
-	if c.stmts > 0 {
-		nc.stmts = newStmtCache(c.stmts)
-	}
-	return nc, nil
+	return &nulSafeConn{inner: conn}, nil
 }
 
 func (c nulSafeConnector) Driver() driver.Driver { return c.inner.Driver() }
@@ -107,9 +95,6 @@ func namedToValues(args []driver.NamedValue) ([]driver.Value, error) {
 
 type nulSafeConn struct {
 	inner driver.Conn
-	gate  *writeGate
-	inTx  bool       // holds the gate for its transaction (a conn is used by one goroutine at a time)
-	stmts *stmtCache // nil: statements are prepared each time
 }
 
 var (
@@ -139,57 +124,10 @@ func (c *nulSafeConn) PrepareContext(ctx context.Context, query string) (driver.
 	if err != nil {
 		return nil, err
 	}
-	return &nulSafeStmt{inner: st, conn: c.inner, owner: c, writes: writes(query)}, nil
+	return &nulSafeStmt{inner: st, conn: c.inner}, nil
 }
 
-func (c *nulSafeConn) Close() error {
-	if c.stmts != nil {
-		c.stmts.close()
-	}
-	if c.inTx {
-		c.inTx = false
-		c.gate.release()
-	}
-	return c.inner.Close()
-}
-
-// enter takes the write gate for a statement outside a transaction that
-// writes; leave gives it back. run is the context to run the statement
-// with: uninterrupted for one that holds the gate.
-func (c *nulSafeConn) enter(ctx context.Context, write bool) (run context.Context, leave func(), err error) {
-	if c.gate == nil || (!c.inTx && !write) {
-		return ctx, func() {}, nil
-	}
-	if !c.inTx {
-		if err := c.gate.acquire(ctx); err != nil {
-			return nil, nil, err
-		}
-		leave = c.gate.release
-	} else {
-		leave = func() {}
-	}
-	if run, err = uninterrupted(ctx); err != nil {
-		leave()
-		return nil, nil, err
-	}
-	return run, leave, nil
-}
-
-// uninterrupted is the context a SQLite statement that holds the write
-// gate runs with: ctx's values without its cancellation, once ctx is
-// checked. The driver watches a cancellable context with a goroutine of
-// its own for every statement (to interrupt it), woken when the statement
-// ends — some 150 a 12-step turn, most of them the run log's writes, and
-// ~10 % of SQLite's CPU in W2 and W3. A writer's statement is short and
-// its lock waits are the gate's, which do watch ctx; stopping it midway
-// would only fail a transaction its caller rolls back anyway. Reads, which
-// can be long (a listing), keep the driver's interruption.
-func uninterrupted(ctx context.Context) (context.Context, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return context.WithoutCancel(ctx), nil
-}
+func (c *nulSafeConn) Close() error { return c.inner.Close() }
 
 // Begin is part of driver.Conn; database/sql calls BeginTx.
 func (c *nulSafeConn) Begin() (driver.Tx, error) {
@@ -197,28 +135,6 @@ func (c *nulSafeConn) Begin() (driver.Tx, error) {
 }
 
 func (c *nulSafeConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if c.gate == nil {
-		return c.beginTx(ctx, opts)
-	}
-	// SQLite transactions begin IMMEDIATE: each one is a writer.
-	if err := c.gate.acquire(ctx); err != nil {
-		return nil, err
-	}
-	run, err := uninterrupted(ctx)
-	if err != nil {
-		c.gate.release()
-		return nil, err
-	}
-	tx, err := c.beginTx(run, opts)
-	if err != nil {
-		c.gate.release()
-		return nil, err
-	}
-	c.inTx = true
-	return &gatedTx{inner: tx, conn: c}, nil
-}
-
-func (c *nulSafeConn) beginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if b, ok := c.inner.(driver.ConnBeginTx); ok {
 		return b.BeginTx(ctx, opts)
 	}
@@ -229,40 +145,9 @@ func (c *nulSafeConn) beginTx(ctx context.Context, opts driver.TxOptions) (drive
 	return c.inner.Begin()
 }
 
-// gatedTx gives the write gate back when its transaction ends.
-type gatedTx struct {
-	inner driver.Tx
-	conn  *nulSafeConn
-}
-
-func (t *gatedTx) Commit() error {
-	defer t.end()
-	return t.inner.Commit()
-}
-
-func (t *gatedTx) Rollback() error {
-	defer t.end()
-	return t.inner.Rollback()
-}
-
-func (t *gatedTx) end() {
-	if t.conn.inTx {
-		t.conn.inTx = false
-		t.conn.gate.release()
-	}
-}
-
 func (c *nulSafeConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if err := escapeArgs(args); err != nil {
 		return nil, err
-	}
-	ctx, leave, err := c.enter(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
-	if c.stmts != nil && cacheable(query) {
-		return c.stmts.exec(ctx, c.inner, query, args)
 	}
 	switch e := c.inner.(type) {
 	case driver.ExecerContext:
@@ -282,19 +167,8 @@ func (c *nulSafeConn) QueryContext(ctx context.Context, query string, args []dri
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	ctx, leave, err := c.enter(ctx, writes(query))
-	if err != nil {
-		return nil, err
-	}
 	var rows driver.Rows
-	if c.stmts != nil && cacheable(query) {
-		rows, release, err := c.stmts.query(ctx, c.inner, query, args)
-		if err != nil {
-			leave()
-			return nil, err
-		}
-		return &nulSafeRows{inner: rows, done: func() { release(); leave() }}, nil
-	}
+	var err error
 	switch q := c.inner.(type) {
 	case driver.QueryerContext:
 		rows, err = q.QueryContext(ctx, query, args)
@@ -305,14 +179,12 @@ func (c *nulSafeConn) QueryContext(ctx context.Context, query string, args []dri
 			rows, err = q.Query(query, values)
 		}
 	default:
-		leave()
 		return nil, driver.ErrSkip
 	}
 	if err != nil {
-		leave()
 		return nil, err
 	}
-	return &nulSafeRows{inner: rows, done: leave}, nil
+	return &nulSafeRows{inner: rows}, nil
 }
 
 func (c *nulSafeConn) Ping(ctx context.Context) error {
@@ -344,10 +216,8 @@ func (c *nulSafeConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 type nulSafeStmt struct {
-	inner  driver.Stmt
-	conn   driver.Conn // whose NamedValueChecker applies when the statement has none
-	owner  *nulSafeConn
-	writes bool // the statement writes (see writes)
+	inner driver.Stmt
+	conn  driver.Conn // whose NamedValueChecker applies when the statement has none
 }
 
 var (
@@ -371,11 +241,6 @@ func (s *nulSafeStmt) ExecContext(ctx context.Context, args []driver.NamedValue)
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	ctx, leave, err := s.owner.enter(ctx, true)
-	if err != nil {
-		return nil, err
-	}
-	defer leave()
 	if e, ok := s.inner.(driver.StmtExecContext); ok {
 		return e.ExecContext(ctx, args)
 	}
@@ -391,11 +256,8 @@ func (s *nulSafeStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 	if err := escapeArgs(args); err != nil {
 		return nil, err
 	}
-	ctx, leave, err := s.owner.enter(ctx, s.writes)
-	if err != nil {
-		return nil, err
-	}
 	var rows driver.Rows
+	var err error
 	if q, ok := s.inner.(driver.StmtQueryContext); ok {
 		rows, err = q.QueryContext(ctx, args)
 	} else {
@@ -406,10 +268,9 @@ func (s *nulSafeStmt) QueryContext(ctx context.Context, args []driver.NamedValue
 		}
 	}
 	if err != nil {
-		leave()
 		return nil, err
 	}
-	return &nulSafeRows{inner: rows, done: leave}, nil
+	return &nulSafeRows{inner: rows}, nil
 }
 
 func (s *nulSafeStmt) CheckNamedValue(nv *driver.NamedValue) error {
@@ -434,7 +295,6 @@ func valuesToNamed(args []driver.Value) []driver.NamedValue {
 // methods return what database/sql assumes when a driver lacks them.
 type nulSafeRows struct {
 	inner driver.Rows
-	done  func() // on Close: gives back the write gate a writing query took
 }
 
 var (
@@ -447,14 +307,7 @@ var (
 )
 
 func (r *nulSafeRows) Columns() []string { return r.inner.Columns() }
-func (r *nulSafeRows) Close() error {
-	err := r.inner.Close()
-	if r.done != nil {
-		r.done()
-		r.done = nil
-	}
-	return err
-}
+func (r *nulSafeRows) Close() error      { return r.inner.Close() }
 
 func (r *nulSafeRows) Next(dest []driver.Value) error {
 	if err := r.inner.Next(dest); err != nil {

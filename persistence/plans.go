@@ -212,8 +212,8 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 	stmts = append(stmts, rawStmt{`INSERT INTO agent_plan_revisions (id, plan_id, version, goal, steps, author, reason, created_at)
 		VALUES (?,?,?,?,?,?,?,?)`, []any{s.newID(), p.ID, p.Version, p.Goal, mustJSON(revisionSteps(p.Steps)), "planner", "", p.CreatedAt}})
 	if b := batchOf(ctx); b != nil {
-		// In the run log's batch: given to it, none waited for (a plan's
-		// creation is on every plan's critical path).
+		// In the run log's batch: given to it (a plan's creation is on
+		// every plan's critical path).
 		for _, st := range stmts {
 			if err := b.write(ctx, s.db.rebind(st.query), st.args, func(_ int64, err error) error { return dbErr("create plan", err) }); err != nil {
 				return err
@@ -497,14 +497,14 @@ func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planni
 		if err != nil {
 			return err
 		}
+		// The steps that did not complete start over: one UPDATE for all.
+		if err := tx.Model(&stepRow{}).Where("plan_id = ? AND status <> ?", id, string(planning.StepCompleted)).Updates(map[string]any{
+			"status": string(planning.StepPending), "result": "", "error": "", "started_at": nil, "completed_at": nil}).Error; err != nil {
+			return err
+		}
 		for i := range p.Steps {
-			st := &p.Steps[i]
-			if st.Status == planning.StepCompleted {
-				continue
-			}
-			st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
-			if res := updateStep(tx, id, *st); res.Error != nil {
-				return res.Error
+			if st := &p.Steps[i]; st.Status != planning.StepCompleted {
+				st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
 			}
 		}
 		out = p
@@ -589,21 +589,13 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 	return p, nil
 }
 
-// UpdateStep saves a step's run state: status, result, error and times.
+// UpdateStep saves a step's run state: status, result, error and times; it
+// is the one statement that saves one step's. Raw SQL, so that a run log
+// batch can send it with its other statements.
 func (s *Plans) UpdateStep(ctx context.Context, planID string, st planning.Step) error {
 	return s.mustUpdate(ctx, "update plan step", func() error { return apperr.New(apperr.NotFound, "step %d of plan %s not found", st.Number, planID) },
-		updateStepSQL, string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
-}
-
-// updateStepSQL saves a step's run state (a run log batch merges those of
-// distinct steps: pipeline_merge.go).
-const updateStepSQL = `UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`
-
-// updateStep is the UPDATE that saves a step's run state.
-func updateStep(g *gorm.DB, planID string, st planning.Step) *gorm.DB {
-	return g.Model(&stepRow{}).Where("plan_id = ? AND number = ?", planID, st.Number).Updates(map[string]any{
-		"status": string(st.Status), "result": st.Result, "error": st.Error,
-		"started_at": stampPtr(st.StartedAt), "completed_at": stampPtr(st.CompletedAt)})
+		`UPDATE agent_plan_steps SET status = ?, result = ?, error = ?, started_at = ?, completed_at = ? WHERE plan_id = ? AND number = ?`,
+		string(st.Status), st.Result, st.Error, stampPtr(st.StartedAt), stampPtr(st.CompletedAt), planID, st.Number)
 }
 
 // SettlePlan is a turn's end for plan id in one statement: in review, it
@@ -644,9 +636,9 @@ func (s *Plans) SettlePlan(ctx context.Context, id, why string, u event.Usage) (
 // EndPlan moves an executing plan to how it ended in one UPDATE, guarded by
 // its status and by its steps as the transaction reads them (none pending
 // or running: a step end submitted before it, in the same batch or an
-// earlier one, was stored). Before it, a query reads what would refuse it,
-// for the error — both sent with the batch's other statements, not waited
-// for: the plan's end needs no round trip of its own.
+// earlier one, was stored). Before it, in the same transaction, a query
+// reads what would refuse it, for the error (in a run log batch, both are
+// sent with the batch's other statements).
 func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 	if !validID(e.ID) {
 		return notFound("plan", e.ID)
@@ -697,7 +689,7 @@ func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 		if err := b.read(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
 			return err
 		}
-		return b.mustWrite(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
+		return b.write(ctx, s.db.rebind(endPlanSQL), updateArgs, end)
 	}
 	return s.transact(ctx, func(tx *gorm.DB) error {
 		stmts := direct{tx.Statement.ConnPool}

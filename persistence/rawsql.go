@@ -81,8 +81,7 @@ func (c *core) onConn(ctx context.Context, fn func(conn gorm.ConnPool) error) er
 
 // mustUpdate runs one statement (placeholders ?) that must match a row: none
 // is missing's error; op names it in errors. Inside the run log's batch it
-// is given to the batch (pipeline.go), which hears its outcome, and
-// mustUpdate returns nil.
+// is given to the batch (runlog_batch.go), and its error is its write's.
 func (c *core) mustUpdate(ctx context.Context, op string, missing func() error, query string, args ...any) error {
 	end := func(n int64, err error) error {
 		if err != nil {
@@ -94,15 +93,15 @@ func (c *core) mustUpdate(ctx context.Context, op string, missing func() error, 
 		return nil
 	}
 	if b := batchOf(ctx); b != nil {
-		return b.mustWrite(ctx, c.db.rebind(query), args, end)
+		return b.write(ctx, c.db.rebind(query), args, end)
 	}
 	return end(c.exec(ctx, query, args...))
 }
 
 // execInsert runs one INSERT; op names it in errors. A retry that finds
 // the row's key taken means the earlier attempt's commit went through (see
-// insert). Inside the run log's batch it is given to the batch, as mustUpdate
-// is.
+// insert). Inside the run log's batch it is given to the batch, as
+// mustUpdate is.
 func (c *core) execInsert(ctx context.Context, op, query string, args ...any) error {
 	q := c.db.rebind(query)
 	if b := batchOf(ctx); b != nil {

@@ -254,7 +254,7 @@ func NewRunLog(db *DB, cfg RunLogConfig) (*RunLog, error) {
 	}
 	l := &RunLog{runReads: runReads{db: db, store: store}, cfg: cfg, runs: map[string]*runSeq{},
 		kick: make(chan struct{}, 1), hurry: make(chan struct{}, 1), stopped: make(chan struct{})}
-	l.writer = &logWriter{RunLog: l, tx: logTx{db: db, pool: pool, stats: &pipeStats{}}}
+	l.writer = &logWriter{RunLog: l, tx: logTx{db: db, pool: pool}}
 	return l, nil
 }
 

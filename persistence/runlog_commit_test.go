@@ -453,37 +453,22 @@ func TestOpenAgentOnAFirstClaimJoinsTheRunLog(t *testing.T) {
 	})
 }
 
-// TestRunLogStartsAnExecutorInOneStatement: on PostgreSQL an executor's
-// start — its agent, conversation and execution — is one statement of its
-// batch, whose foreign keys hold at its end; a start that breaks one (an
+// TestRunLogStartsAnExecutor: on PostgreSQL an executor's start — its
+// agent, conversation and execution — commits with its event, the foreign
+// keys checked in the batch's transaction; a start that breaks one (an
 // unknown plan) fails that write alone.
-func TestRunLogStartsAnExecutorInOneStatement(t *testing.T) {
+func TestRunLogStartsAnExecutor(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Open(t, persistence.DriverPostgres)
 	ctx := t.Context()
 	stores := dbtest.NewStores(t, db)
-	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{}, "00000000-0000-7000-8000-000000000003")
+	_, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{}, "00000000-0000-7000-8000-000000000003")
 	start := func(planID string, step int) (string, error) {
 		execID, write := executorStart(stores, planID, step)
 		return execID, em.Record(ctx, event.ExecutorSpawned{PlanID: planID, StepNumber: step, ExecutionID: execID}, write)
 	}
-	statements := func(f func()) int64 {
-		_, before := l.PipelineStats()
-		f()
-		_, after := l.PipelineStats()
-		return after - before
-	}
-
-	alone := statements(func() {
-		require.NoError(t, em.Record(ctx, event.Text{Content: "no write"}, func(context.Context) error { return nil }))
-	})
-	var execID string
-	withStart := statements(func() {
-		var err error
-		execID, err = start(p.ID, 1)
-		require.NoError(t, err)
-	})
-	require.Equal(t, alone+1, withStart, "the start is one statement")
+	execID, err := start(p.ID, 1)
+	require.NoError(t, err)
 	got, err := stores.Executions.ExecutionFor(ctx, persistence.AnyUser, execID)
 	require.NoError(t, err)
 	require.Equal(t, planning.ExecutionRunning, got.Status)
@@ -501,57 +486,46 @@ func TestRunLogStartsAnExecutorInOneStatement(t *testing.T) {
 	require.NoError(t, err, "the log goes on")
 }
 
-// TestRunLogPipelinesABatch: on PostgreSQL a batch's statements — the
-// fencing check, the writes its events carry, the events, the notices —
-// travel together, one round trip besides BEGIN and COMMIT, and a write's
-// statement that fails still fails only that write (its Record hears it)
-// while the rest commits.
-func TestRunLogPipelinesABatch(t *testing.T) {
+// TestRunLogFailsOnlyTheWriteAtFault: a write of a batch that fails (a
+// step that does not exist) fails only that write — its Record hears the
+// store's own error, as it would outside a batch — while the rest commits.
+func TestRunLogFailsOnlyTheWriteAtFault(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Open(t, persistence.DriverPostgres)
-	ctx := t.Context()
-	stores := dbtest.NewStores(t, db)
-	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000002")
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := t.Context()
+		stores := dbtest.NewStores(t, db)
+		l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000002")
 
-	// One batch: three steps start, one write names a step that does not
-	// exist.
-	var items []logged
-	for _, n := range []int{1, 9, 2, 3} {
-		items = append(items, logged{ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: n, Status: planning.StepRunning}},
-			write: func(ctx context.Context) error {
-				return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: planning.StepRunning})
-			}})
-	}
-	errs, trips, stmts := inOneBatch(t, l, em, items...)
-	require.NoError(t, errs[0])
-	require.Equal(t, apperr.NotFound, apperr.CodeOf(errs[1]), "%v", errs[1])
-	require.NoError(t, errs[2])
-	require.NoError(t, errs[3])
-	got, err := stores.Plans.GetPlan(ctx, p.ID)
-	require.NoError(t, err)
-	for _, s := range got.Steps {
-		require.Equal(t, planning.StepRunning, s.Status)
-	}
-	stored, err := l.Events(ctx, "r1", 0, 0)
-	require.NoError(t, err)
-	require.Len(t, stored, 5, "plan_created, the gate's text and the three starts that were stored")
+		// One batch: three steps start, one write names a step that does not
+		// exist.
+		var items []logged
+		for _, n := range []int{1, 9, 2, 3} {
+			items = append(items, logged{ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: n, Status: planning.StepRunning}},
+				write: func(ctx context.Context) error {
+					return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: n}, Status: planning.StepRunning})
+				}})
+		}
+		errs := inOneBatch(t, em, items...)
+		require.NoError(t, errs[0])
+		require.Equal(t, apperr.NotFound, apperr.CodeOf(errs[1]), "%v", errs[1])
+		require.NoError(t, errs[2])
+		require.NoError(t, errs[3])
+		got, err := stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		for _, s := range got.Steps {
+			require.Equal(t, planning.StepRunning, s.Status)
+		}
+		stored, err := l.Events(ctx, "r1", 0, 0)
+		require.NoError(t, err)
+		require.Len(t, stored, 5, "plan_created, the gate's text and the three starts that were stored")
 
-	// The batch ran three times, each attempt one round trip with its
-	// COMMIT — BEGIN, the run's check, the UPDATEs, the events' INSERT,
-	// COMMIT: the steps' UPDATEs merged into one (pipeline_merge.go), which
-	// fails on the server as one of them matches no row; each alone, which
-	// finds that write at fault (dropped); the rest, alone still.
-	require.Equal(t, int64(3), trips, "one round trip an attempt")
-	require.Greater(t, l.PipelineReserved(), int64(3*64), "each round trip's bytes reserved in the write buffer first")
-	require.Equal(t, int64((1+1+1+1+1)+(1+1+4+1+1)+(1+1+3+1+1)), stmts)
+	})
 }
 
-// On PostgreSQL a batch's single-row UPDATEs of one kind that name
-// distinct rows run as one statement, each told whether its row matched;
-// two of the same row keep their order; a merged statement that fails is
-// tried again with each statement alone, so the write at fault is found
-// and the others are stored.
-func TestRunLogMergesUpdatesOfDistinctRows(t *testing.T) {
+// On PostgreSQL a batch's writes run in their order (a step started and
+// ended in one batch ends); a statement the server refuses fails its write
+// alone and the others are stored, the log's seqs without a gap.
+func TestRunLogStoresABatchsWritesInOrder(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Open(t, persistence.DriverPostgres)
 	ctx := t.Context()
@@ -565,20 +539,19 @@ func TestRunLogMergesUpdatesOfDistinctRows(t *testing.T) {
 	}
 	step := func(n int, status planning.StepStatus) func(context.Context) error { return stepWith(n, status, "") }
 
-	// Step 1 starts and ends in the batch (not merged: the same row), step
+	// Step 1 starts and ends in the batch, step
 	// 2 starts, step 3 ends.
-	errs, _, stmts := inOneBatch(t, l, em, texts(step(1, planning.StepRunning), step(2, planning.StepRunning), step(1, planning.StepCompleted), step(3, planning.StepFailed))...)
+	errs := inOneBatch(t, em, texts(step(1, planning.StepRunning), step(2, planning.StepRunning), step(1, planning.StepCompleted), step(3, planning.StepFailed))...)
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, int64(1+1+4+1+1), stmts, "BEGIN, the run's check, four UPDATEs (two rows named twice), the events, COMMIT")
 	got, err := stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepRunning, 3: planning.StepFailed}, stepStatuses(got))
 
-	// A result the server refuses (not UTF-8) fails the merged statement:
-	// each alone, the write at fault is dropped and the others are stored.
-	errs, _, _ = inOneBatch(t, l, em, texts(step(1, planning.StepFailed), stepWith(3, planning.StepCompleted, "bad \xff"), step(2, planning.StepCompleted))...)
+	// A result the server refuses (not UTF-8) fails its write: it is
+	// dropped and the others are stored.
+	errs = inOneBatch(t, em, texts(step(1, planning.StepFailed), stepWith(3, planning.StepCompleted, "bad \xff"), step(2, planning.StepCompleted))...)
 	require.NoError(t, errs[0])
 	require.Error(t, errs[1])
 	require.NoError(t, errs[2])
@@ -598,27 +571,6 @@ func stepStatuses(p planning.Plan) map[int]planning.StepStatus {
 		out[s.Number] = s.Status
 	}
 	return out
-}
-
-// On PostgreSQL a batch's transaction begins in its pipeline: BEGIN, the
-// writes and the events go in one round trip, then COMMIT.
-func TestRunLogBatchBeginsInItsPipeline(t *testing.T) {
-	t.Parallel()
-	db := dbtest.Open(t, persistence.DriverPostgres)
-	ctx := t.Context()
-	stores := dbtest.NewStores(t, db)
-	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{}, "00000000-0000-7000-8000-000000000003")
-	trips, stmts := l.PipelineStats()
-	require.NoError(t, em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: 1, Status: planning.StepRunning}},
-		func(ctx context.Context) error {
-			return stores.Plans.UpdateStep(ctx, p.ID, planning.Step{StepDefinition: event.StepDefinition{Number: 1}, Status: planning.StepRunning})
-		}))
-	trips2, stmts2 := l.PipelineStats()
-	require.Equal(t, int64(1), trips2-trips, "one round trip, COMMIT included")
-	require.Equal(t, int64(5), stmts2-stmts, "BEGIN, the run's check, the step's UPDATE, the event's INSERT, COMMIT")
-	got, err := stores.Plans.GetPlan(ctx, p.ID)
-	require.NoError(t, err)
-	require.Equal(t, planning.StepRunning, got.Steps[0].Status, "committed")
 }
 
 // A Sync that waits for a run whose last pending event is dropped (its
@@ -657,16 +609,14 @@ func TestRunLogSyncReturnsWhenTheLastPendingEventIsDropped(t *testing.T) {
 	})
 }
 
-// On PostgreSQL the executor starts of a batch (each one statement of
-// three INSERTs) run as one statement; one that fails (its plan does not
-// exist) makes the batch try again with each alone, so only that start
-// fails and the others are stored.
-func TestRunLogMergesExecutorStarts(t *testing.T) {
+// On PostgreSQL the executor starts of one batch are all stored; one that
+// fails (its plan does not exist) fails alone and the others are stored.
+func TestRunLogStoresExecutorStartsOfOneBatch(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Open(t, persistence.DriverPostgres)
 	ctx := t.Context()
 	stores := dbtest.NewStores(t, db)
-	l, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000005")
+	_, em, p := planOnLog(t, db, stores, persistence.RunLogConfig{Linger: 100 * time.Millisecond}, "00000000-0000-7000-8000-000000000005")
 	stored := func(ids ...string) {
 		t.Helper()
 		for _, id := range ids {
@@ -680,16 +630,15 @@ func TestRunLogMergesExecutorStarts(t *testing.T) {
 
 	x1, w1 := executorStart(stores, p.ID, 1)
 	x2, w2 := executorStart(stores, p.ID, 2)
-	errs, _, stmts := inOneBatch(t, l, em, texts(w1, w2)...)
+	errs := inOneBatch(t, em, texts(w1, w2)...)
 	for _, err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, int64(1+1+1+1+1), stmts, "BEGIN, the run's check, the two starts as one statement, the events, COMMIT")
 	stored(x1, x2)
 
 	x3, w3 := executorStart(stores, p.ID, 3)
 	xBad, wBad := executorStart(stores, "00000000-0000-7000-8000-0000000000ff", 1)
-	errs, _, _ = inOneBatch(t, l, em, texts(w3, wBad)...)
+	errs = inOneBatch(t, em, texts(w3, wBad)...)
 	require.NoError(t, errs[0])
 	require.Error(t, errs[1], "a start whose plan does not exist")
 	stored(x3)
@@ -729,18 +678,12 @@ func texts(writes ...func(context.Context) error) []logged {
 // all of them wait in its queue and commit together in the next batch
 // however slowly the machine runs (a linger alone split them when the
 // test's goroutine was descheduled for longer than it). It returns each
-// item's outcome and the round trips and statements that batch sent
-// (PostgreSQL; counted from the gate's outcome, which the writer hears
-// before it takes the next batch).
-func inOneBatch(t *testing.T, l *persistence.RunLog, em event.Emitter, items ...logged) (errs []error, trips, statements int64) {
+// item's outcome.
+func inOneBatch(t *testing.T, em event.Emitter, items ...logged) (errs []error) {
 	t.Helper()
 	ctx := t.Context()
 	gate := make(chan error, 1)
-	var tripsBefore, stmtsBefore int64
-	release := dbtest.HoldWriter(t, em, func(err error) {
-		tripsBefore, stmtsBefore = l.PipelineStats()
-		gate <- err
-	})
+	release := dbtest.HoldWriter(t, em, func(err error) { gate <- err })
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -756,14 +699,11 @@ func inOneBatch(t *testing.T, l *persistence.RunLog, em event.Emitter, items ...
 	release()
 	require.NoError(t, <-gate)
 	wg.Wait()
-	tripsAfter, stmtsAfter := l.PipelineStats()
-	return errs, tripsAfter - tripsBefore, stmtsAfter - stmtsBefore
+	return errs
 }
 
 // A plan's end recorded in the batch that stores its last step ends sees
-// those ends (the steps as its transaction reads them), and on PostgreSQL
-// travels in the batch's one round trip: it waits for no answer of its
-// own. While a step has not ended, only the plan's end is refused
+// those ends (the steps as its transaction reads them). While a step has not ended, only the plan's end is refused
 // (ErrEndsNotStored) and the rest of the batch commits.
 func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
 	t.Parallel()
@@ -790,7 +730,7 @@ func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
 					return stores.Plans.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCompleted, Reason: "done",
 						CompletedAt: now, Usage: event.Usage{InputTokens: 3}})
 				})
-				errs, trips, _ := inOneBatch(t, l, em, texts(writes...)...)
+				errs := inOneBatch(t, em, texts(writes...)...)
 				for _, err := range errs[:len(errs)-1] {
 					require.NoError(t, err, "the step ends are stored")
 				}
@@ -810,31 +750,25 @@ func TestRunLogEndsAPlanWithItsLastStepEnds(t *testing.T) {
 				require.Equal(t, planning.StatusCompleted, got.Status)
 				require.Equal(t, "done", got.Reason)
 				require.EqualValues(t, 3, got.Usage.InputTokens)
-				if db.Driver() == persistence.DriverPostgres {
-					require.Equal(t, int64(1), trips, "the steps' ends and the plan's in one round trip")
-				}
 			})
 		})
 	}
 }
 
-// On PostgreSQL a plan's creation in a batch — the plan, its steps and its
-// first revision — travels in the batch's one round trip with its event.
-func TestRunLogCreatesAPlanInTheBatchsRoundTrip(t *testing.T) {
+// A plan's creation in a batch — the plan, its steps and its first
+// revision — commits with its event; a plan whose id is taken fails only
+// its own write.
+func TestRunLogCreatesAPlanInABatch(t *testing.T) {
 	t.Parallel()
 	db := dbtest.Open(t, persistence.DriverPostgres)
 	ctx := t.Context()
 	stores := dbtest.NewStores(t, db)
-	l, em, _ := planOnLog(t, db, stores, persistence.RunLogConfig{}, persistence.NewID())
+	_, em, _ := planOnLog(t, db, stores, persistence.RunLogConfig{}, persistence.NewID())
 	p := newPlan(persistence.NewID())
-	trips, stmts := l.PipelineStats()
 	require.NoError(t, em.Record(ctx, event.PlanCreated{Plan: event.Plan{ID: p.ID}}, func(ctx context.Context) error {
 		q := p
 		return stores.Plans.CreatePlan(ctx, &q)
 	}))
-	trips2, stmts2 := l.PipelineStats()
-	require.Equal(t, int64(1), trips2-trips, "one round trip, COMMIT included")
-	require.Equal(t, int64(7), stmts2-stmts, "BEGIN, the run's check, the plan's three INSERTs, the event's, COMMIT")
 	got, err := stores.Plans.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Len(t, got.Steps, 3)

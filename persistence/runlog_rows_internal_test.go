@@ -20,18 +20,6 @@ func (r *recordedStmts) query(context.Context, string, []any, func(rowScanner) e
 	return nil
 }
 
-func (r *recordedStmts) mustExec(ctx context.Context, query string, args []any, end func(int64, error) error) error {
-	return r.exec(ctx, query, args, end)
-}
-
-func (r *recordedStmts) inform(ctx context.Context, query string, args []any, read func(rowScanner) error) error {
-	return r.query(ctx, query, args, read)
-}
-
-func (r *recordedStmts) check(ctx context.Context, query string, args []any, read func(rowScanner) error, _ string, _ []any) error {
-	return r.query(ctx, query, args, read)
-}
-
 func (*recordedStmts) flush(context.Context) error { return nil }
 
 // A batch's queued rows are inserted one table at a time, the tables

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 )
 
@@ -21,8 +20,6 @@ type logTx struct {
 	// pool is the writer's own connection: its batches, which every run's
 	// Records wait for, never queue behind the main pool's requests.
 	pool *gorm.DB
-	// stats counts what its pipelines sent (PostgreSQL).
-	stats *pipeStats
 }
 
 // txBatch is what one transaction commits: the events (and the rows and
@@ -37,9 +34,6 @@ type txBatch struct {
 	notices []string
 	channel string
 	retry   bool
-	// alone sends each statement on its own (PostgreSQL): a merged one
-	// failed (errMergeFailed).
-	alone bool
 }
 
 // commit writes b in one transaction: the events' writes, in order, then
@@ -61,38 +55,28 @@ func (t logTx) commit(b txBatch) error {
 	}
 	// The transaction on a connection of its own, so that the pipeline
 	// reaches the connection the transaction holds. Its BEGIN is the
-	// pipeline's first statement (one round trip less a batch); COMMIT
-	// follows once every statement's outcome was heard.
+	// pipeline's first statement; COMMIT follows once every statement's
+	// outcome was heard.
 	conn, err := sqlDB.Conn(ctx)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = conn.Close() }()
-	p := &pipeline{conn: conn, stats: t.stats, merge: !b.alone}
+	p := &pipeline{conn: conn}
 	_ = p.exec(ctx, "BEGIN", nil, batchEnd("begin"))
 	g := t.pool.Session(&gorm.Session{Context: ctx, NewDB: true})
 	g.Statement.ConnPool = inTx{conn}
-	err = t.write(ctx, &batch{tx: g, stmts: p, at: -1}, b)
-	if err == nil {
-		if err = p.commit(ctx); err == nil {
-			return nil
+	if err = t.write(ctx, &batch{tx: g, stmts: p, at: -1}, b); err == nil {
+		if err = p.flush(ctx); err == nil {
+			if _, err = conn.ExecContext(ctx, "COMMIT"); err == nil {
+				return nil
+			}
 		}
 	}
 	if _, rerr := conn.ExecContext(ctx, "ROLLBACK"); rerr != nil {
 		// The connection may still hold the transaction: it never goes
 		// back to the pool.
 		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		return err
-	}
-	var check *checkFailed
-	if errors.As(err, &check) {
-		// The fencing check failed on the server: which runs it refuses
-		// is read again, now the transaction is gone.
-		if err = (direct{conn}).query(ctx, check.query, check.args, check.read); err == nil {
-			// It refuses none now (a run's row changed and changed
-			// back meanwhile): tried again, as a serialization failure.
-			err = &pgconn.PgError{Code: "40001", Message: "the batch's runs changed while it committed"}
-		}
 	}
 	return err
 }
@@ -118,14 +102,15 @@ func (c inTx) QueryRowContext(ctx context.Context, query string, args ...any) *s
 	return c.conn.QueryRowContext(ctx, query, args...)
 }
 
-// write gives the batch's statements to bt and sends them.
+// write gives the batch's statements to bt.
 func (t logTx) write(ctx context.Context, bt *batch, b txBatch) error {
+	stmts := bt.stmts
 	if len(b.events) > 0 && b.retry {
 		if ok, err := t.landed(ctx, bt.tx, b.events, b.rows); err != nil || ok {
 			return err // ok: the earlier attempt committed; only its answer was lost
 		}
 	}
-	if err := checkTokens(ctx, bt.stmts, t.db, b.tokens); err != nil {
+	if err := checkTokens(ctx, stmts, t.db, b.tokens); err != nil {
 		return err
 	}
 	if len(b.events) > 0 {
@@ -141,27 +126,25 @@ func (t logTx) write(ctx context.Context, bt *batch, b txBatch) error {
 				return err
 			}
 		}
-		if err := t.insertRows(ctx, bt.stmts, b.events); err != nil {
+		if err := t.insertRows(ctx, stmts, b.events); err != nil {
 			return err
 		}
-		if err := t.insertEvents(ctx, bt.stmts, b.rows); err != nil {
+		if err := t.insertEvents(ctx, stmts, b.rows); err != nil {
 			return err
 		}
 	}
 	for _, f := range b.fin {
-		if err := bt.stmts.exec(ctx, t.db.rebind(`UPDATE runs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`),
+		if err := stmts.exec(ctx, t.db.rebind(`UPDATE runs SET status = ?, finished_at = ?, updated_at = ? WHERE id = ?`),
 			[]any{f.status, f.at, f.at, f.runID}, batchEnd("end run")); err != nil {
 			return err
 		}
 	}
 	// Delivered when, and only if, the transaction commits.
 	for _, p := range b.notices {
-		if err := bt.stmts.exec(ctx, `SELECT pg_notify($1, $2)`, []any{b.channel, p}, batchEnd("notify")); err != nil {
+		if err := stmts.exec(ctx, `SELECT pg_notify($1, $2)`, []any{b.channel, p}, batchEnd("notify")); err != nil {
 			return err
 		}
 	}
-	// What is still gathered (a pipeline's last statements) goes with its
-	// COMMIT (commit).
 	return nil
 }
 
@@ -193,10 +176,10 @@ func failedWrite(ctx context.Context, at int, err error) error {
 	return &writeFailed{at: at, err: err}
 }
 
-// ownErr reports whether err, returned by a write, is the batch's own
-// (a write's statement that failed and was found failing while another
-// write ran; a fenced run; one of the batch's own statements) rather than
-// the write's: it is passed on as it is.
+// ownErr reports whether err, returned by a write, is the batch's own (an
+// earlier write's statement, sent with the batch, that was found failing
+// while this write ran; a fenced run; one of the batch's own statements)
+// rather than the write's: it is passed on as it is.
 func ownErr(err error) bool {
 	var wf *writeFailed
 	var fenced errFenced
@@ -209,9 +192,7 @@ func ownErr(err error) bool {
 // changed: a takeover either happened before — the batch is refused — or
 // waits until it committed, and then starts after its events. A run whose
 // row is gone is refused too: on PostgreSQL this check stands in for
-// run_events' foreign key, once a batch instead of once an event. Pipelined,
-// the statements after it are sent too, and are rolled back with the
-// refused batch.
+// run_events' foreign key, once a batch instead of once an event.
 func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[string]int64) error {
 	if len(tokens) == 0 {
 		return nil
@@ -225,12 +206,7 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 	for _, id := range ids {
 		args = append(args, id)
 	}
-	var assert string
-	var assertArgs []any
-	if db.driver == DriverPostgres {
-		assert, assertArgs = tokenAssertion(ids, tokens)
-	}
-	return stmts.check(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
+	return stmts.query(ctx, db.rebind(tokenSQL(len(ids), db.driver)), args, func(rows rowScanner) error {
 		var fenced errFenced
 		found := make(map[string]bool, len(ids))
 		for rows.Next() {
@@ -256,21 +232,7 @@ func checkTokens(ctx context.Context, stmts batchStmts, db *DB, tokens map[strin
 			return fenced
 		}
 		return nil
-	}, assert, assertArgs)
-}
-
-// tokenAssertion is checkTokens' query failing on the server instead
-// (pipeline.commit; PostgreSQL): division by zero unless every run of ids
-// is still there with its token, the rows locked as tokenSQL locks them.
-func tokenAssertion(ids []string, tokens map[string]int64) (string, []any) {
-	pairs := make([]string, len(ids))
-	args := make([]any, 0, 2*len(ids))
-	for i, id := range ids {
-		pairs[i] = fmt.Sprintf("($%d::text, $%d::bigint)", 2*i+1, 2*i+2)
-		args = append(args, id, tokens[id])
-	}
-	return fmt.Sprintf(`SELECT 1/(count(*) = %d)::int FROM (SELECT r.id FROM runs r JOIN (VALUES %s) AS v(id, token)
-		ON r.id = v.id AND r.lease_token = v.token ORDER BY r.id FOR UPDATE OF r) AS held`, len(ids), strings.Join(pairs, ", ")), args
+	})
 }
 
 // tokenSQL is checkTokens' query for n runs.

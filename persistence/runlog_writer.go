@@ -98,7 +98,6 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 	batch = w.liveOnly(batch)
 	rows := w.eventRows(batch)
 	wait := w.cfg.Retry.Backoff
-	alone := false
 	start := w.cfg.Now()
 	attempt := 1
 	report := func(dropped bool) {
@@ -108,7 +107,7 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 		}
 	}
 	for ; ; attempt++ {
-		b := txBatch{events: batch, rows: rows, fin: fin, tokens: w.tokens(batch, fin), retry: attempt > 1, alone: alone}
+		b := txBatch{events: batch, rows: rows, fin: fin, tokens: w.tokens(batch, fin), retry: attempt > 1}
 		b.channel, b.notices = w.notices(rows, fin)
 		err := w.tx.commit(b)
 		var fenced errFenced
@@ -124,13 +123,6 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 			w.db.committed()
 			report(false)
 			break
-		}
-		if errors.Is(err, errMergeFailed) && !alone {
-			// A merged statement failed: each alone finds the write at
-			// fault (a writeFailed next).
-			alone = true
-			attempt--
-			continue
 		}
 		if errors.Is(err, errRowsFailed) {
 			// One of the queued rows is at fault: insert them one by one

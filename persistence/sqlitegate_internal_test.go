@@ -3,11 +3,8 @@ package persistence
 import (
 	"context"
 	"path/filepath"
-	"runtime"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 )
 
@@ -47,52 +44,42 @@ func TestWriteGate(t *testing.T) {
 	g.release()
 }
 
-func TestRebind(t *testing.T) {
+// On SQLite a transaction holds the write gate from BEGIN to its end, and a
+// writing query outside one until its rows close; a read takes nothing.
+func TestGatedConnHoldsTheGateWhileItWrites(t *testing.T) {
 	t.Parallel()
-	const q = "UPDATE t SET a = ?, b = ? WHERE id = ?"
-	require.Equal(t, q, (&DB{driver: DriverSQLite}).rebind(q))
-	pg := &DB{driver: DriverPostgres}
-	require.Equal(t, "UPDATE t SET a = $1, b = $2 WHERE id = $3", pg.rebind(q))
-	require.Equal(t, "UPDATE t SET a = $1, b = $2 WHERE id = $3", pg.rebind(q), "from the cache")
-}
-
-// Unless configured, SQLite's pool has a connection per thread that can run
-// SQLite's code (at least 4, at most 16), PostgreSQL's 16.
-func TestPoolSize(t *testing.T) {
-	t.Parallel()
-	sqlite := min(max(runtime.GOMAXPROCS(0), 4), 16)
-	for _, c := range []struct {
-		cfg  Config
-		want int
-	}{
-		{Config{Driver: DriverSQLite}, sqlite},
-		{Config{Driver: DriverSQLite, MaxOpenConns: 32}, 32},
-		{Config{Driver: DriverPostgres}, 16},
-		{Config{Driver: DriverPostgres, MaxOpenConns: 3}, 3},
-	} {
-		require.Equal(t, c.want, c.cfg.maxOpen(), "%+v", c.cfg)
-	}
-	db, err := Open(t.Context(), Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "p.db")})
+	ctx := t.Context()
+	db, err := Open(ctx, Config{Driver: DriverSQLite, DSN: filepath.Join(t.TempDir(), "gate.db")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = db.Close() })
-	require.Equal(t, sqlite, db.sql.Stats().MaxOpenConnections)
-}
-
-// PostgreSQL connections cache statements (pgx's default mode), keep no
-// description cache, which that mode never reads, and plan their prepared
-// statements once (plan_cache_mode); a DSN that asks for the description
-// cache's mode keeps it, and one that sets plan_cache_mode keeps its own.
-func TestPostgresConnDefaults(t *testing.T) {
-	t.Parallel()
-	pc, err := pgConfig("postgres://u@127.0.0.1:1/db", time.Second)
+	_, err = db.sql.ExecContext(ctx, "CREATE TABLE t (x INTEGER)")
 	require.NoError(t, err)
-	require.Zero(t, pc.DescriptionCacheCapacity)
-	require.Equal(t, 512, pc.StatementCacheCapacity)
-	require.Equal(t, "force_generic_plan", pc.RuntimeParams["plan_cache_mode"])
-
-	own, err := pgx.ParseConfig("postgres://u@127.0.0.1:1/db?default_query_exec_mode=cache_describe&plan_cache_mode=auto")
+	var gate *writeGate
+	conn, err := db.sql.Conn(ctx)
 	require.NoError(t, err)
-	connDefaults(own)
-	require.Equal(t, 512, own.DescriptionCacheCapacity)
-	require.Equal(t, "auto", own.RuntimeParams["plan_cache_mode"])
+	defer func() { _ = conn.Close() }()
+	require.NoError(t, conn.Raw(func(dc any) error {
+		gate = dc.(*nulSafeConn).inner.(*gatedConn).gate
+		return nil
+	}))
+	held := func() bool { return len(gate.ch) == 1 }
+
+	rows, err := conn.QueryContext(ctx, "SELECT x FROM t")
+	require.NoError(t, err)
+	require.False(t, held(), "a read takes no gate")
+	require.NoError(t, rows.Close())
+
+	rows, err = conn.QueryContext(ctx, "INSERT INTO t VALUES (1) RETURNING x")
+	require.NoError(t, err)
+	require.True(t, held(), "a writing query holds the gate while its rows are open")
+	require.NoError(t, rows.Close())
+	require.False(t, held(), "and gives it back when they close")
+
+	tx, err := conn.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	require.True(t, held(), "a transaction holds the gate")
+	_, err = tx.ExecContext(ctx, "INSERT INTO t VALUES (2)")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.False(t, held(), "until it ends")
 }

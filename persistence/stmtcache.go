@@ -165,13 +165,6 @@ func wordByte(b byte) bool {
 	return b == '_' || b == '$' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || b >= 0x80
 }
 
-func prepare(ctx context.Context, conn driver.Conn, query string) (driver.Stmt, error) {
-	if p, ok := conn.(driver.ConnPrepareContext); ok {
-		return p.PrepareContext(ctx, query)
-	}
-	return conn.Prepare(query)
-}
-
 // execCached runs query through its cached statement.
 func (c *stmtCache) exec(ctx context.Context, conn driver.Conn, query string, args []driver.NamedValue) (driver.Result, error) {
 	cs, owned, err := c.take(ctx, conn, query)

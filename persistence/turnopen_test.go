@@ -234,9 +234,11 @@ func TestOpenTurnSurvivesATerminatedConnection(t *testing.T) {
 }
 
 // TestAppendMessageInARunLogBatch: an answer stored with its event (a
-// turn's done) is pipelined in the run log's batch; a second answer of the
-// same client turn fails its write (Conflict) and is not announced, and
-// the session's updated_at moves with the one stored.
+// turn's done) commits in the run log's batch; a second answer of the same
+// client turn is not stored again — AppendMessage fills it with the stored
+// one and reports it not created, as outside a batch — so its write (which,
+// as chat's does, refuses it) fails and it is not announced; the session's
+// updated_at moves with the one stored.
 func TestAppendMessageInARunLogBatch(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
@@ -255,7 +257,10 @@ func TestAppendMessageInARunLogBatch(t *testing.T) {
 				m := chat.Message{SessionID: sess.ID, UserID: "alice", Role: chat.RoleAssistant, Content: content, ClientTurnID: "t1"}
 				created, err := stores.Chats.AppendMessage(ctx, &m)
 				if err == nil && !created {
-					t.Error("a message appended in a batch is created or fails")
+					if m.Content != "first" {
+						t.Errorf("a message not created is filled with the stored one, got %q", m.Content)
+					}
+					return apperr.New(apperr.Conflict, "stored already")
 				}
 				return err
 			})
