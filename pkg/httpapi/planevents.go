@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,7 +84,7 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 		if first && len(evs) == 0 && cur.run == "" && planTerminal(plan.Status) {
 			// A plan older than the run log: its history from its rows.
 			rec := &event.Recorder{}
-			replayPlan(ctx, event.NewEmitter(rec, sys, h.now), plan)
+			planning.Replay(ctx, event.NewEmitter(rec, sys, h.now), plan)
 			for i, e := range rec.Events() {
 				e.Seq = int64(i + 1)
 				_ = event.WriteFrameID(w, planCursor{seq: e.Seq}.String(), e)
@@ -144,53 +143,6 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 			return nil
 		}
 		poll.Stop()
-	}
-}
-
-// replayPlan emits a stored plan's history: each step's start and end, in
-// the order they happened, and plan_complete when it ended.
-func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
-	type moment struct {
-		at    int64
-		order int
-		ev    event.Event
-		step  int
-	}
-	var ms []moment
-	for i, s := range p.Steps {
-		st := s.State()
-		if s.StartedAt != nil {
-			ms = append(ms, moment{at: s.StartedAt.UnixNano(), order: i, step: s.Number,
-				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: planning.StepRunning}}})
-		}
-		if s.CompletedAt != nil {
-			ms = append(ms, moment{at: s.CompletedAt.UnixNano(), order: i, step: s.Number, ev: event.StepComplete{PlanID: p.ID, Step: st}})
-		}
-	}
-	slices.SortStableFunc(ms, func(a, b moment) int {
-		if a.at != b.at {
-			if a.at < b.at {
-				return -1
-			}
-			return 1
-		}
-		return a.order - b.order
-	})
-	for _, m := range ms {
-		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: m.step}).Emit(ctx, m.ev)
-	}
-	switch p.Status {
-	case planning.StatusCompleted, planning.StatusFailed, planning.StatusCancelled:
-		counts := map[planning.StepStatus]int{}
-		for _, s := range p.Steps {
-			counts[s.Status]++
-		}
-		var dur int64
-		if p.StartedAt != nil && p.CompletedAt != nil {
-			dur = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()
-		}
-		em.Emit(ctx, event.PlanComplete{PlanID: p.ID, Status: p.Status, Completed: counts[planning.StepCompleted],
-			Failed: counts[planning.StepFailed], Skipped: counts[planning.StepSkipped], DurationMS: dur})
 	}
 }
 
