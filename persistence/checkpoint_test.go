@@ -29,6 +29,7 @@ func TestSQLiteCheckpointsAfterTheWritersCommits(t *testing.T) {
 		return fi.Size()
 	}
 
+	// An idle window: what is asserted is that nothing happens in it.
 	time.Sleep(300 * time.Millisecond)
 	require.Zero(t, db.CheckpointsMade(), "nothing was committed through the run log")
 	before := size()
@@ -40,7 +41,7 @@ func TestSQLiteCheckpointsAfterTheWritersCommits(t *testing.T) {
 	require.Eventually(t, func() bool { return db.CheckpointsMade() > 0 }, 10*time.Second, 5*time.Millisecond)
 	require.Greater(t, size(), before, "the log's pages reached the database file")
 	made := db.CheckpointsMade()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // another idle window
 	require.Equal(t, made, db.CheckpointsMade(), "no checkpoint without a commit")
 
 	require.NoError(t, db.Close(), "Close stops the checkpointer")
@@ -59,7 +60,7 @@ func TestSQLiteCheckpointsAtMostOnceASecond(t *testing.T) {
 	for time.Since(start) < 1500*time.Millisecond {
 		appendRun(t, l, "r1", 1)
 		require.NoError(t, l.Sync(ctx, "r1"))
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // the pace of the commits under test
 	}
 	// One at the first commit, then at most one a second: at 250 ms
 	// there would have been six by now.

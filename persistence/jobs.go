@@ -117,31 +117,10 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 	if cfg.Work == nil {
 		return nil, errors.New("persistence: NewJobs: Work is required")
 	}
-	var bad []string
-	for _, p := range cfg.Periodic {
-		if p.Name == "" || p.Every <= 0 || p.Run == nil {
-			bad = append(bad, fmt.Sprintf("periodic task %q needs a name, a positive interval and a function", p.Name))
-		}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.MaxWorkers < 0 || cfg.FetchCooldown < 0 || cfg.FetchPollInterval < 0 || cfg.RescueAfter < 0 {
-		bad = append(bad, "MaxWorkers, FetchCooldown, FetchPollInterval and RescueAfter must not be negative")
-	}
-	if len(bad) > 0 {
-		return nil, fmt.Errorf("persistence: NewJobs: %v", bad)
-	}
-	if cfg.MaxWorkers == 0 {
-		cfg.MaxWorkers = 100
-	}
-	if cfg.FetchCooldown == 0 {
-		cfg.FetchCooldown = 5 * time.Millisecond
-	}
-	if cfg.RescueAfter == 0 {
-		cfg.RescueAfter = time.Minute
-	}
-	if cfg.FetchPollInterval == 0 {
-		cfg.FetchPollInterval = time.Second
-	}
-	cfg.FetchPollInterval = max(cfg.FetchPollInterval, cfg.FetchCooldown)
 	c, err := newCore(db, StoreConfig{})
 	if err != nil {
 		return nil, err
@@ -152,20 +131,7 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[runJobArgs]) error {
 		return cfg.Work(ctx, job.Args.RunID)
 	}))
-	tasks := map[string]PeriodicTask{}
-	var periodic []*river.PeriodicJob
-	for _, p := range cfg.Periodic {
-		tasks[p.Name] = p
-		name := p.Name
-		// River refuses a uniqueness period under a second (the insert
-		// fails, and the task never runs): a task due more often runs
-		// once a second at most.
-		unique := max(p.Every, time.Second)
-		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(p.Every), func() (river.JobArgs, *river.InsertOpts) {
-			return periodicJobArgs{Name: name}, &river.InsertOpts{MaxAttempts: 1,
-				UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: unique}}
-		}, &river.PeriodicJobOpts{ID: name, RunOnStart: true}))
-	}
+	tasks, periodic := periodicJobs(cfg.Periodic)
 	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[periodicJobArgs]) error {
 		t, ok := tasks[job.Args.Name]
 		if !ok {
@@ -227,6 +193,55 @@ func NewJobs(ctx context.Context, db *DB, cfg JobsConfig) (*Jobs, error) {
 		}
 	}
 	return j, nil
+}
+
+// withDefaults checks cfg's fields and fills in the defaults of those not set.
+func (cfg JobsConfig) withDefaults() (JobsConfig, error) {
+	var bad []string
+	for _, p := range cfg.Periodic {
+		if p.Name == "" || p.Every <= 0 || p.Run == nil {
+			bad = append(bad, fmt.Sprintf("periodic task %q needs a name, a positive interval and a function", p.Name))
+		}
+	}
+	if cfg.MaxWorkers < 0 || cfg.FetchCooldown < 0 || cfg.FetchPollInterval < 0 || cfg.RescueAfter < 0 {
+		bad = append(bad, "MaxWorkers, FetchCooldown, FetchPollInterval and RescueAfter must not be negative")
+	}
+	if len(bad) > 0 {
+		return cfg, fmt.Errorf("persistence: NewJobs: %v", bad)
+	}
+	if cfg.MaxWorkers == 0 {
+		cfg.MaxWorkers = 100
+	}
+	if cfg.FetchCooldown == 0 {
+		cfg.FetchCooldown = 5 * time.Millisecond
+	}
+	if cfg.RescueAfter == 0 {
+		cfg.RescueAfter = time.Minute
+	}
+	if cfg.FetchPollInterval == 0 {
+		cfg.FetchPollInterval = time.Second
+	}
+	cfg.FetchPollInterval = max(cfg.FetchPollInterval, cfg.FetchCooldown)
+	return cfg, nil
+}
+
+// periodicJobs are River's periodic jobs of ps, and ps by name.
+func periodicJobs(ps []PeriodicTask) (map[string]PeriodicTask, []*river.PeriodicJob) {
+	tasks := map[string]PeriodicTask{}
+	var periodic []*river.PeriodicJob
+	for _, p := range ps {
+		tasks[p.Name] = p
+		name := p.Name
+		// River refuses a uniqueness period under a second (the insert
+		// fails, and the task never runs): a task due more often runs
+		// once a second at most.
+		unique := max(p.Every, time.Second)
+		periodic = append(periodic, river.NewPeriodicJob(river.PeriodicInterval(p.Every), func() (river.JobArgs, *river.InsertOpts) {
+			return periodicJobArgs{Name: name}, &river.InsertOpts{MaxAttempts: 1,
+				UniqueOpts: river.UniqueOpts{ByArgs: true, ByPeriod: unique}}
+		}, &river.PeriodicJobOpts{ID: name, RunOnStart: true}))
+	}
+	return tasks, periodic
 }
 
 // Start begins fetching and working jobs. The jobs outlive ctx: River stops

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/persistence"
@@ -88,10 +90,11 @@ func TestRunLogCommitsWritesWithTheirEvents(t *testing.T) {
 			q := p
 			return stores.Plans.CreatePlan(ctx, &q)
 		}, start(2)} {
-			wg.Go(func() {
-				errs[i] = em.Record(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: i + 1, Status: planning.StepRunning}}, w)
-			})
-			time.Sleep(5 * time.Millisecond)
+			// Submitted, the write is in the log before the text that
+			// follows it.
+			wg.Add(1)
+			em.SubmitNow(ctx, event.StepStart{PlanID: p.ID, Step: event.StepState{Number: i + 1, Status: planning.StepRunning}}, w,
+				func(err error) { errs[i] = err; wg.Done() })
 			_, err := l.Append("r1", event.Envelope{TS: time.Now(), Event: event.Text{Content: fmt.Sprint(i)}})
 			require.NoError(t, err)
 		}
@@ -171,6 +174,7 @@ func TestRunLogCommitsWritesAcrossTerminatedConnections(t *testing.T) {
 
 	const runs, perRun = 4, 60
 	var wg sync.WaitGroup
+	var recorded atomic.Int64
 	for i := range runs {
 		id := fmt.Sprintf("r%d", i)
 		require.NoError(t, l.CreateRun(ctx, &persistence.Run{ID: id, Kind: persistence.RunApprove, UserID: "alice"}))
@@ -179,14 +183,19 @@ func TestRunLogCommitsWritesAcrossTerminatedConnections(t *testing.T) {
 			for j := range perRun {
 				round := i*perRun + j + 1
 				r := planning.Review{ID: persistence.NewID(), PlanID: p.ID, Round: round, Version: 1, Verdict: planning.VerdictApproved}
-				require.NoError(t, em.Record(ctx, event.PlanReview{PlanID: p.ID, Round: round, Verdict: planning.VerdictApproved},
+				assert.NoError(t, em.Record(ctx, event.PlanReview{PlanID: p.ID, Round: round, Verdict: planning.VerdictApproved},
 					func(ctx context.Context) error { return stores.Reviews.AddReview(ctx, r) }))
+				recorded.Add(1)
 			}
 		})
 	}
+	// The connections are cut three times while the writers record, each
+	// cut once some more reviews were recorded since the last.
 	for range 3 {
 		dbtest.TerminateBackends(t, cfg.DSN)
-		time.Sleep(20 * time.Millisecond)
+		since := recorded.Load()
+		require.Eventually(t, func() bool { return recorded.Load() > since || recorded.Load() == runs*perRun },
+			30*time.Second, time.Millisecond)
 	}
 	wg.Wait()
 
@@ -597,7 +606,8 @@ func TestRunLogSyncReturnsWhenTheLastPendingEventIsDropped(t *testing.T) {
 		<-writing // the writer holds the batch
 		synced := make(chan error, 1)
 		go func() { synced <- l.Sync(ctx, "r1") }()
-		time.Sleep(50 * time.Millisecond) // Sync waits for the batch
+		require.Never(t, func() bool { return len(synced) > 0 }, 50*time.Millisecond, time.Millisecond,
+			"Sync waits while the writer holds the batch")
 		close(release)
 		require.ErrorContains(t, <-refused, "refused")
 		select {

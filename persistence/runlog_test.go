@@ -364,6 +364,8 @@ func TestRunLogLingerStartsAtTheFirstAppend(t *testing.T) {
 	// this goroutine longer gets another.
 	for attempt := 1; ; attempt++ {
 		before := committed()
+		// The time between appends is what is under test: these sleeps
+		// place c and d within a linger, no goroutine is waited for.
 		time.Sleep(linger * 5 / 6)
 		_, err = l.Append("r1", call("c"))
 		require.NoError(t, err)
@@ -419,7 +421,7 @@ func TestRunLogGathersWhatOnlyInformsForIdle(t *testing.T) {
 	first := time.Now()
 	_, err = l.Append("r1", callEvent("a"))
 	require.NoError(t, err)
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // b comes a little after a, as a tool's result does
 	_, err = l.Append("r1", callEvent("b"))
 	require.NoError(t, err)
 	require.Less(t, time.Since(first), idle, "the second append came within Idle of the first")

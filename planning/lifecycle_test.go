@@ -14,7 +14,8 @@ import (
 	"github.com/planwright/planwright/planning"
 )
 
-// slowly runs f after d.
+// slowly runs f after d: an agent whose work takes that long, which is
+// what the tests that use it are about.
 func slowly(d time.Duration, f func(ctx context.Context, task agents.Task) (agents.Result, error)) func(ctx context.Context, task agents.Task) (agents.Result, error) {
 	return func(ctx context.Context, task agents.Task) (agents.Result, error) {
 		time.Sleep(d)

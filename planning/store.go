@@ -9,9 +9,19 @@ import (
 )
 
 // Store persists plans and everything their runs produce (persistence
-// implements it). Missing rows are apperr NotFound; a transition from a
-// status not allowed is apperr Conflict naming the current status.
+// implements it): what the orchestrator, its journal and Control use, each
+// part an interface of its own. Missing rows are apperr NotFound; a
+// transition from a status not allowed is apperr Conflict naming the
+// current status.
 type Store interface {
+	PlanStore
+	ReviewStore
+	ExecutionStore
+	TranscriptStore
+}
+
+// PlanStore keeps plans, their steps and their versions.
+type PlanStore interface {
 	// CreatePlan inserts the plan, its steps and its first revision; the
 	// caller sets the ID.
 	CreatePlan(ctx context.Context, p *Plan) error
@@ -56,7 +66,17 @@ type Store interface {
 	// put before its reason), u is added to its usage, and it returns the
 	// plan's status after.
 	SettlePlan(ctx context.Context, id, why string, u event.Usage) (Status, error)
+	// ListPlans lists plans, newest first, one page at a time.
+	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)
+}
+
+// ReviewStore keeps the reviewer's verdicts.
+type ReviewStore interface {
 	AddReview(ctx context.Context, r Review) error
+}
+
+// ExecutionStore keeps the executors' agents and their runs of steps.
+type ExecutionStore interface {
 	CreateAgent(ctx context.Context, a AgentRecord) error
 	CreateAgentSession(ctx context.Context, s AgentSession) error
 	CreateExecution(ctx context.Context, e Execution) error
@@ -68,13 +88,15 @@ type Store interface {
 	// that takes a plan over closes the ones its earlier owner left
 	// running.
 	ListExecutions(ctx context.Context, planID string) ([]Execution, error)
+}
+
+// TranscriptStore keeps the agents' conversations.
+type TranscriptStore interface {
 	AppendAgentMessage(ctx context.Context, m AgentMessage) error
 	// ListAgentMessages returns a conversation's messages in Seq order: an
 	// executor that reruns a step after a takeover continues from the lost
 	// execution's.
 	ListAgentMessages(ctx context.Context, agentSessionID string) ([]AgentMessage, error)
-	// ListPlans lists plans, newest first, one page at a time.
-	ListPlans(ctx context.Context, q ListQuery) ([]Plan, string, error)
 }
 
 // PlanEnd is how an executing plan ended (Store.EndPlan).

@@ -505,9 +505,8 @@ func TestRunRoundPeakConcurrencyIsParallelism(t *testing.T) {
 			result := make(chan []tools.Outcome)
 			go func() { result <- f.rt.RunRound(context.Background(), []tools.Tool{tool}, calls) }()
 			// Open the gate only once p calls are running at the same time.
-			for running.Load() < int64(p) {
-				time.Sleep(time.Millisecond)
-			}
+			require.Eventually(t, func() bool { return running.Load() >= int64(p) }, 10*time.Second, time.Millisecond,
+				"%d calls running at once", p)
 			close(gate)
 			out := <-result
 			require.Equal(t, int64(p), peak.Load())

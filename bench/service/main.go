@@ -278,20 +278,8 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	// The trees that run: this one, and the one compared with.
 	trees := []*tree{{name: "this tree", bin: env.bin}}
 	if o.Against != "" {
-		other, err := filepath.Abs(o.Against)
+		t, err := buildAgainst(ctx, out, dir, o.Against)
 		if err != nil {
-			return err
-		}
-		if _, err := os.Stat(filepath.Join(other, "go.mod")); err != nil {
-			return fmt.Errorf("-against: %s is not a checkout of the module: %w", other, err)
-		}
-		odir := filepath.Join(dir, "against")
-		if err := os.Mkdir(odir, 0o755); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "building planwright and mcpwork of %s…\n", other)
-		t := &tree{name: "against"}
-		if t.bin, err = build(ctx, other, odir); err != nil {
 			return err
 		}
 		trees = append(trees, t)
@@ -327,6 +315,28 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return failures(append(slices.Clone(trees[0].results), trees[1].results...))
 	}
 	return failures(trees[0].results)
+}
+
+// buildAgainst builds the checkout at against, the tree compared with, in
+// dir/against.
+func buildAgainst(ctx context.Context, out io.Writer, dir, against string) (*tree, error) {
+	other, err := filepath.Abs(against)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(other, "go.mod")); err != nil {
+		return nil, fmt.Errorf("-against: %s is not a checkout of the module: %w", other, err)
+	}
+	odir := filepath.Join(dir, "against")
+	if err := os.Mkdir(odir, 0o755); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "building planwright and mcpwork of %s…\n", other)
+	t := &tree{name: "against"}
+	if t.bin, err = build(ctx, other, odir); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // tree is a checkout whose binaries run, and what they measured.

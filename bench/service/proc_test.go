@@ -149,7 +149,7 @@ func TestProcOfThisProcess(t *testing.T) {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		for range 20 {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // each sleep is a switch to be counted
 		}
 	}()
 	<-done

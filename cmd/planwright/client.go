@@ -142,16 +142,39 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 			return fmt.Errorf("%w: plans needs a subcommand: list, show, watch, approve, reject, cancel or resume", errUsage)
 		},
 	}
-	var asJSON bool
-	withClient := func(run func(ctx context.Context, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
-		return func(cmd *cobra.Command, args []string) error {
-			c, err := newClient(env, flags)
-			if err != nil {
-				return err
-			}
-			return run(cmd.Context(), c, args)
-		}
+	p := &plansCLI{env: env, flags: flags}
+	subs := []*cobra.Command{p.list()}
+	subs = append(subs, p.views()...)
+	subs = append(subs, p.approve())
+	subs = append(subs, p.decisions()...)
+	for _, sub := range subs {
+		sub.Flags().BoolVar(&p.asJSON, "json", false, "print the server's JSON (streams: one event per line)")
+		cmd.AddCommand(sub)
 	}
+	return cmd
+}
+
+// plansCLI builds the subcommands of plans.
+type plansCLI struct {
+	env    Env
+	flags  *globalFlags
+	asJSON bool
+}
+
+// withClient runs run with a client of the server.
+func (p *plansCLI) withClient(run func(ctx context.Context, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := newClient(p.env, p.flags)
+		if err != nil {
+			return err
+		}
+		return run(cmd.Context(), c, args)
+	}
+}
+
+// list is plans list.
+func (p *plansCLI) list() *cobra.Command {
+	env, withClient := p.env, p.withClient
 	var q client.PlanQuery
 	var since, until string
 	list := &cobra.Command{
@@ -176,7 +199,7 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if p.asJSON {
 				return printJSON(env.Stdout, list.Raw)
 			}
 			return tui.Plans(env.Stdout, list)
@@ -191,6 +214,12 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 	list.Flags().IntVar(&q.Limit, "limit", 0, "plans per page (1–200; default the server's)")
 	list.Flags().StringVar(&q.Cursor, "cursor", "", "the page after this cursor (printed as \"more:\")")
 
+	return list
+}
+
+// views are plans show and watch.
+func (p *plansCLI) views() []*cobra.Command {
+	env, withClient := p.env, p.withClient
 	show := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show a plan: steps, reviews, executions, usage",
@@ -200,7 +229,7 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if p.asJSON {
 				return printJSON(env.Stdout, d.Raw)
 			}
 			return tui.PlanDetail(env.Stdout, d)
@@ -211,11 +240,17 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		Short: "Watch a plan's steps live until it ends (a plan not running: its history)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client.Client, args []string) error {
-			return follow(ctx, env, c, args[0], asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
+			return follow(ctx, env, c, args[0], p.asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
 				return c.Watch(ctx, args[0], h)
 			})
 		}),
 	}
+	return []*cobra.Command{show, watch}
+}
+
+// approve is plans approve.
+func (p *plansCLI) approve() *cobra.Command {
+	env, withClient := p.env, p.withClient
 	var note, stepsFile string
 	var version int
 	approve := &cobra.Command{
@@ -236,7 +271,7 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 					return fmt.Errorf("%w: --steps %s must hold a JSON array of steps: %v", errUsage, stepsFile, err)
 				}
 			}
-			return follow(ctx, env, c, args[0], asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
+			return follow(ctx, env, c, args[0], p.asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
 				return c.Approve(ctx, args[0], req, h)
 			})
 		}),
@@ -244,6 +279,12 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 	approve.Flags().StringVar(&note, "note", "", "a note kept with the approval")
 	approve.Flags().IntVar(&version, "version", 0, "the plan version you reviewed (plans show prints it): a plan that changed since is refused")
 	approve.Flags().StringVar(&stepsFile, "steps", "", "a JSON file (- for standard input) with the edited steps: [{number, title, description, tools, depends_on, executor_required}]")
+	return approve
+}
+
+// decisions are plans reject, cancel and resume.
+func (p *plansCLI) decisions() []*cobra.Command {
+	env, withClient := p.env, p.withClient
 	var reason string
 	reject := &cobra.Command{
 		Use:   "reject ID --reason R",
@@ -253,8 +294,8 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 			if strings.TrimSpace(reason) == "" {
 				return fmt.Errorf("%w: --reason must say why the plan should not run", errUsage)
 			}
-			p, err := c.Reject(ctx, args[0], reason)
-			return planDone(env, p, err, asJSON)
+			pl, err := c.Reject(ctx, args[0], reason)
+			return planDone(env, pl, err, p.asJSON)
 		}),
 	}
 	reject.Flags().StringVar(&reason, "reason", "", "why the plan should not run (required)")
@@ -264,8 +305,8 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		Short: "Stop a running plan, or close one that waits",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client.Client, args []string) error {
-			p, err := c.CancelPlan(ctx, args[0])
-			return planDone(env, p, err, asJSON)
+			pl, err := c.CancelPlan(ctx, args[0])
+			return planDone(env, pl, err, p.asJSON)
 		}),
 	}
 	resume := &cobra.Command{
@@ -273,16 +314,12 @@ func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 		Short: "Rerun what did not complete of a failed, cancelled or interrupted plan, and follow it",
 		Args:  cobra.ExactArgs(1),
 		RunE: withClient(func(ctx context.Context, c *client.Client, args []string) error {
-			return follow(ctx, env, c, args[0], asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
+			return follow(ctx, env, c, args[0], p.asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
 				return c.Resume(ctx, args[0], h)
 			})
 		}),
 	}
-	for _, sub := range []*cobra.Command{list, show, watch, approve, reject, cancel, resume} {
-		sub.Flags().BoolVar(&asJSON, "json", false, "print the server's JSON (streams: one event per line)")
-		cmd.AddCommand(sub)
-	}
-	return cmd
+	return []*cobra.Command{reject, cancel, resume}
 }
 
 // planDone prints the plan a reject or cancel answered.

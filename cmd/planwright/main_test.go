@@ -541,7 +541,7 @@ func TestBinaryStopsOnSIGTERMAtAnyPointOfItsStart(t *testing.T) {
 			require.NoError(t, cmd.Start())
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			time.Sleep(delay)
+			time.Sleep(delay) // the point of the start the signal arrives at is under test
 			require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 			select {
 			case err := <-exited:
@@ -669,7 +669,9 @@ func TestStopDuringStart(t *testing.T) {
 		go func() {
 			done <- Run(ctx, Env{Args: []string{"serve"}, Stdout: io.Discard, Stderr: &errOut, LookupEnv: lookup(vars)})
 		}()
-		time.Sleep(time.Duration(i*20) * time.Millisecond) // from before the database opens to after it listens
+		// The point of the start the stop arrives at is under test: from
+		// before the database opens to after it listens.
+		time.Sleep(time.Duration(i*20) * time.Millisecond)
 		cancel()
 		code := <-done
 		if code != 0 {

@@ -622,7 +622,9 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	status, _ := b.do(t, http.MethodGet, "/readyz", nil)
 	require.Equal(t, http.StatusOK, status)
 	// B's start is over; let it do a round of its periodic work (a look
-	// for expired leases every lease/6).
+	// for expired leases every lease/6). What is asserted next is that
+	// this round changed nothing, which no event announces: the window
+	// is the behaviour under test.
 	time.Sleep(lease/6 + 500*time.Millisecond)
 
 	// A's plans are untouched: still executing, owned by A, first attempt,

@@ -256,8 +256,6 @@ type Outcome struct {
 // counts as the client disconnecting. The answer (partial when cancelled) is
 // stored even after ctx ends.
 func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
-	planMode := planmode.Mode(t.req.PlanMode) // validated by Reserve
-	s := t.svc
 	// The turn's own cancellation (Cancel, possibly before Run) ends ctx
 	// with its cause.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -269,27 +267,14 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	defer stopAfter()
 
 	sys := em.With(event.Source{Role: event.RoleSystem})
-	if !t.announced {
-		t.AnnounceThinking(ctx, em)
-	}
-	sys.Emit(ctx, event.Session{RunID: t.RunID, Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
-		EntityID: t.Session.EntityID, Title: t.Session.Title}})
-	if t.FocusEvent != nil {
-		sys.Emit(ctx, t.FocusEvent)
-	}
-
+	t.announce(ctx, em, sys)
 	waitErr := t.await(ctx, sys)
 	if apperr.CodeOf(waitErr) == apperr.Conflict {
-		// Rejected: another turn of the session came first. Nothing more
-		// is stored.
-		pctx := context.WithoutCancel(ctx)
-		sys.Emit(pctx, event.Error{Error: ErrorInfo(waitErr)})
-		sys.Emit(pctx, event.Done{FinishedReason: event.FinishedError, SessionID: t.Session.ID})
-		return Outcome{Finished: event.FinishedError, Err: waitErr}
+		return t.reject(ctx, sys, waitErr)
 	}
-	out := Outcome{Finished: event.FinishedCompleted}
 	facts := &factCollector{}
-	planner := &plannerRun{turn: t, mode: planMode, facts: facts}
+	mode := planmode.Mode(t.req.PlanMode) // validated by Reserve
+	planner := &plannerRun{turn: t, mode: mode, facts: facts}
 	res, err := agents.Result{}, waitErr // cancelled (or failed) while it waited
 	switch {
 	case waitErr != nil:
@@ -298,31 +283,75 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	default:
 		res, err = planner.run(ctx, em.WithSink(facts.tee(em.Sink())))
 	}
+	res, out := outcomeOf(ctx, res, err)
+	if agents.OwnerGone(ctx) {
+		// Another process owns the run now and continues it from its
+		// records: this attempt stores and announces nothing more.
+		return Outcome{Finished: event.FinishedCancelled, Usage: out.Usage}
+	}
+
+	pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), t.svc.cfg.PersistTimeout)
+	defer pcancel()
+	answer, planIDs := t.answerOf(pctx, res, out, planner.resumed)
+	var settled string // the last plan's status, as AfterTurn left it
+	if t.svc.cfg.AfterTurn != nil && len(planIDs) > 0 {
+		settled = t.svc.cfg.AfterTurn(pctx, planIDs, answer.Usage)
+	}
+	t.moveSession(pctx, sys, res, out, answer.PlanID, settled, facts.all())
+	if out.Err != nil {
+		sys.Emit(pctx, event.Error{Error: ErrorInfo(out.Err)})
+	}
+	return t.storeAnswer(pctx, sys, out, answer)
+}
+
+// announce emits what a turn opens with: agent_state thinking (unless
+// announced already), the session, the focus.
+func (t *Turn) announce(ctx context.Context, em, sys event.Emitter) {
+	if !t.announced {
+		t.AnnounceThinking(ctx, em)
+	}
+	sys.Emit(ctx, event.Session{RunID: t.RunID, Session: event.SessionInfo{ID: t.Session.ID, ContextType: string(t.Session.ContextType),
+		EntityID: t.Session.EntityID, Title: t.Session.Title}})
+	if t.FocusEvent != nil {
+		sys.Emit(ctx, t.FocusEvent)
+	}
+}
+
+// reject ends a turn another turn of the session came before: nothing more
+// is stored.
+func (t *Turn) reject(ctx context.Context, sys event.Emitter, err error) Outcome {
+	pctx := context.WithoutCancel(ctx)
+	sys.Emit(pctx, event.Error{Error: ErrorInfo(err)})
+	sys.Emit(pctx, event.Done{FinishedReason: event.FinishedError, SessionID: t.Session.ID})
+	return Outcome{Finished: event.FinishedError, Err: err}
+}
+
+// outcomeOf is how the planner's run (res, err) ends the turn; res comes
+// back as a cancellation when ctx was cancelled before the planner ran.
+func outcomeOf(ctx context.Context, res agents.Result, err error) (agents.Result, Outcome) {
+	out := Outcome{Finished: event.FinishedCompleted}
 	if cause, ok := agents.CauseOf(ctx); ok && err != nil && !res.Interrupted {
 		// Cancelled before the planner ran (while loading what it needs):
 		// a cancellation like any other, not a failure.
 		res.Finished, res.Interrupted, res.Cause, err = agents.FinishCancelled, true, cause, nil
 	}
 	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
-	if agents.OwnerGone(ctx) {
-		// Another process owns the run now and continues it from its
-		// records: this attempt stores and announces nothing more.
-		out.Finished = event.FinishedCancelled
-		return out
-	}
 	if res.Finished != "" {
 		out.Finished = res.Finished
 	}
 	if err != nil && !res.Interrupted {
 		out.Err, out.Finished = err, event.FinishedError
 	}
+	return res, out
+}
 
-	pctx, pcancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PersistTimeout)
-	defer pcancel()
+// answerOf is the assistant message the turn stores, with its new id, and
+// the plans the turn made or resumed, the last one the answer's.
+func (t *Turn) answerOf(ctx context.Context, res agents.Result, out Outcome, resumed bool) (Message, []string) {
 	answer := Message{SessionID: t.Session.ID, UserID: t.User.UserID, Role: RoleAssistant, Content: res.Text,
 		ClientTurnID: t.User.ClientTurnID, StreamRunID: t.RunID, ToolCalls: toolCalls(res.ToolCalls),
 		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
-	planIDs := t.plansOf(pctx, res.Effects, planner.resumed)
+	planIDs := t.plansOf(ctx, res.Effects, resumed)
 	if n := len(planIDs); n > 0 {
 		answer.PlanID = planIDs[n-1]
 	}
@@ -342,28 +371,29 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	}
 	// The answer is stored with done (which names it): through the run's
 	// log in one transaction.
-	answer.ID = s.cfg.NewID()
-	var settled string // the last plan's status, as AfterTurn left it
-	if s.cfg.AfterTurn != nil && len(planIDs) > 0 {
-		settled = s.cfg.AfterTurn(pctx, planIDs, answer.Usage)
-	}
+	answer.ID = t.svc.cfg.NewID()
+	return answer, planIDs
+}
 
-	// Shifts (announced when they happened; any left are announced now), the
-	// turn's facts and its summary move the session for the next turn.
+// moveSession moves the session for the next turn — shifts (announced when
+// they happened; any left are announced now), the turn's facts and its
+// summary — and announces it with last_turn_context, after agent_state
+// waiting_on_user when the turn waits.
+func (t *Turn) moveSession(ctx context.Context, sys event.Emitter, res agents.Result, out Outcome, planID, settled string, turnFacts []Fact) {
+	s := t.svc
 	meta := SessionMetadata(t.Session)
 	shifts := shiftsOf(res.Effects)
 	for _, sh := range shifts[min(t.shifted, len(shifts)):] {
-		t.applyShift(pctx, sys, sh)
+		t.applyShift(ctx, sys, sh)
 	}
-	turnFacts := facts.all()
 	meta.Facts = MergeFacts(meta.Facts, turnFacts)
 	last := event.LastTurnContext{Summary: summaryOf(res.Text), ContextType: string(t.Session.ContextType),
-		EntityID: t.Session.EntityID, ToolsUsed: toolsUsed(res.ToolCalls), PlanID: answer.PlanID}
+		EntityID: t.Session.EntityID, ToolsUsed: toolsUsed(res.ToolCalls), PlanID: planID}
 	switch {
 	case settled != "":
 		last.PlanStatus = settled
 	case last.PlanID != "":
-		last.PlanStatus = s.planStatus(pctx, t.User.UserID, last.PlanID, turnFacts)
+		last.PlanStatus = s.planStatus(ctx, t.User.UserID, last.PlanID, turnFacts)
 	}
 	meta.LastTurn = &last
 	if asked(last.ToolsUsed) && res.Halted {
@@ -373,23 +403,26 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	}
 	t.Session.Metadata = meta.raw()
 	if res.AwaitUser && out.Err == nil && !res.Interrupted {
-		sys.Emit(pctx, event.AgentState{State: event.StateWaitingOnUser})
+		sys.Emit(ctx, event.AgentState{State: event.StateWaitingOnUser})
 	}
 	// The session moves with last_turn_context, which announces it: through
 	// the run's log in the transaction of the answer (done, recorded next)
 	// instead of one of its own. A session that cannot be moved is only
 	// logged; it drops that event, never the answer.
 	moved := t.Session
-	sys.Submit(pctx, last, func(ctx context.Context) error { return s.cfg.Store.UpdateSession(ctx, moved) }, func(err error) {
+	sys.Submit(ctx, last, func(ctx context.Context) error { return s.cfg.Store.UpdateSession(ctx, moved) }, func(err error) {
 		if err != nil {
-			s.cfg.Logger.Error().Ctx(pctx).Err(err).Str("session_id", moved.ID).Msg("update session after turn")
+			s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("session_id", moved.ID).Msg("update session after turn")
 		}
 	})
-	if out.Err != nil {
-		sys.Emit(pctx, event.Error{Error: ErrorInfo(out.Err)})
-	}
+}
+
+// storeAnswer stores the answer with done, which names it; an answer that
+// cannot be stored is not announced, and the turn ends with the error.
+func (t *Turn) storeAnswer(ctx context.Context, sys event.Emitter, out Outcome, answer Message) Outcome {
+	s := t.svc
 	stored := answer
-	perr := sys.Record(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID},
+	perr := sys.Record(ctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID, MessageID: answer.ID},
 		func(ctx context.Context) error {
 			m := answer
 			created, err := s.cfg.Store.AppendMessage(ctx, &m)
@@ -400,13 +433,12 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 			return err
 		})
 	if perr != nil {
-		// Not stored, so not announced: the turn ends with the error.
-		s.cfg.Logger.Error().Ctx(pctx).Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
+		s.cfg.Logger.Error().Ctx(ctx).Err(perr).Str("session_id", t.Session.ID).Str("run_id", t.RunID).Msg("store assistant message")
 		if out.Err == nil {
 			out.Err, out.Finished = perr, event.FinishedError
-			sys.Emit(pctx, event.Error{Error: ErrorInfo(perr)})
+			sys.Emit(ctx, event.Error{Error: ErrorInfo(perr)})
 		}
-		sys.Emit(pctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID})
+		sys.Emit(ctx, event.Done{FinishedReason: out.Finished, Usage: out.Usage, SessionID: t.Session.ID})
 	} else {
 		answer = stored
 	}

@@ -55,7 +55,9 @@ func TestKilledServerChild(t *testing.T) {
 		keys[i] = secret
 	}
 	fmt.Printf("\nserving %s %s\n", e.url, strings.Join(keys, ","))
-	time.Sleep(3 * time.Minute) // killed long before
+	// This process is the server the parent kills: it must stay up until
+	// then, and not outlive a parent that died without killing it.
+	time.Sleep(3 * time.Minute)
 }
 
 // killable is a TestKilledServerChild process.
@@ -187,16 +189,12 @@ func TestKilledServer(t *testing.T) {
 	require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT id FROM runs ORDER BY id`).Scan(&ids).Error)
 	require.NotEmpty(t, ids)
 	took := time.Now()
-	for {
-		var open []string
-		require.NoError(t, db.Gorm().WithContext(ctx).Raw(`SELECT id FROM runs WHERE finished_at IS NULL`).Scan(&open).Error)
-		if len(open) == 0 {
-			break
-		}
-		require.Less(t, time.Since(took), 30*time.Second, "runs %v still unfinished after the recovery had %s (lease %s)",
-			open, time.Since(took), lease)
-		time.Sleep(100 * time.Millisecond)
-	}
+	var open []string
+	require.Eventually(t, func() bool {
+		open = nil
+		err := db.Gorm().WithContext(ctx).Raw(`SELECT id FROM runs WHERE finished_at IS NULL`).Scan(&open).Error
+		return err == nil && len(open) == 0
+	}, 30*time.Second, 100*time.Millisecond, "runs still unfinished after the recovery (lease %s): %v", lease, &open)
 	t.Logf("%d runs finished %s after the recovery started", len(ids), time.Since(took))
 
 	stores := dbtest.NewStores(t, db)

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 )
@@ -44,7 +44,8 @@ func (h *planEvents) watch(c echo.Context) error {
 // "<run>:<seq>", resumable with Last-Event-ID — then follows it live,
 // through review and the runs that start later, until the plan ended and
 // none of its runs is running; then done. The runs' own done events are
-// left out.
+// left out. A failed read of the store ends the stream with an error, then
+// done.
 func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 	var cur planCursor
 	if s := lastEventID(c); s != "" {
@@ -53,25 +54,13 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 			return apperr.Invalidf([]apperr.FieldError{{Field: "after", Message: err.Error()}}, "invalid Last-Event-ID")
 		}
 	}
-	ctx := c.Request().Context()
 	openSSE(c)
 	defer h.streamOpened()()
-	w := c.Response()
 	work, stop := followContext(c)
 	defer stop()
-	keep := time.NewTicker(h.keepAlive)
-	defer keep.Stop()
-	sys := event.Source{Role: event.RoleSystem, PlanID: plan.ID}
-	end := func(reason event.FinishedReason) {
-		final, err := h.store.PlanFor(context.WithoutCancel(ctx), h.readerOf(PrincipalOf(c)), plan.ID)
-		if err != nil {
-			final = plan
-		}
-		done := event.Envelope{TS: h.now().UTC(), Source: sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
-			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}}}
-		_ = event.WriteFrameID(w, cur.String(), done)
-		w.Flush()
-	}
+	s := &planWatch{planEvents: h, c: c, ctx: c.Request().Context(), plan: plan, cur: cur, w: c.Response(),
+		sys: event.Source{Role: event.RoleSystem, PlanID: plan.ID}, keep: time.NewTicker(h.keepAlive)}
+	defer s.keep.Stop()
 	release := func() {}
 	defer func() { release() }()
 	for first := true; ; first = false {
@@ -80,124 +69,144 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 		release()
 		var wake <-chan struct{}
 		wake, release = h.feed.PlanWake(plan.ID)
-		runs, err := h.runs.PlanRuns(ctx, plan.ID)
-		if err != nil {
+		runs, evs, err := s.read()
+		switch {
+		case err != nil:
+			s.fail(err)
+			return nil
+		case first && len(evs) == 0 && s.cur.run == "" && planTerminal(plan.Status):
+			s.replayRows()
 			return nil
 		}
-		evs, err := h.runs.PlanEvents(ctx, plan.ID, runs)
-		if err != nil {
+		if !s.send(evs) || s.ended(runs) || !s.wait(wake, work) {
 			return nil
 		}
-		if first && len(evs) == 0 && cur.run == "" && planTerminal(plan.Status) {
-			// A plan older than the run log: its history from its rows.
-			rec := &event.Recorder{}
-			replayPlan(ctx, event.NewEmitter(rec, sys, h.now), plan)
-			for i, e := range rec.Events() {
-				e.Seq = int64(i + 1)
-				_ = event.WriteFrameID(w, planCursor{seq: e.Seq}.String(), e)
-			}
-			end(finishedOf(plan.Status))
-			return nil
-		}
-		start := 0
-		if cur.run != "" {
-			for i, e := range evs {
-				if e.RunID == cur.run && e.Seq == cur.seq {
-					start = i + 1
-					break
-				}
-			}
-		}
-		wrote := false
-		for _, e := range evs[start:] {
-			cur = planCursor{run: e.RunID, seq: e.Seq}
-			if e.Event.Type() == event.TypeDone {
-				continue
-			}
-			if err := event.WriteFrameID(w, cur.String(), e.Envelope); err != nil {
-				return nil
-			}
-			wrote = true
-		}
-		if wrote {
-			w.Flush()
-			keep.Reset(h.keepAlive)
-		}
-		running := false
-		for _, r := range runs {
-			running = running || r.FinishedAt == nil
-		}
-		if !running {
-			now, err := h.store.PlanFor(ctx, h.readerOf(PrincipalOf(c)), plan.ID)
-			if err == nil && planTerminal(now.Status) {
-				end(finishedOf(now.Status))
-				return nil
-			}
-		}
-		poll := time.NewTimer(h.poll * 4)
-		select {
-		case <-wake:
-		case <-poll.C:
-		case <-keep.C:
-			_ = event.WriteComment(w, "keep-alive")
-			w.Flush()
-		case <-work.Done():
-			poll.Stop()
-			if shuttingDown(work) {
-				_ = event.WriteFrameID(w, cur.String(), event.Envelope{TS: h.now().UTC(), Source: sys, Event: shutdownError()})
-				end(event.FinishedCancelled)
-			}
-			return nil
-		}
-		poll.Stop()
 	}
 }
 
-// replayPlan emits a stored plan's history: each step's start and end, in
-// the order they happened, and plan_complete when it ended.
-func replayPlan(ctx context.Context, em event.Emitter, p planning.Plan) {
-	type moment struct {
-		at    int64
-		order int
-		ev    event.Event
-		step  int
+// planWatch is one stream of watchLog: where it is in the plan's history.
+type planWatch struct {
+	*planEvents
+	c    echo.Context
+	ctx  context.Context
+	plan planning.Plan
+	cur  planCursor
+	w    *echo.Response
+	sys  event.Source
+	keep *time.Ticker
+}
+
+// read returns the plan's runs and their events about it.
+func (s *planWatch) read() ([]event.Run, []event.PlanEvent, error) {
+	runs, err := s.runs.PlanRuns(s.ctx, s.plan.ID)
+	if err != nil {
+		return nil, nil, err
 	}
-	var ms []moment
-	for i, s := range p.Steps {
-		st := s.State()
-		if s.StartedAt != nil {
-			ms = append(ms, moment{at: s.StartedAt.UnixNano(), order: i, step: s.Number,
-				ev: event.StepStart{PlanID: p.ID, Step: event.StepState{Number: s.Number, Title: s.Title, Status: planning.StepRunning}}})
-		}
-		if s.CompletedAt != nil {
-			ms = append(ms, moment{at: s.CompletedAt.UnixNano(), order: i, step: s.Number, ev: event.StepComplete{PlanID: p.ID, Step: st}})
-		}
+	evs, err := s.runs.PlanEvents(s.ctx, s.plan.ID, runs)
+	return runs, evs, err
+}
+
+// fail ends the stream after a failed read: an error event and done, unless
+// the client is gone already.
+func (s *planWatch) fail(err error) {
+	if s.ctx.Err() != nil {
+		return
 	}
-	slices.SortStableFunc(ms, func(a, b moment) int {
-		if a.at != b.at {
-			if a.at < b.at {
-				return -1
+	s.log.Error().Ctx(s.ctx).Err(err).Str("plan_id", s.plan.ID).Msg("read plan events")
+	_ = event.WriteFrameID(s.w, s.cur.String(), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Error{Error: chat.ErrorInfo(err)}})
+	_ = event.WriteFrameID(s.w, s.cur.String(), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Done{FinishedReason: event.FinishedError}})
+	s.w.Flush()
+}
+
+// replayRows streams the history of a plan older than the run log from its
+// rows, then done.
+func (s *planWatch) replayRows() {
+	rec := &event.Recorder{}
+	planning.Replay(s.ctx, event.NewEmitter(rec, s.sys, s.now), s.plan)
+	for i, e := range rec.Events() {
+		e.Seq = int64(i + 1)
+		_ = event.WriteFrameID(s.w, planCursor{seq: e.Seq}.String(), e)
+	}
+	s.end(finishedOf(s.plan.Status))
+}
+
+// send writes the events after the cursor, but the runs' done events; false
+// when the client is gone.
+func (s *planWatch) send(evs []event.PlanEvent) bool {
+	start := 0
+	if s.cur.run != "" {
+		for i, e := range evs {
+			if e.RunID == s.cur.run && e.Seq == s.cur.seq {
+				start = i + 1
+				break
 			}
-			return 1
 		}
-		return a.order - b.order
-	})
-	for _, m := range ms {
-		em.With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: m.step}).Emit(ctx, m.ev)
 	}
-	switch p.Status {
-	case planning.StatusCompleted, planning.StatusFailed, planning.StatusCancelled:
-		counts := map[planning.StepStatus]int{}
-		for _, s := range p.Steps {
-			counts[s.Status]++
+	wrote := false
+	for _, e := range evs[start:] {
+		s.cur = planCursor{run: e.RunID, seq: e.Seq}
+		if e.Event.Type() == event.TypeDone {
+			continue
 		}
-		var dur int64
-		if p.StartedAt != nil && p.CompletedAt != nil {
-			dur = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()
+		if err := event.WriteFrameID(s.w, s.cur.String(), e.Envelope); err != nil {
+			return false
 		}
-		em.Emit(ctx, event.PlanComplete{PlanID: p.ID, Status: p.Status, Completed: counts[planning.StepCompleted],
-			Failed: counts[planning.StepFailed], Skipped: counts[planning.StepSkipped], DurationMS: dur})
+		wrote = true
 	}
+	if wrote {
+		s.w.Flush()
+		s.keep.Reset(s.keepAlive)
+	}
+	return true
+}
+
+// ended writes done when the plan ended and none of its runs is running,
+// and reports whether it did.
+func (s *planWatch) ended(runs []event.Run) bool {
+	for _, r := range runs {
+		if r.FinishedAt == nil {
+			return false
+		}
+	}
+	now, err := s.store.PlanFor(s.ctx, s.readerOf(PrincipalOf(s.c)), s.plan.ID)
+	if err != nil || !planTerminal(now.Status) {
+		return false
+	}
+	s.end(finishedOf(now.Status))
+	return true
+}
+
+// wait waits for a wake-up, the poll or a keep-alive; false when the stream
+// ends (the client left, or the server drains: then an error and done).
+func (s *planWatch) wait(wake <-chan struct{}, work context.Context) bool {
+	poll := time.NewTimer(s.poll * 4)
+	defer poll.Stop()
+	select {
+	case <-wake:
+	case <-poll.C:
+	case <-s.keep.C:
+		_ = event.WriteComment(s.w, "keep-alive")
+		s.w.Flush()
+	case <-work.Done():
+		if shuttingDown(work) {
+			_ = event.WriteFrameID(s.w, s.cur.String(), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: shutdownError()})
+			s.end(event.FinishedCancelled)
+		}
+		return false
+	}
+	return true
+}
+
+// end writes done with the plan's session and usage as stored now.
+func (s *planWatch) end(reason event.FinishedReason) {
+	final, err := s.store.PlanFor(context.WithoutCancel(s.ctx), s.readerOf(PrincipalOf(s.c)), s.plan.ID)
+	if err != nil {
+		final = s.plan
+	}
+	done := event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
+		Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}}}
+	_ = event.WriteFrameID(s.w, s.cur.String(), done)
+	s.w.Flush()
 }
 
 // planCursor is a position in a plan's history: an event of one of its

@@ -117,38 +117,13 @@ type RevisionView struct {
 	CreatedAt time.Time  `json:"created_at"`
 }
 
-// StepDiff says which step numbers a revision added, removed or changed.
+// StepDiff says which step numbers a revision added, removed or changed
+// (planning.DiffRevisions).
 type StepDiff struct {
 	GoalChanged bool  `json:"goal_changed,omitempty"`
 	Added       []int `json:"added"`
 	Removed     []int `json:"removed"`
 	Changed     []int `json:"changed"`
-}
-
-// diffSteps compares two versions of a plan by step number.
-func diffSteps(prev, next planning.Revision) StepDiff {
-	d := StepDiff{GoalChanged: prev.Goal != next.Goal, Added: []int{}, Removed: []int{}, Changed: []int{}}
-	old := map[int]planning.Step{}
-	for _, s := range prev.Steps {
-		old[s.Number] = s
-	}
-	seen := map[int]bool{}
-	for _, s := range next.Steps {
-		seen[s.Number] = true
-		o, ok := old[s.Number]
-		switch {
-		case !ok:
-			d.Added = append(d.Added, s.Number)
-		case !o.StepDefinition.Equal(s.StepDefinition):
-			d.Changed = append(d.Changed, s.Number)
-		}
-	}
-	for _, s := range prev.Steps {
-		if !seen[s.Number] {
-			d.Removed = append(d.Removed, s.Number)
-		}
-	}
-	return d
 }
 
 // ReviewView is one reviewer round.
@@ -223,7 +198,7 @@ func (h *planHandlers) get(c echo.Context) error {
 			v.Steps = append(v.Steps, stepView(s))
 		}
 		if i > 0 {
-			d := diffSteps(revs[i-1], r)
+			d := StepDiff(planning.DiffRevisions(revs[i-1], r))
 			v.Diff = &d
 		}
 		out.Revisions = append(out.Revisions, v)

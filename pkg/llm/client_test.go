@@ -212,11 +212,16 @@ func TestCancellationReturnsTheCause(t *testing.T) {
 			h := newHarness(t, provider, true, 5*time.Second, llmtest.Reply{Chunks: []string{"x"}, Stall: true})
 			ctx, cancel := context.WithCancelCause(context.Background())
 			cause := errors.New("user cancelled")
+			generated := make(chan error, 1)
 			go func() {
-				time.Sleep(50 * time.Millisecond)
-				cancel(cause)
+				_, err := h.client.Generate(ctx, llm.Request{Messages: userAsks("hi")}, nil)
+				generated <- err
 			}()
-			_, err := h.client.Generate(ctx, llm.Request{Messages: userAsks("hi")}, nil)
+			// Cancel once the request reached the peer, whose stream then
+			// stalls.
+			require.Eventually(t, func() bool { return h.peer.Requests() > 0 }, 5*time.Second, time.Millisecond)
+			cancel(cause)
+			err := <-generated
 			require.Same(t, cause, err, "a stalled stream ends with the caller's cause")
 			require.Equal(t, 1, h.peer.Requests())
 		})

@@ -188,26 +188,9 @@ func (r *Renderer) Event(ev client.Event) {
 		r.table.clear()
 		r.out.text(e.Content)
 	case event.ToolCall:
-		args := string(e.ToolCall.Arguments)
-		if args == "null" {
-			args = ""
-		}
-		r.calls[e.ToolCall.ID] = fmt.Sprintf("%s %s", e.ToolCall.Name, Cut(args, 60))
-		if live {
-			r.line(fmt.Sprintf("  → %s: %s", Who(src), r.calls[e.ToolCall.ID]))
-		}
+		r.toolCalled(e, src, live)
 	case event.ToolResult:
-		desc := r.calls[e.ToolCallID]
-		if desc == "" {
-			desc = e.Name
-		}
-		if e.Success {
-			if !live {
-				r.line(fmt.Sprintf("  ✓ %s: %s", Who(src), desc))
-			}
-		} else {
-			r.line(fmt.Sprintf("  ✗ %s: %s: %s", Who(src), desc, Cut(e.Error, 120)))
-		}
+		r.toolReturned(e, src, live)
 	case event.Operation:
 		r.line(fmt.Sprintf("  · %s %s %q: %s", e.Action, e.EntityType, e.EntityName, e.Status))
 	case event.ContextShift:
@@ -226,41 +209,11 @@ func (r *Renderer) Event(ev client.Event) {
 	case event.PlanReview:
 		r.line(fmt.Sprintf("reviewer, round %d: %s — %s", e.Round, e.Verdict, Cut(e.Comments, 200)))
 	case event.StepStart:
-		row := r.table.row(e.Step)
-		row.status, row.started, row.ended = event.StepRunning, at, time.Time{}
-		if live {
-			r.table.redraw()
-		} else {
-			r.line(fmt.Sprintf("  ▸ step %d %s: running", row.number, row.title))
-		}
+		r.stepStarted(e, at, live)
 	case event.StepComplete:
-		row := r.table.row(e.Step)
-		row.status, row.ended, row.errorText = e.Step.Status, at, e.Step.Error
-		if row.started.IsZero() {
-			row.started = at
-		}
-		if live {
-			r.table.redraw()
-		} else {
-			msg := fmt.Sprintf("  %s step %d %s: %s", Mark(row.status), row.number, row.title, row.status)
-			if !row.started.IsZero() && row.status != event.StepSkipped {
-				msg += " in " + Duration(row.ended.Sub(row.started))
-			}
-			if row.errorText != "" {
-				msg += ": " + Cut(row.errorText, 120)
-			}
-			r.line(msg)
-		}
+		r.stepCompleted(e, at, live)
 	case event.PlanComplete:
-		if e.Status == event.PlanCancelled {
-			r.table.cancelRunning(at)
-		}
-		if live {
-			r.table.redraw()
-		}
-		r.line(fmt.Sprintf("plan %s: %d completed, %d failed, %d skipped in %s", e.Status, e.Completed, e.Failed, e.Skipped,
-			Duration(time.Duration(e.DurationMS)*time.Millisecond)))
-		r.table.freeze()
+		r.planCompleted(e, at, live)
 	case event.ClarifyingQuestions:
 		r.Questions = append(r.Questions, e.Questions...)
 	case event.DuplicateDetected:
@@ -271,16 +224,93 @@ func (r *Renderer) Event(ev client.Event) {
 		r.failed = e.Error.Code + ": " + e.Error.Message
 		r.line("error: " + r.failed)
 	case event.Done:
-		r.finished = e.FinishedReason
-		r.table.freeze()
-		r.out.endLine()
-		switch e.FinishedReason {
-		case event.FinishedCompleted:
-		case event.FinishedCancelled:
-			r.line("(stopped)")
-		default:
-			r.line("(" + string(e.FinishedReason) + ")")
+		r.done(e)
+	}
+}
+
+// toolCalled writes a tool call: its line while live, its description for the result.
+func (r *Renderer) toolCalled(e event.ToolCall, src event.Source, live bool) {
+	args := string(e.ToolCall.Arguments)
+	if args == "null" {
+		args = ""
+	}
+	r.calls[e.ToolCall.ID] = fmt.Sprintf("%s %s", e.ToolCall.Name, Cut(args, 60))
+	if live {
+		r.line(fmt.Sprintf("  → %s: %s", Who(src), r.calls[e.ToolCall.ID]))
+	}
+}
+
+// toolReturned writes a tool's result: a failure always, a success when not live.
+func (r *Renderer) toolReturned(e event.ToolResult, src event.Source, live bool) {
+	desc := r.calls[e.ToolCallID]
+	if desc == "" {
+		desc = e.Name
+	}
+	if e.Success {
+		if !live {
+			r.line(fmt.Sprintf("  ✓ %s: %s", Who(src), desc))
 		}
+	} else {
+		r.line(fmt.Sprintf("  ✗ %s: %s: %s", Who(src), desc, Cut(e.Error, 120)))
+	}
+}
+
+// stepStarted marks a step running: in the table while live, a line otherwise.
+func (r *Renderer) stepStarted(e event.StepStart, at time.Time, live bool) {
+	row := r.table.row(e.Step)
+	row.status, row.started, row.ended = event.StepRunning, at, time.Time{}
+	if live {
+		r.table.redraw()
+	} else {
+		r.line(fmt.Sprintf("  ▸ step %d %s: running", row.number, row.title))
+	}
+}
+
+// stepCompleted marks a step ended: in the table while live, a line otherwise.
+func (r *Renderer) stepCompleted(e event.StepComplete, at time.Time, live bool) {
+	row := r.table.row(e.Step)
+	row.status, row.ended, row.errorText = e.Step.Status, at, e.Step.Error
+	if row.started.IsZero() {
+		row.started = at
+	}
+	if live {
+		r.table.redraw()
+	} else {
+		msg := fmt.Sprintf("  %s step %d %s: %s", Mark(row.status), row.number, row.title, row.status)
+		if !row.started.IsZero() && row.status != event.StepSkipped {
+			msg += " in " + Duration(row.ended.Sub(row.started))
+		}
+		if row.errorText != "" {
+			msg += ": " + Cut(row.errorText, 120)
+		}
+		r.line(msg)
+	}
+}
+
+// planCompleted writes the plan's end and freezes the table.
+func (r *Renderer) planCompleted(e event.PlanComplete, at time.Time, live bool) {
+	if e.Status == event.PlanCancelled {
+		r.table.cancelRunning(at)
+	}
+	if live {
+		r.table.redraw()
+	}
+	r.line(fmt.Sprintf("plan %s: %d completed, %d failed, %d skipped in %s", e.Status, e.Completed, e.Failed, e.Skipped,
+		Duration(time.Duration(e.DurationMS)*time.Millisecond)))
+	r.table.freeze()
+}
+
+// done ends the output with how the stream finished.
+func (r *Renderer) done(e event.Done) {
+	r.finished = e.FinishedReason
+	r.table.freeze()
+	r.out.endLine()
+	switch e.FinishedReason {
+	case event.FinishedCompleted:
+	case event.FinishedCancelled:
+		r.line("(stopped)")
+	default:
+		r.line("(" + string(e.FinishedReason) + ")")
 	}
 }
 
