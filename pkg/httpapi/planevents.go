@@ -63,7 +63,7 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 		}
 		done := event.Envelope{TS: h.now().UTC(), Source: sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
 			Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}}}
-		_ = event.WriteFrameID(w, cur.String(), done)
+		_ = event.WriteFrameID(w, cur.made(event.TypeDone), done)
 		w.Flush()
 	}
 	release := func() {}
@@ -138,7 +138,7 @@ func (h *planEvents) watchLog(c echo.Context, plan planning.Plan) error {
 		case <-work.Done():
 			poll.Stop()
 			if shuttingDown(work) {
-				_ = event.WriteFrameID(w, cur.String(), event.Envelope{TS: h.now().UTC(), Source: sys, Event: shutdownError()})
+				_ = event.WriteFrameID(w, cur.made(event.TypeError), event.Envelope{TS: h.now().UTC(), Source: sys, Event: shutdownError()})
 				end(event.FinishedCancelled)
 			}
 			return nil
@@ -203,9 +203,18 @@ type planCursor struct {
 
 func (p planCursor) String() string { return p.run + ":" + strconv.FormatInt(p.seq, 10) }
 
+// made is the id of a frame the stream makes up at p, not one of the log's
+// (its done, a shutdown error): "<run>:<seq>:<type>", an id of its own —
+// a client that drops frames whose id it has seen keeps it — that resumes
+// like p.
+func (p planCursor) made(t event.Type) string { return p.String() + ":" + string(t) }
+
 func parsePlanCursor(s string) (planCursor, error) {
+	for _, t := range []event.Type{event.TypeDone, event.TypeError} {
+		s = strings.TrimSuffix(s, ":"+string(t))
+	}
 	i := strings.LastIndexByte(s, ':')
-	if i <= 0 {
+	if i < 0 {
 		return planCursor{}, errors.New("want <run>:<seq>")
 	}
 	n, err := strconv.ParseInt(s[i+1:], 10, 64)
