@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/httpapi"
 )
 
 // A plan watch stream's closing done is a frame the stream makes up, not
@@ -50,6 +51,29 @@ func TestPlanWatchDoneHasItsOwnID(t *testing.T) {
 				require.Len(t, rest, 1, "after %s: only done", last)
 				require.Equal(t, "done", rest[0].Type)
 				require.True(t, strings.HasSuffix(rest[0].ID, ":done"))
+			}
+		})
+	}
+}
+
+// A plan's runs, as GET /api/plans/{id} lists them, say how far their
+// logs go, as GET /api/runs/{id} does.
+func TestPlanRunsShowTheirLastSeq(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnv(t, driver, scriptedModel(t, reviewScript), nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			planID, _ := draftPlan(t, e)
+			readStream(t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/approve", nil))
+			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+			require.Len(t, detail.Runs, 2, "the turn that drafted it and the approval")
+			for _, r := range detail.Runs {
+				run := decodeBody[httpapi.RunView](t, e.request(t, ctx, "alice", "GET", "/api/runs/"+r.ID, nil))
+				require.Positive(t, run.LastSeq)
+				require.Equal(t, run.LastSeq, r.LastSeq, "run %s", r.ID)
 			}
 		})
 	}
