@@ -62,8 +62,30 @@ func (l runReads) PlanRuns(ctx context.Context, planID string) ([]Run, error) {
 		return nil, dbErr("list plan runs", err)
 	}
 	out := make([]Run, len(rows))
+	ids := make([]string, len(rows))
 	for i, r := range rows {
-		out[i] = r.run()
+		out[i], ids[i] = r.run(), r.ID
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	// Each run's last committed seq, as GetRun says it.
+	var lasts []struct {
+		RunID string
+		Last  int64
+	}
+	if err := l.store.do(ctx, func(g *gorm.DB) error {
+		lasts = nil
+		return g.Raw(`SELECT run_id, MAX(seq) AS last FROM run_events WHERE run_id IN ? GROUP BY run_id`, ids).Scan(&lasts).Error
+	}); err != nil {
+		return nil, dbErr("list plan runs", err)
+	}
+	last := make(map[string]int64, len(lasts))
+	for _, l := range lasts {
+		last[l.RunID] = l.Last
+	}
+	for i := range out {
+		out[i].LastSeq = last[out[i].ID]
 	}
 	return out, nil
 }

@@ -192,6 +192,7 @@ type registry struct {
 
 // activeRun is one running plan.
 type activeRun struct {
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 	// cancelledBy is who cancelled the run through Control.Cancel (guarded
@@ -201,15 +202,28 @@ type activeRun struct {
 
 // register marks planID as running and returns the run's context (what
 // cancel cancels) and release, which ends the registration and closes the
-// plan's watchers. A plan already running is a Conflict.
+// plan's watchers. A plan already running is a Conflict — unless that run
+// lost its owner (agents.OwnerLost: this process handed its run over, and
+// writes nothing more of it): the takeover waits for it to wind down, as
+// long as ctx lets it.
 func (r *registry) register(ctx context.Context, planID string) (context.Context, *activeRun, func(), error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, busy := r.plans[planID]; busy {
-		return nil, nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
+	for prev, busy := r.plans[planID]; busy; prev, busy = r.plans[planID] {
+		if !agents.OwnerGone(prev.ctx) {
+			return nil, nil, nil, apperr.New(apperr.Conflict, "plan %s is already running", planID)
+		}
+		r.mu.Unlock()
+		select {
+		case <-prev.done:
+		case <-ctx.Done():
+			r.mu.Lock()
+			return nil, nil, nil, context.Cause(ctx)
+		}
+		r.mu.Lock()
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	run := &activeRun{cancel: cancel, done: make(chan struct{})}
+	run := &activeRun{ctx: rctx, cancel: cancel, done: make(chan struct{})}
 	r.plans[planID] = run
 	return rctx, run, func() {
 		r.mu.Lock()

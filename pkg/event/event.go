@@ -365,6 +365,10 @@ type StepState struct {
 type StepStart struct {
 	PlanID string    `json:"plan_id"`
 	Step   StepState `json:"step"`
+	// Attempt numbers a start of the step again in the same run: 2 for the
+	// step a takeover reruns (its earlier owner died while it ran), and so
+	// on; absent for the first.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // StepComplete says a step reached a final state.

@@ -113,6 +113,9 @@ type envWiring struct {
 	// Tools, when set, registers more tools and names them: the global
 	// context offers them (set "extra").
 	Tools func(t testing.TB, reg *tools.Registry, stores dbtest.Stores) []string
+	// Records wires the planners' transcripts and the tool calls' records,
+	// as serve does: a run taken over continues from them.
+	Records bool
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
@@ -129,9 +132,13 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	require.NoError(t, err)
 	registry := tools.NewRegistry()
 	meter := metrics.New()
-	orch, err := planning.NewOrchestrator(planning.Config{Store: stores.PlanRecords, Runner: runner, Tools: rt, Lookup: registry.Get,
+	pcfg := planning.Config{Store: stores.PlanRecords, Runner: runner, Tools: rt, Lookup: registry.Get,
 		Observer: meter.ObservedSink(event.Discard),
-		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
+		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer}
+	if w.Records {
+		pcfg.Records = stores.PlanRecords
+	}
+	orch, err := planning.NewOrchestrator(pcfg)
 	require.NoError(t, err)
 	require.NoError(t, registry.Register(tools.New(tools.Spec{Name: "lookup_fact", Description: "look a fact up"},
 		func(context.Context, tools.Call, tools.NoArgs) (tools.Result, error) {
@@ -161,14 +168,18 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	// The worker is built after the chat service, which cancels turns
 	// through it (multitask interrupt), as cmd's turnCanceller does.
 	var worker *runs.Service
-	svc, err := chat.NewService(chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runLog,
+	ccfg := chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runLog,
 		CancelTurn: func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
 			return worker.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
 		},
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: global,
-				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})})
+				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})}
+	if w.Records {
+		ccfg.Transcripts, ccfg.Records = stores.Executions, stores.ToolExecutions
+	}
+	svc, err := chat.NewService(ccfg)
 	require.NoError(t, err)
 	env := chatEnv{stores: stores, svc: svc, orch: orch, keys: map[string]string{}, db: db}
 	for _, u := range []string{"alice", "bob", "ops"} {

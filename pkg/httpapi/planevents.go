@@ -113,8 +113,8 @@ func (s *planWatch) fail(err error) {
 		return
 	}
 	s.log.Error().Ctx(s.ctx).Err(err).Str("plan_id", s.plan.ID).Msg("read plan events")
-	_ = event.WriteFrameID(s.w, s.cur.String(), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Error{Error: chat.ErrorInfo(err)}})
-	_ = event.WriteFrameID(s.w, s.cur.String(), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Done{FinishedReason: event.FinishedError}})
+	_ = event.WriteFrameID(s.w, s.cur.made(event.TypeError), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Error{Error: chat.ErrorInfo(err)}})
+	_ = event.WriteFrameID(s.w, s.cur.made(event.TypeDone), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Done{FinishedReason: event.FinishedError}})
 	s.w.Flush()
 }
 
@@ -189,7 +189,7 @@ func (s *planWatch) wait(wake <-chan struct{}, work context.Context) bool {
 		s.w.Flush()
 	case <-work.Done():
 		if shuttingDown(work) {
-			_ = event.WriteFrameID(s.w, s.cur.String(), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: shutdownError()})
+			_ = event.WriteFrameID(s.w, s.cur.made(event.TypeError), event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: shutdownError()})
 			s.end(event.FinishedCancelled)
 		}
 		return false
@@ -205,7 +205,7 @@ func (s *planWatch) end(reason event.FinishedReason) {
 	}
 	done := event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
 		Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}}}
-	_ = event.WriteFrameID(s.w, s.cur.String(), done)
+	_ = event.WriteFrameID(s.w, s.cur.made(event.TypeDone), done)
 	s.w.Flush()
 }
 
@@ -218,9 +218,18 @@ type planCursor struct {
 
 func (p planCursor) String() string { return p.run + ":" + strconv.FormatInt(p.seq, 10) }
 
+// made is the id of a frame the stream makes up at p, not one of the log's
+// (its done, a shutdown error): "<run>:<seq>:<type>", an id of its own —
+// a client that drops frames whose id it has seen keeps it — that resumes
+// like p.
+func (p planCursor) made(t event.Type) string { return p.String() + ":" + string(t) }
+
 func parsePlanCursor(s string) (planCursor, error) {
+	for _, t := range []event.Type{event.TypeDone, event.TypeError} {
+		s = strings.TrimSuffix(s, ":"+string(t))
+	}
 	i := strings.LastIndexByte(s, ':')
-	if i <= 0 {
+	if i < 0 {
 		return planCursor{}, errors.New("want <run>:<seq>")
 	}
 	n, err := strconv.ParseInt(s[i+1:], 10, 64)

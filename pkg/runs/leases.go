@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/planwright/planwright/agents"
 )
 
 // owned are the runs this process works, by run id. It is safe for
@@ -177,9 +175,10 @@ func (l *leases) check(ctx context.Context) {
 func (l *leases) handOver(ctx context.Context) int {
 	n := 0
 	for id, a := range l.runs.snapshot() {
-		a.mu.Lock()
-		a.lost = true // from now on its sink drops everything
-		a.mu.Unlock()
+		// From now on its sink drops everything, and its work is cancelled
+		// before the run is free to take: an attempt that takes it in this
+		// process finds the work losing it, not still running it.
+		a.lose()
 		released, err := l.cfg.Store.Release(ctx, id, a.token)
 		if err != nil {
 			l.cfg.Logger.Error().Err(err).Str("run_id", id).Msg("hand a run over; it is taken over when its lease expires")
@@ -187,7 +186,6 @@ func (l *leases) handOver(ctx context.Context) int {
 		if released {
 			n++
 		}
-		a.cancel(agents.OwnerLost)
 	}
 	return n
 }

@@ -80,6 +80,9 @@ type Log interface {
 	OpenFirstClaim(runID string, token int64) (int64, error)
 	Appender
 	Finish(runID, status string)
+	// Events returns runID's committed events after seq after, in order,
+	// at most limit (0: all).
+	Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error)
 }
 
 // Feed fans a run's committed events out to this process's followers
@@ -265,12 +268,14 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		}
 	}
 	var last int64
+	before := toldIn(nil)
 	if r.Attempts == 1 {
 		// Nobody owned it before: its log is the first event its creation
 		// stored.
 		last, err = s.cfg.Log.OpenFirstClaim(r.ID, r.LeaseToken)
-	} else {
-		last, err = s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken)
+	} else if last, err = s.cfg.Log.OpenRun(ctx, r.ID, r.LeaseToken); err == nil {
+		// What the earlier attempts told is not told again (announcedSink).
+		before, err = s.toldBefore(ctx, r.ID, last)
 	}
 	if err != nil {
 		// Not ours to run after all; free it for another attempt.
@@ -288,7 +293,7 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)
 	// WithCommits: the run log takes each Record's write and commits it in
 	// the transaction that stores the event announcing it (DESIGN: Runs).
-	em := event.NewEmitter(sink, event.Source{Role: event.RoleSystem}, s.cfg.Now).WithCommits()
+	em := event.NewEmitter(&announcedSink{next: sink, told: before}, event.Source{Role: event.RoleSystem}, s.cfg.Now).WithCommits()
 	work, known := s.cfg.Kinds[r.Kind]
 	if !known {
 		sys := em.With(event.Source{Role: event.RoleSystem})
@@ -311,6 +316,19 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	}
 	s.cfg.Log.Finish(r.ID, sink.Status())
 	return nil
+}
+
+// toldBefore reads what runID's log, whose last event is last, told
+// before this attempt.
+func (s *Service) toldBefore(ctx context.Context, runID string, last int64) (*told, error) {
+	if last == 0 {
+		return toldIn(nil), nil
+	}
+	evs, err := s.cfg.Log.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	return toldIn(evs), nil
 }
 
 // Start starts the loop that renews this process's leases and picks up

@@ -114,6 +114,12 @@ func (l *fakeLog) AppendEnd(runID string, e event.Envelope, status string) (int6
 	return seq, err
 }
 
+func (l *fakeLog) Events(_ context.Context, _ string, after int64, _ int) ([]event.Envelope, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]event.Envelope(nil), l.events[min(int(after), len(l.events)):]...), nil
+}
+
 func (l *fakeLog) Finish(runID, status string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

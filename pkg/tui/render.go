@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -86,8 +87,12 @@ type Renderer struct {
 	table *stepTable
 	now   func() time.Time
 
-	calls    map[string]string // tool call id → one-line description
-	failed   string            // the error of the stream, if any
+	calls map[string]string // tool call id → one-line description
+	// pending are the calls made (plain) whose results have not come: a
+	// call whose result comes after other lines — create_plan, whose
+	// result follows its whole plan — is told where it was made.
+	pending  []pendingCall
+	failed   string // the error of the stream, if any
 	finished event.FinishedReason
 
 	// Questions are the clarifying questions of the last turn.
@@ -135,7 +140,7 @@ func (r *Renderer) Reset() {
 	r.out.endLine()
 	r.table.forget()
 	r.failed, r.finished, r.Review, r.ReviewVersion = "", "", "", 0
-	r.calls = map[string]string{}
+	r.calls, r.pending = map[string]string{}, nil
 	r.Questions = nil
 }
 
@@ -146,8 +151,17 @@ func (r *Renderer) Line(format string, args ...any) {
 	r.line(fmt.Sprintf(format, args...))
 }
 
-// line writes s on a line of its own, above the table.
+// pendingCall is a call whose result has not come (plain).
+type pendingCall struct{ id, who string }
+
+// line writes s on a line of its own, above the table, after the calls
+// made before it whose results have not come.
 func (r *Renderer) line(s string) {
+	calls := r.pending
+	r.pending = nil
+	for _, c := range calls {
+		r.line(fmt.Sprintf("  → %s: %s", c.who, r.calls[c.id]))
+	}
 	r.table.clear()
 	r.out.endLine()
 	fmt.Fprintln(r.out.w, s)
@@ -237,11 +251,14 @@ func (r *Renderer) toolCalled(e event.ToolCall, src event.Source, live bool) {
 	r.calls[e.ToolCall.ID] = fmt.Sprintf("%s %s", e.ToolCall.Name, Cut(args, 60))
 	if live {
 		r.line(fmt.Sprintf("  → %s: %s", Who(src), r.calls[e.ToolCall.ID]))
+	} else {
+		r.pending = append(r.pending, pendingCall{id: e.ToolCall.ID, who: Who(src)})
 	}
 }
 
 // toolReturned writes a tool's result: a failure always, a success when not live.
 func (r *Renderer) toolReturned(e event.ToolResult, src event.Source, live bool) {
+	r.pending = slices.DeleteFunc(r.pending, func(c pendingCall) bool { return c.id == e.ToolCallID })
 	desc := r.calls[e.ToolCallID]
 	if desc == "" {
 		desc = e.Name

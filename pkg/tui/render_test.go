@@ -125,3 +125,36 @@ func TestDurationAndCut(t *testing.T) {
 	require.Equal(t, "a b…", tui.Cut("a  b\ncd", 4))
 	require.Equal(t, "héllo", tui.Cut("héllo", 5))
 }
+
+// Not a terminal, a call whose result comes after other lines — the
+// planner's create_plan, answered once its plan ran — is told where it was
+// made, before its plan; a call answered at once is told by its result.
+func TestRendererPlainTellsACallWhereItWasMade(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	r := tui.NewRenderer(&out, false, 80, func() time.Time { return t0 })
+	plan := event.Plan{ID: "p1", Goal: "Launch", Mode: "auto_execute", Steps: []event.PlanStep{
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft"}, Status: "pending"}}}
+	for _, e := range []client.Event{
+		ev(0, planner, event.ToolCall{ToolCall: event.ToolCallInfo{ID: "c0", Name: "lookup", Arguments: []byte(`{}`)}}),
+		ev(0, planner, event.ToolResult{ToolCallID: "c0", Name: "lookup", Success: true}),
+		ev(0, planner, event.ToolCall{ToolCall: event.ToolCallInfo{ID: "c1", Name: "create_plan", Arguments: []byte(`{"goal":"Launch"}`)}}),
+		ev(0, planner, event.PlanCreated{Plan: plan}),
+		ev(10*time.Millisecond, system, event.StepStart{PlanID: "p1", Step: event.StepState{Number: 1, Title: "Draft"}}),
+		ev(20*time.Millisecond, system, event.StepComplete{PlanID: "p1", Step: event.StepState{Number: 1, Title: "Draft", Status: "completed"}}),
+		ev(20*time.Millisecond, system, event.PlanComplete{PlanID: "p1", Status: "completed", Completed: 1, DurationMS: 10}),
+		ev(30*time.Millisecond, planner, event.ToolResult{ToolCallID: "c1", Name: "create_plan", Success: true}),
+		ev(30*time.Millisecond, system, event.Done{FinishedReason: "completed"}),
+	} {
+		r.Event(e)
+	}
+	require.Equal(t, `  ✓ planner: lookup {}
+  → planner: create_plan {"goal":"Launch"}
+plan p1: Launch (1 steps, auto execute)
+  1. Draft
+  ▸ step 1 Draft: running
+  ✓ step 1 Draft: completed in 10ms
+plan completed: 1 completed, 0 failed, 0 skipped in 10ms
+  ✓ planner: create_plan {"goal":"Launch"}
+`, out.String())
+}

@@ -146,7 +146,7 @@ func TestListAndCall(t *testing.T) {
 			require.NoError(t, err)
 			require.JSONEq(t, `{"sum": 42}`, res.Content, "structured content, said once")
 
-			// Structured content the texts already carry is said once.
+			// A tool without an output schema is its texts.
 			for name, want := range map[string]string{"local.count": "42", "local.items": "{\"id\": 1}\n{\"id\": 2}",
 				"local.pretty": "{\n  \"sum\": 42,\n  \"ok\": true\n}\n", "local.word": "hello"} {
 				res, err = run(t, tl[name], `{}`)
@@ -156,7 +156,8 @@ func TestListAndCall(t *testing.T) {
 
 			res, err = run(t, tl["local.rich"], `{}`)
 			require.NoError(t, err)
-			require.Equal(t, "first\n[image: image/png, 3 bytes]\n[resource link: doc file:///doc.txt]\nembedded text\n{\"ok\":true}", res.Content)
+			require.Equal(t, "first\n[image: image/png, 3 bytes]\n[resource link: doc file:///doc.txt]\nembedded text", res.Content,
+				"a tool without an output schema: its contents, not its structured content")
 
 			_, err = run(t, tl["local.fail"], `{}`)
 			require.ErrorIs(t, err, apperr.ErrInvalid)

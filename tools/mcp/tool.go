@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -46,13 +44,14 @@ func newTool(s *server, t *sdk.Tool) (tools.Tool, error) {
 		desc = fmt.Sprintf("Tool %s of the MCP server %s.", t.Name, s.cfg.Name)
 	}
 	mcpName := t.Name
+	structured := t.OutputSchema != nil
 	tool := tools.New(tools.Spec{
 		Name:        name,
 		Description: desc,
 		Schema:      schema,
 		Timeout:     s.cfg.Timeout + timeoutMargin,
 	}, func(ctx context.Context, _ tools.Call, args json.RawMessage) (tools.Result, error) {
-		return s.call(ctx, mcpName, args)
+		return s.call(ctx, mcpName, structured, args)
 	})
 	// Registering in a scratch registry checks the name, the description
 	// and that the schema compiles and describes an object.
@@ -62,10 +61,11 @@ func newTool(s *server, t *sdk.Tool) (tools.Tool, error) {
 	return tool, nil
 }
 
-// call runs a tool on the server. A server that does not answer within the
+// call runs a tool on the server; structured says whether the tool declares
+// an output schema (see resultText). A server that does not answer within the
 // timeout, or whose connection breaks, has its session dropped: the next
 // call reconnects.
-func (s *server) call(ctx context.Context, name string, args json.RawMessage) (tools.Result, error) {
+func (s *server) call(ctx context.Context, name string, structured bool, args json.RawMessage) (tools.Result, error) {
 	cs, err := s.session(ctx)
 	if err != nil {
 		return tools.Result{}, err
@@ -96,7 +96,7 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (t
 				s.cfg.Name, name, err)
 		}
 	}
-	text := resultText(res)
+	text := resultText(res, structured)
 	if res.IsError {
 		if text == "" {
 			text = "no details given"
@@ -131,18 +131,25 @@ func answered(err error) *jsonrpc.Error {
 	return werr
 }
 
-// resultText maps a tool result to what the model sees: text contents as
-// they are, other contents described in a line, and the structured content
-// as JSON only when the texts do not already carry it — servers are asked
-// to send structured content also as JSON text, and saying it twice
-// doubles the tokens and eats tools.max_result_chars.
-func resultText(res *sdk.CallToolResult) string {
-	var parts, texts []string
+// resultText maps a tool result to what the model sees: one
+// representation of it, never two. A tool that declares an output schema
+// promises structured content, and its texts are only the serialised
+// fallback the specification asks servers to add: the model gets the
+// structured content as compact JSON. Any other tool's result is its
+// contents — texts as they are, other contents described in a line — and
+// its structured content only when there are no contents at all. Saying a
+// result twice doubles its tokens and eats tools.max_result_chars.
+func resultText(res *sdk.CallToolResult, structured bool) string {
+	if res.StructuredContent != nil && (structured || len(res.Content) == 0) {
+		if raw, err := json.Marshal(res.StructuredContent); err == nil {
+			return string(raw)
+		}
+	}
+	parts := make([]string, 0, len(res.Content))
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.TextContent:
 			parts = append(parts, c.Text)
-			texts = append(texts, c.Text)
 		case *sdk.ImageContent:
 			parts = append(parts, fmt.Sprintf("[image: %s, %d bytes]", c.MIMEType, len(c.Data)))
 		case *sdk.AudioContent:
@@ -163,64 +170,5 @@ func resultText(res *sdk.CallToolResult) string {
 			}
 		}
 	}
-	if res.StructuredContent != nil {
-		if raw, err := json.Marshal(res.StructuredContent); err == nil && !carries(texts, raw) {
-			parts = append(parts, string(raw))
-		}
-	}
 	return strings.Join(parts, "\n")
-}
-
-// carries reports whether the texts already say the structured content
-// raw: one text is the same JSON value (however formatted); or raw is
-// {"result": v} — how FastMCP wraps a value that is not an object — and a
-// text is v, v is a string equal to a text, or v is an array whose
-// elements are the texts in order (one text per item).
-func carries(texts []string, raw []byte) bool {
-	var want any
-	if json.Unmarshal(raw, &want) != nil {
-		return false
-	}
-	if saysValue(texts, want) {
-		return true
-	}
-	obj, ok := want.(map[string]any)
-	if !ok || len(obj) != 1 {
-		return false
-	}
-	v, ok := obj["result"]
-	if !ok {
-		return false
-	}
-	if saysValue(texts, v) {
-		return true
-	}
-	switch v := v.(type) {
-	case string:
-		return slices.Contains(texts, v)
-	case []any:
-		if len(v) != len(texts) || len(v) == 0 {
-			return false
-		}
-		for i, item := range v {
-			if !saysValue(texts[i:i+1], item) {
-				if s, ok := item.(string); !ok || s != texts[i] {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// saysValue reports whether one of the texts is JSON equal to want.
-func saysValue(texts []string, want any) bool {
-	for _, t := range texts {
-		var got any
-		if json.Unmarshal([]byte(t), &got) == nil && reflect.DeepEqual(got, want) {
-			return true
-		}
-	}
-	return false
 }
