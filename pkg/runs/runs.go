@@ -20,11 +20,15 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
+	"github.com/planwright/planwright/pkg/telemetry"
 )
 
 // CancelRequest is a cancel asked of a run on any replica.
@@ -138,6 +142,9 @@ type Config struct {
 	Load   Load
 	Now    func() time.Time
 	Logger zerolog.Logger
+	// TracerProvider traces each run this process works as a span
+	// run {kind} (nil: no-op).
+	TracerProvider trace.TracerProvider
 }
 
 // Load hears the runs in flight in a process: Begin when a worker (or a
@@ -156,6 +163,7 @@ type Service struct {
 	cfg    Config
 	runs   *owned
 	leases *leases
+	tracer telemetry.Tracer
 }
 
 // active is one run this process works.
@@ -225,7 +233,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	runs := &owned{active: map[string]*active{}}
-	return &Service{cfg: cfg, runs: runs, leases: &leases{cfg: cfg, runs: runs}}, nil
+	return &Service{cfg: cfg, runs: runs, leases: &leases{cfg: cfg, runs: runs},
+		tracer: telemetry.NewTracer(cfg.TracerProvider, false)}, nil
 }
 
 // LeaseTTL is how long one lease lasts.
@@ -235,8 +244,14 @@ func (s *Service) LeaseTTL() time.Duration { return s.leases.ttl() }
 func (s *Service) Every() time.Duration { return s.leases.every() }
 
 // Create stores run r with its first event and its job (the handler's
-// part: the run then runs wherever a worker takes it).
+// part: the run then runs wherever a worker takes it), with the trace
+// context of ctx's span, which the run's spans continue.
 func (s *Service) Create(ctx context.Context, r *event.Run, first event.Envelope) error {
+	if r.TraceID == "" {
+		// The run continues the trace of the request that creates it, on
+		// whichever process works it.
+		r.TraceID, r.SpanID = telemetry.IDs(ctx)
+	}
 	return s.cfg.Store.CreateRun(ctx, r, first)
 }
 
@@ -310,7 +325,9 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		sys.Emit(wctx, event.Error{Error: event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}})
 		log.Error().Msg("no work for this run kind")
 	} else {
-		work(wctx, r, em)
+		sctx, span := s.startRun(wctx, r)
+		work(sctx, r, em)
+		s.endRun(span, sink)
 	}
 	if a.isLost() {
 		log.Info().Msg("run handed over; another process continues it")
@@ -326,6 +343,31 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	}
 	s.cfg.Log.Finish(r.ID, sink.Status())
 	return nil
+}
+
+// startRun starts the span of the run's work on this process.
+func (s *Service) startRun(ctx context.Context, r event.Run) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{telemetry.RunIDKey.String(r.ID), telemetry.RunKindKey.String(r.Kind),
+		telemetry.RunAttemptKey.Int(r.Attempts)}
+	if r.SessionID != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(r.SessionID))
+	}
+	if r.PlanID != "" {
+		attrs = append(attrs, telemetry.PlanIDKey.String(r.PlanID))
+	}
+	return s.tracer.Start(telemetry.Continue(ctx, r.TraceID, r.SpanID), "run "+r.Kind, attrs)
+}
+
+// endRun ends the run's span with how the run ended here.
+func (s *Service) endRun(span trace.Span, sink *LogSink) {
+	if sink.Ended() {
+		st := sink.Status()
+		span.SetAttributes(attribute.String("planwright.run.status", st))
+		if st == StatusFailed {
+			telemetry.Fail(span, "the run failed")
+		}
+	}
+	span.End()
 }
 
 // Start starts the loop that renews this process's leases and picks up
