@@ -236,6 +236,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		mode = httpapi.AuthAPIKey
 	}
 	api, err := httpapi.NewAPI(httpapi.APIConfig{
+		TraceURL:    cfg.Telemetry.TraceURL,
 		Auth:        httpapi.AuthConfig{Mode: mode, Keys: stores.Keys, Logger: log},
 		Chat:        svc,
 		Sessions:    stores.Chats,

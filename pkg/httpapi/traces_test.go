@@ -15,6 +15,7 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 )
@@ -58,7 +59,8 @@ func newTracedEnv(t *testing.T, driver string, capture bool) traced {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
 	e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, traceScript),
-		envWiring{TracerProvider: p.TracerProvider(), CaptureContent: capture})
+		envWiring{TracerProvider: p.TracerProvider(), CaptureContent: capture,
+			Mutate: func(c *httpapi.APIConfig) { c.TraceURL = "http://jaeger:16686/trace/{trace_id}" }})
 	return traced{chatEnv: e, spans: exp}
 }
 
@@ -206,6 +208,18 @@ func TestPlanTurnIsOneTrace(t *testing.T) {
 			require.Equal(t, int64(plans[0].Usage.InputTokens), in, "the model calls' input tokens sum to the plan's")
 			require.Equal(t, int64(plans[0].Usage.OutputTokens), out, "the model calls' output tokens sum to the plan's")
 			require.Equal(t, plans[0].ID, pl["planwright.plan.id"].AsString())
+
+			// The API shows the trace: on the run, on the plan, and the
+			// viewer's link for the web app.
+			traceID := run.SpanContext.TraceID().String()
+			runID := frames[0].Env["run_id"].(string)
+			gotRun := decodeBody[httpapi.RunView](t, e.request(t, context.Background(), "alice", "GET", "/api/runs/"+runID, nil))
+			require.Equal(t, traceID, gotRun.TraceID)
+			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, context.Background(), "alice", "GET", "/api/plans/"+plans[0].ID, nil))
+			require.Equal(t, traceID, detail.TraceID)
+			require.Equal(t, traceID, detail.Runs[0].TraceID)
+			me := decodeBody[httpapi.Me](t, e.request(t, context.Background(), "alice", "GET", "/api/me", nil))
+			require.Equal(t, "http://jaeger:16686/trace/{trace_id}", me.TraceURL)
 
 			// Content is not recorded unless asked for.
 			for _, s := range spans {
