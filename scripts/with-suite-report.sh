@@ -44,4 +44,5 @@ summary() {
 echo
 summary postgres "postgres suites"
 summary browser "browser suites"
+summary jaeger "jaeger suites"
 exit "$status"

@@ -1,5 +1,5 @@
 // Package suites records whether the optional test suites — those that need
-// PostgreSQL or a browser — ran or were skipped, so that `make test` can say
+// PostgreSQL, a browser or Jaeger — ran or were skipped, so that `make test` can say
 // so truthfully at the end of a run (scripts/with-suite-report.sh).
 //
 // A test that needs such a resource calls Ran once it has it, or Skipped
@@ -27,6 +27,9 @@ const EnvReport = "PLANWRIGHT_SUITE_REPORT"
 const (
 	Postgres = "postgres"
 	Browser  = "browser"
+	// Jaeger is the trace backend the tracing test exports to
+	// (REQUIRE_JAEGER=1; scripts/with-jaeger.sh builds one).
+	Jaeger = "jaeger"
 )
 
 // Ran records that t runs suite; detail says against what (a redacted
