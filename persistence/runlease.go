@@ -349,6 +349,19 @@ func scanRun(rows *sql.Rows) (runRow, error) {
 	return r, err
 }
 
+// ContinueTrace records the trace context runID's later attempts continue
+// (its first owner's span), while token is its fencing token.
+func (l *RunLeases) ContinueTrace(ctx context.Context, runID string, token int64, traceID, spanID string) error {
+	err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
+		return g.Exec(`UPDATE runs SET trace_id = ?, trace_span_id = ? WHERE id = ? AND lease_token = ?`,
+			traceID, spanID, runID, token).Error
+	})
+	if err != nil {
+		return dbErr("record run trace", err)
+	}
+	return nil
+}
+
 // Renew extends the leases of owner's running runs to ttl from now. It
 // returns how many it renewed.
 func (l *RunLeases) Renew(ctx context.Context, owner string, ttl time.Duration) (int64, error) {

@@ -72,6 +72,9 @@ type Store interface {
 	RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error
 	// RunStates returns the states of runs.
 	RunStates(ctx context.Context, ids []string) ([]State, error)
+	// ContinueTrace records the trace context a run's later attempts
+	// continue (its first owner's span), while token is still the run's.
+	ContinueTrace(ctx context.Context, runID string, token int64, traceID, spanID string) error
 }
 
 // Log is the run log (persistence.RunLog implements it).
@@ -326,6 +329,7 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		log.Error().Msg("no work for this run kind")
 	} else {
 		sctx, span := s.startRun(wctx, r)
+		s.continueTrace(ctx, r, span, log)
 		work(sctx, r, em)
 		s.endRun(span, sink)
 	}
@@ -355,7 +359,28 @@ func (s *Service) startRun(ctx context.Context, r event.Run) (context.Context, t
 	if r.PlanID != "" {
 		attrs = append(attrs, telemetry.PlanIDKey.String(r.PlanID))
 	}
-	return s.tracer.Start(telemetry.Continue(ctx, r.TraceID, r.SpanID), "run "+r.Kind, attrs)
+	ctx = telemetry.Continue(ctx, r.TraceID, r.SpanID)
+	var opts []trace.SpanStartOption
+	if r.Attempts > 1 {
+		// A takeover: the same trace, linked to the first owner's span.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc,
+				Attributes: []attribute.KeyValue{telemetry.LinkKindKey.String("takeover")}}))
+		}
+	}
+	return s.tracer.Start(ctx, "run "+r.Kind, attrs, opts...)
+}
+
+// continueTrace records the first owner's run span on the run, so that a
+// process that takes the run over continues the trace from it.
+func (s *Service) continueTrace(ctx context.Context, r event.Run, span trace.Span, log zerolog.Logger) {
+	sc := span.SpanContext()
+	if r.Attempts != 1 || !span.IsRecording() || !sc.IsSampled() {
+		return
+	}
+	if err := s.cfg.Store.ContinueTrace(ctx, r.ID, r.LeaseToken, sc.TraceID().String(), sc.SpanID().String()); err != nil {
+		log.Warn().Ctx(ctx).Err(err).Msg("record the run's trace; a takeover starts its spans from the request's")
+	}
 }
 
 // endRun ends the run's span with how the run ended here.
