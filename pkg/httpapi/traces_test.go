@@ -280,3 +280,39 @@ func sumAttr(spans tracetest.SpanStubs, parentName string, parent func(tracetest
 	}
 	return n
 }
+
+// A plan approved later runs in the approval's trace, which links to the
+// trace of the turn that made the plan.
+func TestApprovedPlanLinksToItsTurn(t *testing.T) {
+	t.Parallel()
+	e := newTracedEnv(t, persistence.DriverSQLite, false)
+	frames := readStream(t, e.request(t, context.Background(), "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "plan the launch", "context_type": "project", "entity_id": "p1", "plan_mode": "draft_only"}))
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+	var planID string
+	for _, f := range frames {
+		if f.Type == "plan_created" {
+			planID = f.Env["plan"].(map[string]any)["id"].(string)
+		}
+	}
+	require.NotEmpty(t, planID)
+	turn := one(t, e.runSpans(t), "run turn")
+	e.spans.Reset()
+
+	approval := readStream(t, e.request(t, context.Background(), "alice", "POST", "/api/plans/"+planID+"/approve", nil))
+	require.Equal(t, "done", approval[len(approval)-1].Type)
+	var spans tracetest.SpanStubs
+	require.Eventually(t, func() bool {
+		spans = e.spans.GetSpans()
+		return len(named(spans, "run approve")) == 1
+	}, 10*time.Second, 10*time.Millisecond, "the approval's run span never ended")
+	run := one(t, spans, "run approve")
+	request := one(t, spans, "POST /api/plans/:id/approve")
+	require.Equal(t, request.SpanContext.SpanID(), run.Parent.SpanID())
+	require.NotEqual(t, turn.SpanContext.TraceID(), run.SpanContext.TraceID(), "the approval is a trace of its own")
+	require.Len(t, request.Links, 1)
+	require.Equal(t, turn.SpanContext.TraceID(), request.Links[0].SpanContext.TraceID(), "it links to the turn that made the plan")
+	require.Equal(t, turn.SpanContext.SpanID(), request.Links[0].SpanContext.SpanID())
+	plan := one(t, spans, "plan Launch the product")
+	require.Equal(t, run.SpanContext.TraceID(), plan.SpanContext.TraceID())
+}

@@ -21,17 +21,23 @@ func IDs(ctx context.Context) (traceID, spanID string) {
 // that the spans started in it join that trace; ctx as it is when the ids
 // are empty or not valid.
 func Continue(ctx context.Context, traceID, spanID string) context.Context {
-	if traceID == "" {
+	sc, ok := Remote(traceID, spanID)
+	if !ok {
 		return ctx
 	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc)
+}
+
+// Remote is the sampled remote span context of stored ids (IDs); false
+// when they are empty or not valid.
+func Remote(traceID, spanID string) (trace.SpanContext, bool) {
 	tid, err := trace.TraceIDFromHex(traceID)
 	if err != nil {
-		return ctx
+		return trace.SpanContext{}, false
 	}
 	sid, err := trace.SpanIDFromHex(spanID)
 	if err != nil {
-		return ctx
+		return trace.SpanContext{}, false
 	}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true})
-	return trace.ContextWithRemoteSpanContext(ctx, sc)
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: trace.FlagsSampled, Remote: true}), true
 }
