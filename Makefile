@@ -24,7 +24,7 @@ build:
 
 # The PostgreSQL suites run against TEST_DATABASE_URL, or a throwaway cluster
 # when PostgreSQL is installed (scripts/with-postgres.sh), or are skipped; the
-# run ends with one line each saying whether the PostgreSQL and browser suites
+# run ends with one line each saying whether the PostgreSQL, browser and Jaeger suites
 # ran or were skipped (scripts/with-suite-report.sh).
 test: vet staticcheck
 	./scripts/with-postgres.sh ./scripts/with-suite-report.sh $(GO) test -race -timeout $(TEST_TIMEOUT) $(TESTFLAGS) $(PKGS)

@@ -9,10 +9,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -67,16 +69,20 @@ type Config struct {
 	NewID func() string
 	// Logger logs limits and failures; the zero Logger is silent.
 	Logger zerolog.Logger
+	// TracerProvider traces each run as a span invoke_agent {role}
+	// (nil: no-op).
+	TracerProvider trace.TracerProvider
 }
 
 // Runner runs the agent loop. It holds no state between runs and is safe
 // for concurrent use: each Run is independent.
 type Runner struct {
-	model Model
-	tools ToolRunner
-	now   func() time.Time
-	newID func() string
-	log   zerolog.Logger
+	model  Model
+	tools  ToolRunner
+	now    func() time.Time
+	newID  func() string
+	log    zerolog.Logger
+	tracer telemetry.Tracer
 }
 
 // New returns a Runner. A missing Model or Tools is an apperr.Invalid error
@@ -92,7 +98,8 @@ func New(cfg Config) (*Runner, error) {
 	if len(probs) > 0 {
 		return nil, apperr.Invalidf(probs, "agents: invalid config")
 	}
-	r := &Runner{model: cfg.Model, tools: cfg.Tools, now: cfg.Now, newID: cfg.NewID, log: cfg.Logger}
+	r := &Runner{model: cfg.Model, tools: cfg.Tools, now: cfg.Now, newID: cfg.NewID, log: cfg.Logger,
+		tracer: telemetry.NewTracer(cfg.TracerProvider, false)}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -321,7 +328,23 @@ func (r *Runner) Run(ctx context.Context, task Task) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return s.run(system)
+	span := s.trace()
+	res, err := s.run(system)
+	telemetry.EndAgent(span, string(res.Finished), res.Usage.InputTokens, res.Usage.OutputTokens, err)
+	return res, err
+}
+
+// trace starts the run's span invoke_agent {role}: the model's and the
+// tools' spans of the run are its children.
+func (s *run) trace() trace.Span {
+	src := s.task.Events.Source()
+	id := src.AgentID
+	if id == "" {
+		id = src.ExecutionID
+	}
+	ctx, span := s.r.tracer.StartAgent(s.ctx, telemetry.Agent{Name: string(s.role.Name), ID: id, ConversationID: s.task.Scope.SessionID})
+	s.ctx, s.conv.ctx = ctx, ctx
+	return span
 }
 
 // newRun checks task and prepares its run and system prompt. It is apart

@@ -282,8 +282,8 @@ func (l *RunLeases) CreateRun(ctx context.Context, r *Run, first event.Envelope)
 		stmts = open.stmts
 	}
 	stmts = append(stmts[:len(stmts):len(stmts)],
-		openStmt{query: `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, args: []any{r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now}},
+		openStmt{query: `INSERT INTO runs (id, kind, user_id, session_id, plan_id, status, request, created_at, updated_at, trace_id, trace_span_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args: []any{r.ID, r.Kind, r.UserID, r.SessionID, r.PlanID, RunRunning, req, now, now, r.TraceID, r.SpanID}},
 		openStmt{query: `INSERT INTO run_events (run_id, seq, type, plan_id, data, created_at) VALUES (?, 1, ?, ?, ?, ?)`,
 			args: []any{r.ID, string(first.Event.Type()), event.PlanOf(first), string(data), Timestamp(first.TS)}})
 	err = l.inTx(ctx, func(tx runTx) error {
@@ -340,13 +340,26 @@ func (l *RunLeases) Claim(ctx context.Context, runID, owner string, ttl time.Dur
 
 // runCols are the columns of runRow, in scanRun's order.
 const runCols = `id, kind, user_id, session_id, plan_id, status, created_at, updated_at, finished_at, request, owner, lease_token,
-	lease_until, attempts, cancel_request`
+	lease_until, attempts, cancel_request, trace_id, trace_span_id`
 
 func scanRun(rows *sql.Rows) (runRow, error) {
 	var r runRow
 	err := rows.Scan(&r.ID, &r.Kind, &r.UserID, &r.SessionID, &r.PlanID, &r.Status, &r.CreatedAt, &r.UpdatedAt, &r.FinishedAt, &r.Request,
-		&r.Owner, &r.LeaseToken, &r.LeaseUntil, &r.Attempts, &r.CancelRequest)
+		&r.Owner, &r.LeaseToken, &r.LeaseUntil, &r.Attempts, &r.CancelRequest, &r.TraceID, &r.TraceSpanID)
 	return r, err
+}
+
+// ContinueTrace records the trace context runID's later attempts continue
+// (its first owner's span), while token is its fencing token.
+func (l *RunLeases) ContinueTrace(ctx context.Context, runID string, token int64, traceID, spanID string) error {
+	err := l.jobs.core.do(ctx, func(g *gorm.DB) error {
+		return g.Exec(`UPDATE runs SET trace_id = ?, trace_span_id = ? WHERE id = ? AND lease_token = ?`,
+			traceID, spanID, runID, token).Error
+	})
+	if err != nil {
+		return dbErr("record run trace", err)
+	}
+	return nil
 }
 
 // Renew extends the leases of owner's running runs to ttl from now. It

@@ -71,6 +71,8 @@ type runRow struct {
 	LeaseUntil    int64
 	Attempts      int
 	CancelRequest string
+	TraceID       string
+	TraceSpanID   string
 }
 
 func (runRow) TableName() string { return "runs" }
@@ -78,7 +80,7 @@ func (runRow) TableName() string { return "runs" }
 func (r runRow) run() Run {
 	out := Run{ID: r.ID, Kind: r.Kind, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID, Status: r.Status,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt, Owner: r.Owner, LeaseToken: r.LeaseToken,
-		LeaseUntil: leaseTime(r.LeaseUntil), Attempts: r.Attempts}
+		LeaseUntil: leaseTime(r.LeaseUntil), Attempts: r.Attempts, TraceID: r.TraceID, SpanID: r.TraceSpanID}
 	if r.Request != "" && r.Request != "{}" {
 		out.Request = json.RawMessage(r.Request)
 	}
@@ -325,7 +327,7 @@ func (l *RunLog) CreateRun(ctx context.Context, r *Run) error {
 	}
 	now := l.store.stamp()
 	row := runRow{ID: r.ID, Kind: r.Kind, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID, Status: RunRunning,
-		CreatedAt: now, UpdatedAt: now}
+		CreatedAt: now, UpdatedAt: now, TraceID: r.TraceID, TraceSpanID: r.SpanID}
 	tried := false
 	err := l.store.do(ctx, func(g *gorm.DB) error {
 		err := g.Create(&row).Error

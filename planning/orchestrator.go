@@ -7,11 +7,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -64,6 +66,9 @@ type Config struct {
 	Now            func() time.Time
 	NewID          func() string
 	Logger         zerolog.Logger
+	// TracerProvider traces each run of a plan (plan {goal}) and each of
+	// its steps (step {number}); nil: no-op.
+	TracerProvider trace.TracerProvider
 }
 
 // Orchestrator is planning's small wrapper: it builds the parts from one
@@ -97,7 +102,10 @@ type Orchestrator struct {
 
 // base is what every part shares: the validated config and the helpers
 // they emit and write with.
-type base struct{ cfg Config }
+type base struct {
+	cfg    Config
+	tracer telemetry.Tracer
+}
 
 // NewOrchestrator validates cfg, filling in defaults, and returns an
 // Orchestrator with its parts. The error lists every bad field.
@@ -132,7 +140,7 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return uuid.Must(uuid.NewV7()).String() }
 	}
-	b := &base{cfg: cfg}
+	b := &base{cfg: cfg, tracer: telemetry.NewTracer(cfg.TracerProvider, false)}
 	j := journal{b}
 	running := &registry{hub: cfg.Hub, plans: map[string]*activeRun{}}
 	runs := &runner{base: b, journal: j, registry: running, coordinator: &stepRunner{base: b, journal: j}}

@@ -7,9 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/telemetry"
 )
 
 // The run of a plan: a runner takes an executing plan to its end. It asks
@@ -45,6 +48,19 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 		return p, err
 	}
 	defer release()
+	ctx, span := r.tracer.StartPlan(ctx, telemetry.Plan{ID: p.ID, Goal: p.Goal, Mode: string(p.Mode),
+		Version: p.Version, Steps: len(p.Steps), ConversationID: p.SessionID})
+	ended, err := r.runPlan(ctx, p, origin, em, created, active)
+	span.SetAttributes(telemetry.PlanStatusKey.String(string(ended.Status)))
+	if err == nil && ended.Status == StatusFailed {
+		telemetry.Fail(span, ended.Reason)
+	}
+	telemetry.End(span, err)
+	return ended, err
+}
+
+// runPlan is run's part within the plan's span.
+func (r *runner) runPlan(ctx context.Context, p Plan, origin Origin, em event.Emitter, created *creation, active *activeRun) (Plan, error) {
 	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
 		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
 		unsaved: map[int]Step{}, lost: map[int]Execution{}}
@@ -182,15 +198,40 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		// parks at every model and tool call of its executor, and a frame
 		// more of by-value plans and steps keeps its stack from shrinking.
 		out := stepOutcome{number: snapshot.Number, step: snapshot}
+		sctx, span := pr.startStep(snapshot, lost != nil)
 		if snapshot.Tool != "" {
-			out.step = pr.coordinator.runDirect(pr.ctx, pr.p, pr.origin, snapshot, deps, pr.em)
+			out.step = pr.coordinator.runDirect(sctx, pr.p, pr.origin, snapshot, deps, pr.em)
 		} else {
-			out.step, out.usage = pr.coordinator.runExecutor(pr.ctx, pr.p, pr.origin, snapshot, lost, x)
+			out.step, out.usage = pr.coordinator.runExecutor(sctx, pr.p, pr.origin, snapshot, lost, x)
 		}
+		endStep(span, out.step)
 		end := pr.cfg.Now()
 		out.step.StartedAt, out.step.CompletedAt = snapshot.StartedAt, &end
 		pr.results <- out
 	}()
+}
+
+// startStep starts step s's span; again says an earlier owner of the run
+// started it before (its second attempt).
+//
+//go:noinline
+func (pr *planRun) startStep(s Step, again bool) (context.Context, trace.Span) {
+	attempt := 1
+	if again {
+		attempt = 2
+	}
+	return pr.tracer.StartStep(pr.ctx, telemetry.Step{PlanID: pr.p.ID, Number: s.Number, Title: s.Title, Tool: s.Tool, Attempt: attempt})
+}
+
+// endStep ends a step's span with how the step ended.
+//
+//go:noinline
+func endStep(span trace.Span, s Step) {
+	span.SetAttributes(telemetry.StepStatusKey.String(string(s.Status)))
+	if s.Status == StepFailed {
+		telemetry.Fail(span, s.Error)
+	}
+	span.End()
 }
 
 // notStarted is step s of plan planID whose start could not be stored

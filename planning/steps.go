@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
@@ -151,7 +153,10 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		if sink := x.xem.Sink(); sink != nil {
 			gated = x.xem.WithSink(gate.sink(sink))
 		}
-		res, runErr = r.cfg.Runner.Run(x.ctx, agents.Task{
+		// x.ctx was made before the step's span started: the executor's
+		// spans are the step's children all the same.
+		xctx := trace.ContextWithSpan(x.ctx, trace.SpanFromContext(ctx))
+		res, runErr = r.cfg.Runner.Run(xctx, agents.Task{
 			Role:  r.cfg.Executor,
 			Data:  x.data,
 			Input: exec.Task, Tools: x.tools, Scope: scopeOf(p, origin), Events: gated,

@@ -46,4 +46,5 @@ echo
 summary postgres "postgres suites"
 summary browser "browser suites"
 summary npm "npm suites"
+summary jaeger "jaeger suites"
 exit "$status"

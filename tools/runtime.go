@@ -14,9 +14,12 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/telemetry"
 )
 
 // NoRetries as RuntimeConfig.Retries disables retries.
@@ -77,6 +80,11 @@ type RuntimeConfig struct {
 	// the round's context ends, so that cancelled calls are recorded too
 	// (default 5 s).
 	RecordTimeout time.Duration
+	// TracerProvider traces each call as a span execute_tool {name}, whose
+	// context the tool gets (nil: no-op); CaptureContent records the
+	// arguments and the result on it.
+	TracerProvider trace.TracerProvider
+	CaptureContent bool
 }
 
 // Runtime runs rounds of tool calls. It is safe for concurrent use; one
@@ -85,6 +93,7 @@ type Runtime struct {
 	cfg     RuntimeConfig
 	log     zerolog.Logger
 	schemas schemaCache
+	tracer  telemetry.Tracer
 }
 
 // NewRuntime validates cfg, fills in defaults and returns a Runtime. The
@@ -142,7 +151,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = newUUIDv7
 	}
-	return &Runtime{cfg: cfg, log: cfg.Logger}, nil
+	return &Runtime{cfg: cfg, log: cfg.Logger, tracer: telemetry.NewTracer(cfg.TracerProvider, cfg.CaptureContent)}, nil
 }
 
 func newUUIDv7() string { return uuid.Must(uuid.NewV7()).String() }
@@ -209,6 +218,7 @@ func (r *Runtime) RunRound(ctx context.Context, available []Tool, calls []Call) 
 // each executor keeps.
 func (r *Runtime) run(ctx context.Context, available []Tool, call *Call, o *Outcome) {
 	start := r.cfg.Now()
+	ctx, span := r.startSpan(ctx, call)
 	var eff Call
 	tool, err := r.announce(ctx, available, call, &eff)
 	var res Result
@@ -216,6 +226,30 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call *Call, o *Outc
 		res, err = r.execute(ctx, tool, eff)
 	}
 	r.conclude(ctx, call, &eff, start, res, err, o)
+	r.endSpan(span, call, &eff, o)
+}
+
+// startSpan starts the call's span execute_tool {name}.
+//
+//go:noinline
+func (r *Runtime) startSpan(ctx context.Context, call *Call) (context.Context, trace.Span) {
+	return r.tracer.StartTool(ctx, telemetry.Tool{Name: call.Name, CallID: call.ID, Arguments: string(call.Args)})
+}
+
+// endSpan ends a call's span with its outcome; a gateway's tool_exec is
+// named after the tool it ran.
+//
+//go:noinline
+func (r *Runtime) endSpan(span trace.Span, call, eff *Call, o *Outcome) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	if eff.Name != "" && eff.Name != call.Name {
+		span.SetName("execute_tool " + eff.Name)
+		span.SetAttributes(semconv.GenAIToolName(eff.Name))
+	}
+	r.tracer.EndTool(span, o.Content, o.Err)
 }
 
 // announce resolves a call's tool and sets *eff to the call as that tool

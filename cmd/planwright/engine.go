@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
 	"github.com/planwright/planwright/agents"
@@ -27,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm/demo"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 	"github.com/planwright/planwright/tools/builtin"
@@ -75,7 +77,7 @@ func newPlanRecords(s persistence.Stores) persistence.PlanRecords {
 
 // newModel builds the configured model behind the llm adapter, observed by
 // the metrics.
-func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.Metrics) (agents.Model, error) {
+func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.Metrics, tp trace.TracerProvider) (agents.Model, error) {
 	c := cfg.LLM
 	var base llms.Model
 	switch c.Provider {
@@ -100,7 +102,8 @@ func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.M
 	if err != nil {
 		return nil, err
 	}
-	return m.ObservedModel(client, c.Provider), nil
+	traced := telemetry.NewTracer(tp, cfg.Telemetry.CaptureContent).TraceModel(client, c.Provider, c.Model)
+	return m.ObservedModel(traced, c.Provider), nil
 }
 
 // retries maps the configuration's count (0: none) to the client's (0:
@@ -136,26 +139,27 @@ func newRoles(cfg config.Config) (agents.Roles, error) {
 	return roles, nil
 }
 
-func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Metrics, log zerolog.Logger) (*tools.Runtime, error) {
+func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Metrics, log zerolog.Logger, tp trace.TracerProvider) (*tools.Runtime, error) {
 	// Tool calls are recorded without the round waiting (QueueToolExecution:
 	// the run log's next batch stores them, before the results it announces).
 	rec := tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
 	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(rec), Timeout: cfg.Tools.Timeout,
-		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger()})
+		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger(),
+		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent})
 }
 
-func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger) (*agents.Runner, error) {
-	return agents.New(agents.Config{Model: model, Tools: rt, Logger: log.With().Str("component", "agents").Logger()})
+func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger, tp trace.TracerProvider) (*agents.Runner, error) {
+	return agents.New(agents.Config{Model: model, Tools: rt, Logger: log.With().Str("component", "agents").Logger(), TracerProvider: tp})
 }
 
 func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *agents.Runner, rt *tools.Runtime, reg *tools.Registry,
-	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger) (*planning.Orchestrator, error) {
+	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger, tp trace.TracerProvider) (*planning.Orchestrator, error) {
 	p := cfg.Planning
 	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get, Records: store,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer,
 		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
-		Logger: log.With().Str("component", "planning").Logger()})
+		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp})
 }
 
 // newContextCache is the planner's context cache (nil when
@@ -232,6 +236,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		mode = httpapi.AuthAPIKey
 	}
 	api, err := httpapi.NewAPI(httpapi.APIConfig{
+		TraceURL:    cfg.Telemetry.TraceURL,
 		Auth:        httpapi.AuthConfig{Mode: mode, Keys: stores.Keys, Logger: log},
 		Chat:        svc,
 		Sessions:    stores.Chats,

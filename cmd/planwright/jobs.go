@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
 	"github.com/planwright/planwright/agents"
@@ -35,7 +36,7 @@ type jobSystem struct {
 // loop, and the leader's periodic task, which also interrupts orphaned
 // plans).
 func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg config.Config, runLog *persistence.RunLog, feed *event.Feed,
-	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics,
+	svc *chat.Service, plans persistence.PlanRecords, orch *planning.Orchestrator, cancel *turnCanceller, m *metrics.Metrics, tp trace.TracerProvider,
 	log zerolog.Logger) (jobSystem, error) {
 	owner := persistence.NewID()
 	retention, err := retentionTask(cfg, db, log)
@@ -66,6 +67,7 @@ func newJobSystem(rc runContext, res *opened, db *persistence.DB, _ schema, cfg 
 			return err
 		},
 		OnTakeOver:        m.RunTakenOver,
+		TracerProvider:    tp,
 		InterruptOrphaned: plans.Plans.InterruptOrphaned,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
 	"github.com/planwright/planwright/persistence"
@@ -144,6 +145,7 @@ func appOptions(ctx context.Context, cfg config.Config, flags serveFlags, out lo
 		fx.WithLogger(newFxLogger),
 		fx.Provide(
 			newLogger,
+			newTracing,
 			openDatabase,
 			newReadiness,
 			newHTTPServer,
@@ -222,6 +224,7 @@ type serverParams struct {
 	Schema  schema
 	Routes  []httpapi.Routes `group:"routes"`
 	Metrics *metrics.Metrics
+	Tracer  trace.TracerProvider
 }
 
 func newHTTPServer(p serverParams) (*httpapi.Server, error) {
@@ -247,6 +250,8 @@ func newHTTPServer(p serverParams) (*httpapi.Server, error) {
 		Routes:            p.Routes,
 		Metrics:           p.Metrics,
 		Version:           buildVersion(),
+		TracerProvider:    p.Tracer,
+		ServiceName:       p.Config.Telemetry.ServiceName,
 	})
 }
 

@@ -38,6 +38,7 @@ type Config struct {
 	Retention Retention `yaml:"retention"`
 	Runs      Runs      `yaml:"runs"`
 	Log       Log       `yaml:"log"`
+	Telemetry Telemetry `yaml:"telemetry"`
 	Client    Client    `yaml:"client"`
 
 	// Source is the file this configuration was read from; empty when only
@@ -274,6 +275,33 @@ type Log struct {
 	Format string `yaml:"format"`
 }
 
+// Telemetry configures OpenTelemetry traces, exported over OTLP/HTTP. They
+// are off by default.
+type Telemetry struct {
+	// Traces turns tracing on; so does OTEL_TRACES_EXPORTER=otlp (and
+	// OTEL_TRACES_EXPORTER=none turns it off).
+	Traces bool `yaml:"traces"`
+	// OTLPEndpoint is the collector's base URL (such as
+	// http://localhost:4318; /v1/traces is appended), as
+	// OTEL_EXPORTER_OTLP_ENDPOINT gives it. Empty: the exporter's own
+	// environment (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, …) or its default,
+	// http://localhost:4318.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// ServiceName names the process's spans (OTEL_SERVICE_NAME).
+	ServiceName string `yaml:"service_name"`
+	// SampleRatio is the share of traces started here that are recorded,
+	// 0 to 1; a trace continued from a caller's traceparent follows the
+	// caller's decision.
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// CaptureContent records prompts, completions and tool arguments and
+	// results on the spans. Off: spans carry only names, ids and counts.
+	CaptureContent bool `yaml:"capture_content"`
+	// TraceURL is a link to a trace in the operator's trace viewer, with
+	// {trace_id} in it (http://jaeger:16686/trace/{trace_id}); the web
+	// app's Operations pages link there when it is set.
+	TraceURL string `yaml:"trace_url"`
+}
+
 // Client configures the CLI when it talks to a running server.
 type Client struct {
 	// Server is the base URL of the planwright server.
@@ -336,6 +364,7 @@ func Default() Config {
 		},
 		Retention: Retention{Events: 720 * time.Hour, Transcripts: 720 * time.Hour, ToolExecutions: 720 * time.Hour},
 		Log:       Log{Level: "info", Format: FormatAuto},
+		Telemetry: Telemetry{ServiceName: "planwright", SampleRatio: 1},
 		Client:    Client{Server: "http://127.0.0.1:8080"},
 	}
 }

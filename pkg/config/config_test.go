@@ -598,3 +598,31 @@ tools:
 	_, err = config.Parse([]byte("tools:\n  web: {allow_hosts: nope}\n"))
 	require.ErrorContains(t, err, "tools.web.allow_hosts: want a list")
 }
+
+// OpenTelemetry's own variables turn tracing on or off and name the
+// endpoint and the service; the file's telemetry section is checked.
+func TestTelemetryFromOpenTelemetryVariables(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Load(source{env: map[string]string{"OTEL_TRACES_EXPORTER": "otlp",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SERVICE_NAME": "pw-eu"}}.options(""))
+	require.NoError(t, err)
+	require.Equal(t, config.Telemetry{Traces: true, OTLPEndpoint: "http://collector:4318", ServiceName: "pw-eu", SampleRatio: 1}, cfg.Telemetry)
+	require.False(t, config.Default().Telemetry.Traces, "tracing is off by default")
+
+	cfg, err = config.Load(source{env: map[string]string{"OTEL_TRACES_EXPORTER": "none"},
+		files: map[string]string{"on.yaml": "telemetry:\n  traces: true\n"}}.options("on.yaml"))
+	require.NoError(t, err)
+	require.False(t, cfg.Telemetry.Traces, "none turns off what the file turned on")
+
+	_, err = config.Load(source{env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}}.options(""))
+	require.ErrorContains(t, err, `OTEL_TRACES_EXPORTER: unknown exporter "zipkin"`)
+
+	_, err = config.Parse([]byte("telemetry:\n  sample_ratio: 2\n"))
+	require.NoError(t, err)
+	bad := config.Default()
+	bad.Telemetry = config.Telemetry{Traces: true, SampleRatio: 2, OTLPEndpoint: "collector:4318", TraceURL: "http://jaeger/trace"}
+	err = bad.Validate()
+	for _, want := range []string{"telemetry.sample_ratio", "telemetry.service_name", "telemetry.otlp_endpoint", "telemetry.trace_url"} {
+		require.ErrorContains(t, err, want)
+	}
+}

@@ -305,6 +305,8 @@ var envVars = []envVar{
 	{"PLANWRIGHT_AUTH_MODE", "auth.mode", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Auth.Mode) }},
 	{"PLANWRIGHT_RUNS_LEASE_TIMEOUT", "runs.lease_timeout", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Runs.LeaseTimeout) }},
 	{"PLANWRIGHT_LOG_LEVEL", "log.level", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Log.Level) }},
+	{"OTEL_SERVICE_NAME", "telemetry.service_name", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Telemetry.ServiceName) }},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "telemetry.otlp_endpoint", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Telemetry.OTLPEndpoint) }},
 	{"PLANWRIGHT_SERVER", "client.server", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Client.Server) }},
 	{"PLANWRIGHT_API_KEY", "", func(c *Config) reflect.Value { return reflect.ValueOf(&c.Client.APIKey) }},
 	{"OPENAI_API_KEY", "", func(c *Config) reflect.Value { return reflect.ValueOf(&c.LLM.OpenAIAPIKey) }},
@@ -319,7 +321,7 @@ func EnvVars() []string {
 	for _, e := range envVars {
 		out = append(out, e.Name)
 	}
-	return out
+	return append(out, tracesExporter)
 }
 
 // applyEnv overrides cfg with every set, non-empty variable. It returns the
@@ -340,8 +342,24 @@ func applyEnv(cfg *Config, lookup func(string) (string, bool)) (map[string]strin
 			from[e.Field] = e.Name
 		}
 	}
+	if s, ok := lookup(tracesExporter); ok {
+		switch strings.TrimSpace(s) {
+		case "otlp":
+			cfg.Telemetry.Traces = true
+			from["telemetry.traces"] = tracesExporter
+		case "none":
+			cfg.Telemetry.Traces = false
+			from["telemetry.traces"] = tracesExporter
+		default:
+			probs = append(probs, apperr.FieldError{Field: tracesExporter, Message: fmt.Sprintf("unknown exporter %q (want otlp or none)", s)})
+		}
+	}
 	if len(probs) > 0 {
 		return nil, invalid(probs...)
 	}
 	return from, nil
 }
+
+// tracesExporter turns tracing on (otlp) or off (none), as OpenTelemetry's
+// SDKs read it.
+const tracesExporter = "OTEL_TRACES_EXPORTER"

@@ -43,6 +43,7 @@ func (c Config) Validate() error {
 	c.validateRetention(&v)
 	v.oneOf("log.level", "level", c.Log.Level, levels)
 	v.oneOf("log.format", "format", c.Log.Format, formats)
+	v.telemetry(c.Telemetry)
 	v.httpURL("client.server", c.Client.Server)
 	if len(v.probs) > 0 {
 		return invalid(v.probs...)
@@ -248,4 +249,23 @@ func orList(items []string) string {
 		return items[0]
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
+// telemetry checks the tracing settings.
+func (v *validator) telemetry(t Telemetry) {
+	if r := t.SampleRatio; r < 0 || r > 1 {
+		v.add("telemetry.sample_ratio", fmt.Sprintf("must be between 0 and 1, got %v", r))
+	}
+	if t.Traces && strings.TrimSpace(t.ServiceName) == "" {
+		v.add("telemetry.service_name", "must not be empty when traces are on")
+	}
+	if e := t.OTLPEndpoint; e != "" {
+		u, err := url.Parse(e)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.add("telemetry.otlp_endpoint", fmt.Sprintf("must be an http or https URL, got %q", e))
+		}
+	}
+	if t.TraceURL != "" && !strings.Contains(t.TraceURL, "{trace_id}") {
+		v.add("telemetry.trace_url", fmt.Sprintf("must contain {trace_id}, got %q", t.TraceURL))
+	}
 }

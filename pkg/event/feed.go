@@ -351,6 +351,10 @@ type Run struct {
 	LeaseToken int64
 	LeaseUntil *time.Time
 	Attempts   int
+	// TraceID and SpanID are the W3C trace context the run's work
+	// continues (hex; empty when it is not traced): the span of the request
+	// that created it.
+	TraceID, SpanID string
 }
 
 // PlanEvent is an event of a plan's history with the run that logged it.

@@ -18,6 +18,10 @@ import (
 // APIConfig configures the /api routes.
 type APIConfig struct {
 	Auth AuthConfig
+	// TraceURL, when set, is the operators' trace viewer's link with
+	// {trace_id} in it: GET /api/me gives it to the web app, which links
+	// runs and plans to their traces.
+	TraceURL string
 	// Chat reserves and opens turns (validation, limits, the session and
 	// the user's message) and cancels those not yet runs. Required.
 	Chat *chat.Service
@@ -137,7 +141,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		watches: newWatchLimit(cfg.MaxWatchStreamsPerUser)}
 	a := &API{auth: mw, metrics: cfg.Metrics,
 		sessions: &sessionHandlers{deps: d, sessions: cfg.Sessions},
-		me:       &meHandlers{authMode: cfg.Auth.Mode, projects: cfg.Projects},
+		me:       &meHandlers{authMode: cfg.Auth.Mode, traceURL: cfg.TraceURL, projects: cfg.Projects},
 	}
 	fol := &follower{runs: cfg.Runs, feed: cfg.Feed, poll: cfg.Poll, anyUser: cfg.AnyUser, keepAlive: keepAlive}
 	a.runs = &runHandlers{runs: cfg.Runs, follower: fol, deps: d}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	sse "github.com/tmaxmax/go-sse"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
@@ -29,6 +30,7 @@ import (
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/pkg/runs"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
 )
@@ -116,24 +118,32 @@ type envWiring struct {
 	// Records wires the planners' transcripts and the tool calls' records,
 	// as serve does: a run taken over continues from them.
 	Records bool
+	// TracerProvider, when set, traces everything as serve wires it (the
+	// model too); CaptureContent records content on the spans.
+	TracerProvider trace.TracerProvider
+	CaptureContent bool
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
 	t.Helper()
 	mutate, listener := w.Mutate, w.Listener
 	stores := dbtest.NewStores(t, db)
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions})
+	tp := w.TracerProvider
+	if tp != nil {
+		m = telemetry.NewTracer(tp, w.CaptureContent).TraceModel(m, "scripted", "")
+	}
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions, TracerProvider: tp, CaptureContent: w.CaptureContent})
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	logger := zerolog.New(logs).Hook(logctx.Hook{})
-	runner, err := agents.New(agents.Config{Model: m, Tools: rt, Logger: logger})
+	runner, err := agents.New(agents.Config{Model: m, Tools: rt, Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)
 	roles, err := agents.LoadRoles("../../configs/agents.yaml")
 	require.NoError(t, err)
 	registry := tools.NewRegistry()
 	meter := metrics.New()
 	pcfg := planning.Config{Store: stores.PlanRecords, Runner: runner, Tools: rt, Lookup: registry.Get,
-		Observer: meter.ObservedSink(event.Discard),
+		Observer: meter.ObservedSink(event.Discard), TracerProvider: tp,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer}
 	if w.Records {
 		pcfg.Records = stores.PlanRecords
@@ -213,7 +223,8 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	control := orch.Control()
 	plan := runs.PlanWork(stores.PlanRecords, cfg.Chat)
 	worker, err = runs.New(runs.Config{Store: jobs.Runs(), Log: runLog, Feed: feed, Owner: owner, PollInterval: 50 * time.Millisecond, LeaseTimeout: w.LeaseTimeout, Logger: logger,
-		Kinds: map[string]runs.Work{persistence.RunTurn: runs.TurnWork(cfg.Chat), persistence.RunApprove: plan, persistence.RunResume: plan},
+		TracerProvider: tp,
+		Kinds:          map[string]runs.Work{persistence.RunTurn: runs.TurnWork(cfg.Chat), persistence.RunApprove: plan, persistence.RunResume: plan},
 		CancelPlan: func(ctx context.Context, planID, userID string, operator bool) error {
 			_, err := control.Cancel(ctx, planID, planning.Actor{UserID: userID, Operator: operator})
 			return err
@@ -229,7 +240,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	require.NoError(t, err)
 	env.logs = logs
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics,
-		Logger: logger})
+		Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)
 	env.routes = srv.Routes()
 	env.srv = srv

@@ -7,12 +7,15 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/runs"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -165,6 +168,27 @@ func (h *planControl) resume(c echo.Context) error {
 	return h.runPlan(c, claimed, body.Stream)
 }
 
+// linkOrigin links the request's span — the parent of the plan's new run —
+// to the trace of the plan's first traced run (the turn that made it).
+func (h *planControl) linkOrigin(c echo.Context, p planning.Plan) {
+	ctx := c.Request().Context()
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	runs, err := h.runs.PlanRuns(ctx, p.ID)
+	if err != nil {
+		h.log.Warn().Ctx(ctx).Err(err).Str("plan_id", p.ID).Msg("find the plan's first trace; the run's is not linked to it")
+		return
+	}
+	for _, r := range runs {
+		if sc, ok := telemetry.Remote(r.TraceID, r.SpanID); ok {
+			span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{telemetry.LinkKindKey.String("origin")}})
+			return
+		}
+	}
+}
+
 // runPlan creates the run of a claimed plan with its job — a worker runs
 // the plan, then has the synthesizer write the answer into the plan's
 // session (runs.PlanWork) — and streams the run (or answers JSON at its
@@ -176,6 +200,7 @@ func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) err
 	}
 	r := event.Run{ID: h.newID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
 	c.Set(LogRunID, r.ID)
+	h.linkOrigin(c, p)
 	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
 		Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
 	if stream != nil && !*stream {

@@ -18,18 +18,22 @@ type Me struct {
 	Role string `json:"role"`
 	// AuthMode is "none" (no key needed: a single local user) or "apikey".
 	AuthMode string `json:"auth_mode"`
+	// TraceURL links a trace id to the operators' trace viewer, {trace_id}
+	// standing for the id (telemetry.trace_url); empty when none is set.
+	TraceURL string `json:"trace_url,omitempty"`
 }
 
 // meHandlers serve who the caller is (/api/me) and the projects a chat can
 // focus on (/api/projects, with a ProjectLister).
 type meHandlers struct {
 	authMode string
+	traceURL string
 	projects ProjectLister
 }
 
 func (h *meHandlers) me(c echo.Context) error {
 	p := PrincipalOf(c)
-	return c.JSON(http.StatusOK, Me{UserID: p.UserID, Role: string(p.Role), AuthMode: h.authMode})
+	return c.JSON(http.StatusOK, Me{UserID: p.UserID, Role: string(p.Role), AuthMode: h.authMode, TraceURL: h.traceURL})
 }
 
 // ProjectLister finds the caller's workspace projects (persistence

@@ -171,6 +171,9 @@ type PlanDetail struct {
 	// turn that made it, approvals, resumes), oldest first, with who owns
 	// each that still runs: for operators.
 	Runs []RunView `json:"runs"`
+	// TraceID is the trace of the plan's first traced run (the turn that
+	// made it); each run's own is in Runs.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 func (h *planHandlers) get(c echo.Context) error {
@@ -217,6 +220,9 @@ func (h *planHandlers) get(c echo.Context) error {
 	out.Runs = make([]RunView, 0, len(runs))
 	for _, r := range runs {
 		out.Runs = append(out.Runs, runView(r))
+		if out.TraceID == "" {
+			out.TraceID = r.TraceID
+		}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -225,11 +225,14 @@ type RunView struct {
 	Owner          string     `json:"owner,omitempty"`
 	LeaseExpiresAt *time.Time `json:"lease_expires_at,omitempty"`
 	Attempts       int        `json:"attempts"`
+	// TraceID is the W3C trace id of the run's OpenTelemetry trace (every
+	// replica that works the run adds to it); empty when it is not traced.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 func runView(r event.Run) RunView {
 	v := RunView{ID: r.ID, Kind: r.Kind, Status: r.Status, UserID: r.UserID, SessionID: r.SessionID, PlanID: r.PlanID,
-		LastSeq: r.LastSeq, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, Attempts: r.Attempts}
+		LastSeq: r.LastSeq, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt, Attempts: r.Attempts, TraceID: r.TraceID}
 	if r.FinishedAt == nil {
 		v.Owner, v.LeaseExpiresAt = r.Owner, r.LeaseUntil
 	}

@@ -41,9 +41,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/telemetry"
 )
 
 // Pinger is what readiness needs of the database: an answer to a ping.
@@ -109,6 +114,11 @@ type Config struct {
 	// elsewhere that may call the server (CORS); another cross origin is
 	// a 403 (see edge).
 	AllowedOrigins []string
+	// TracerProvider traces each request (a server span, continuing the
+	// trace of the request's W3C traceparent); nil: no-op. ServiceName
+	// names the server in its spans.
+	TracerProvider trace.TracerProvider
+	ServiceName    string
 }
 
 func (c *Config) validate() error {
@@ -197,7 +207,7 @@ func New(cfg Config) (*Server, error) {
 	e.IPExtractor = echo.ExtractIPDirect()
 	r := requests{cfg: cfg, log: cfg.Logger}
 	e.HTTPErrorHandler = r.handleError
-	e.Use(s.track, r.requestID, r.logRequests, recoverPanics, r.limitBody)
+	e.Use(s.track, traceRequests(cfg), r.requestID, r.logRequests, recoverPanics, r.limitBody)
 	if cfg.Metrics != nil {
 		e.Use(cfg.Metrics.Middleware)
 	}
@@ -356,4 +366,27 @@ func (s *Server) Routes() []string {
 		out = append(out, r.Method+" "+strings.Join(segs, "/"))
 	}
 	return out
+}
+
+// traceRequests is the request's span (otelecho: the route, method and
+// status; a request's traceparent continued). Probes and the metrics
+// scrape are not traced.
+func traceRequests(cfg Config) echo.MiddlewareFunc {
+	tp := cfg.TracerProvider
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	name := cfg.ServiceName
+	if name == "" {
+		name = "planwright"
+	}
+	return otelecho.Middleware(name, otelecho.WithTracerProvider(tp), otelecho.WithPropagators(telemetry.Propagator),
+		otelecho.WithMeterProvider(metricnoop.NewMeterProvider()),
+		otelecho.WithSkipper(func(c echo.Context) bool {
+			switch c.Request().URL.Path {
+			case "/healthz", "/readyz", "/metrics":
+				return true
+			}
+			return false
+		}))
 }

@@ -1,6 +1,7 @@
 // Package logctx carries log fields in a context — the request id, user,
 // session and run of the request a goroutine works for — so that every log
-// line written on its behalf, deep in the agent loop or a tool, names them.
+// line written on its behalf, deep in the agent loop or a tool, names them
+// (and the trace and span it belongs to).
 // Loggers built with Hook add the fields of an event's context
 // (zerolog's Event.Ctx).
 package logctx
@@ -9,6 +10,7 @@ import (
 	"context"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 )
 
 type key struct{}
@@ -41,7 +43,8 @@ func Fields(ctx context.Context) map[string]string {
 	return out
 }
 
-// Hook adds the log fields of an event's context to the event.
+// Hook adds the log fields of an event's context to the event, and the
+// trace_id and span_id of the span active in it (pkg/telemetry), if any.
 type Hook struct{}
 
 // Run implements zerolog.Hook.
@@ -53,5 +56,8 @@ func (Hook) Run(e *zerolog.Event, _ zerolog.Level, _ string) {
 	fields, _ := ctx.Value(key{}).([]field)
 	for _, f := range fields {
 		e.Str(f.name, f.value)
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		e.Str("trace_id", sc.TraceID().String()).Str("span_id", sc.SpanID().String())
 	}
 }

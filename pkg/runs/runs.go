@@ -20,11 +20,15 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
+	"github.com/planwright/planwright/pkg/telemetry"
 )
 
 // CancelRequest is a cancel asked of a run on any replica.
@@ -68,6 +72,9 @@ type Store interface {
 	RequestCancel(ctx context.Context, userID, runID string, req CancelRequest) error
 	// RunStates returns the states of runs.
 	RunStates(ctx context.Context, ids []string) ([]State, error)
+	// ContinueTrace records the trace context a run's later attempts
+	// continue (its first owner's span), while token is still the run's.
+	ContinueTrace(ctx context.Context, runID string, token int64, traceID, spanID string) error
 }
 
 // Log is the run log (persistence.RunLog implements it).
@@ -138,6 +145,9 @@ type Config struct {
 	OnTakeOver func()
 	Now        func() time.Time
 	Logger     zerolog.Logger
+	// TracerProvider traces each run this process works as a span
+	// run {kind} (nil: no-op).
+	TracerProvider trace.TracerProvider
 }
 
 // Service runs queued runs in this process: it creates runs, works those
@@ -148,6 +158,7 @@ type Service struct {
 	cfg    Config
 	runs   *owned
 	leases *leases
+	tracer telemetry.Tracer
 }
 
 // active is one run this process works.
@@ -217,7 +228,8 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	runs := &owned{active: map[string]*active{}}
-	return &Service{cfg: cfg, runs: runs, leases: &leases{cfg: cfg, runs: runs}}, nil
+	return &Service{cfg: cfg, runs: runs, leases: &leases{cfg: cfg, runs: runs},
+		tracer: telemetry.NewTracer(cfg.TracerProvider, false)}, nil
 }
 
 // LeaseTTL is how long one lease lasts.
@@ -227,8 +239,14 @@ func (s *Service) LeaseTTL() time.Duration { return s.leases.ttl() }
 func (s *Service) Every() time.Duration { return s.leases.every() }
 
 // Create stores run r with its first event and its job (the handler's
-// part: the run then runs wherever a worker takes it).
+// part: the run then runs wherever a worker takes it), with the trace
+// context of ctx's span, which the run's spans continue.
 func (s *Service) Create(ctx context.Context, r *event.Run, first event.Envelope) error {
+	if r.TraceID == "" {
+		// The run continues the trace of the request that creates it, on
+		// whichever process works it.
+		r.TraceID, r.SpanID = telemetry.IDs(ctx)
+	}
 	return s.cfg.Store.CreateRun(ctx, r, first)
 }
 
@@ -300,7 +318,10 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 		sys.Emit(wctx, event.Error{Error: event.ErrorInfo{Code: string(apperr.Internal), Message: "internal error"}})
 		log.Error().Msg("no work for this run kind")
 	} else {
-		work(wctx, r, em)
+		sctx, span := s.startRun(wctx, r)
+		s.continueTrace(ctx, r, span, log)
+		work(sctx, r, em)
+		s.endRun(span, sink)
 	}
 	if a.isLost() {
 		log.Info().Msg("run handed over; another process continues it")
@@ -329,6 +350,52 @@ func (s *Service) toldBefore(ctx context.Context, runID string, last int64) (*to
 		return nil, err
 	}
 	return toldIn(evs), nil
+}
+
+// startRun starts the span of the run's work on this process.
+func (s *Service) startRun(ctx context.Context, r event.Run) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{telemetry.RunIDKey.String(r.ID), telemetry.RunKindKey.String(r.Kind),
+		telemetry.RunAttemptKey.Int(r.Attempts)}
+	if r.SessionID != "" {
+		attrs = append(attrs, semconv.GenAIConversationID(r.SessionID))
+	}
+	if r.PlanID != "" {
+		attrs = append(attrs, telemetry.PlanIDKey.String(r.PlanID))
+	}
+	ctx = telemetry.Continue(ctx, r.TraceID, r.SpanID)
+	var opts []trace.SpanStartOption
+	if r.Attempts > 1 {
+		// A takeover: the same trace, linked to the first owner's span.
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc,
+				Attributes: []attribute.KeyValue{telemetry.LinkKindKey.String("takeover")}}))
+		}
+	}
+	return s.tracer.Start(ctx, "run "+r.Kind, attrs, opts...)
+}
+
+// continueTrace records the first owner's run span on the run, so that a
+// process that takes the run over continues the trace from it.
+func (s *Service) continueTrace(ctx context.Context, r event.Run, span trace.Span, log zerolog.Logger) {
+	sc := span.SpanContext()
+	if r.Attempts != 1 || !span.IsRecording() || !sc.IsSampled() {
+		return
+	}
+	if err := s.cfg.Store.ContinueTrace(ctx, r.ID, r.LeaseToken, sc.TraceID().String(), sc.SpanID().String()); err != nil {
+		log.Warn().Ctx(ctx).Err(err).Msg("record the run's trace; a takeover starts its spans from the request's")
+	}
+}
+
+// endRun ends the run's span with how the run ended here.
+func (s *Service) endRun(span trace.Span, sink *LogSink) {
+	if sink.Ended() {
+		st := sink.Status()
+		span.SetAttributes(attribute.String("planwright.run.status", st))
+		if st == StatusFailed {
+			telemetry.Fail(span, "the run failed")
+		}
+	}
+	span.End()
 }
 
 // Start starts the loop that renews this process's leases and picks up

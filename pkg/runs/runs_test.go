@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/runs"
+	"github.com/planwright/planwright/pkg/telemetry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -27,6 +31,8 @@ type fakeStore struct {
 	takeOver  func(ctx context.Context, unclaimedBefore time.Time) ([]string, error)
 	cancel    func(ctx context.Context, userID, runID string, req runs.CancelRequest) error
 	runStates func(ctx context.Context, ids []string) ([]runs.State, error)
+	// continueTrace, when set, hears ContinueTrace.
+	continueTrace func(runID string, token int64, traceID, spanID string) error
 }
 
 func (f *fakeStore) CreateRun(context.Context, *event.Run, event.Envelope) error { return nil }
@@ -50,6 +56,12 @@ func (f *fakeStore) RequestCancel(ctx context.Context, userID, runID string, req
 		return nil
 	}
 	return f.cancel(ctx, userID, runID, req)
+}
+func (f *fakeStore) ContinueTrace(_ context.Context, runID string, token int64, traceID, spanID string) error {
+	if f.continueTrace == nil {
+		return nil
+	}
+	return f.continueTrace(runID, token, traceID, spanID)
 }
 func (f *fakeStore) RunStates(ctx context.Context, ids []string) ([]runs.State, error) {
 	if f.runStates == nil {
@@ -535,4 +547,46 @@ func TestDrain(t *testing.T) {
 		require.ErrorIs(t, <-cause, agents.OwnerLost)
 		require.LessOrEqual(t, window, 50*time.Millisecond, "the runs get the drain window, no more")
 	})
+}
+
+// A run's first owner records its run span on the run; a process that
+// takes the run over continues that trace from it, its run span a child
+// of the first owner's and linked to it.
+func TestTakeoverContinuesTheFirstOwnersTrace(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	request := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{9, 9}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled})
+	var recorded [2]string
+	st := &fakeStore{
+		claim: claims(event.Run{Kind: "turn", LeaseToken: 3, Attempts: 1, TraceID: request.TraceID().String(), SpanID: request.SpanID().String()}),
+		continueTrace: func(_ string, token int64, traceID, spanID string) error {
+			require.EqualValues(t, 3, token)
+			recorded = [2]string{traceID, spanID}
+			return nil
+		},
+	}
+	work := func(ctx context.Context, _ event.Run, em event.Emitter) { say(ctx, em, event.FinishedCompleted) }
+	s, err := runs.New(runs.Config{Store: st, Log: newFakeLog(), Owner: "A", Kinds: map[string]runs.Work{"turn": work}, TracerProvider: tp})
+	require.NoError(t, err)
+	require.NoError(t, s.Work(context.Background(), "r1"))
+	first := exp.GetSpans()
+	require.Len(t, first, 1)
+	require.Equal(t, request.TraceID(), first[0].SpanContext.TraceID(), "the run continues the request's trace")
+	require.Equal(t, request.SpanID(), first[0].Parent.SpanID())
+	require.Equal(t, [2]string{request.TraceID().String(), first[0].SpanContext.SpanID().String()}, recorded)
+
+	exp.Reset()
+	st2 := &fakeStore{claim: claims(event.Run{Kind: "turn", LeaseToken: 4, Attempts: 2, TraceID: recorded[0], SpanID: recorded[1]}),
+		continueTrace: func(string, int64, string, string) error { t.Error("a takeover records no trace"); return nil }}
+	s2, err := runs.New(runs.Config{Store: st2, Log: newFakeLog(), Owner: "B", Kinds: map[string]runs.Work{"turn": work}, TracerProvider: tp})
+	require.NoError(t, err)
+	require.NoError(t, s2.Work(context.Background(), "r1"))
+	second := exp.GetSpans()
+	require.Len(t, second, 1)
+	require.Equal(t, request.TraceID(), second[0].SpanContext.TraceID(), "the takeover continues the same trace")
+	require.Equal(t, first[0].SpanContext.SpanID(), second[0].Parent.SpanID())
+	require.Len(t, second[0].Links, 1)
+	require.Equal(t, first[0].SpanContext.SpanID(), second[0].Links[0].SpanContext.SpanID())
+	require.Contains(t, second[0].Links[0].Attributes, telemetry.LinkKindKey.String("takeover"))
 }

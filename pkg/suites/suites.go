@@ -1,5 +1,5 @@
 // Package suites records whether the optional test suites — those that need
-// PostgreSQL, a browser or npm — ran or were skipped, so that `make test` can say
+// PostgreSQL, a browser, npm or Jaeger — ran or were skipped, so that `make test` can say
 // so truthfully at the end of a run (scripts/with-suite-report.sh).
 //
 // A test that needs such a resource calls Ran once it has it, or Skipped
@@ -29,6 +29,9 @@ const (
 	Browser  = "browser"
 	// NPM is the OpenAPI lint, which npm installs.
 	NPM = "npm"
+	// Jaeger is the trace backend the tracing test exports to
+	// (REQUIRE_JAEGER=1; scripts/with-jaeger.sh builds one).
+	Jaeger = "jaeger"
 )
 
 // Ran records that t runs suite; detail says against what (a redacted

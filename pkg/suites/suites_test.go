@@ -30,17 +30,21 @@ func TestSummaryReportsWhatTestsRecorded(t *testing.T) {
 		{"nothing recorded", "true", 0, []string{
 			"postgres suites: not run (no test in this run needs them)",
 			"browser suites: not run (no test in this run needs them)",
-			"npm suites: not run (no test in this run needs them)"}},
-		{"both ran", line("postgres", "ran", "against pg://x", "TestA") + line("postgres", "ran", "against pg://x", "TestA") +
-			line("postgres", "ran", "against pg://x", "TestB") + line("browser", "ran", "with /usr/bin/chromium", "TestC"), 0, []string{
+			"npm suites: not run (no test in this run needs them)",
+			"jaeger suites: not run (no test in this run needs them)"}},
+		{"all ran", line("postgres", "ran", "against pg://x", "TestA") + line("postgres", "ran", "against pg://x", "TestA") +
+			line("postgres", "ran", "against pg://x", "TestB") + line("browser", "ran", "with /usr/bin/chromium", "TestC") +
+			line("jaeger", "ran", "with /cache/jaeger", "TestD"), 0, []string{
 			"postgres suites: ran against pg://x (2 tests)",
 			"browser suites: ran with /usr/bin/chromium (1 tests)",
-			"npm suites: not run (no test in this run needs them)"}},
+			"npm suites: not run (no test in this run needs them)",
+			"jaeger suites: ran with /cache/jaeger (1 tests)"}},
 		{"skipped, and the run failed", line("postgres", "skipped", "TEST_DATABASE_URL is not set", "TestA") +
-			line("browser", "skipped", "no chromium installed", "TestC") + "exit 3", 3, []string{
+			line("browser", "skipped", "no chromium installed", "TestC") + line("jaeger", "skipped", "no Jaeger binary", "TestD") + "exit 3", 3, []string{
 			"postgres suites: SKIPPED in 1 tests: TEST_DATABASE_URL is not set",
 			"browser suites: SKIPPED in 1 tests: no chromium installed",
-			"npm suites: not run (no test in this run needs them)"}},
+			"npm suites: not run (no test in this run needs them)",
+			"jaeger suites: SKIPPED in 1 tests: no Jaeger binary"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

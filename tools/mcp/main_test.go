@@ -71,6 +71,11 @@ func newTestServer(crash func(), release <-chan struct{}) *sdk.Server {
 			}
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}, nil, nil
 		})
+	sdk.AddTool(s, &sdk.Tool{Name: "traceparent", Description: "Says the traceparent the call's _meta carries."},
+		func(_ context.Context, req *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
+			tp, _ := req.Params.GetMeta()["traceparent"].(string)
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "traceparent=" + tp}}}, nil, nil
+		})
 	sdk.AddTool(s, &sdk.Tool{Name: "hang", Description: "Never answers."},
 		func(ctx context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			select {

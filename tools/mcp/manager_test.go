@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/tools"
@@ -119,7 +120,7 @@ func TestListAndCall(t *testing.T) {
 			for _, tl := range ts {
 				names = append(names, tl.Spec().Name)
 			}
-			require.ElementsMatch(t, []string{"local.echo", "local.add", "local.fail", "local.whoami", "local.hang",
+			require.ElementsMatch(t, []string{"local.echo", "local.add", "local.fail", "local.whoami", "local.traceparent", "local.hang",
 				"local.crash", "local.panic", "local.rich", "local.count", "local.items", "local.pretty", "local.word"}, names, "the tool with an unusable name is left out")
 			require.NoError(t, tools.NewRegistry().Register(ts...))
 
@@ -323,7 +324,7 @@ func TestClose(t *testing.T) {
 	require.NoError(t, err)
 	ts, err := m.Tools(context.Background())
 	require.NoError(t, err)
-	require.Len(t, ts, 24)
+	require.Len(t, ts, 26)
 	require.NoError(t, m.Close())
 	require.NoError(t, m.Close())
 	_, err = run(t, byName(t, ts)["a.echo"], `{"text": "x"}`)
@@ -366,4 +367,29 @@ func TestNewManagerValidatesConfig(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ts)
 	require.NoError(t, m.Close())
+}
+
+// A call made in a span passes its W3C traceparent in the request's _meta,
+// on both transports; one made in none passes nothing.
+func TestTraceparentIsPassedInMeta(t *testing.T) {
+	t.Parallel()
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t, tr.config(t))
+			ts, err := m.Tools(context.Background())
+			require.NoError(t, err)
+			tool := byName(t, ts)["local.traceparent"]
+			sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xab, 1}, SpanID: trace.SpanID{0xcd, 2},
+				TraceFlags: trace.FlagsSampled})
+			ctx := trace.ContextWithSpanContext(context.Background(), sc)
+			res, err := tool.Run(ctx, tools.Call{ID: "c", Name: tool.Spec().Name, Args: json.RawMessage(`{}`)})
+			require.NoError(t, err)
+			require.Equal(t, "traceparent=00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-01", res.Content)
+
+			res, err = run(t, tool, `{}`)
+			require.NoError(t, err)
+			require.Equal(t, "traceparent=", res.Content)
+		})
+	}
 }

@@ -11,8 +11,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -75,7 +77,11 @@ func (s *server) call(ctx context.Context, name string, structured bool, args js
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errCallTimeout)
 	defer cancel()
-	res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: name, Arguments: args})
+	params := &sdk.CallToolParams{Name: name, Arguments: args}
+	if meta := traceMeta(ctx); meta != nil {
+		params.Meta = meta
+	}
+	res, err := cs.CallTool(callCtx, params)
 	if err != nil {
 		switch werr := answered(err); {
 		case werr != nil:
@@ -171,4 +177,20 @@ func resultText(res *sdk.CallToolResult, structured bool) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// traceMeta is the call's _meta with the W3C trace context (traceparent,
+// tracestate) of the span it runs in, so that a server that traces joins
+// the trace; nil when no span is active.
+func traceMeta(ctx context.Context) sdk.Meta {
+	carrier := propagation.MapCarrier{}
+	telemetry.Propagator.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	meta := sdk.Meta{}
+	for k, v := range carrier {
+		meta[k] = v
+	}
+	return meta
 }

@@ -10,7 +10,10 @@ import (
 	"net/url"
 	"strings"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -193,6 +196,9 @@ func (s *SearXNG) Search(ctx context.Context, query string, n int) ([]SearchResu
 		return nil, apperr.Wrap(apperr.Internal, err, "build SearXNG request")
 	}
 	req.Header.Set("Accept", "application/json")
+	// The operator's search service joins the call's trace, if it traces
+	// (web_fetch sends no trace context to the pages it reads).
+	telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := s.client.Do(req)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {

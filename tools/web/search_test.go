@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/tools"
@@ -185,4 +186,19 @@ func TestToolsOmitsSearchWithoutProvider(t *testing.T) {
 
 	_, err = web.Tools(web.Config{Fetch: web.FetchConfig{MaxBytes: -1}})
 	require.ErrorIs(t, err, apperr.ErrInvalid)
+}
+
+// A search made in a span sends its W3C traceparent to SearXNG.
+func TestSearXNGGetsTheTraceparent(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	p := searxng(t, func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("traceparent")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(searxngAnswer))
+	})
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{7}, SpanID: trace.SpanID{8}, TraceFlags: trace.FlagsSampled})
+	_, err := p.Search(trace.ContextWithSpanContext(context.Background(), sc), "go", 1)
+	require.NoError(t, err)
+	require.Equal(t, "00-"+sc.TraceID().String()+"-"+sc.SpanID().String()+"-01", <-got)
 }

@@ -11,7 +11,7 @@ import { OpsView } from "./ops.js";
 const $ = (id) => document.getElementById(id);
 
 export const app = {
-  me: null, // {user_id, role, auth_mode}
+  me: null, // {user_id, role, auth_mode, trace_url?}
   views: {},
   isOperator() { return this.me && this.me.role === "operator"; },
   // whose says whose a thing is, from the signed-in user's point of view.

@@ -156,7 +156,8 @@ export class OpsView {
         p.started_at ? fact("Started", when(p.started_at)) : null,
         p.duration_ms ? fact("Duration", duration(p.duration_ms)) : null,
         fact("Usage", tokens(p.usage)),
-        p.session_id ? fact("Session", h("a", { href: `#/chat/${p.session_id}`, text: p.session_id })) : null),
+        p.session_id ? fact("Session", h("a", { href: `#/chat/${p.session_id}`, text: p.session_id })) : null,
+        traceFact(d.runs, this.app.me)),
       ...approvalLine(p, this.app),
       actions, status,
       card.el,
@@ -256,6 +257,20 @@ export class OpsView {
 }
 
 const fact = (k, v) => [h("dt", { text: k }), h("dd", {}, v)];
+
+// traceFact links the plan's traced runs to their traces in the operators'
+// trace viewer (telemetry.trace_url, given by /api/me), when there is one.
+function traceFact(runs, me) {
+  const url = me && me.trace_url;
+  const traced = (runs || []).filter((r) => r.trace_id);
+  if (!url || traced.length === 0) return null;
+  const links = [];
+  traced.forEach((r, i) => {
+    if (i > 0) links.push(" · ");
+    links.push(h("a", { href: url.replaceAll("{trace_id}", r.trace_id), target: "_blank", rel: "noopener", "data-trace": r.trace_id, text: r.kind }));
+  });
+  return fact("Traces", h("span", {}, ...links));
+}
 
 function stepsTable(p) {
   return h("section", { class: "block", "aria-label": "Steps" }, h("h2", { text: "Steps" }),
