@@ -312,3 +312,55 @@ func TestRunLogFencesAppendsOfALostRun(t *testing.T) {
 		require.Equal(t, []string{"one", "two"}, texts)
 	})
 }
+
+// A run taken over in the process that lost it is opened again in the same
+// run log: what the earlier attempt had queued and not yet committed is
+// dropped, not stored with the new attempt's token over its seqs (which
+// would fail the whole batch, the new attempt's events with it).
+func TestRunLogReopenedRunDropsItsEarlierAttemptsQueue(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		jobs, got := startJobs(t, db)
+		a := claimedRun(t, jobs, got, "A")
+		id := a.ID
+		// Nothing commits before someone waits for it: A's appends stay
+		// queued through the takeover.
+		l, err := persistence.NewRunLog(db, persistence.RunLogConfig{Idle: time.Hour})
+		require.NoError(t, err)
+		l.Start()
+		defer l.Close()
+		_, err = l.OpenFirstClaim(id, a.LeaseToken)
+		require.NoError(t, err)
+		_, err = l.Append(id, textEvent("stale text"))
+		require.NoError(t, err)
+		_, err = l.Append(id, callEvent("stale-call"))
+		require.NoError(t, err)
+
+		b := takeOver(t, jobs, got, a, "A")
+		last, err := l.OpenRun(ctx, id, b.LeaseToken)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, last, "A's queued events were never committed")
+		// A text of the new attempt does not join the earlier one's.
+		seq, err := l.Append(id, textEvent("fresh text"))
+		require.NoError(t, err)
+		require.EqualValues(t, 2, seq)
+		_, err = l.Append(id, callEvent("fresh-call"))
+		require.NoError(t, err)
+		require.NoError(t, l.Sync(ctx, id))
+
+		evs, err := l.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		var told []string
+		for _, e := range evs[1:] {
+			switch ev := e.Event.(type) {
+			case event.Text:
+				told = append(told, ev.Content)
+			case event.ToolCall:
+				told = append(told, ev.ToolCall.ID)
+			}
+		}
+		require.Equal(t, []string{"fresh text", "fresh-call"}, told)
+		require.Len(t, evs, 3)
+	})
+}

@@ -209,6 +209,11 @@ type pendingEvent struct {
 	done func(error)
 	// alone: insert row by itself, not in its table's multi-row INSERT.
 	alone bool
+	// open is the opening of the run's log it was queued under (nil for a
+	// row of no open run). A run opened again here — taken over by this
+	// process — has a new one: what the earlier attempt still had queued
+	// is not stored with the new attempt's token or seqs (liveOnly).
+	open *runSeq
 }
 
 // resolve tells the event's Record, if any, or the queued row's caller,
@@ -406,6 +411,9 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 			if last.runID != runID || last.row != nil {
 				continue
 			}
+			if last.open != r {
+				break // queued by an earlier attempt of the run
+			}
 			if lt, ok := last.env.Event.(event.Text); ok && last.write == nil && last.env.Source == e.Source && len(lt.Content)+len(t.Content) <= l.cfg.MaxText {
 				last.env.Event = event.Text{Content: lt.Content + t.Content}
 				return last.env.Seq, nil
@@ -415,7 +423,7 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 	}
 	e.Seq = r.next
 	r.next++
-	p.env = e
+	p.env, p.open = e, r
 	l.queue = append(l.queue, p)
 	if p.write != nil && p.commit.Waited() {
 		l.urgeLocked() // its Record waits; a Submit's write rides with what follows

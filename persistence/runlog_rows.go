@@ -78,6 +78,7 @@ func (l *RunLog) queueRows(runID string, done func(error), rows []rowInsert) boo
 	if l.closed || !l.started {
 		return false
 	}
+	open := l.runs[runID] // nil for a row of no open run
 	for i := range rows {
 		table := rows[i].table
 		tell := func(err error) {
@@ -88,7 +89,7 @@ func (l *RunLog) queueRows(runID string, done func(error), rows []rowInsert) boo
 				done(err)
 			}
 		}
-		l.queue = append(l.queue, pendingEvent{runID: runID, row: &rows[i], done: tell})
+		l.queue = append(l.queue, pendingEvent{runID: runID, row: &rows[i], done: tell, open: open})
 	}
 	l.signal()
 	return true

@@ -107,6 +107,12 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 		}
 	}
 	for ; ; attempt++ {
+		if attempt > 1 {
+			// A run opened again meanwhile (taken over here) has what
+			// its earlier attempt queued dropped.
+			batch = w.liveOnly(batch)
+			rows = w.eventRows(batch)
+		}
 		b := txBatch{events: batch, rows: rows, fin: fin, tokens: w.tokens(batch, fin), retry: attempt > 1}
 		b.channel, b.notices = w.notices(rows, fin)
 		err := w.tx.commit(b)
@@ -114,7 +120,7 @@ func (w *logWriter) commit(batch []pendingEvent, fin []pendingFinish, closing bo
 		if errors.As(err, &fenced) {
 			// Runs this process lost (another owns them now): their
 			// events and ends are dropped, the rest goes on at once.
-			batch, fin = w.fence(fenced, batch, fin)
+			batch, fin = w.fence(fenced, b.tokens, batch, fin)
 			rows = w.eventRows(batch)
 			attempt--
 			continue
@@ -213,16 +219,16 @@ func (w *logWriter) dropWrite(batch []pendingEvent, at int, err error) []pending
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := at; i < len(batch); i++ {
-		if batch[i].runID == gone.runID && batch[i].row == nil {
+		if batch[i].open == gone.open && batch[i].row == nil {
 			batch[i].env.Seq--
 		}
 	}
 	for i := range w.queue {
-		if w.queue[i].runID == gone.runID && w.queue[i].row == nil {
+		if w.queue[i].open == gone.open && w.queue[i].row == nil {
 			w.queue[i].env.Seq--
 		}
 	}
-	if r, ok := w.runs[gone.runID]; ok {
+	if r := gone.open; r != nil {
 		r.next--
 		// Sync waits until the run's pending events are committed: when
 		// this was the last of them, nothing will be published for it,
@@ -240,8 +246,13 @@ func (w *logWriter) liveOnly(batch []pendingEvent) []pendingEvent {
 	defer w.mu.Unlock()
 	keep := 0
 	for _, p := range batch {
-		if r, ok := w.runs[p.runID]; ok && r.broken {
+		r, ok := w.runs[p.runID]
+		if ok && r.broken {
 			p.resolve(apperr.New(apperr.Unavailable, "the log of run %s failed", p.runID))
+			continue
+		}
+		if p.open != nil && r != p.open {
+			p.resolve(apperr.New(apperr.Unavailable, "run %s was taken over; its earlier attempt writes nothing more", p.runID))
 			continue
 		}
 		batch[keep] = p
@@ -321,8 +332,8 @@ func (w *logWriter) tokens(batch []pendingEvent, fin []pendingFinish) map[string
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out map[string]int64
-	add := func(id string) {
-		if r, ok := w.runs[id]; ok {
+	add := func(id string, r *runSeq) {
+		if r != nil {
 			if out == nil {
 				out = map[string]int64{}
 			}
@@ -330,10 +341,14 @@ func (w *logWriter) tokens(batch []pendingEvent, fin []pendingFinish) map[string
 		}
 	}
 	for _, p := range batch {
-		add(p.runID)
+		if p.open != nil {
+			add(p.runID, p.open) // the token it was queued under
+		} else {
+			add(p.runID, w.runs[p.runID])
+		}
 	}
 	for _, f := range fin {
-		add(f.runID)
+		add(f.runID, w.runs[f.runID])
 	}
 	return out
 }
@@ -343,7 +358,7 @@ func (w *logWriter) tokens(batch []pendingEvent, fin []pendingFinish) map[string
 // appends fail, and their followers read what the new owner writes from
 // the store. A fenced run stays known until its Finish, so that what it
 // still had queued is dropped too (liveOnly).
-func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFinish) ([]pendingEvent, []pendingFinish) {
+func (w *logWriter) fence(lost errFenced, sent map[string]int64, batch []pendingEvent, fin []pendingFinish) ([]pendingEvent, []pendingFinish) {
 	refused := map[string]string{} // run → why
 	for _, id := range lost.taken {
 		refused[id] = "is owned by another process now"
@@ -371,7 +386,9 @@ func (w *logWriter) fence(lost errFenced, batch []pendingEvent, fin []pendingFin
 	}
 	w.mu.Lock()
 	for id := range refused {
-		if r, ok := w.runs[id]; ok && !r.fenced {
+		// Not a run opened again here since the batch was sent: that
+		// opening holds the new token.
+		if r, ok := w.runs[id]; ok && !r.fenced && r.token == sent[id] {
 			r.broken, r.fenced = true, true
 			r.committed = r.next - 1
 			close(r.flushed)
