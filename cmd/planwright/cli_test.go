@@ -140,10 +140,12 @@ func TestClientCommands(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout)
 	require.Equal(t, "planwright: invalid plan: step 2 depends on step 7, which does not exist\n", stderr)
-	require.NoError(t, os.WriteFile(steps, []byte(`[{"number": 1, "title": "Write it", "executor_required": true},
-		{"number": 2, "title": "Send it", "executor_required": true, "depends_on": [1]}]`), 0o600))
+	// The edit drops step 2: what follows the run tells of step 1 alone.
+	require.NoError(t, os.WriteFile(steps, []byte(`[{"number": 1, "title": "Write it", "executor_required": true}]`), 0o600))
 	out = run(t, "", "plans", "approve", draft, "--version", "1", "--steps", steps, "--note", "edited")
 	require.Contains(t, out, "step 1 Write it: completed")
+	require.NotContains(t, out, "step 2")
+	require.Contains(t, out, "plan completed: 1 completed, 0 failed, 0 skipped")
 	require.Contains(t, out, "The approved plan ran to the end.")
 
 	for _, tc := range []struct {
@@ -287,4 +289,36 @@ func TestChatInATerminal(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "step 2 Crunch: completed")
 	require.Contains(t, stdout, "plan completed: 2 completed, 0 failed, 0 skipped")
+}
+
+// In a terminal, approving a plan with edited steps draws the table of
+// the steps that run: a step the edit removed is not shown as pending.
+func TestApproveWithEditsInATerminal(t *testing.T) {
+	t.Parallel()
+	p := startPeople(t, nil)
+	defer func() { require.Equal(t, 0, p.stop(), p.stderr.String()) }()
+	draft := p.draft(t)
+	steps := filepath.Join(t.TempDir(), "steps.json")
+	require.NoError(t, os.WriteFile(steps, []byte(`[{"number": 1, "title": "Write it", "executor_required": true}]`), 0o600))
+
+	ptmx, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer ptmx.Close()
+	require.NoError(t, pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 120}))
+	screen := &syncBuffer{}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(screen, ptmx)
+	}()
+	var errOut syncBuffer
+	code := Run(context.Background(), Env{Args: []string{"plans", "approve", draft, "--steps", steps, "--config", shippedConfig},
+		Stdin: strings.NewReader(""), Stdout: tty, Stderr: &errOut, LookupEnv: lookup(p.clientEnv(p.alice))})
+	require.NoError(t, tty.Close())
+	<-copied
+	require.Equal(t, 0, code, errOut.String())
+	out := screen.String()
+	require.Regexp(t, `✓\s+1\s+Write it\s+completed`, out)
+	require.NotContains(t, out, "Send it", "the removed step 2 is not drawn")
+	require.NotContains(t, out, "Write the newsletter", "nor step 1 as it was before the edit")
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -104,8 +105,17 @@ func follow(ctx context.Context, env Env, c *client.Client, planID string, asJSO
 	}
 	live, width := terminal(env.Stdout)
 	r := tui.NewRenderer(env.Stdout, live, width, nil)
-	if d, err := c.Plan(ctx, planID); err == nil {
-		r.Steps(d.Plan.Steps)
+	// The table shows the plan as its run sees it: read once the stream's
+	// first event came, after the request's own change (an approval's
+	// edited steps, a resume's reset) was stored.
+	var shown sync.Once
+	handle := func(ev client.Event) {
+		shown.Do(func() {
+			if d, err := c.Plan(ctx, planID); err == nil {
+				r.Steps(d.Plan.Steps)
+			}
+		})
+		r.Event(ev)
 	}
 	stop := make(chan struct{})
 	defer close(stop)
@@ -123,7 +133,7 @@ func follow(ctx context.Context, env Env, c *client.Client, planID string, asJSO
 			}
 		}()
 	}
-	done, err := start(ctx, r.Event)
+	done, err := start(ctx, handle)
 	if err != nil {
 		return err
 	}
