@@ -299,3 +299,18 @@ func stepState(s Step) event.StepState {
 	st.Result = textcut.Cut(st.Result, 1000)
 	return st
 }
+
+// ApprovalEdits returns the plan_revised that announces the edits p's
+// approval made — the user's revision that is p's current version — for
+// the run that carries an approval claimed outside any run (the approve
+// route); false when the approval made none.
+func ApprovalEdits(p Plan, revs []Revision) (event.PlanRevised, bool) {
+	if p.Approval == nil || p.Approval.Version != p.Version || len(revs) == 0 {
+		return event.PlanRevised{}, false
+	}
+	last := revs[len(revs)-1]
+	if last.Author != "user" || last.Version != p.Version {
+		return event.PlanRevised{}, false
+	}
+	return event.PlanRevised{Plan: eventPlan(p)}, true
+}

@@ -58,6 +58,8 @@ func TurnWork(turns Turns) Work {
 // Plans reads plans (persistence.PlanRecords implements it).
 type Plans interface {
 	GetPlan(ctx context.Context, id string) (planning.Plan, error)
+	// ListRevisions returns the plan's stored revisions, oldest first.
+	ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error)
 }
 
 // PlanAnswers run a claimed plan and answer from it in its session
@@ -65,6 +67,9 @@ type Plans interface {
 type PlanAnswers interface {
 	ContinuePlan(ctx context.Context, runID string, p planning.Plan, em event.Emitter) (chat.PlanOutcome, error)
 }
+
+// kindApprove is the kind of run that carries out a plan's approval.
+const kindApprove = "approve"
 
 // PlanWork runs a queued approval or resume: the plan was claimed by the
 // handler (it is executing); the work runs it and answers in its session.
@@ -78,6 +83,19 @@ func PlanWork(plans Plans, answers PlanAnswers) Work {
 		if err != nil {
 			fail(ctx, sys, err)
 			return
+		}
+		if r.Kind == kindApprove {
+			// Edits made with an approval outside a run are told by the
+			// run that carries it out, ahead of its steps (once: a
+			// takeover does not tell them again).
+			revs, err := plans.ListRevisions(ctx, p.ID)
+			if err != nil {
+				fail(ctx, sys, err)
+				return
+			}
+			if ev, ok := planning.ApprovalEdits(p, revs); ok {
+				sys.Emit(ctx, ev)
+			}
 		}
 		o, err := answers.ContinuePlan(ctx, r.ID, p, em)
 		if agents.OwnerGone(ctx) {

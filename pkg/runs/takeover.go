@@ -3,6 +3,7 @@ package runs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/planwright/planwright/pkg/event"
@@ -24,6 +25,7 @@ type told struct {
 	states  map[string]bool
 	calls   map[string]bool // tool_call ids
 	results map[string]bool // tool_result call ids
+	plans   map[string]bool // plan_revised, by plan id and version
 	starts  map[stepKey]int // step_start count per step
 }
 
@@ -34,7 +36,7 @@ type stepKey struct {
 
 func toldIn(evs []event.Envelope) *told {
 	t := &told{sessions: map[string]bool{}, states: map[string]bool{}, calls: map[string]bool{}, results: map[string]bool{},
-		starts: map[stepKey]int{}}
+		plans: map[string]bool{}, starts: map[stepKey]int{}}
 	for _, e := range evs {
 		switch ev := e.Event.(type) {
 		case event.Session:
@@ -45,6 +47,8 @@ func toldIn(evs []event.Envelope) *told {
 			t.calls[ev.ToolCall.ID] = true
 		case event.ToolResult:
 			t.results[ev.ToolCallID] = true
+		case event.PlanRevised:
+			t.plans[revisedKey(ev)] = true
 		case event.StepStart:
 			t.starts[stepKey{ev.PlanID, ev.Step.Number}]++
 		}
@@ -74,8 +78,14 @@ func (t *told) again(ev event.Event) bool {
 		return t.calls[ev.ToolCall.ID]
 	case event.ToolResult:
 		return t.results[ev.ToolCallID]
+	case event.PlanRevised:
+		return t.plans[revisedKey(ev)]
 	}
 	return false
+}
+
+func revisedKey(ev event.PlanRevised) string {
+	return fmt.Sprintf("%s@%d", ev.Plan.ID, ev.Plan.Version)
 }
 
 // announcedSink is the sink of a run's events: it passes them on to next,

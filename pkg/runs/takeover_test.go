@@ -34,6 +34,8 @@ func saidOf(evs []event.Envelope) []said {
 			s.Key, s.Attempt = ev.PlanID+"/"+strconv.Itoa(ev.Step.Number), ev.Attempt
 		case event.StepComplete:
 			s.Key = ev.PlanID + "/" + strconv.Itoa(ev.Step.Number)
+		case event.PlanRevised:
+			s.Key = ev.Plan.ID + "@" + strconv.Itoa(ev.Plan.Version)
 		}
 		out = append(out, s)
 	}
@@ -58,6 +60,7 @@ func TestTakeoverAnnouncesOnlyWhatIsNew(t *testing.T) {
 		event.ToolResult{ToolCallID: "c1", Name: "lookup", Success: true},
 		event.ToolCall{ToolCall: event.ToolCallInfo{ID: "c2", Name: "create_plan"}},
 		event.AgentState{State: event.StateExecutingPlan, Details: "Write"},
+		event.PlanRevised{Plan: event.Plan{ID: "p", Version: 2}},
 		event.StepStart{PlanID: "p", Step: event.StepState{Number: 1}},
 		event.StepComplete{PlanID: "p", Step: event.StepState{Number: 1}},
 		event.StepStart{PlanID: "p", Step: event.StepState{Number: 2}},
@@ -76,10 +79,12 @@ func TestTakeoverAnnouncesOnlyWhatIsNew(t *testing.T) {
 		em.Emit(ctx, event.ToolResult{ToolCallID: "c1", Name: "lookup", Success: true}) // from its record
 		em.Emit(ctx, event.ToolCall{ToolCall: event.ToolCallInfo{ID: "c2", Name: "create_plan"}})
 		em.Emit(ctx, event.AgentState{State: event.StateExecutingPlan, Details: "Write"})
+		em.Emit(ctx, event.PlanRevised{Plan: event.Plan{ID: "p", Version: 2}}) // an approval's edits
 		require.NoError(t, em.Record(ctx, event.StepStart{PlanID: "p", Step: event.StepState{Number: 2}},
 			func(context.Context) error { wrote++; return nil }))
 		em.Emit(ctx, event.StepComplete{PlanID: "p", Step: event.StepState{Number: 2}})
 		em.Emit(ctx, event.StepStart{PlanID: "p", Step: event.StepState{Number: 3}})
+		em.Emit(ctx, event.PlanRevised{Plan: event.Plan{ID: "p", Version: 3}}) // new
 		em.Emit(ctx, event.ToolResult{ToolCallID: "c2", Name: "create_plan", Success: true})
 		require.NoError(t, em.Record(ctx, event.AgentState{State: event.StateExecutingPlan, Details: "Write"},
 			func(context.Context) error { wrote++; return nil }))
@@ -92,6 +97,7 @@ func TestTakeoverAnnouncesOnlyWhatIsNew(t *testing.T) {
 		{Type: event.TypeStepStart, Key: "p/2", Attempt: 2},
 		{Type: event.TypeStepComplete, Key: "p/2"},
 		{Type: event.TypeStepStart, Key: "p/3"},
+		{Type: event.TypePlanRevised, Key: "p@3"},
 		{Type: event.TypeToolResult, Key: "c2"},
 		{Type: event.TypeAgentState, Key: "executing_plan Write"}, // it carries a write
 		{Type: event.TypeAgentState, Key: "waiting_on_user "},

@@ -337,7 +337,11 @@ func (r *Renderer) planHead(what string, p event.Plan) {
 	r.table.clear()
 	r.out.endLine()
 	r.table.forget()
-	r.line(fmt.Sprintf("%s %s: %s (%d steps, %s)", what, p.ID, p.Goal, len(p.Steps), strings.ReplaceAll(string(p.Mode), "_", " ")))
+	steps := "steps"
+	if len(p.Steps) == 1 {
+		steps = "step"
+	}
+	r.line(fmt.Sprintf("%s %s: %s (%d %s, %s)", what, p.ID, p.Goal, len(p.Steps), steps, strings.ReplaceAll(string(p.Mode), "_", " ")))
 	if !r.out.live {
 		for _, s := range p.Steps {
 			after := ""

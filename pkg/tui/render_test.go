@@ -150,7 +150,7 @@ func TestRendererPlainTellsACallWhereItWasMade(t *testing.T) {
 	}
 	require.Equal(t, `  ✓ planner: lookup {}
   → planner: create_plan {"goal":"Launch"}
-plan p1: Launch (1 steps, auto execute)
+plan p1: Launch (1 step, auto execute)
   1. Draft
   ▸ step 1 Draft: running
   ✓ step 1 Draft: completed in 10ms
