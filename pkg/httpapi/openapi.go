@@ -134,64 +134,10 @@ func OpenAPI(version string) ([]byte, error) {
 			item = map[string]any{}
 			paths[op.path] = item
 		}
-		o := map[string]any{"summary": op.summary, "operationId": operationID(op)}
-		var params []any
-		for _, seg := range strings.Split(op.path, "/") {
-			if strings.HasPrefix(seg, "{") {
-				params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
-					"schema": map[string]any{"type": "string"}})
-			}
+		o, err := g.operation(op)
+		if err != nil {
+			return nil, err
 		}
-		for _, q := range op.query {
-			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
-		}
-		if params != nil {
-			o["parameters"] = params
-		}
-		if op.public {
-			o["security"] = []any{}
-		}
-		if op.request != nil {
-			ref, err := g.ref(op.request)
-			if err != nil {
-				return nil, err
-			}
-			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref}}}
-		}
-		content := map[string]any{}
-		if op.response != nil {
-			ref, err := g.ref(op.response)
-			if err != nil {
-				return nil, err
-			}
-			content["application/json"] = map[string]any{"schema": ref}
-		}
-		ok := map[string]any{"description": "OK"}
-		if op.stream {
-			// A Media Type Object has no description in OpenAPI 3.1: the framing is
-			// described on the response.
-			content["text/event-stream"] = map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Event"}}
-			ok["description"] = "OK; text/event-stream: SSE frames `id: <seq>`, `event: <type>`, `data: <json>` (see components.schemas.Event)"
-		}
-		if len(content) > 0 {
-			ok["content"] = content
-		}
-		status := "200"
-		if op.method == "POST" && strings.HasSuffix(op.path, "/cancel") && strings.HasPrefix(op.path, "/api/agent") {
-			status = "202"
-		}
-		if op.method == "POST" && op.path == "/api/agent-definitions" {
-			status = "201"
-		}
-		responses := map[string]any{status: ok, "default": map[string]any{"$ref": "#/components/responses/Error"}}
-		for _, code := range errorsOf(op) {
-			r, ok := errorResponses[code]
-			if !ok {
-				return nil, fmt.Errorf("openapi: %s %s returns %d, which errorResponses lacks", op.method, op.path, code)
-			}
-			responses[strconv.Itoa(code)] = map[string]any{"$ref": "#/components/responses/" + r.name}
-		}
-		o["responses"] = responses
 		item[strings.ToLower(op.method)] = o
 	}
 	if _, err := g.ref(ErrorResponse{}); err != nil {
@@ -227,6 +173,80 @@ func OpenAPI(version string) ([]byte, error) {
 		return nil, err
 	}
 	return yaml.Marshal(plain)
+}
+
+// operation is op's Operation Object: its parameters, request body and
+// responses.
+func (g *schemaGen) operation(op operation) (map[string]any, error) {
+	o := map[string]any{"summary": op.summary, "operationId": operationID(op)}
+	var params []any
+	for _, seg := range strings.Split(op.path, "/") {
+		if strings.HasPrefix(seg, "{") {
+			params = append(params, map[string]any{"name": strings.Trim(seg, "{}"), "in": "path", "required": true,
+				"schema": map[string]any{"type": "string"}})
+		}
+	}
+	for _, q := range op.query {
+		params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
+	}
+	if params != nil {
+		o["parameters"] = params
+	}
+	if op.public {
+		o["security"] = []any{}
+	}
+	if op.request != nil {
+		ref, err := g.ref(op.request)
+		if err != nil {
+			return nil, err
+		}
+		o["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": ref}}}
+	}
+	responses, err := g.responses(op)
+	if err != nil {
+		return nil, err
+	}
+	o["responses"] = responses
+	return o, nil
+}
+
+// responses is op's Responses Object: its success, the errors it returns
+// and the default.
+func (g *schemaGen) responses(op operation) (map[string]any, error) {
+	content := map[string]any{}
+	if op.response != nil {
+		ref, err := g.ref(op.response)
+		if err != nil {
+			return nil, err
+		}
+		content["application/json"] = map[string]any{"schema": ref}
+	}
+	ok := map[string]any{"description": "OK"}
+	if op.stream {
+		// A Media Type Object has no description in OpenAPI 3.1: the framing is
+		// described on the response.
+		content["text/event-stream"] = map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Event"}}
+		ok["description"] = "OK; text/event-stream: SSE frames `id: <seq>`, `event: <type>`, `data: <json>` (see components.schemas.Event)"
+	}
+	if len(content) > 0 {
+		ok["content"] = content
+	}
+	status := "200"
+	if op.method == "POST" && strings.HasSuffix(op.path, "/cancel") && strings.HasPrefix(op.path, "/api/agent") {
+		status = "202"
+	}
+	if op.method == "POST" && op.path == "/api/agent-definitions" {
+		status = "201"
+	}
+	responses := map[string]any{status: ok, "default": map[string]any{"$ref": "#/components/responses/Error"}}
+	for _, code := range errorsOf(op) {
+		r, ok := errorResponses[code]
+		if !ok {
+			return nil, fmt.Errorf("openapi: %s %s returns %d, which errorResponses lacks", op.method, op.path, code)
+		}
+		responses[strconv.Itoa(code)] = map[string]any{"$ref": "#/components/responses/" + r.name}
+	}
+	return responses, nil
 }
 
 // responseComponents are components.responses: every error response, and
