@@ -120,6 +120,10 @@ type options struct {
 	// Paired runs each sequential workload on both trees' servers at once
 	// (with Against).
 	Paired bool
+	// Traced compares this tree with tracing on (every trace sampled,
+	// exported over OTLP/HTTP to a sink the driver serves) against this
+	// tree with tracing off, Rounds times: the cost of tracing.
+	Traced bool
 }
 
 var allDrivers = []string{"sqlite", "postgres"}
@@ -135,7 +139,8 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 	keep := fs.Bool("keep", false, "keep the temporary directory (configs, scripts, server logs) and the PostgreSQL schemas; they are kept anyway after a failure")
 	against := fs.String("against", "", "compare with the checkout of the module in `DIR` (a git worktree of another commit), alternating the two")
 	rounds := fs.Int("rounds", 0, "with -against: how many times each workload runs on each tree (default 2)")
-	paired := fs.Bool("paired", false, "with -against: run W1 and W2 on both trees' servers at once, each turn started on both together")
+	paired := fs.Bool("paired", false, "with -against or -traced: run W1 and W2 on both servers at once, each turn started on both together")
+	traced := fs.Bool("traced", false, "compare this tree with tracing on (sampled 100 %, exported to an OTLP sink the driver serves) against tracing off, alternating the two")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -143,18 +148,21 @@ func parseOptions(args []string, getenv func(string) string, usage io.Writer) (o
 		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	o := options{Quick: *quick, Keep: *keep, PerfDir: *perfDir, RequirePostgres: getenv("REQUIRE_POSTGRES") == "1", DialInShot: *dialInShot,
-		Against: *against, Rounds: *rounds, Paired: *paired}
+		Against: *against, Rounds: *rounds, Paired: *paired, Traced: *traced}
+	compared := o.Against != "" || o.Traced
 	switch {
-	case o.Against == "" && o.Rounds != 0:
-		return o, errors.New("-rounds: only with -against")
-	case o.Against == "" && o.Paired:
-		return o, errors.New("-paired: only with -against")
-	case o.Against != "" && o.Rounds == 0:
+	case o.Against != "" && o.Traced:
+		return o, errors.New("-traced compares this tree with itself: not with -against")
+	case !compared && o.Rounds != 0:
+		return o, errors.New("-rounds: only with -against or -traced")
+	case !compared && o.Paired:
+		return o, errors.New("-paired: only with -against or -traced")
+	case compared && o.Rounds == 0:
 		o.Rounds = 2
 	case o.Rounds < 0:
 		return o, fmt.Errorf("-rounds: %d is not a number of rounds", o.Rounds)
 	}
-	if o.Against != "" && o.PerfDir != "" {
+	if compared && o.PerfDir != "" {
 		// Its recordings are named by driver and workload only.
 		return o, errors.New("-perf records one tree's servers: not with -against")
 	}
@@ -283,6 +291,17 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 			return err
 		}
 		trees = append(trees, t)
+	}
+	if o.Traced {
+		sink, err := startTraceSink()
+		if err != nil {
+			return err
+		}
+		defer func() { fmt.Fprintf(out, "trace sink: %d OTLP exports received\n", sink.close()) }()
+		traced := env.bin
+		traced.Traces = sink.url
+		trees[0].name = "tracing off"
+		trees = append([]*tree{{name: "tracing on", bin: traced}}, trees...)
 	}
 	for round := range max(o.Rounds, 1) {
 		order := slices.Clone(trees)

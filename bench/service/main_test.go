@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -145,17 +147,23 @@ func TestParseOptions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, o.Rounds)
 	_, err = parseOptions([]string{"-rounds", "3"}, env(nil), &usage)
-	require.ErrorContains(t, err, "only with -against")
+	require.ErrorContains(t, err, "only with -against or -traced")
 	require.False(t, o.Paired, "alternated unless asked")
 	o, err = parseOptions([]string{"-against", "/tmp/base", "-paired"}, env(nil), &usage)
 	require.NoError(t, err)
 	require.True(t, o.Paired)
 	_, err = parseOptions([]string{"-paired"}, env(nil), &usage)
-	require.ErrorContains(t, err, "-paired: only with -against")
+	require.ErrorContains(t, err, "-paired: only with -against or -traced")
 	_, err = parseOptions([]string{"-against", "/tmp/base", "-rounds", "-1"}, env(nil), &usage)
 	require.ErrorContains(t, err, "not a number of rounds")
 	_, err = parseOptions([]string{"-against", "/tmp/base", "-perf", "/tmp/prof"}, env(nil), &usage)
 	require.ErrorContains(t, err, "not with -against")
+	o, err = parseOptions([]string{"-traced", "-paired"}, env(nil), &usage)
+	require.NoError(t, err)
+	require.True(t, o.Traced)
+	require.Equal(t, 2, o.Rounds, "tracing on and off, two rounds each")
+	_, err = parseOptions([]string{"-traced", "-against", "/tmp/base"}, env(nil), &usage)
+	require.ErrorContains(t, err, "-traced compares this tree with itself")
 
 	_, err = parseOptions([]string{"-drivers", "mysql"}, env(nil), &usage)
 	require.ErrorContains(t, err, `unknown driver "mysql"`)
@@ -482,4 +490,33 @@ func TestQuickPairedComparisonOnSQLite(t *testing.T) {
 	require.Regexp(t, `\| sqlite \| W2 \| per step \| [\d.]+ / [\d.]+ ms \| [\d.]+ / [\d.]+ ms \| \d+\.\d\d× \|`, report)
 	require.Regexp(t, `\| sqlite \| W2 \| server CPU / turn \| [\d.]+ / [\d.]+ ms \| [\d.]+ / [\d.]+ ms \| \d+\.\d\d× \|`, report)
 	require.NotContains(t, report, "FAILED")
+}
+
+// A traced server exports every trace to the sink: its configuration turns
+// tracing on at a ratio of 1 with the sink as endpoint, and the sink
+// answers an export as a collector does.
+func TestTracedServerExportsToTheSink(t *testing.T) {
+	sink, err := startTraceSink()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, traces := range []string{"", sink.url} {
+		s := serverSetup{Bin: binaries{Planwright: "planwright", MCPWork: "mcpwork", Traces: traces}, Dir: dir, Driver: "sqlite",
+			DSN: filepath.Join(dir, "db"), Workload: workloads(true)[0]}
+		path, err := s.config()
+		require.NoError(t, err)
+		raw, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var cfg map[string]any
+		require.NoError(t, yaml.Unmarshal(raw, &cfg))
+		if traces == "" {
+			require.NotContains(t, cfg, "telemetry", "tracing is off unless asked")
+			continue
+		}
+		require.Equal(t, map[string]any{"traces": true, "otlp_endpoint": sink.url, "sample_ratio": 1}, cfg["telemetry"])
+	}
+	resp, err := http.Post(sink.url+"/v1/traces", "application/x-protobuf", strings.NewReader("spans"))
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.EqualValues(t, 1, sink.close())
 }

@@ -20,6 +20,9 @@ import (
 type binaries struct {
 	Planwright string
 	MCPWork    string
+	// Traces, when set, is the OTLP/HTTP endpoint the server exports
+	// every trace to (-traced); empty: tracing is off.
+	Traces string
 }
 
 // build compiles planwright and the work MCP server into dir, from the
@@ -85,6 +88,9 @@ func (s serverSetup) config() (string, error) {
 			}},
 		},
 		"log": map[string]any{"format": "json"},
+	}
+	if s.Bin.Traces != "" {
+		cfg["telemetry"] = map[string]any{"traces": true, "otlp_endpoint": s.Bin.Traces, "sample_ratio": 1}
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
