@@ -330,7 +330,7 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	}
 	report(out, trees[0].results, o.Quick)
 	if len(trees) > 1 {
-		compare(out, trees[0].results, trees[1].results)
+		compare(out, trees[0].results, trees[1].results, [2]string{trees[0].name, trees[1].name})
 		return failures(append(slices.Clone(trees[0].results), trees[1].results...))
 	}
 	return failures(trees[0].results)

@@ -188,10 +188,10 @@ var figures = []figure{
 
 // compare prints, for each driver and workload that ran on both trees, each
 // figure of every round of this tree and of the other and the ratio of
-// their means (this / against: below 1 is this tree's gain). A workload
-// that failed on either tree in any round is named instead: its figures
-// are not valid.
-func compare(out io.Writer, this, against []result) {
+// their means (this / against: below 1 is this tree's gain); names are
+// the two trees' names. A workload that failed on either tree in any round
+// is named instead: its figures are not valid.
+func compare(out io.Writer, this, against []result, names [2]string) {
 	type key struct{ driver, workload string }
 	var order []key
 	runs := map[key][2][]result{}
@@ -207,7 +207,7 @@ func compare(out io.Writer, this, against []result) {
 		}
 	}
 	fmt.Fprintln(out)
-	fmt.Fprintln(out, "| driver | workload | figure | this tree, by round | against, by round | this / against (means) |")
+	fmt.Fprintf(out, "| driver | workload | figure | %[1]s, by round | %[2]s, by round | %[1]s / %[2]s (means) |\n", names[0], names[1])
 	fmt.Fprintln(out, "| --- | --- | --- | --- | --- | --- |")
 	for _, k := range order {
 		pair := runs[k]

@@ -51,8 +51,9 @@ func TestCompare(t *testing.T) {
 		against[i].ThenCPU = msList(20, 21, 19)
 	}
 	var out bytes.Buffer
-	compare(&out, this, against)
+	compare(&out, this, against, [2]string{"this tree", "against"})
 	got := out.String()
+	require.Contains(t, got, "| driver | workload | figure | this tree, by round | against, by round | this tree / against (means) |")
 	for _, want := range []string{
 		"| sqlite | W2 | per step | 2.00 / 3.00 ms | 2.50 / 2.50 ms | 1.00× |",
 		"| sqlite | W2 | first event p99 | 1.00 / 3.00 ms | 1.00 / 1.00 ms | 2.00× |",
