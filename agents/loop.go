@@ -202,11 +202,9 @@ func (s *run) call(ctx context.Context, defs []llm.ToolDef) (llm.Response, strin
 }
 
 func addUsage(a, b event.Usage) event.Usage {
-	return event.Usage{
-		InputTokens:  a.InputTokens + b.InputTokens,
-		OutputTokens: a.OutputTokens + b.OutputTokens,
-		Estimated:    a.Estimated || b.Estimated,
-	}
+	u := a.Add(b)
+	u.TotalTokens = 0 // computed when written
+	return u
 }
 
 // nameCalls gives every call an id unique in the run (some servers send

@@ -66,6 +66,7 @@ type chatMessageRow struct {
 	ToolCalls         jsonCol
 	InputTokens       int
 	OutputTokens      int
+	CostUSD           float64 `gorm:"column:cost_usd"`
 	PlanID            string
 	FinishedReason    string
 	Interrupted       bool
@@ -79,7 +80,7 @@ func (chatMessageRow) TableName() string { return "chat_messages" }
 func (r chatMessageRow) message() chat.Message {
 	m := chat.Message{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Role: chat.MessageRole(r.Role), Content: r.Content,
 		StreamRunID: r.StreamRunID, ToolCalls: fromJSON[[]chat.ToolCall](r.ToolCalls),
-		Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, PlanID: r.PlanID,
+		Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD}, PlanID: r.PlanID,
 		FinishedReason: event.FinishedReason(r.FinishedReason), Interrupted: r.Interrupted, InterruptedReason: r.InterruptedReason,
 		PartialTokens: r.PartialTokens, CreatedAt: r.CreatedAt.UTC()}
 	if r.ClientTurnID != nil {
@@ -95,7 +96,7 @@ func (r chatMessageRow) message() chat.Message {
 const (
 	sessionCols = `id, user_id, title, context_type, entity_id, agent_definition_id, metadata, created_at, updated_at`
 	messageCols = `id, session_id, user_id, role, content, client_turn_id, stream_run_id, tool_calls, input_tokens, output_tokens,
-		plan_id, finished_reason, interrupted, interrupted_reason, partial_tokens, created_at`
+		plan_id, finished_reason, interrupted, interrupted_reason, partial_tokens, created_at, cost_usd`
 )
 
 func scanSession(rows *sql.Rows) (chatSessionRow, error) {
@@ -107,7 +108,7 @@ func scanSession(rows *sql.Rows) (chatSessionRow, error) {
 func scanMessage(rows *sql.Rows) (chatMessageRow, error) {
 	var r chatMessageRow
 	err := rows.Scan(&r.ID, &r.SessionID, &r.UserID, &r.Role, &r.Content, &r.ClientTurnID, &r.StreamRunID, &r.ToolCalls, &r.InputTokens,
-		&r.OutputTokens, &r.PlanID, &r.FinishedReason, &r.Interrupted, &r.InterruptedReason, &r.PartialTokens, &r.CreatedAt)
+		&r.OutputTokens, &r.PlanID, &r.FinishedReason, &r.Interrupted, &r.InterruptedReason, &r.PartialTokens, &r.CreatedAt, &r.CostUSD)
 	return r, err
 }
 
@@ -220,7 +221,7 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 	m.CreatedAt = Timestamp(m.CreatedAt)
 	row := chatMessageRow{ID: m.ID, SessionID: m.SessionID, UserID: m.UserID, Role: string(m.Role), Content: m.Content,
 		StreamRunID: m.StreamRunID, ToolCalls: jsonList(m.ToolCalls), InputTokens: m.Usage.InputTokens,
-		OutputTokens: m.Usage.OutputTokens, PlanID: m.PlanID, FinishedReason: string(m.FinishedReason), Interrupted: m.Interrupted,
+		OutputTokens: m.Usage.OutputTokens, CostUSD: m.Usage.CostUSD, PlanID: m.PlanID, FinishedReason: string(m.FinishedReason), Interrupted: m.Interrupted,
 		InterruptedReason: m.InterruptedReason, PartialTokens: m.PartialTokens, CreatedAt: m.CreatedAt}
 	if m.ClientTurnID != "" {
 		row.ClientTurnID = &m.ClientTurnID
@@ -243,9 +244,9 @@ func (s *Chats) AppendMessage(ctx context.Context, m *chat.Message) (created boo
 			}
 		}
 		if _, err := tx.Statement.ConnPool.ExecContext(ctx, s.db.rebind(`INSERT INTO chat_messages (`+messageCols+`)
-			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`), row.ID, row.SessionID, row.UserID, row.Role, row.Content, row.ClientTurnID,
+			VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`), row.ID, row.SessionID, row.UserID, row.Role, row.Content, row.ClientTurnID,
 			row.StreamRunID, row.ToolCalls, row.InputTokens, row.OutputTokens, row.PlanID, row.FinishedReason, row.Interrupted,
-			row.InterruptedReason, row.PartialTokens, row.CreatedAt); err != nil {
+			row.InterruptedReason, row.PartialTokens, row.CreatedAt, row.CostUSD); err != nil {
 			return err
 		}
 		created = true

@@ -57,6 +57,7 @@ type executionRow struct {
 	Error          string
 	InputTokens    int
 	OutputTokens   int
+	CostUSD        float64 `gorm:"column:cost_usd"`
 	ToolCalls      int
 	StartedAt      time.Time
 	CompletedAt    *time.Time
@@ -68,7 +69,7 @@ func (executionRow) TableName() string { return "agent_executions" }
 func (r executionRow) execution() planning.Execution {
 	return planning.Execution{ID: r.ID, PlanID: r.PlanID, StepNumber: r.StepNumber, AgentID: r.AgentID,
 		AgentSessionID: r.AgentSessionID, UserID: r.UserID, Status: planning.ExecutionStatus(r.Status), Task: r.Task,
-		Result: r.Result, Error: r.Error, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		Result: r.Result, Error: r.Error, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD},
 		ToolCalls: r.ToolCalls, StartedAt: r.StartedAt.UTC(), CompletedAt: utcPtr(r.CompletedAt), DurationMS: r.DurationMS}
 }
 
@@ -84,6 +85,7 @@ type agentMessageRow struct {
 	Name           string
 	InputTokens    int
 	OutputTokens   int
+	CostUSD        float64 `gorm:"column:cost_usd"`
 	CreatedAt      time.Time
 }
 
@@ -287,7 +289,7 @@ func (s *Executions) CreateExecution(ctx context.Context, e planning.Execution) 
 // insertExecutionSQL inserts an execution; executionArgs are its values (a
 // running one started now, unless e says otherwise).
 const insertExecutionSQL = `INSERT INTO agent_executions (id, plan_id, step_number, agent_id, agent_session_id, user_id, status, task,
-	result, error, input_tokens, output_tokens, tool_calls, started_at, completed_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+	result, error, input_tokens, output_tokens, cost_usd, tool_calls, started_at, completed_at, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 
 func (s *Executions) executionArgs(e planning.Execution) []any {
 	if e.StartedAt.IsZero() {
@@ -297,7 +299,7 @@ func (s *Executions) executionArgs(e planning.Execution) []any {
 		e.Status = planning.ExecutionRunning
 	}
 	return []any{e.ID, e.PlanID, e.StepNumber, e.AgentID, e.AgentSessionID, e.UserID, string(e.Status), e.Task, e.Result, e.Error,
-		e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS}
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD, e.ToolCalls, Timestamp(e.StartedAt), stampPtr(e.CompletedAt), e.DurationMS}
 }
 
 // FinishExecution closes an executor run with its outcome.
@@ -308,12 +310,13 @@ func (s *Executions) FinishExecution(ctx context.Context, e planning.Execution) 
 		completed = &now
 	}
 	return s.mustUpdate(ctx, "finish execution", func() error { return notFound("execution", e.ID) },
-		finishExecutionSQL, string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.ToolCalls, stampPtr(completed), e.DurationMS, e.ID)
+		finishExecutionSQL, string(e.Status), e.Result, e.Error, e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD, e.ToolCalls, stampPtr(completed),
+		e.DurationMS, e.ID)
 }
 
 // finishExecutionSQL saves an execution's end.
-const finishExecutionSQL = `UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?, tool_calls = ?,
-		completed_at = ?, duration_ms = ? WHERE id = ?`
+const finishExecutionSQL = `UPDATE agent_executions SET status = ?, result = ?, error = ?, input_tokens = ?, output_tokens = ?, cost_usd = ?,
+		tool_calls = ?, completed_at = ?, duration_ms = ? WHERE id = ?`
 
 // ExecutionFor returns userID's execution id (AnyUser: anyone's).
 func (s *Executions) ExecutionFor(ctx context.Context, userID, id string) (planning.Execution, error) {
@@ -377,9 +380,9 @@ func (s *Executions) agentMessageRow(m planning.AgentMessage) rowInsert {
 		m.CreatedAt = s.now()
 	}
 	return rowInsert{table: "agent_chat_messages", cols: `(id, agent_session_id, execution_id, seq, role, content, tool_calls,
-		tool_call_id, name, input_tokens, output_tokens, created_at)`,
+		tool_call_id, name, input_tokens, output_tokens, cost_usd, created_at)`,
 		args: []any{m.ID, m.AgentSessionID, m.ExecutionID, m.Seq, m.Role, m.Content, jsonList(m.ToolCalls), m.ToolCallID, m.Name,
-			m.Usage.InputTokens, m.Usage.OutputTokens, Timestamp(m.CreatedAt)}}
+			m.Usage.InputTokens, m.Usage.OutputTokens, m.Usage.CostUSD, Timestamp(m.CreatedAt)}}
 }
 
 // ListAgentMessages returns an agent conversation's messages in order.
@@ -394,7 +397,8 @@ func (s *Executions) ListAgentMessages(ctx context.Context, agentSessionID strin
 	for i, r := range rows {
 		out[i] = planning.AgentMessage{ID: r.ID, AgentSessionID: r.AgentSessionID, ExecutionID: r.ExecutionID, Seq: r.Seq,
 			Role: r.Role, Content: r.Content, ToolCalls: fromJSON[[]planning.ToolCall](r.ToolCalls), ToolCallID: r.ToolCallID,
-			Name: r.Name, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens}, CreatedAt: r.CreatedAt.UTC()}
+			Name: r.Name, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD},
+			CreatedAt: r.CreatedAt.UTC()}
 	}
 	return out, nil
 }

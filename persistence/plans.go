@@ -38,6 +38,7 @@ type planRow struct {
 	ToolCallID   string
 	InputTokens  int
 	OutputTokens int
+	CostUSD      float64 `gorm:"column:cost_usd"`
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	StartedAt    *time.Time
@@ -89,7 +90,8 @@ func (revisionRow) TableName() string { return "agent_plan_revisions" }
 func planToRow(p planning.Plan) planRow {
 	r := planRow{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: string(p.Mode), Status: string(p.Status),
 		Version: p.Version, ReviewRound: p.ReviewRound, Reason: p.Reason, StreamRunID: p.StreamRunID,
-		ToolCallID: p.ToolCallID, InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CreatedAt: Timestamp(p.CreatedAt),
+		ToolCallID: p.ToolCallID, InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens, CostUSD: p.Usage.CostUSD,
+		CreatedAt: Timestamp(p.CreatedAt),
 		UpdatedAt: Timestamp(p.UpdatedAt), StartedAt: stampPtr(p.StartedAt), CompletedAt: stampPtr(p.CompletedAt)}
 	if a := p.Approval; a != nil {
 		at := Timestamp(a.At)
@@ -104,7 +106,7 @@ func planToRow(p planning.Plan) planRow {
 func (r planRow) plan(steps []stepRow) planning.Plan {
 	p := planning.Plan{ID: r.ID, SessionID: r.SessionID, UserID: r.UserID, Goal: r.Goal, Mode: planmode.Mode(r.Mode),
 		Status: planning.Status(r.Status), Version: r.Version, ReviewRound: r.ReviewRound, Reason: r.Reason,
-		StreamRunID: r.StreamRunID, ToolCallID: r.ToolCallID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+		StreamRunID: r.StreamRunID, ToolCallID: r.ToolCallID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}
 	if r.ApprovalBy != "" {
 		a := &planning.Approval{By: planning.ActorRole(r.ApprovalBy), UserID: r.ApprovalUserID, Note: r.ApprovalNote, Version: r.ApprovalVersion}
@@ -204,7 +206,7 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 			p.Steps[i].Status = planning.StepPending
 		}
 	}
-	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		planArgs(planToRow(*p))}}
 	if len(p.Steps) > 0 {
 		stmts = append(stmts, stepsInsert(p.ID, p.Steps))
@@ -243,7 +245,7 @@ type rawStmt struct {
 const (
 	planCols = `id, session_id, user_id, goal, mode, status, version, review_round, reason, stream_run_id, tool_call_id,
 		input_tokens, output_tokens, created_at, updated_at, started_at, completed_at,
-		approval_by, approval_user_id, approved_at, approval_note, approval_version, cancelled_by, cancelled_by_user_id`
+		approval_by, approval_user_id, approved_at, approval_note, approval_version, cancelled_by, cancelled_by_user_id, cost_usd`
 	stepCols = `(plan_id, number, title, description, tools, executor_required, depends_on, tool, args, status, result, error,
 		started_at, completed_at)`
 )
@@ -251,14 +253,15 @@ const (
 func planArgs(r planRow) []any {
 	return []any{r.ID, r.SessionID, r.UserID, r.Goal, r.Mode, r.Status, r.Version, r.ReviewRound, r.Reason, r.StreamRunID, r.ToolCallID,
 		r.InputTokens, r.OutputTokens, r.CreatedAt, r.UpdatedAt, r.StartedAt, r.CompletedAt,
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.CancelledBy, r.CancelledByUserID}
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.CancelledBy, r.CancelledByUserID, r.CostUSD}
 }
 
 func scanPlan(rows *sql.Rows) (planRow, error) {
 	var r planRow
 	err := rows.Scan(&r.ID, &r.SessionID, &r.UserID, &r.Goal, &r.Mode, &r.Status, &r.Version, &r.ReviewRound, &r.Reason, &r.StreamRunID,
 		&r.ToolCallID, &r.InputTokens, &r.OutputTokens, &r.CreatedAt, &r.UpdatedAt, &r.StartedAt, &r.CompletedAt,
-		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.ApprovalVersion, &r.CancelledBy, &r.CancelledByUserID)
+		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.ApprovalVersion, &r.CancelledBy, &r.CancelledByUserID,
+		&r.CostUSD)
 	return r, err
 }
 
@@ -410,11 +413,11 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	// of the usage.
 	statuses := statusStrings(from)
 	q := `UPDATE agent_plans SET status = ?, goal = ?, mode = ?, version = ?, review_round = ?, reason = ?, updated_at = ?,
-		started_at = ?, completed_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?,
+		started_at = ?, completed_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
 		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, cancelled_by = ?, cancelled_by_user_id = ?
-		WHERE id = ? AND status IN (?` + strings.Repeat(",?", len(statuses)-1) + `) RETURNING input_tokens, output_tokens`
+		WHERE id = ? AND status IN (?` + strings.Repeat(",?", len(statuses)-1) + `) RETURNING input_tokens, output_tokens, cost_usd`
 	args := []any{r.Status, r.Goal, r.Mode, r.Version, r.ReviewRound, r.Reason, r.UpdatedAt, r.StartedAt, r.CompletedAt,
-		p.Usage.InputTokens - before.InputTokens, p.Usage.OutputTokens - before.OutputTokens,
+		p.Usage.InputTokens - before.InputTokens, p.Usage.OutputTokens - before.OutputTokens, p.Usage.CostUSD - before.CostUSD,
 		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.CancelledBy, r.CancelledByUserID, id}
 	for _, st := range statuses {
 		args = append(args, st)
@@ -422,7 +425,7 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	var usage *event.Usage
 	if err := queryOn(ctx, tx, s.db.rebind(q), args, func(rows *sql.Rows) error {
 		var u event.Usage
-		err := rows.Scan(&u.InputTokens, &u.OutputTokens)
+		err := rows.Scan(&u.InputTokens, &u.OutputTokens, &u.CostUSD)
 		usage = &u
 		return err
 	}); err != nil {
@@ -615,9 +618,9 @@ func (s *Plans) SettlePlan(ctx context.Context, id, why string, u event.Usage) (
 	err := s.query(ctx, `UPDATE agent_plans SET
 			status = CASE WHEN status = ? THEN ? ELSE status END,
 			reason = CASE WHEN status <> ? THEN reason WHEN reason = '' THEN ? ELSE ? || ' ' || reason END,
-			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, updated_at = ?
+			input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?, updated_at = ?
 		WHERE id = ? RETURNING status`,
-		[]any{inReview, pending, inReview, why, why, u.InputTokens, u.OutputTokens, s.stamp(), id},
+		[]any{inReview, pending, inReview, why, why, u.InputTokens, u.OutputTokens, u.CostUSD, s.stamp(), id},
 		func() { st = nil }, func(rows *sql.Rows) error {
 			var v string
 			err := rows.Scan(&v)
@@ -684,7 +687,7 @@ func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 	}
 	stateArgs := []any{pending, running, e.ID}
 	updateArgs := []any{string(e.Status), e.Reason, Timestamp(e.CompletedAt), by, byUser, s.stamp(),
-		e.Usage.InputTokens, e.Usage.OutputTokens, e.ID, string(planning.StatusExecuting), e.ID, pending, running}
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD, e.ID, string(planning.StatusExecuting), e.ID, pending, running}
 	if b := batchOf(ctx); b != nil {
 		if err := b.read(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
 			return err
@@ -709,7 +712,7 @@ const endPlanStateSQL = `SELECT p.status, s.number, s.status FROM agent_plans p
 // endPlanSQL ends an executing plan none of whose steps is pending or
 // running.
 const endPlanSQL = `UPDATE agent_plans SET status = ?, reason = ?, completed_at = ?, cancelled_by = ?, cancelled_by_user_id = ?,
-		updated_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
+		updated_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?
 	WHERE id = ? AND status = ? AND NOT EXISTS (SELECT 1 FROM agent_plan_steps WHERE plan_id = ? AND status IN (?, ?))`
 
 // ListRevisions lists a plan's revisions, oldest first.

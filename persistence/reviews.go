@@ -25,6 +25,7 @@ type reviewRow struct {
 	AgentID      string
 	InputTokens  int
 	OutputTokens int
+	CostUSD      float64 `gorm:"column:cost_usd"`
 	CreatedAt    time.Time
 }
 
@@ -39,7 +40,8 @@ func (s *Reviews) AddReview(ctx context.Context, r planning.Review) error {
 		r.CreatedAt = s.now()
 	}
 	row := reviewRow{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: string(r.Verdict), Comments: r.Comments,
-		AgentID: r.AgentID, InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CreatedAt: Timestamp(r.CreatedAt)}
+		AgentID: r.AgentID, InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, CostUSD: r.Usage.CostUSD,
+		CreatedAt: Timestamp(r.CreatedAt)}
 	return dbErr("add plan review", s.insert(ctx, &row))
 }
 
@@ -54,7 +56,7 @@ func (s *Reviews) ListReviews(ctx context.Context, planID string) ([]planning.Re
 	out := make([]planning.Review, len(rows))
 	for i, r := range rows {
 		out[i] = planning.Review{ID: r.ID, PlanID: r.PlanID, Round: r.Round, Version: r.Version, Verdict: planning.Verdict(r.Verdict),
-			Comments: r.Comments, AgentID: r.AgentID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens},
+			Comments: r.Comments, AgentID: r.AgentID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD},
 			CreatedAt: r.CreatedAt.UTC()}
 	}
 	return out, nil

@@ -92,10 +92,10 @@ func (s *Chats) OpenTurn(ctx context.Context, sess *chat.Session, m *chat.Messag
 	if m.ClientTurnID != "" {
 		turnID = m.ClientTurnID
 	}
-	o.stmts = append(o.stmts, openStmt{query: `INSERT INTO chat_messages (` + messageCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	o.stmts = append(o.stmts, openStmt{query: `INSERT INTO chat_messages (` + messageCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		args: []any{m.ID, m.SessionID, m.UserID, string(m.Role), m.Content, turnID, m.StreamRunID, jsonList(m.ToolCalls),
 			m.Usage.InputTokens, m.Usage.OutputTokens, m.PlanID, string(m.FinishedReason), m.Interrupted, m.InterruptedReason,
-			m.PartialTokens, m.CreatedAt},
+			m.PartialTokens, m.CreatedAt, m.Usage.CostUSD},
 		fail: func(err error) error {
 			if isUniqueViolation(err) && m.ClientTurnID != "" {
 				return errTurnStored

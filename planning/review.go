@@ -143,7 +143,7 @@ func (r *reviewer) verdict(ctx context.Context, p Plan, round int, em event.Emit
 		return Review{}, err
 	}
 	rv := Review{ID: r.cfg.NewID(), PlanID: p.ID, Round: round, Version: p.Version, AgentID: agentID,
-		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, CreatedAt: r.cfg.Now()}
+		Usage: res.Usage.Counted(), CreatedAt: r.cfg.Now()}
 	switch v := given(); {
 	case v != nil:
 		rv.Verdict, rv.Comments = v.Verdict, v.Comments

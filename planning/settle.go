@@ -25,7 +25,7 @@ func (s *Settler) AfterTurn(ctx context.Context, planIDs []string, planner event
 	for i, id := range planIDs {
 		var u event.Usage
 		if i == len(planIDs)-1 {
-			u = event.Usage{InputTokens: planner.InputTokens, OutputTokens: planner.OutputTokens}
+			u = planner.Counted()
 		}
 		st, err := s.store.SettlePlan(ctx, id, unrevised, u)
 		if err != nil {

@@ -165,7 +165,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 			Ready:      gate.wait,
 		})
 	}
-	usage := event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	usage := res.Usage.Counted()
 	// The start's outcome, and what still waits at the gate let out (a run
 	// that emitted nothing since) or dropped. Not cut short by ctx: the log
 	// resolves every commit it takes, also when it closes.
@@ -260,7 +260,7 @@ type Transcript struct {
 func (t *Transcript) Append(ctx context.Context, e agents.TranscriptEntry) error {
 	m := AgentMessage{AgentSessionID: t.AgentSessionID, ExecutionID: t.ExecutionID, Seq: e.Seq, Role: string(e.Message.Role),
 		Content: e.Message.Content, ToolCallID: e.Message.ToolCallID, Name: e.Message.Name,
-		Usage: event.Usage{InputTokens: e.Usage.InputTokens, OutputTokens: e.Usage.OutputTokens}, CreatedAt: t.Now()}
+		Usage: e.Usage.Counted(), CreatedAt: t.Now()}
 	for _, c := range e.Message.ToolCalls {
 		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Signature: c.Signature})
 	}

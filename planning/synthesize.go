@@ -25,5 +25,5 @@ func (s *Synthesizer) Synthesize(ctx context.Context, p Plan, em event.Emitter) 
 		Scope:  tools.Scope{UserID: p.UserID, SessionID: p.SessionID},
 		Events: s.planEmitter(em, p.ID, event.RoleSystem).With(event.Source{Role: event.RoleSystem, PlanID: p.ID}),
 	})
-	return res.Text, event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, err
+	return res.Text, res.Usage.Counted(), err
 }

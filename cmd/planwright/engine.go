@@ -97,7 +97,7 @@ func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.M
 			return nil, err
 		}
 	}
-	client, err := llm.NewClient(llm.ClientConfig{Model: base, Provider: c.Provider, Stream: c.Stream, CallTimeout: c.CallTimeout,
+	client, err := llm.NewClient(llm.ClientConfig{Model: base, Provider: c.Provider, ModelName: c.Model, Prices: c.Prices, Stream: c.Stream, CallTimeout: c.CallTimeout,
 		MaxRetries: retries(c.MaxRetries), Logger: log.With().Str("component", "llm").Logger()})
 	if err != nil {
 		return nil, err

@@ -90,7 +90,7 @@ func (s *Service) ContinuePlan(ctx context.Context, runID string, p planning.Pla
 		return out, nil
 	}
 	msg := Message{SessionID: ended.SessionID, UserID: ended.UserID, Role: RoleAssistant, Content: text, PlanID: ended.ID, StreamRunID: runID,
-		Usage: event.Usage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens}, FinishedReason: event.FinishedCompleted}
+		Usage: usage.Counted(), FinishedReason: event.FinishedCompleted}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PersistTimeout)
 	defer cancel()
 	if _, err := s.cfg.Store.AppendMessage(pctx, &msg); err != nil {

@@ -335,7 +335,7 @@ func outcomeOf(ctx context.Context, res agents.Result, err error) (agents.Result
 		// a cancellation like any other, not a failure.
 		res.Finished, res.Interrupted, res.Cause, err = agents.FinishCancelled, true, cause, nil
 	}
-	out.Usage = event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	out.Usage = res.Usage.Counted()
 	if res.Finished != "" {
 		out.Finished = res.Finished
 	}
@@ -350,7 +350,7 @@ func outcomeOf(ctx context.Context, res agents.Result, err error) (agents.Result
 func (t *Turn) answerOf(ctx context.Context, res agents.Result, out Outcome, resumed bool) (Message, []string) {
 	answer := Message{SessionID: t.Session.ID, UserID: t.User.UserID, Role: RoleAssistant, Content: res.Text,
 		ClientTurnID: t.User.ClientTurnID, StreamRunID: t.RunID, ToolCalls: toolCalls(res.ToolCalls),
-		Usage: event.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, FinishedReason: out.Finished}
+		Usage: res.Usage.Counted(), FinishedReason: out.Finished}
 	planIDs := t.plansOf(ctx, res.Effects, resumed)
 	if n := len(planIDs); n > 0 {
 		answer.PlanID = planIDs[n-1]

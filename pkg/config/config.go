@@ -17,6 +17,7 @@ package config
 import (
 	"time"
 
+	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
 )
@@ -156,6 +157,9 @@ type LLM struct {
 	CallTimeout time.Duration `yaml:"call_timeout"`
 	// MaxRetries is how often a failed model call is retried.
 	MaxRetries int `yaml:"max_retries"`
+	// Prices are the models' prices per million tokens: each call's cost
+	// is kept with its usage. Empty: costs are not kept.
+	Prices llm.Prices `yaml:"prices"`
 
 	// Provider keys, from OPENAI_API_KEY, ANTHROPIC_API_KEY and
 	// GOOGLE_API_KEY only.
@@ -340,6 +344,7 @@ func Default() Config {
 			Stream:      true,
 			CallTimeout: 60 * time.Second,
 			MaxRetries:  2,
+			Prices:      llm.Prices{},
 		},
 		Agents: Agents{File: "configs/agents.yaml"},
 		Tools: Tools{

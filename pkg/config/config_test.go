@@ -14,6 +14,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/config"
+	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
 )
 
@@ -122,6 +123,7 @@ func TestParseInvalid(t *testing.T) {
 		{"list for a value", "database:\n  dsn: [a, b]\n", []string{"database.dsn: want a single value, got a list"}},
 		{"every problem listed", "server:\n  adr: x\n  drain_timeout: soon\n", []string{"server.adr: unknown key", `server.drain_timeout: invalid duration "soon"`}},
 		{"not yaml", "server: [\n", []string{"yaml: "}},
+		{"misspelt price", "llm:\n  prices:\n    gpt-x:\n      input_per_mtk: 1.5\n", []string{"llm.prices.gpt-x.input_per_mtk: unknown key"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,6 +195,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"base url", func(c *config.Config) { c.LLM.BaseURL = "localhost:11434" }, `llm.base_url: invalid URL "localhost:11434"`},
 		{"call timeout", func(c *config.Config) { c.LLM.CallTimeout = 0 }, "llm.call_timeout: must be between 1s and 1h0m0s, got 0s"},
 		{"retries", func(c *config.Config) { c.LLM.MaxRetries = -1 }, "llm.max_retries: must be between 0 and 10, got -1"},
+		{"price", func(c *config.Config) { c.LLM.Prices = llm.Prices{"gpt-x": {InputPerMTok: -1}} }, "llm.prices.gpt-x.input_per_mtok: must be a price of 0 or more"},
 		{"agents file", func(c *config.Config) { c.Agents.File = "" }, "agents.file: must not be empty"},
 		{"tool timeout", func(c *config.Config) { c.Tools.Timeout = 0 }, "tools.timeout: must be between 100ms and 1h0m0s, got 0s"},
 		{"gateway share", func(c *config.Config) { c.Tools.GatewayShare = 1.5 }, "tools.gateway_share: must be between 0 and 1"},
@@ -625,4 +628,12 @@ func TestTelemetryFromOpenTelemetryVariables(t *testing.T) {
 	for _, want := range []string{"telemetry.sample_ratio", "telemetry.service_name", "telemetry.otlp_endpoint", "telemetry.trace_url"} {
 		require.ErrorContains(t, err, want)
 	}
+}
+
+func TestParsePrices(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse([]byte("llm:\n  prices:\n    gpt-x:\n      input_per_mtok: 1.5\n      output_per_mtok: 6\n      cached_input_per_mtok: 0.15\n"))
+	require.NoError(t, err)
+	require.Equal(t, llm.Prices{"gpt-x": {InputPerMTok: 1.5, OutputPerMTok: 6, CachedInputPerMTok: 0.15}}, c.LLM.Prices)
+	require.Empty(t, config.Default().LLM.Prices, "costs are not kept unless prices are configured")
 }

@@ -105,6 +105,9 @@ func (c Config) validateLLM(v *validator) {
 	}
 	v.durationIn("llm.call_timeout", c.LLM.CallTimeout, time.Second, time.Hour)
 	v.countIn("llm.max_retries", int64(c.LLM.MaxRetries), 0, 10)
+	for _, p := range c.LLM.Prices.Check("llm.prices") {
+		v.add(p.Field, p.Message)
+	}
 }
 
 // validateTools checks tools.* and context.*.

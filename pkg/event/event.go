@@ -97,12 +97,25 @@ type Usage struct {
 	// Estimated says the counts were estimated from the text, because the
 	// provider reported none.
 	Estimated bool `json:"estimated,omitempty"`
+	// CostUSD is what the tokens cost, in US dollars, by the configured
+	// prices (llm.prices) of the models that spent them.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// CostUnknown says some of the tokens were spent by a model without a
+	// price: they are counted, their cost is not in CostUSD.
+	CostUnknown bool `json:"cost_unknown,omitempty"`
 }
 
 // Add returns the sum of u and o; it is estimated when either is.
 func (u Usage) Add(o Usage) Usage {
 	in, out := u.InputTokens+o.InputTokens, u.OutputTokens+o.OutputTokens
-	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out, Estimated: u.Estimated || o.Estimated}
+	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out, Estimated: u.Estimated || o.Estimated,
+		CostUSD: u.CostUSD + o.CostUSD, CostUnknown: u.CostUnknown || o.CostUnknown}
+}
+
+// Counted is u's counts and cost, without the estimate mark: what is
+// stored and summed of it.
+func (u Usage) Counted() Usage {
+	return Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CostUSD: u.CostUSD, CostUnknown: u.CostUnknown}
 }
 
 // Total is input plus output tokens.

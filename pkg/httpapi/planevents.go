@@ -204,7 +204,7 @@ func (s *planWatch) end(reason event.FinishedReason) {
 		final = s.plan
 	}
 	done := event.Envelope{TS: s.now().UTC(), Source: s.sys, Event: event.Done{FinishedReason: reason, SessionID: final.SessionID,
-		Usage: event.Usage{InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens}}}
+		Usage: final.Usage.Counted()}}
 	_ = event.WriteFrameID(s.w, s.cur.made(event.TypeDone), done)
 	s.w.Flush()
 }

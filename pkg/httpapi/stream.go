@@ -256,7 +256,7 @@ func replay(ctx context.Context, em event.Emitter, t *chat.Turn) {
 	}
 	u := t.Replay.Usage
 	sys.Emit(ctx, event.Done{FinishedReason: t.Replay.FinishedReason, SessionID: t.Session.ID, MessageID: t.Replay.ID, Replay: true,
-		Usage: event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}})
+		Usage: u.Counted()})
 }
 
 // replayJSON answers a "stream": false repeat of a finished turn with the
@@ -265,7 +265,7 @@ func (h *turnHandlers) replayJSON(c echo.Context, turn *chat.Turn) error {
 	answer := *turn.Replay
 	out := TurnResult{Session: sessionView(turn.Session), UserMessage: messageView(turn.User), AssistantMessage: messageView(answer),
 		ToolCalls: answer.ToolCalls, FinishedReason: answer.FinishedReason, Replay: true,
-		Usage: event.Usage{InputTokens: answer.Usage.InputTokens, OutputTokens: answer.Usage.OutputTokens}}
+		Usage: answer.Usage.Counted()}
 	if out.ToolCalls == nil {
 		out.ToolCalls = []chat.ToolCall{}
 	}

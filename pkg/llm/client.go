@@ -38,6 +38,12 @@ type ClientConfig struct {
 	Stream bool
 	// CallTimeout bounds one attempt of a call (DefaultCallTimeout when 0).
 	CallTimeout time.Duration
+	// ModelName is the model a request that names none goes to, for its
+	// price.
+	ModelName string
+	// Prices price each call's usage by its model (Usage.CostUSD); a model
+	// without a price leaves the cost unknown (Usage.CostUnknown).
+	Prices Prices
 	// MaxRetries is how often a call failing with 429, 5xx or an attempt
 	// timeout is retried (DefaultMaxRetries when 0; negative: never).
 	MaxRetries int
@@ -98,6 +104,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Backoff < 0 {
 		probs = append(probs, apperr.FieldError{Field: "Backoff", Message: "must not be negative"})
 	}
+	probs = append(probs, cfg.Prices.Check("Prices")...)
 	if len(probs) > 0 {
 		return nil, apperr.Invalidf(probs, "llm: invalid client config")
 	}
@@ -319,6 +326,11 @@ func (c *Client) finish(req Request, resp *llms.ContentResponse, st *streamState
 	} else {
 		out.Usage = estimateUsage(req, out)
 	}
+	model := req.Model
+	if model == "" {
+		model = c.cfg.ModelName
+	}
+	out.Usage = c.cfg.Prices.Priced(model, out.Usage)
 	for _, tc := range out.ToolCalls {
 		onPart(ToolCallPart{Call: tc})
 	}

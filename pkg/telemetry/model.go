@@ -89,6 +89,9 @@ func (tm *tracedModel) end(span trace.Span, resp llm.Response, stop string, err 
 		span.SetAttributes(semconv.GenAIResponseFinishReasons(stop))
 	}
 	span.SetAttributes(semconv.GenAIUsageInputTokens(resp.Usage.InputTokens), semconv.GenAIUsageOutputTokens(resp.Usage.OutputTokens))
+	if resp.Usage.CostUSD > 0 {
+		span.SetAttributes(CostKey.Float64(resp.Usage.CostUSD))
+	}
 	if tm.t.capture {
 		out := llm.Message{Role: llm.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
 		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON([]llm.Message{out})))

@@ -34,6 +34,9 @@ const (
 	ToolOutcomeKey = attribute.Key("planwright.tool.outcome")
 	ToolEffectKey  = attribute.Key("planwright.tool.effect")
 	FinishedKey    = attribute.Key("planwright.finished_reason")
+	// CostKey is a model call's cost in US dollars, when its model has a
+	// price (llm.prices).
+	CostKey = attribute.Key("planwright.usage.cost_usd")
 	// LinkKindKey says what a span link is: "takeover" (the run's earlier
 	// owner) or "origin" (the turn that created an approved plan).
 	LinkKindKey = attribute.Key("planwright.link.kind")

@@ -150,19 +150,20 @@ func transitionAddsUsage(t *testing.T, s planning.Store, _ string) {
 	ctx := context.Background()
 	p := SamplePlan("alice", "s1")
 	require.NoError(t, s.CreatePlan(ctx, &p))
-	_, err := s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3})
+	_, err := s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3, CostUSD: 0.5})
 	require.NoError(t, err)
 	got, err := s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusCompleted, func(q *planning.Plan) error {
 		q.Usage.InputTokens += 2
 		q.Usage.OutputTokens++
+		q.Usage.CostUSD += 0.25
 		return nil
 	})
 	require.NoError(t, err)
-	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, got.Usage)
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4, CostUSD: 0.75}, got.Usage)
 	stored, err := s.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCompleted, stored.Status)
-	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, stored.Usage)
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4, CostUSD: 0.75}, stored.Usage, "tokens and cost are added")
 }
 
 // runningPlan stores a SamplePlan of alice whose step 1 runs.
@@ -181,7 +182,7 @@ func runningPlan(t *testing.T, s planning.Store) planning.Plan {
 func endPlan(t *testing.T, s planning.Store, _ string) {
 	ctx := context.Background()
 	p := runningPlan(t, s)
-	_, err := s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3})
+	_, err := s.SettlePlan(ctx, p.ID, "", event.Usage{InputTokens: 7, OutputTokens: 3, CostUSD: 0.5})
 	require.NoError(t, err)
 	now := time.Now()
 	for _, st := range p.Steps {
@@ -191,7 +192,7 @@ func endPlan(t *testing.T, s planning.Store, _ string) {
 	at := time.Date(2026, 11, 25, 9, 30, 0, 123456000, time.UTC)
 	by := &planning.Cancellation{By: planning.ByUser, UserID: "alice", At: at}
 	require.NoError(t, s.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCancelled, Reason: "cancelled by user alice",
-		CompletedAt: at, CancelledBy: by, Usage: event.Usage{InputTokens: 2, OutputTokens: 1}}))
+		CompletedAt: at, CancelledBy: by, Usage: event.Usage{InputTokens: 2, OutputTokens: 1, CostUSD: 0.25}}))
 	stored, err := s.GetPlan(ctx, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.StatusCancelled, stored.Status)
@@ -199,7 +200,7 @@ func endPlan(t *testing.T, s planning.Store, _ string) {
 	require.NotNil(t, stored.CompletedAt)
 	require.True(t, at.Equal(*stored.CompletedAt), "%v", stored.CompletedAt)
 	require.Equal(t, by, stored.CancelledBy)
-	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4}, stored.Usage, "added to what was settled meanwhile")
+	require.Equal(t, event.Usage{InputTokens: 9, OutputTokens: 4, CostUSD: 0.75}, stored.Usage, "added to what was settled meanwhile")
 	for _, st := range stored.Steps {
 		require.Equal(t, planning.StepCompleted, st.Status, "the steps are left as they were")
 	}
@@ -469,7 +470,7 @@ func Transcript(as planning.AgentSession, exec planning.Execution) []planning.Ag
 		{Role: "user", Content: "draft"},
 		{Role: "assistant", ToolCalls: []planning.ToolCall{{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{}`)}}},
 		{Role: "tool", ToolCallID: "c1", Name: "create_document", Content: "created"},
-		{Role: "assistant", Content: "Done.", Usage: event.Usage{InputTokens: 4, OutputTokens: 2}},
+		{Role: "assistant", Content: "Done.", Usage: event.Usage{InputTokens: 4, OutputTokens: 2, CostUSD: 0.125}},
 	}
 	for i := range msgs {
 		msgs[i].AgentSessionID, msgs[i].ExecutionID, msgs[i].Seq = as.ID, exec.ID, i+1
@@ -494,7 +495,7 @@ func transcriptRoundTrip(t *testing.T, s planning.Store, _ string) {
 		{Seq: 3, Message: llm.Message{Role: llm.RoleAssistant, Content: "Drafting.", ToolCalls: []llm.ToolCall{
 			{ID: "c1", Name: "create_document", Arguments: json.RawMessage(`{"title":"a"}`), Signature: "c2lnbmF0dXJlLW9uZQ=="},
 			{ID: "c2", Name: "create_document", Arguments: json.RawMessage(`{"title":"b"}`)},
-		}}, Usage: event.Usage{InputTokens: 5, OutputTokens: 3}},
+		}}, Usage: event.Usage{InputTokens: 5, OutputTokens: 3, CostUSD: 0.0625}},
 		{Seq: 4, Message: llm.Message{Role: llm.RoleTool, ToolCallID: "c1", Name: "create_document", Content: "created"}},
 	}
 	tr := &planning.Transcript{Store: s, AgentSessionID: as.ID, ExecutionID: exec.ID, Now: time.Now}

@@ -170,7 +170,7 @@ func executionsAndTranscripts(t *testing.T, s PlanRecords, _ string) {
 	}
 	require.Equal(t, "create_document", msgs[2].ToolCalls[0].Name)
 	require.Equal(t, "c1", msgs[3].ToolCallID)
-	require.Equal(t, event.Usage{InputTokens: 4, OutputTokens: 2}, msgs[4].Usage)
+	require.Equal(t, event.Usage{InputTokens: 4, OutputTokens: 2, CostUSD: 0.125}, msgs[4].Usage, "with its cost")
 }
 
 func toolExecutionsOf(t *testing.T, s PlanRecords, anyUser string) {
