@@ -8,8 +8,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/telemetry"
 )
 
@@ -64,4 +67,41 @@ func TestSampleRatioZeroRecordsNothing(t *testing.T) {
 	require.False(t, span.IsRecording())
 	span.End()
 	require.NoError(t, p.Shutdown(context.Background()))
+}
+
+// pricedModel answers every call with usage its client priced.
+type pricedModel struct{ usage event.Usage }
+
+func (m pricedModel) Generate(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
+	return llm.Response{Text: "ok", Usage: m.usage}, nil
+}
+
+// A model call's span carries its cost when it has one, and none when its
+// model has no price.
+func TestChatSpanCarriesTheCallsCost(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	p, err := telemetry.New(telemetry.Config{Traces: true, SampleRatio: 1, Exporter: exp})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+	tr := telemetry.NewTracer(p.TracerProvider(), false)
+	for _, u := range []event.Usage{{InputTokens: 10, OutputTokens: 2, CostUSD: 0.25}, {InputTokens: 10, CostUnknown: true}} {
+		_, err := tr.TraceModel(pricedModel{usage: u}, "scripted", "m").Generate(context.Background(), llm.Request{Role: "planner"}, func(llm.Part) {})
+		require.NoError(t, err)
+	}
+	spans := exp.GetSpans() // each exported as it ended
+	require.Len(t, spans, 2)
+	cost := func(s tracetest.SpanStub) (float64, bool) {
+		for _, a := range s.Attributes {
+			if a.Key == telemetry.CostKey {
+				return a.Value.AsFloat64(), true
+			}
+		}
+		return 0, false
+	}
+	got, ok := cost(spans[0])
+	require.True(t, ok, "a priced call's span has its cost")
+	require.Equal(t, 0.25, got)
+	_, ok = cost(spans[1])
+	require.False(t, ok, "an unpriced call's span has none")
 }
