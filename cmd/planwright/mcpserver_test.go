@@ -106,3 +106,22 @@ func TestServeWithoutMCPServer(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
+
+// In auth mode none /mcp needs no key, like the rest of the API: the
+// local user's.
+func TestServeMCPInAuthModeNone(t *testing.T) {
+	t.Parallel()
+	vars, _ := sqliteEnv(t)
+	s := startServe(t, vars, "--config", shippedConfig)
+	defer func() { require.Equal(t, 0, s.stop(), s.stderr.String()) }()
+	client := sdk.NewClient(&sdk.Implementation{Name: "planwright-test", Version: "1"}, nil)
+	cs, err := client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: s.url + "/mcp", MaxRetries: -1}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	out := mcpCall[struct {
+		Status string `json:"status"`
+		Answer string `json:"answer"`
+	}](t, cs, "start_task", map[string]any{"message": "write a blog post and design a banner", "wait_seconds": 30})
+	require.Equal(t, "completed", out.Status)
+	require.Contains(t, out.Answer, "[demo model]")
+}
