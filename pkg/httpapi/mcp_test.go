@@ -223,6 +223,12 @@ func TestMCPApprovesADraftPlanWhenAllowed(t *testing.T) {
 	require.Contains(t, toolError(t, bob, "approve_plan", map[string]any{"plan_id": planID, "version": 1}), "not_found")
 	require.Contains(t, toolError(t, bob, "reject_plan", map[string]any{"plan_id": planID, "reason": "mine now"}), "not_found")
 	require.Empty(t, call[mcpserver.PlanList](t, bob, "list_plans", nil).Plans)
+	// Through MCP an operator too sees only their own.
+	ops := mcpSession(t, e, "ops", nil)
+	require.Contains(t, toolError(t, ops, "get_plan", map[string]any{"plan_id": planID}), "not_found")
+	require.Contains(t, toolError(t, ops, "approve_plan", map[string]any{"plan_id": planID, "version": 1}), "not_found")
+	require.Contains(t, toolError(t, ops, "get_run", map[string]any{"run_id": turn.RunID}), "not_found")
+	require.Empty(t, call[mcpserver.PlanList](t, ops, "list_plans", nil).Plans)
 
 	// A version that is not the current one is refused; the current one runs.
 	require.Contains(t, toolError(t, cs, "approve_plan", map[string]any{"plan_id": planID, "version": 2}), "conflict")

@@ -88,8 +88,7 @@ func (s *Server) addTools() {
 				"Only call it when the person said to approve. Returns the run that carries the plan out (follow it with get_run)."},
 			s.approvePlan)
 	}
-	notTrue := false
-	mcp.AddTool(s.srv, &mcp.Tool{Name: "reject_plan", Title: "Reject a plan", Annotations: &mcp.ToolAnnotations{DestructiveHint: &notTrue},
+	mcp.AddTool(s.srv, &mcp.Tool{Name: "reject_plan", Title: "Reject a plan",
 		Description: "Close a plan waiting for review for good, saying why (reason is required)."},
 		s.rejectPlan)
 	mcp.AddTool(s.srv, &mcp.Tool{Name: "cancel_run", Title: "Cancel a run",
@@ -192,6 +191,11 @@ func (s *Server) approvePlan(ctx context.Context, _ *mcp.CallToolRequest, in App
 			Message: "is required: the plan version the person reviewed (1 or more)"}}, "invalid approve_plan arguments"))
 	}
 	p := caller(ctx)
+	// Through MCP an operator too sees only their own plans: another
+	// user's is not found, not forbidden.
+	if _, err := s.cfg.Plans.PlanFor(ctx, p.UserID, in.PlanID); err != nil {
+		return nil, RunResult{}, s.toolError(ctx, err)
+	}
 	run, err := s.cfg.Approver.ApprovePlan(ctx, p, in.PlanID, planning.HumanApproval{Version: in.Version, Note: in.Note, Via: planning.ViaMCP})
 	if err != nil {
 		return nil, RunResult{}, s.toolError(ctx, err)
