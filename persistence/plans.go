@@ -49,6 +49,7 @@ type planRow struct {
 	ApprovedAt        *time.Time
 	ApprovalNote      string
 	ApprovalVersion   int
+	ApprovalVia       string
 	CancelledBy       string
 	CancelledByUserID string
 }
@@ -95,7 +96,7 @@ func planToRow(p planning.Plan) planRow {
 		UpdatedAt: Timestamp(p.UpdatedAt), StartedAt: stampPtr(p.StartedAt), CompletedAt: stampPtr(p.CompletedAt)}
 	if a := p.Approval; a != nil {
 		at := Timestamp(a.At)
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion = string(a.By), a.UserID, &at, a.Note, a.Version
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia = string(a.By), a.UserID, &at, a.Note, a.Version, a.Via
 	}
 	if c := p.CancelledBy; c != nil {
 		r.CancelledBy, r.CancelledByUserID = string(c.By), c.UserID
@@ -109,7 +110,8 @@ func (r planRow) plan(steps []stepRow) planning.Plan {
 		StreamRunID: r.StreamRunID, ToolCallID: r.ToolCallID, Usage: event.Usage{InputTokens: r.InputTokens, OutputTokens: r.OutputTokens, CostUSD: r.CostUSD},
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(), StartedAt: utcPtr(r.StartedAt), CompletedAt: utcPtr(r.CompletedAt)}
 	if r.ApprovalBy != "" {
-		a := &planning.Approval{By: planning.ActorRole(r.ApprovalBy), UserID: r.ApprovalUserID, Note: r.ApprovalNote, Version: r.ApprovalVersion}
+		a := &planning.Approval{By: planning.ActorRole(r.ApprovalBy), UserID: r.ApprovalUserID, Note: r.ApprovalNote, Version: r.ApprovalVersion,
+			Via: r.ApprovalVia}
 		if r.ApprovedAt != nil {
 			a.At = r.ApprovedAt.UTC()
 		}
@@ -206,7 +208,7 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 			p.Steps[i].Status = planning.StepPending
 		}
 	}
-	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		planArgs(planToRow(*p))}}
 	if len(p.Steps) > 0 {
 		stmts = append(stmts, stepsInsert(p.ID, p.Steps))
@@ -245,7 +247,7 @@ type rawStmt struct {
 const (
 	planCols = `id, session_id, user_id, goal, mode, status, version, review_round, reason, stream_run_id, tool_call_id,
 		input_tokens, output_tokens, created_at, updated_at, started_at, completed_at,
-		approval_by, approval_user_id, approved_at, approval_note, approval_version, cancelled_by, cancelled_by_user_id, cost_usd`
+		approval_by, approval_user_id, approved_at, approval_note, approval_version, approval_via, cancelled_by, cancelled_by_user_id, cost_usd`
 	stepCols = `(plan_id, number, title, description, tools, executor_required, depends_on, tool, args, status, result, error,
 		started_at, completed_at)`
 )
@@ -253,14 +255,14 @@ const (
 func planArgs(r planRow) []any {
 	return []any{r.ID, r.SessionID, r.UserID, r.Goal, r.Mode, r.Status, r.Version, r.ReviewRound, r.Reason, r.StreamRunID, r.ToolCallID,
 		r.InputTokens, r.OutputTokens, r.CreatedAt, r.UpdatedAt, r.StartedAt, r.CompletedAt,
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.CancelledBy, r.CancelledByUserID, r.CostUSD}
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, r.CostUSD}
 }
 
 func scanPlan(rows *sql.Rows) (planRow, error) {
 	var r planRow
 	err := rows.Scan(&r.ID, &r.SessionID, &r.UserID, &r.Goal, &r.Mode, &r.Status, &r.Version, &r.ReviewRound, &r.Reason, &r.StreamRunID,
 		&r.ToolCallID, &r.InputTokens, &r.OutputTokens, &r.CreatedAt, &r.UpdatedAt, &r.StartedAt, &r.CompletedAt,
-		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.ApprovalVersion, &r.CancelledBy, &r.CancelledByUserID,
+		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.ApprovalVersion, &r.ApprovalVia, &r.CancelledBy, &r.CancelledByUserID,
 		&r.CostUSD)
 	return r, err
 }
@@ -414,11 +416,11 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	statuses := statusStrings(from)
 	q := `UPDATE agent_plans SET status = ?, goal = ?, mode = ?, version = ?, review_round = ?, reason = ?, updated_at = ?,
 		started_at = ?, completed_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
-		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, cancelled_by = ?, cancelled_by_user_id = ?
+		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, approval_via = ?, cancelled_by = ?, cancelled_by_user_id = ?
 		WHERE id = ? AND status IN (?` + strings.Repeat(",?", len(statuses)-1) + `) RETURNING input_tokens, output_tokens, cost_usd`
 	args := []any{r.Status, r.Goal, r.Mode, r.Version, r.ReviewRound, r.Reason, r.UpdatedAt, r.StartedAt, r.CompletedAt,
 		p.Usage.InputTokens - before.InputTokens, p.Usage.OutputTokens - before.OutputTokens, p.Usage.CostUSD - before.CostUSD,
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.CancelledBy, r.CancelledByUserID, id}
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, id}
 	for _, st := range statuses {
 		args = append(args, st)
 	}

@@ -65,7 +65,7 @@ func (c *Control) ClaimApproval(ctx context.Context, planID string, a HumanAppro
 		return Plan{}, err
 	}
 	now := c.cfg.Now()
-	approval := Approval{By: a.By.Role(), UserID: a.By.UserID, At: now, Note: a.Note, Version: p.Version}
+	approval := Approval{By: a.By.Role(), UserID: a.By.UserID, At: now, Note: a.Note, Version: p.Version, Via: a.Via}
 	var rev *Revision
 	if a.Edits != nil {
 		if err := Validate(Plan{Goal: p.Goal, Steps: a.Edits}, ValidateConfig{MaxSteps: c.cfg.MaxSteps, Tool: c.cfg.Lookup}); err != nil {

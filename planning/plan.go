@@ -131,7 +131,13 @@ type Approval struct {
 	// person saw, or, approved with edits, the version the edits made (0:
 	// not recorded, for approvals stored before versions were).
 	Version int
+	// Via is the protocol a person's approval came through when it was
+	// not planwright's own API or web app (ViaMCP); empty otherwise.
+	Via string
 }
+
+// ViaMCP marks an approval given through the MCP server's approve_plan.
+const ViaMCP = "mcp"
 
 // HumanApproval is a person's structured approval of a plan waiting for
 // review (Control.ClaimApproval): the approve route, or a chat request's
@@ -152,6 +158,8 @@ type HumanApproval struct {
 	// claim approved (with the same Note), to run it on, instead of a
 	// Conflict.
 	Run string
+	// Via is recorded on the approval (Approval.Via).
+	Via string
 }
 
 // Cancellation records who cancelled a plan through its cancel route.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/rs/zerolog"
 	"github.com/tmc/langchaingo/llms"
 	"go.opentelemetry.io/otel/trace"
@@ -27,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/demo"
 	"github.com/planwright/planwright/pkg/llm/scripted"
+	"github.com/planwright/planwright/pkg/mcpserver"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
@@ -263,7 +265,20 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	if err != nil {
 		return nil, err
 	}
-	return api.Routes, nil
+	if !cfg.MCPServer.Enabled {
+		return api.Routes, nil
+	}
+	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: plans, Rejecter: orch.Control(), Runs: runs, Feed: feed,
+		Poll: remotePoll(db), Canceller: js.runs, Messages: stores.Chats, AllowApproval: cfg.MCPServer.AllowApproval, Approver: api,
+		MaxWait: cfg.MCPServer.MaxWait, Version: buildVersion(), Logger: log.With().Str("component", "mcpserver").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	mount := api.Mount("/mcp", mcpSrv.Handler())
+	return func(e *echo.Echo) {
+		api.Routes(e)
+		mount(e)
+	}, nil
 }
 
 // readConfigFile reads path; when it is the default path and missing (a

@@ -23,6 +23,20 @@ type Principal struct {
 	KeyID  string
 }
 
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying p, the principal its request acts as
+// (set by the HTTP API's authentication).
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal ctx carries, if any.
+func PrincipalFrom(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
+
 // Key is a stored API key. The secret itself is never stored: only its
 // SHA-256 hash and a short prefix to recognise it by.
 type Key struct {

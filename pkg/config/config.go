@@ -27,20 +27,21 @@ const DefaultFile = "configs/planwright.yaml"
 
 // Config is the whole configuration of the service and its CLI.
 type Config struct {
-	Server    Server    `yaml:"server"`
-	Database  Database  `yaml:"database"`
-	Auth      Auth      `yaml:"auth"`
-	LLM       LLM       `yaml:"llm"`
-	Agents    Agents    `yaml:"agents"`
-	Tools     Tools     `yaml:"tools"`
-	Planning  Planning  `yaml:"planning"`
-	Context   Context   `yaml:"context"`
-	Limits    Limits    `yaml:"limits"`
-	Retention Retention `yaml:"retention"`
-	Runs      Runs      `yaml:"runs"`
-	Log       Log       `yaml:"log"`
-	Telemetry Telemetry `yaml:"telemetry"`
-	Client    Client    `yaml:"client"`
+	Server    Server      `yaml:"server"`
+	Database  Database    `yaml:"database"`
+	Auth      Auth        `yaml:"auth"`
+	LLM       LLM         `yaml:"llm"`
+	Agents    Agents      `yaml:"agents"`
+	Tools     Tools       `yaml:"tools"`
+	Planning  Planning    `yaml:"planning"`
+	Context   Context     `yaml:"context"`
+	Limits    Limits      `yaml:"limits"`
+	Retention Retention   `yaml:"retention"`
+	Runs      Runs        `yaml:"runs"`
+	Log       Log         `yaml:"log"`
+	Telemetry Telemetry   `yaml:"telemetry"`
+	MCPServer MCPEndpoint `yaml:"mcp_server"`
+	Client    Client      `yaml:"client"`
 
 	// Source is the file this configuration was read from; empty when only
 	// built-in defaults (and the environment) apply.
@@ -306,6 +307,21 @@ type Telemetry struct {
 	TraceURL string `yaml:"trace_url"`
 }
 
+// MCPEndpoint configures the MCP server planwright itself serves at /mcp (the
+// servers whose tools the agents use are tools.mcp_servers).
+type MCPEndpoint struct {
+	// Enabled serves /mcp, with the API's authentication.
+	Enabled bool `yaml:"enabled"`
+	// AllowApproval offers the approve_plan tool. Off, a plan waiting for
+	// review is approved only through the API, the web app or the CLI:
+	// an MCP client may be a model acting for the person, and approval
+	// is a person's act.
+	AllowApproval bool `yaml:"allow_approval"`
+	// MaxWait bounds how long start_task waits for its run (its
+	// wait_seconds); the run goes on after it.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
 // Client configures the CLI when it talks to a running server.
 type Client struct {
 	// Server is the base URL of the planwright server.
@@ -370,6 +386,7 @@ func Default() Config {
 		Retention: Retention{Events: 720 * time.Hour, Transcripts: 720 * time.Hour, ToolExecutions: 720 * time.Hour},
 		Log:       Log{Level: "info", Format: FormatAuto},
 		Telemetry: Telemetry{ServiceName: "planwright", SampleRatio: 1},
+		MCPServer: MCPEndpoint{Enabled: true, MaxWait: 2 * time.Minute},
 		Client:    Client{Server: "http://127.0.0.1:8080"},
 	}
 }

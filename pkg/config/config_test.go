@@ -187,6 +187,9 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"retention transcripts", func(c *config.Config) { c.Retention.Transcripts = -time.Hour }, "retention.transcripts: must be between 1h0m0s and 87600h0m0s, got -1h0m0s"},
 		{"retention tool executions", func(c *config.Config) { c.Retention.ToolExecutions = 0 }, "retention.tool_executions: must be between 1h0m0s and 87600h0m0s, got 0s"},
 		{"auth mode", func(c *config.Config) { c.Auth.Mode = "basic" }, `auth.mode: unknown mode "basic" (want none or apikey)`},
+		{"mcp server wait", func(c *config.Config) { c.MCPServer.MaxWait = 0 }, "mcp_server.max_wait: must be between 1s and 30m0s, got 0s"},
+		{"mcp approval without the server", func(c *config.Config) { c.MCPServer.Enabled, c.MCPServer.AllowApproval = false, true },
+			"mcp_server.allow_approval: is true while mcp_server.enabled is false"},
 		{"provider", func(c *config.Config) { c.LLM.Provider = "llama" }, `llm.provider: unknown provider "llama" (want demo, scripted, openai, anthropic or googleai)`},
 		{"scripted without script", func(c *config.Config) { c.LLM.Provider = "scripted" }, `llm.script: must name a script file when llm.provider is "scripted"`},
 		{"openai without key", func(c *config.Config) { c.LLM.Provider = "openai" }, `llm.provider: provider "openai" needs OPENAI_API_KEY`},
@@ -243,6 +246,8 @@ func TestValidateAcceptsProvidersWithWhatTheyNeed(t *testing.T) {
 		"min mode":            func(c *config.Config) { c.Planning.MinMode = planmode.AgentReview },
 		"no retries":          func(c *config.Config) { c.LLM.MaxRetries = 0 },
 		"api key auth anyway": func(c *config.Config) { c.Auth.Mode = "apikey" },
+		"mcp approval":        func(c *config.Config) { c.MCPServer.AllowApproval = true },
+		"no mcp server":       func(c *config.Config) { c.MCPServer.Enabled = false },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -44,6 +44,10 @@ func (c Config) Validate() error {
 	v.oneOf("log.level", "level", c.Log.Level, levels)
 	v.oneOf("log.format", "format", c.Log.Format, formats)
 	v.telemetry(c.Telemetry)
+	v.durationIn("mcp_server.max_wait", c.MCPServer.MaxWait, time.Second, 30*time.Minute)
+	if c.MCPServer.AllowApproval && !c.MCPServer.Enabled {
+		v.add("mcp_server.allow_approval", "is true while mcp_server.enabled is false: enable the MCP server or leave approval off")
+	}
 	v.httpURL("client.server", c.Client.Server)
 	if len(v.probs) > 0 {
 		return invalid(v.probs...)

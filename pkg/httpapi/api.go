@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net/http"
 	"strconv"
 	"time"
 
@@ -204,6 +205,26 @@ func (a *API) Routes(e *echo.Echo) {
 	// A wrong method on a route of the group is a 405 with Allow, not the
 	// group catch-all's 404.
 	g.RouteNotFound("/*", routeMissing)
+}
+
+// Mount returns routes that serve h at POST path behind the API's
+// authentication: a request without a valid key is a 401 before h sees
+// it, and h finds its caller with auth.PrincipalFrom in the request's
+// context; a body not sent as application/json is the API's 415, another
+// method its 405 with Allow. The protocol
+// adapters (pkg/mcpserver) are mounted with it.
+func (a *API) Mount(path string, h http.Handler) Routes {
+	return func(e *echo.Echo) {
+		serve := func(c echo.Context) error {
+			// A body not sent as JSON is the API's 415, as on every route.
+			if err := jsonBody(c.Request()); err != nil {
+				return err
+			}
+			h.ServeHTTP(c.Response(), c.Request())
+			return nil
+		}
+		e.POST(path, serve, a.auth, rejectNULParams)
+	}
 }
 
 // deps is what every handler group may use: the clock, run ids, the

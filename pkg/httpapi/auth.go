@@ -38,8 +38,6 @@ type AuthConfig struct {
 	Logger    zerolog.Logger
 }
 
-type principalKey struct{}
-
 // PrincipalOf returns the principal an authenticated request acts as.
 func PrincipalOf(c echo.Context) auth.Principal {
 	p, _ := c.Get("principal").(auth.Principal)
@@ -48,8 +46,7 @@ func PrincipalOf(c echo.Context) auth.Principal {
 
 // PrincipalFromContext returns the principal stored in a request context.
 func PrincipalFromContext(ctx context.Context) (auth.Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(auth.Principal)
-	return p, ok
+	return auth.PrincipalFrom(ctx)
 }
 
 // authenticator returns the middleware that resolves the caller, or nil
@@ -111,6 +108,6 @@ func operatorsOnly(next echo.HandlerFunc) echo.HandlerFunc {
 func withPrincipal(c echo.Context, p auth.Principal) echo.Context {
 	c.Set("principal", p)
 	req := c.Request()
-	c.SetRequest(req.WithContext(logctx.With(context.WithValue(req.Context(), principalKey{}, p), "user", p.UserID)))
+	c.SetRequest(req.WithContext(logctx.With(auth.WithPrincipal(req.Context(), p), "user", p.UserID)))
 	return c
 }

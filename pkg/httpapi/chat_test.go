@@ -28,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/logctx"
+	"github.com/planwright/planwright/pkg/mcpserver"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/pkg/telemetry"
@@ -122,6 +123,9 @@ type envWiring struct {
 	// model too); CaptureContent records content on the spans.
 	TracerProvider trace.TracerProvider
 	CaptureContent bool
+	// MCPApproval offers approve_plan on the env's /mcp (as
+	// mcp_server.allow_approval does).
+	MCPApproval bool
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
@@ -239,7 +243,12 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	api, err := httpapi.NewAPI(cfg)
 	require.NoError(t, err)
 	env.logs = logs
-	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: []httpapi.Routes{api.Routes}, Metrics: cfg.Metrics,
+	// /mcp as serve mounts it: a view of the same runs.
+	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: stores.PlanRecords, Rejecter: orch.Control(), Runs: runLog, Feed: feed,
+		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
+	require.NoError(t, err)
+	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler())}
+	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: routes, Metrics: cfg.Metrics,
 		Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)
 	env.routes = srv.Routes()

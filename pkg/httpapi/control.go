@@ -101,11 +101,51 @@ func (h *planControl) ownPlan(c echo.Context, action string) (planning.Plan, err
 	if err != nil {
 		return planning.Plan{}, err
 	}
+	return plan, ownedBy(plan, p, action)
+}
+
+// ownedBy says whether p may do action to plan, which p can read: only
+// its owner approves, rejects and resumes it.
+func ownedBy(plan planning.Plan, p auth.Principal, action string) error {
 	if plan.UserID != p.UserID {
-		return planning.Plan{}, apperr.New(apperr.Forbidden,
+		return apperr.New(apperr.Forbidden,
 			"only %s, who owns plan %s, can %s it; operators read and cancel every plan", plan.UserID, plan.ID, action)
 	}
-	return plan, nil
+	return nil
+}
+
+// ApprovePlan approves planID for p as POST /api/plans/{id}/approve does —
+// the plan must be p's and wait for review; a version (a.Version) that is
+// no longer current is a Conflict — and creates the run that carries the
+// plan out with its job; it returns the run without waiting for it. a.By
+// is p. The protocol adapters (pkg/mcpserver) approve through it, saying
+// so in a.Via.
+func (a *API) ApprovePlan(ctx context.Context, p auth.Principal, planID string, approval planning.HumanApproval) (event.Run, error) {
+	if a.control == nil {
+		return event.Run{}, apperr.New(apperr.Unavailable, "plans cannot be approved here")
+	}
+	return a.control.approvePlan(ctx, p, planID, approval)
+}
+
+func (h *planControl) approvePlan(ctx context.Context, p auth.Principal, planID string, a planning.HumanApproval) (event.Run, error) {
+	plan, err := h.store.PlanFor(ctx, h.readerOf(p), planID)
+	if err != nil {
+		return event.Run{}, err
+	}
+	if err := ownedBy(plan, p, "approve"); err != nil {
+		return event.Run{}, err
+	}
+	a.By = planning.Actor{UserID: p.UserID, Operator: p.Role == auth.RoleOperator}
+	claimed, err := h.plans.ClaimApproval(ctx, plan.ID, a, event.Emitter{})
+	if err != nil {
+		return event.Run{}, err
+	}
+	r, first := h.planRun(ctx, p.UserID, claimed, "approve")
+	first.Seq = 1
+	if err := h.queue.Create(ctx, &r, first); err != nil {
+		return event.Run{}, err
+	}
+	return r, nil
 }
 
 // actorOf is the caller as the person who acts on a plan: what they
@@ -170,8 +210,7 @@ func (h *planControl) resume(c echo.Context) error {
 
 // linkOrigin links the request's span — the parent of the plan's new run —
 // to the trace of the plan's first traced run (the turn that made it).
-func (h *planControl) linkOrigin(c echo.Context, p planning.Plan) {
-	ctx := c.Request().Context()
+func (h *planControl) linkOrigin(ctx context.Context, p planning.Plan) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
@@ -198,15 +237,22 @@ func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) err
 	if c.Path() == "/api/plans/:id/resume" {
 		kind = "resume"
 	}
-	r := event.Run{ID: h.newID(), Kind: kind, UserID: PrincipalOf(c).UserID, SessionID: p.SessionID, PlanID: p.ID}
+	r, first := h.planRun(c.Request().Context(), PrincipalOf(c).UserID, p, kind)
 	c.Set(LogRunID, r.ID)
-	h.linkOrigin(c, p)
-	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
-		Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
 	if stream != nil && !*stream {
 		return h.planJSON(c, r, first)
 	}
 	return h.enqueuePlanRun(c, r, first)
+}
+
+// planRun is the run of userID's approval or resume (kind) of the claimed
+// plan p and its first event; the request's span is linked to the plan's
+// first trace.
+func (h *planControl) planRun(ctx context.Context, userID string, p planning.Plan, kind string) (event.Run, event.Envelope) {
+	r := event.Run{ID: h.newID(), Kind: kind, UserID: userID, SessionID: p.SessionID, PlanID: p.ID}
+	h.linkOrigin(ctx, p)
+	return r, event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem, PlanID: p.ID},
+		Event: event.AgentState{State: event.StateExecutingPlan, RunID: r.ID}}
 }
 
 // enqueuePlanRun creates a claimed plan's approval or resume run with its

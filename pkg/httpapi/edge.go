@@ -38,7 +38,7 @@ type edge struct {
 // Headers a cross-origin client may send and read, and how long a browser
 // may keep a preflight's answer.
 const (
-	corsAllowHeaders  = "Authorization, Content-Type, Last-Event-ID, X-Request-ID"
+	corsAllowHeaders  = "Authorization, Content-Type, Last-Event-ID, X-Request-ID, Mcp-Protocol-Version"
 	corsExposeHeaders = "Retry-After, X-Request-ID"
 	corsMaxAge        = "600"
 )

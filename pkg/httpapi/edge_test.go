@@ -101,6 +101,7 @@ func TestCrossOriginIs403(t *testing.T) {
 	require.Equal(t, allowed, pre.Header().Get("Access-Control-Allow-Origin"))
 	require.Contains(t, pre.Header().Get("Access-Control-Allow-Methods"), "POST")
 	require.Contains(t, pre.Header().Get("Access-Control-Allow-Headers"), "Authorization")
+	require.Contains(t, pre.Header().Get("Access-Control-Allow-Headers"), "Mcp-Protocol-Version", "what an MCP client in a web page sends")
 	require.Contains(t, pre.Header().Values("Vary"), "Origin")
 	rec = b.do(t, http.MethodPost, "/api/echo", strings.NewReader(`{}`), jsonType(http.Header{"Origin": {"https://CONSOLE.example.com:443"}}))
 	require.Equal(t, http.StatusOK, rec.Code)

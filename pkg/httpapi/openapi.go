@@ -105,6 +105,8 @@ var operations = []operation{
 	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (operators: anyone's; a chat turn, or a plan's approval or resume): kind, status, user, last seq, owner, lease and attempts", response: RunView{}},
 	{method: "GET", path: "/api/runs/{id}/events", summary: "A run's events after the Last-Event-ID header (or ?after=N), then live, ending with done; SSE ids are the run's seq",
 		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
+	{method: "POST", path: "/mcp", summary: "The MCP server (Streamable HTTP, stateless: no Mcp-Session-Id, and GET is a 405): JSON-RPC messages in, a JSON-RPC answer out as application/json or text/event-stream (with progress notifications); tools start_task, get_run, list_plans, get_plan, reject_plan, cancel_run, and approve_plan when mcp_server.allow_approval is on",
+		errors: []int{http.StatusBadRequest, http.StatusUnsupportedMediaType}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
 	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
 	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},

@@ -20,39 +20,47 @@ import (
 const lintDir = "testdata/lint"
 
 // redocly returns the path of the pinned Redocly CLI, installing it with
-// npm ci when it is not installed yet. Without npm the test skips — it
-// fails where the suites are required (CI, REQUIRE_BROWSER=1), since .ci/run
-// installs Node and npm.
+// npm ci when it is not installed yet (see npmInstall).
 func redocly(t *testing.T) string {
+	t.Helper()
+	npmInstall(t, lintDir, "@redocly/cli", "the OpenAPI lint")
+	bin, err := filepath.Abs(filepath.Join(lintDir, "node_modules", ".bin", "redocly"))
+	require.NoError(t, err)
+	return bin
+}
+
+// npmInstall makes sure dir's node_modules holds the version of pkg its
+// package-lock.json pins, running npm ci there when it does not, and
+// records the npm suite as run. Without npm the test skips — it fails where
+// the suites are required (CI, REQUIRE_BROWSER=1), since .ci/run installs
+// Node and npm. what names the suite's test in the messages.
+func npmInstall(t *testing.T, dir, pkg, what string) {
 	t.Helper()
 	npm, err := exec.LookPath("npm")
 	if err != nil {
 		suites.Skipped(t, suites.NPM, "no npm installed")
 		if os.Getenv("REQUIRE_BROWSER") == "1" || os.Getenv("CI") != "" {
-			t.Fatal("npm is not installed, and CI or REQUIRE_BROWSER=1 requires the OpenAPI lint")
+			t.Fatalf("npm is not installed, and CI or REQUIRE_BROWSER=1 requires %s", what)
 		}
-		t.Skip("no npm installed: the OpenAPI lint is skipped")
+		t.Skipf("no npm installed: %s is skipped", what)
 	}
-	bin, err := filepath.Abs(filepath.Join(lintDir, "node_modules", ".bin", "redocly"))
-	require.NoError(t, err)
 	var lock struct {
 		Packages map[string]struct {
 			Version string `json:"version"`
 		} `json:"packages"`
 	}
-	raw, err := os.ReadFile(filepath.Join(lintDir, "package-lock.json"))
+	raw, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(raw, &lock))
-	pinned := lock.Packages["node_modules/@redocly/cli"].Version
-	require.NotEmpty(t, pinned, "package-lock.json pins @redocly/cli")
-	if installedVersion(filepath.Join(lintDir, "node_modules", "@redocly", "cli", "package.json")) != pinned {
+	pinned := lock.Packages["node_modules/"+pkg].Version
+	require.NotEmpty(t, pinned, "package-lock.json pins %s", pkg)
+	if installedVersion(filepath.Join(dir, "node_modules", filepath.FromSlash(pkg), "package.json")) != pinned {
 		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = lintDir
+		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "npm ci in %s:\n%s", lintDir, out)
+		require.NoError(t, err, "npm ci in %s:\n%s", dir, out)
 	}
-	suites.Ran(t, suites.NPM, "with @redocly/cli "+pinned)
-	return bin
+	suites.Ran(t, suites.NPM, "with "+pkg+" "+pinned)
 }
 
 func installedVersion(packageJSON string) string {

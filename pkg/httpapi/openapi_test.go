@@ -140,6 +140,8 @@ func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 		{"alice", "POST", "/api/agent-definitions", `{"name": "taken"}`, "/api/agent-definitions", http.StatusConflict},
 		{"alice", "GET", "/api/agent-definitions/nope", "", "/api/agent-definitions/{id}", http.StatusNotFound},
 		{"alice", "PATCH", "/api/agent-definitions/nope", `{"name": "x"}`, "/api/agent-definitions/{id}", http.StatusNotFound},
+		{"", "POST", "/mcp", `{}`, "/mcp", http.StatusUnauthorized},
+		{"alice", "POST", "/mcp", `{}`, "/mcp", http.StatusBadRequest},
 		{"", "GET", "/app/nope.js", "", "/app/{path}", http.StatusNotFound},
 		{"", "GET", "/healthz", huge, "/healthz", http.StatusRequestEntityTooLarge},
 	}

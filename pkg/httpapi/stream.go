@@ -129,6 +129,49 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	return h.streamTurn(c, turn, detach)
 }
 
+// StartTurn starts a chat turn for p as POST /api/agent/stream with
+// "stream": false does — reserved (validation, limits, a session's running
+// turn by its multitask strategy), opened (the session and the user's
+// message), its run created with its job — and returns the run without
+// waiting for it: a worker on any replica runs it, and its log is what
+// every client follows (GET /api/runs/{id}/events). req.UserID and
+// req.Operator are p's. The protocol adapters (pkg/mcpserver) start turns
+// through it; the errors are the route's (Invalid, Conflict, TooMany…).
+func (a *API) StartTurn(ctx context.Context, p auth.Principal, req chat.Request) (event.Run, error) {
+	return a.turns.start(ctx, p, req)
+}
+
+func (h *turnHandlers) start(ctx context.Context, p auth.Principal, req chat.Request) (event.Run, error) {
+	req.UserID, req.Operator = p.UserID, p.Role == auth.RoleOperator
+	turn, err := h.chat.Reserve(req)
+	if err != nil {
+		return event.Run{}, err
+	}
+	defer turn.Release()
+	h.reserved.add(turn.RunID, p.UserID)
+	defer h.reserved.take(turn.RunID)
+	if err := turn.Open(ctx); err != nil {
+		return event.Run{}, err
+	}
+	if turn.Replay != nil {
+		// A repeat of a finished turn: its run is the earlier attempt's.
+		return h.runs.GetRun(ctx, p.UserID, turn.User.StreamRunID)
+	}
+	run, first := h.turnRun(turn)
+	r, fresh, err := h.queueTurn(ctx, turn, run, first)
+	if fresh != nil {
+		fresh.release() // nobody follows it here
+	}
+	return r, err
+}
+
+// turnRun is the run of an opened turn and its first event.
+func (h *turnHandlers) turnRun(turn *chat.Turn) (event.Run, event.Envelope) {
+	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
+	return run, event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
+		Event: event.AgentState{State: event.StateThinking, RunID: run.ID}}
+}
+
 // checkApproval answers a request that approves a plan before its stream
 // opens: a plan the user cannot see is a 404, one of another session than
 // the request's a 400, one that no longer waits for review or is another
@@ -343,9 +386,7 @@ func (h *turnHandlers) forwardKeptCancel(ctx context.Context, turn *chat.Turn, r
 // read back once the run's log holds done.
 func (h *turnHandlers) turnJSON(c echo.Context, turn *chat.Turn, detach bool) error {
 	ctx := c.Request().Context()
-	run := event.Run{ID: turn.RunID, Kind: "turn", UserID: turn.User.UserID, SessionID: turn.Session.ID}
-	first := event.Envelope{TS: h.now().UTC(), Source: event.Source{Role: event.RoleSystem},
-		Event: event.AgentState{State: event.StateThinking, RunID: run.ID}}
+	run, first := h.turnRun(turn)
 	r, fresh, err := h.queueTurn(ctx, turn, run, first)
 	if err != nil {
 		return err

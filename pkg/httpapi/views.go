@@ -53,6 +53,7 @@ type ApprovalView struct {
 	At      time.Time          `json:"at"`
 	Note    string             `json:"note,omitempty"`
 	Version int                `json:"version,omitempty" jsonschema:"the plan version the approval let run (absent for approvals recorded before versions were)"`
+	Via     string             `json:"via,omitempty" jsonschema:"the protocol a person approved through when not this API or the web app: mcp"`
 }
 
 // CancellationView records who cancelled a plan: by is user or operator.
@@ -78,7 +79,7 @@ func planView(p planning.Plan) PlanView {
 		v.Steps = append(v.Steps, stepView(s))
 	}
 	if a := p.Approval; a != nil {
-		v.Approval = &ApprovalView{By: a.By, UserID: a.UserID, At: a.At, Note: a.Note, Version: a.Version}
+		v.Approval = &ApprovalView{By: a.By, UserID: a.UserID, At: a.At, Note: a.Note, Version: a.Version, Via: a.Via}
 	}
 	if c := p.CancelledBy; c != nil {
 		v.CancelledBy = &CancellationView{By: c.By, UserID: c.UserID, At: c.At}

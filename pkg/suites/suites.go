@@ -27,7 +27,8 @@ const EnvReport = "PLANWRIGHT_SUITE_REPORT"
 const (
 	Postgres = "postgres"
 	Browser  = "browser"
-	// NPM is the OpenAPI lint, which npm installs.
+	// NPM is what npm installs: the OpenAPI lint and the MCP TypeScript
+	// client test.
 	NPM = "npm"
 	// Jaeger is the trace backend the tracing test exports to
 	// (REQUIRE_JAEGER=1; scripts/with-jaeger.sh builds one).

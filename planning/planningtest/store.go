@@ -331,7 +331,7 @@ func approvePlan(t *testing.T, s planning.Store, _ string) {
 	p.Status = planning.StatusPendingReview
 	require.NoError(t, s.CreatePlan(ctx, &p))
 	at := time.Now()
-	a := planning.Approval{By: planning.ByUser, UserID: "alice", At: at, Note: "go"}
+	a := planning.Approval{By: planning.ByUser, UserID: "alice", At: at, Note: "go", Via: planning.ViaMCP}
 	edits := &planning.Revision{Author: "user", Reason: "go", Steps: []planning.Step{
 		{StepDefinition: event.StepDefinition{Number: 1, Title: "draft only", ExecutorRequired: true}}}}
 	got, err := s.ApprovePlan(ctx, p.ID, a, edits)
@@ -350,6 +350,7 @@ func approvePlan(t *testing.T, s planning.Store, _ string) {
 	require.Equal(t, planning.ByUser, stored.Approval.By)
 	require.Equal(t, "alice", stored.Approval.UserID)
 	require.Equal(t, "go", stored.Approval.Note)
+	require.Equal(t, planning.ViaMCP, stored.Approval.Via)
 	require.WithinDuration(t, at, stored.Approval.At, time.Millisecond)
 	require.WithinDuration(t, at, *stored.StartedAt, time.Millisecond)
 
