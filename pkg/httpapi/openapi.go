@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -357,13 +358,16 @@ func (g schemaGen) events() error {
 	return nil
 }
 
-// serveOpenAPI serves the document, built once.
+// serveOpenAPI serves the document, built at its first request: building
+// it allocates more than everything else a server's start does, for a
+// document most servers are never asked for. Its tests build it.
 func serveOpenAPI(version string) (echo.HandlerFunc, error) {
-	doc, err := OpenAPI(version)
-	if err != nil {
-		return nil, err
-	}
+	doc := sync.OnceValues(func() ([]byte, error) { return OpenAPI(version) })
 	return func(c echo.Context) error {
-		return c.Blob(http.StatusOK, "application/yaml", doc)
+		b, err := doc()
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, "application/yaml", b)
 	}, nil
 }
