@@ -18,28 +18,28 @@ import (
 type ToolExecutions struct{ *core }
 
 type toolExecutionRow struct {
-	ID          string `gorm:"primaryKey"`
-	UserID      string
-	SessionID   string
-	ToolCallID  string
-	ToolName    string
-	Arguments   jsonCol
-	Result      string
-	Error       string
-	Success     bool
-	Cancelled   bool
-	DurationMS  int64 `gorm:"column:duration_ms"`
-	Effect      string
+	ID         string `gorm:"primaryKey"`
+	UserID     string
+	SessionID  string
+	ToolCallID string
+	ToolName   string
+	Arguments  jsonCol
+	Result     string
+	Error      string
+	Success    bool
+	Cancelled  bool
+	DurationMS int64 `gorm:"column:duration_ms"`
+	Effect     string
 	// IdempotencyKey is the key the tool was given; State is a
 	// tools.CallState.
 	IdempotencyKey string
 	State          string
-	SourceRole  string
-	AgentID     string
-	PlanID      string
-	StepNumber  int
-	ExecutionID string
-	CreatedAt   time.Time
+	SourceRole     string
+	AgentID        string
+	PlanID         string
+	StepNumber     int
+	ExecutionID    string
+	CreatedAt      time.Time
 }
 
 func (toolExecutionRow) TableName() string { return "chat_tool_executions" }
