@@ -28,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm/demo"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
@@ -145,7 +146,7 @@ func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Met
 	rec := tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
 	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(rec), Timeout: cfg.Tools.Timeout,
 		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger(),
-		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent})
+		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent, RunOf: runs.RunOf})
 }
 
 func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger, tp trace.TracerProvider) (*agents.Runner, error) {

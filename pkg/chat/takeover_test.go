@@ -91,7 +91,8 @@ func newTakeoverEnv(t *testing.T, db *persistence.DB) *takeoverEnv {
 	roles, err := agents.LoadRoles("../../configs/agents.yaml")
 	require.NoError(t, err)
 	reg := tools.NewRegistry()
-	require.NoError(t, reg.Register(e.tool("lookup", "3 notes"), e.tool("slow", "written"), e.tool("stamp", "stamped")))
+	require.NoError(t, reg.Register(e.tool("lookup", "3 notes", tools.ReadOnly), e.tool("slow", "written", tools.Idempotent),
+		e.tool("stamp", "stamped", tools.SideEffect)))
 	require.NoError(t, reg.DefineSet("notes", "lookup", "slow"))
 	orch, err := planning.NewOrchestrator(planning.Config{Store: e.stores.PlanRecords, Runner: runner, Tools: rt, Lookup: reg.Get,
 		Records: e.stores.ToolExecutions, Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
@@ -125,9 +126,10 @@ func (e *takeoverEnv) count(point string) int {
 	return e.runs[point]
 }
 
-// tool is a tool that answers result; "slow" blocks the first time.
-func (e *takeoverEnv) tool(name, result string) tools.Tool {
-	return tools.New(tools.Spec{Name: name, Description: "a tool"}, func(ctx context.Context, _ tools.Call, _ struct {
+// tool is a tool of the class that answers result; "slow" blocks the
+// first time.
+func (e *takeoverEnv) tool(name, result string, class tools.EffectClass) tools.Tool {
+	return tools.New(tools.Spec{Name: name, Description: "a tool", Effect: class}, func(ctx context.Context, _ tools.Call, _ struct {
 		Query string `json:"query,omitempty"`
 	}) (tools.Result, error) {
 		e.block(ctx, name)
