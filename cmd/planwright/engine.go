@@ -339,7 +339,8 @@ func newRegistry(lc fx.Lifecycle, rc runContext, res *opened, cfg config.Config,
 	if len(cfg.Tools.MCPServers) > 0 {
 		servers := make([]mcp.ServerConfig, len(cfg.Tools.MCPServers))
 		for i, s := range cfg.Tools.MCPServers {
-			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout}
+			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout,
+				Effects: effectsOf(s.Effects)}
 		}
 		m, err := mcp.NewManager(mcp.ManagerConfig{Servers: servers, ClientVersion: buildVersion(),
 			Logger: log.With().Str("component", "mcp").Logger()})
@@ -384,4 +385,17 @@ func newContextProfiles(cfg config.Config, reg *tools.Registry) (contextProfiles
 		return contextProfiles{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return contextProfiles{p}, nil
+}
+
+// effectsOf is an MCP server's configured effect classes (validated with
+// the configuration).
+func effectsOf(m map[string]string) map[string]tools.EffectClass {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]tools.EffectClass, len(m))
+	for tool, c := range m {
+		out[tool] = tools.EffectClass(c)
+	}
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/tools"
 )
 
 // source is a fake environment and file system for Load.
@@ -625,4 +626,32 @@ func TestTelemetryFromOpenTelemetryVariables(t *testing.T) {
 	for _, want := range []string{"telemetry.sample_ratio", "telemetry.service_name", "telemetry.otlp_endpoint", "telemetry.trace_url"} {
 		require.ErrorContains(t, err, want)
 	}
+}
+
+// An MCP server's tools may be given their effect classes; an unknown
+// class is a startup error naming the key.
+func TestMCPServerEffects(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`
+tools:
+  mcp_servers:
+    - {name: mail, url: "https://mail.example/mcp", effects: {send: side_effect, "*": read_only}}
+`))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, map[string]string{"send": "side_effect", "*": "read_only"}, cfg.Tools.MCPServers[0].Effects)
+	var classes []string
+	for _, c := range tools.EffectClasses {
+		classes = append(classes, string(c))
+	}
+	require.Equal(t, classes, config.EffectClasses, "configuration knows the tools' classes")
+
+	bad, err := config.Parse([]byte("tools:\n  mcp_servers:\n    - {name: mail, url: \"https://m\", effects: {send: destructive, list: read_only}}\n"))
+	require.NoError(t, err)
+	err = bad.Validate()
+	require.ErrorIs(t, err, apperr.ErrInvalid)
+	fields := apperr.FieldsOf(err)
+	require.Len(t, fields, 1)
+	require.Equal(t, "tools.mcp_servers[0].effects.send", fields[0].Field)
+	require.Contains(t, fields[0].Message, `"destructive"`)
 }
