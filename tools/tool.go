@@ -1,8 +1,10 @@
 // Package tools holds the Tool interface, the registry that names tools and
 // tool sets, and the runtime that runs a round of tool calls: it validates
 // arguments against each tool's JSON schema, enforces timeouts, turns panics
-// into error results, retries idempotent tools, truncates long results, runs
-// a bounded number of calls at once, and records every execution.
+// into error results, retries read-only and idempotent tools, truncates long
+// results, runs a bounded number of calls at once, and records every
+// execution — a side effect before it runs, so that it is never repeated
+// (EffectClass, IdempotencyKey, Call.Prior).
 //
 // Tools are usually built with New, which decodes a call's arguments into a
 // struct and derives the JSON schema from it. A Registry names the tools of
