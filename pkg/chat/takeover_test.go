@@ -614,3 +614,34 @@ func TestTurnTakenOverInsideASideEffect(t *testing.T) {
 		require.Equal(t, 1, e.count("slow"), "nor by a later takeover")
 	})
 }
+
+// A direct step whose side-effect call was cut by its owner's death is not
+// run again by the takeover: the step fails saying the call's outcome is
+// unknown, and its record says in doubt.
+func TestDirectStepTakenOverInsideASideEffect(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnvWith(t, db, tools.SideEffect)
+		now := time.Now()
+		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
+			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
+		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+		runID := persistence.NewID()
+
+		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
+		require.ErrorIs(t, err, agents.OwnerLost)
+		out, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, e.count("slow"), "the side effect is not repeated")
+		require.Equal(t, planning.StatusFailed, out.Plan.Status)
+		require.Equal(t, planning.StepFailed, out.Plan.Steps[0].Status)
+		require.Contains(t, out.Plan.Steps[0].Error, "outcome of this call to slow is unknown")
+
+		recs, err := e.stores.ToolExecutions.RecordedCalls(ctx, tools.RecordQuery{PlanID: p.ID, StepNumber: 1})
+		require.NoError(t, err)
+		require.Len(t, recs, 1, "one record, the start's, now in doubt")
+		require.Equal(t, tools.CallInDoubt, recs[0].State)
+	})
+}
