@@ -102,7 +102,7 @@ func (s *run) run(system string) (Result, error) {
 			}
 			s.task.Ready = nil
 		}
-		end, err := (&toolRound{s: s, calls: round.calls, answered: round.answered}).run(ctx)
+		end, err := (&toolRound{s: s, calls: round.calls, answered: round.answered, prior: round.prior}).run(ctx)
 		switch {
 		case err != nil:
 			return s.fail(err)

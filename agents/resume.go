@@ -19,6 +19,11 @@ import (
 type pendingRound struct {
 	calls    []llm.ToolCall
 	answered map[int]answer
+	// prior are calls an earlier attempt started and did not finish
+	// (tools.Execution.Unfinished), by index: they go to the runtime with
+	// their record (tools.Call.Prior), which runs a repeatable one again
+	// and answers a side effect as in doubt.
+	prior map[int]tools.Execution
 }
 
 // answer is how a call of a resumed round was answered before: its result
@@ -141,8 +146,14 @@ func (rs *restorer) restore(history []llm.Message, prepared *Prepared) (next *pe
 		if _, ok := open.answered[j]; ok {
 			continue
 		}
-		if rec, ok := r.Recorded[c.ID]; ok && rec.Answers() {
+		switch rec, ok := r.Recorded[c.ID]; {
+		case ok && rec.Answers():
 			open.answered[j] = answer{content: rec.Outcome(tools.Call{}).Content, success: rec.Success, status: CallRan, recorded: &rec}
+		case ok && rec.Unfinished():
+			if open.prior == nil {
+				open.prior = map[int]tools.Execution{}
+			}
+			open.prior[j] = rec
 		}
 	}
 	if len(open.answered) == len(open.calls) && allInTranscript(open) {

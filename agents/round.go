@@ -28,8 +28,10 @@ type toolRound struct {
 	s     *run
 	calls []llm.ToolCall
 	// answered are calls of a resumed round that are not run again (see
-	// Resume), by index in calls.
+	// Resume), by index in calls; prior those an earlier attempt started
+	// and did not finish (the runtime decides: tools.Call.Prior).
 	answered map[int]answer
+	prior    map[int]tools.Execution
 
 	round     int              // the model call whose calls these are
 	records   []ToolCallRecord // by index in calls
@@ -98,6 +100,9 @@ func (t *toolRound) admit() {
 			t.records[i] = notRun(t.round, CallOverLimit, tc, fmt.Sprintf(
 				"Not run: the limit of %d tool calls per turn is reached.", lim.MaxToolCalls))
 		default:
+			if p, ok := t.prior[i]; ok {
+				tc.Prior = &p
+			}
 			s.res.ToolCallCount++
 			pending[t.keys[i]] = true
 			t.torun = append(t.torun, tc)

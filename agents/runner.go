@@ -179,8 +179,10 @@ type Resume struct {
 	// in Seq order: the system prompt first.
 	Transcript []TranscriptEntry
 	// Recorded are the executions recorded for the run's tool calls, by
-	// tool call id (only those that answer their call: tools.Execution.
-	// Answers).
+	// tool call id (tools.Deciding): one that answers its call
+	// (tools.Execution.Answers) answers it; one that only says the call
+	// started (Unfinished) goes with the call to the runtime as its Prior —
+	// a side effect in doubt is not run again.
 	Recorded map[string]tools.Execution
 }
 

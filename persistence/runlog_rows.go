@@ -40,6 +40,10 @@ import (
 type rowInsert struct {
 	table, cols string
 	args        []any
+	// conflict, when set, follows the VALUES (an ON CONFLICT clause): the
+	// row may replace one stored already, so finding its key proves
+	// nothing about a retried batch (landed).
+	conflict string
 }
 
 // writer is the run log writer running on db, if any.
@@ -65,6 +69,27 @@ func (c *core) queueInserts(ctx context.Context, done func(error), rows ...rowIn
 		return false
 	}
 	return l.queueRows(runs.RunOf(ctx), done, rows)
+}
+
+// queueInsertAndWait queues r like queueInsert, has the writer commit it at
+// once and waits for the outcome (or ctx); queued is false, taking
+// nothing, when it could not be queued: the caller then writes it itself.
+func (c *core) queueInsertAndWait(ctx context.Context, r rowInsert) (queued bool, err error) {
+	res := make(chan error, 1)
+	if !c.queueInserts(ctx, func(err error) { res <- err }, r) {
+		return false, nil
+	}
+	if l := c.db.writer(); l != nil {
+		l.mu.Lock()
+		l.urgeLocked()
+		l.mu.Unlock()
+	}
+	select {
+	case err := <-res:
+		return true, err
+	case <-ctx.Done():
+		return true, context.Cause(ctx)
+	}
 }
 
 // queueRows queues rows, written by the work of run runID ("" when none;
@@ -105,8 +130,8 @@ var errRowsFailed = errors.New("persistence: a multi-row insert failed")
 // each, failing with writeFailed at the row that fails.
 func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pendingEvent) error {
 	type group struct {
-		cols string
-		at   []int
+		cols, conflict string
+		at             []int
 	}
 	var order []string
 	groups := map[string]*group{}
@@ -115,7 +140,7 @@ func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pending
 			continue
 		}
 		if p.alone {
-			q := t.db.rebind(insertSQL(p.row.table, p.row.cols, len(p.row.args), 1))
+			q := t.db.rebind(insertSQL(p.row.table, p.row.cols, len(p.row.args), 1) + p.row.conflict)
 			at, table := i, p.row.table
 			if err := stmts.exec(ctx, q, p.row.args, func(_ int64, err error) error {
 				return failedWrite(ctx, at, dbErr("insert "+table, err))
@@ -124,10 +149,10 @@ func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pending
 			}
 			continue
 		}
-		key := p.row.table + p.row.cols
+		key := p.row.table + p.row.cols + p.row.conflict
 		g, ok := groups[key]
 		if !ok {
-			g = &group{cols: p.row.cols}
+			g = &group{cols: p.row.cols, conflict: p.row.conflict}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -148,7 +173,7 @@ func (t logTx) insertRows(ctx context.Context, stmts batchStmts, batch []pending
 			for _, i := range at[:n] {
 				args = append(args, batch[i].row.args...)
 			}
-			q := t.db.rebind(insertSQL(table, g.cols, len(batch[at[0]].row.args), n))
+			q := t.db.rebind(insertSQL(table, g.cols, len(batch[at[0]].row.args), n) + g.conflict)
 			if err := stmts.exec(ctx, q, args, func(_ int64, err error) error {
 				if err == nil || transient(err) || ctx.Err() != nil {
 					return err
@@ -215,8 +240,9 @@ func rowsAlone(batch []pendingEvent) {
 
 // landed reports, in a retried batch's transaction, whether an earlier
 // attempt of the batch committed (only its answer was lost): its first
-// event, or else its first queued row (whose first value is its key), is
-// there.
+// event, or else its first queued row (whose first value is its key) that
+// cannot replace a stored one, is there. A batch of rows that all replace
+// (ON CONFLICT) is written again: that changes nothing.
 func (t logTx) landed(ctx context.Context, tx *gorm.DB, batch []pendingEvent, rows []runEventRow) (bool, error) {
 	var n int64
 	if len(rows) > 0 {
@@ -224,7 +250,7 @@ func (t logTx) landed(ctx context.Context, tx *gorm.DB, batch []pendingEvent, ro
 		return n > 0, err
 	}
 	for _, p := range batch {
-		if p.row == nil {
+		if p.row == nil || p.row.conflict != "" {
 			continue
 		}
 		q := t.db.rebind("SELECT COUNT(*) FROM " + p.row.table + " WHERE id = ?")

@@ -18,23 +18,28 @@ import (
 type ToolExecutions struct{ *core }
 
 type toolExecutionRow struct {
-	ID          string `gorm:"primaryKey"`
-	UserID      string
-	SessionID   string
-	ToolCallID  string
-	ToolName    string
-	Arguments   jsonCol
-	Result      string
-	Error       string
-	Success     bool
-	Cancelled   bool
-	DurationMS  int64 `gorm:"column:duration_ms"`
-	SourceRole  string
-	AgentID     string
-	PlanID      string
-	StepNumber  int
-	ExecutionID string
-	CreatedAt   time.Time
+	ID         string `gorm:"primaryKey"`
+	UserID     string
+	SessionID  string
+	ToolCallID string
+	ToolName   string
+	Arguments  jsonCol
+	Result     string
+	Error      string
+	Success    bool
+	Cancelled  bool
+	DurationMS int64 `gorm:"column:duration_ms"`
+	Effect     string
+	// IdempotencyKey is the key the tool was given; State is a
+	// tools.CallState.
+	IdempotencyKey string
+	State          string
+	SourceRole     string
+	AgentID        string
+	PlanID         string
+	StepNumber     int
+	ExecutionID    string
+	CreatedAt      time.Time
 }
 
 func (toolExecutionRow) TableName() string { return "chat_tool_executions" }
@@ -42,15 +47,17 @@ func (toolExecutionRow) TableName() string { return "chat_tool_executions" }
 func (r toolExecutionRow) execution() tools.Execution {
 	return tools.Execution{ID: r.ID, UserID: r.UserID, SessionID: r.SessionID, ToolCallID: r.ToolCallID, ToolName: r.ToolName,
 		Arguments: json.RawMessage(r.Arguments), Result: r.Result, Error: r.Error, Success: r.Success, Cancelled: r.Cancelled,
-		DurationMS: r.DurationMS, Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID, StepNumber: r.StepNumber,
+		DurationMS: r.DurationMS, Effect: tools.EffectClass(r.Effect), IdempotencyKey: r.IdempotencyKey, State: tools.CallState(r.State), Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID, StepNumber: r.StepNumber,
 			ExecutionID: r.ExecutionID},
 		CreatedAt: r.CreatedAt.UTC()}
 }
 
-// RecordToolExecution stores one tool execution (tools.Recorder).
+// RecordToolExecution stores one tool execution (tools.Recorder): a record
+// with the id of a stored one replaces it (the outcome of a call recorded
+// as started), keeping its created_at.
 func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execution) error {
 	r := s.toolExecutionRow(e)
-	return s.execInsert(ctx, "record tool execution", insertSQL(r.table, r.cols, len(r.args), 1), r.args...)
+	return s.execInsert(ctx, "record tool execution", insertSQL(r.table, r.cols, len(r.args), 1)+r.conflict, r.args...)
 }
 
 // QueueToolExecution stores one tool execution without waiting for it (a
@@ -59,13 +66,30 @@ func (s *ToolExecutions) RecordToolExecution(ctx context.Context, e tools.Execut
 // after it, so a run's records are stored by the time its results are
 // announced) and the writer logs a failure; without one, it is stored at
 // once and the error returned.
+//
+// A record of a call that starts (tools.CallStarted) is waited for: the
+// writer commits it at once, fenced with the run's events (a process that
+// lost the run cannot record a start, so its tool does not run), and it is
+// stored when QueueToolExecution returns nil.
 func (s *ToolExecutions) QueueToolExecution(ctx context.Context, e tools.Execution) error {
 	r := s.toolExecutionRow(e)
-	if s.queueInsert(ctx, r, nil) {
+	if e.State == tools.CallStarted {
+		if queued, err := s.queueInsertAndWait(ctx, r); queued {
+			return dbErr("record a tool call's start", err)
+		}
+	} else if s.queueInsert(ctx, r, nil) {
 		return nil
 	}
-	return s.execInsert(ctx, "record tool execution", insertSQL(r.table, r.cols, len(r.args), 1), r.args...)
+	return s.execInsert(ctx, "record tool execution", insertSQL(r.table, r.cols, len(r.args), 1)+r.conflict, r.args...)
 }
+
+// toolExecutionUpsert makes a record replace the stored one of its id: all
+// but the id and the time it started.
+const toolExecutionUpsert = ` ON CONFLICT (id) DO UPDATE SET user_id = excluded.user_id, session_id = excluded.session_id,
+	tool_call_id = excluded.tool_call_id, tool_name = excluded.tool_name, arguments = excluded.arguments, result = excluded.result,
+	error = excluded.error, success = excluded.success, cancelled = excluded.cancelled, duration_ms = excluded.duration_ms,
+	source_role = excluded.source_role, agent_id = excluded.agent_id, plan_id = excluded.plan_id, step_number = excluded.step_number,
+	execution_id = excluded.execution_id, effect = excluded.effect, idempotency_key = excluded.idempotency_key, state = excluded.state`
 
 func (s *ToolExecutions) toolExecutionRow(e tools.Execution) rowInsert {
 	if e.ID == "" {
@@ -74,15 +98,20 @@ func (s *ToolExecutions) toolExecutionRow(e tools.Execution) rowInsert {
 	if e.CreatedAt.IsZero() {
 		e.CreatedAt = s.now()
 	}
+	if e.State == "" {
+		e.State = tools.CallFinished
+	}
 	args := jsonCol(e.Arguments)
 	if len(args) > 0 && !json.Valid(args) {
 		args = mustJSON(string(e.Arguments)) // arguments the model garbled are kept as a JSON string
 	}
 	return rowInsert{table: "chat_tool_executions", cols: `(id, user_id, session_id, tool_call_id, tool_name, arguments, result,
-		error, success, cancelled, duration_ms, source_role, agent_id, plan_id, step_number, execution_id, created_at)`,
+		error, success, cancelled, duration_ms, source_role, agent_id, plan_id, step_number, execution_id, effect, idempotency_key,
+		state, created_at)`,
 		args: []any{e.ID, e.UserID, e.SessionID, e.ToolCallID, e.ToolName, args, e.Result, e.Error, e.Success, e.Cancelled,
 			e.DurationMS, string(e.Source.Role), e.Source.AgentID, e.Source.PlanID, e.Source.StepNumber, e.Source.ExecutionID,
-			Timestamp(e.CreatedAt)}}
+			string(e.Effect), e.IdempotencyKey, string(e.State), Timestamp(e.CreatedAt)},
+		conflict: toolExecutionUpsert}
 }
 
 // ToolExecutionFilter selects tool executions; empty fields match all.

@@ -103,6 +103,9 @@ func (t *Tools) CreatePlanTool(origin Origin) tools.Tool {
 			"independent steps run in parallel. Returns the outcome (or that the plan waits for review).",
 		Schema:  createPlanSchema,
 		Timeout: tools.NoTimeout,
+		// A call made again (a takeover) finds the plan it made (Submit
+		// looks it up by run and call) instead of making another.
+		Effect: tools.Idempotent,
 	}, func(ctx context.Context, call tools.Call, a CreatePlanArgs) (tools.Result, error) {
 		if _, err := planmode.Parse(string(a.Mode)); err != nil {
 			return tools.Result{}, apperr.New(apperr.Invalid, "%s", err.Error())
@@ -165,6 +168,7 @@ func (t *Tools) RequestApprovalTool() tools.Tool {
 		Description: "Ask the user to approve a plan of this session that waits for their review. " +
 			"It does not approve or run the plan: the user does, with the Approve button. The turn ends waiting for them.",
 		Timeout: tools.NoTimeout,
+		Effect:  tools.Idempotent, // asking twice asks once more, changes nothing
 	}, func(ctx context.Context, call tools.Call, a RequestApprovalArgs) (tools.Result, error) {
 		p, err := t.waitingPlan(ctx, call.Scope, a.PlanID)
 		if err != nil {

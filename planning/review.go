@@ -167,7 +167,8 @@ func submitReviewTool() (tool tools.Tool, given func() *SubmitReviewArgs) {
 	var mu sync.Mutex
 	var verdict *SubmitReviewArgs
 	tool = tools.New(tools.Spec{Name: "submit_review",
-		Description: "Give your verdict on the plan: approved, or changes_requested with comments saying what must change."},
+		Description: "Give your verdict on the plan: approved, or changes_requested with comments saying what must change.",
+		Effect:      tools.Idempotent}, // it gives the verdict to its caller, nothing else
 		func(_ context.Context, _ tools.Call, a SubmitReviewArgs) (tools.Result, error) {
 			if a.Verdict != VerdictApproved && a.Verdict != VerdictChangesRequested {
 				return tools.Result{}, fmt.Errorf("verdict must be approved or changes_requested, not %q", a.Verdict)

@@ -13,6 +13,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/telemetry"
+	"github.com/planwright/planwright/tools"
 )
 
 // The run of a plan: a runner takes an executing plan to its end. It asks
@@ -63,7 +64,7 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 func (r *runner) runPlan(ctx context.Context, p Plan, origin Origin, em event.Emitter, created *creation, active *activeRun) (Plan, error) {
 	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
 		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
-		unsaved: map[int]Step{}, lost: map[int]Execution{}}
+		unsaved: map[int]Step{}, lost: map[int]Execution{}, started: map[int]tools.Execution{}}
 	state := event.AgentState{State: event.StateExecutingPlan, Details: p.Goal}
 	if created == nil {
 		pr.sys.Emit(ctx, state)
@@ -107,6 +108,10 @@ type planRun struct {
 	// lost are the executions an earlier owner of the run left running, by
 	// step (takeOver): the step's executor continues from them.
 	lost map[int]Execution
+	// started are the records of direct steps' calls an earlier owner
+	// started and did not finish, by step (fromRecord): the call goes to
+	// the runtime again with its record (tools.Call.Prior).
+	started map[int]tools.Execution
 
 	// pending counts the step ends submitted and not yet answered
 	// (submitEnd).
@@ -175,6 +180,11 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		lost = &e
 		delete(pr.lost, st.Number) // once per takeover
 	}
+	var prior *tools.Execution
+	if e, ok := pr.started[st.Number]; ok {
+		prior = &e
+		delete(pr.started, st.Number)
+	}
 	var x *executorStart
 	if snapshot.Tool == "" {
 		start := pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
@@ -200,7 +210,7 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		out := stepOutcome{number: snapshot.Number, step: snapshot}
 		sctx, span := pr.startStep(snapshot, lost != nil)
 		if snapshot.Tool != "" {
-			out.step = pr.coordinator.runDirect(sctx, pr.p, pr.origin, snapshot, deps, pr.em)
+			out.step = pr.coordinator.runDirect(sctx, pr.p, pr.origin, snapshot, deps, prior, pr.em)
 		} else {
 			out.step, out.usage = pr.coordinator.runExecutor(sctx, pr.p, pr.origin, snapshot, lost, x)
 		}

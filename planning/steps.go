@@ -41,8 +41,11 @@ func (r *stepRunner) dependencies(steps map[int]*Step, s Step) []agents.Dependen
 }
 
 // runDirect calls a direct step's tool with "{{steps.N.result}}" replaced by
-// step N's result.
-func (r *stepRunner) runDirect(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, em event.Emitter) Step {
+// step N's result. prior, when set, is the record of the call an earlier
+// owner started and did not finish: the call keeps its id (and so its
+// idempotency key), and the runtime decides whether it runs again.
+func (r *stepRunner) runDirect(ctx context.Context, p Plan, origin Origin, s Step, deps []agents.Dependency, prior *tools.Execution,
+	em event.Emitter) Step {
 	tool, ok := r.cfg.Lookup(s.Tool)
 	if !ok {
 		s.Status, s.Error = StepFailed, fmt.Sprintf("tool %q does not exist", s.Tool)
@@ -55,6 +58,9 @@ func (r *stepRunner) runDirect(ctx context.Context, p Plan, origin Origin, s Ste
 	args := substitute(rawOr(s.Args), results)
 	call := tools.Call{ID: r.cfg.NewID(), Name: s.Tool, Args: args, Scope: scopeOf(p, origin),
 		Events: r.planEmitter(em, p.ID, event.RoleSystem).With(event.Source{Role: event.RoleSystem, PlanID: p.ID, StepNumber: s.Number})}
+	if prior != nil {
+		call.ID, call.Prior = prior.ToolCallID, prior
+	}
 	outcomes := r.cfg.Tools.RunRound(ctx, []tools.Tool{tool}, []tools.Call{call})
 	switch {
 	case len(outcomes) == 1 && outcomes[0].Success:
@@ -156,12 +162,20 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 		// x.ctx was made before the step's span started: the executor's
 		// spans are the step's children all the same.
 		xctx := trace.ContextWithSpan(x.ctx, trace.SpanFromContext(ctx))
+		var resume *agents.Resume
+		if lost != nil && gate.wait(ctx) == nil {
+			// The lost transcript is copied into this execution's
+			// conversation, which must be stored first: copied too early,
+			// it is refused and the executor would start afresh, calling
+			// again tools whose calls the lost one had made.
+			resume = r.resumeOf(ctx, lost, exec.AgentSessionID, exec.ID)
+		}
 		res, runErr = r.cfg.Runner.Run(xctx, agents.Task{
 			Role:  r.cfg.Executor,
 			Data:  x.data,
 			Input: exec.Task, Tools: x.tools, Scope: scopeOf(p, origin), Events: gated,
 			Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: exec.AgentSessionID, ExecutionID: exec.ID, Now: r.cfg.Now, gate: gate},
-			Resume:     r.resumeOf(ctx, lost, exec.AgentSessionID, exec.ID),
+			Resume:     resume,
 			Ready:      gate.wait,
 		})
 	}

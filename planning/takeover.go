@@ -18,8 +18,9 @@ import (
 // its execution still marked running is closed cancelled with the cause
 // agents.OwnerLost (an executor step), or, for a direct tool step whose
 // call was recorded as finished, the record is its outcome and the tool is
-// not called again. A first run finds no running step, and the takeover
-// does nothing.
+// not called again; one whose call only started is called again with that
+// record, and the runtime answers a side effect as in doubt. A first run
+// finds no running step, and the takeover does nothing.
 
 // takeOver settles the steps an earlier owner of the run left running,
 // before the scheduler starts anything.
@@ -94,11 +95,7 @@ func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, e
 			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", lost.ID).Msg("read the lost execution's tool calls; the executor starts afresh")
 			return nil
 		}
-		for _, rec := range recs {
-			if rec.Answers() {
-				res.Recorded[rec.ToolCallID] = rec
-			}
-		}
+		res.Recorded = tools.Deciding(recs)
 	}
 	for _, m := range msgs {
 		m.ID, m.AgentSessionID, m.ExecutionID = "", sessionID, execID
@@ -113,7 +110,8 @@ func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, e
 // fromRecord ends a direct step the earlier owner left running from the
 // record of its tool call, when that call finished (recorded after the
 // step started, not cancelled): the tool is not called again. It says
-// whether it did.
+// whether it did. A call that started and did not finish is kept for the
+// step's rerun (started): a side effect is then in doubt, not repeated.
 func (pr *planRun) fromRecord(st *Step) bool {
 	if pr.cfg.Records == nil {
 		return false
@@ -124,8 +122,15 @@ func (pr *planRun) fromRecord(st *Step) bool {
 		return false
 	}
 	for _, r := range slices.Backward(recs) {
-		if r.Source.ExecutionID != "" || r.ToolName != st.Tool || !r.Answers() ||
+		if r.Source.ExecutionID != "" || r.ToolName != st.Tool ||
 			(st.StartedAt != nil && r.CreatedAt.Before(st.StartedAt.Truncate(time.Microsecond))) {
+			continue
+		}
+		if r.Unfinished() {
+			pr.started[st.Number] = r
+			return false
+		}
+		if !r.Answers() {
 			continue
 		}
 		end := pr.cfg.Now()

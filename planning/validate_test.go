@@ -18,7 +18,7 @@ type fetchArgs struct {
 	URL string `json:"url"`
 }
 
-var fetchTool = tools.New(tools.Spec{Name: "web_fetch", Description: "fetch a page", Idempotent: true},
+var fetchTool = tools.New(tools.Spec{Name: "web_fetch", Description: "fetch a page", Effect: tools.Idempotent},
 	func(_ context.Context, _ tools.Call, a fetchArgs) (tools.Result, error) {
 		return tools.Result{Content: "page at " + a.URL}, nil
 	})

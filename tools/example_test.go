@@ -15,7 +15,7 @@ type greetArgs struct {
 }
 
 func Example() {
-	greet := tools.New(tools.Spec{Name: "greet", Description: "Greets someone.", Idempotent: true},
+	greet := tools.New(tools.Spec{Name: "greet", Description: "Greets someone.", Effect: tools.Idempotent},
 		func(_ context.Context, _ tools.Call, args greetArgs) (tools.Result, error) {
 			return tools.Result{Content: "Hello, " + args.Name + "!"}, nil
 		})

@@ -52,7 +52,7 @@ func (r *Runtime) Gateway(available []Tool) []Tool {
 		Description: "Lists the tools you can run with tool_exec: their names and what they do. " +
 			`Pass {"tool": "<name>"} to see one tool's full description and its arguments schema, ` +
 			`or {"search": "<text>"} to list only the tools whose name or description contains the text.`,
-		Idempotent: true,
+		Effect: ReadOnly,
 	}, g.help)
 	exec := &execTool{g: g}
 	exec.Tool = New(Spec{
@@ -94,7 +94,7 @@ func (g *gateway) help(_ context.Context, _ Call, args helpArgs) (Result, error)
 		spec := t.Spec()
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s\n\n%s\n\nArguments (JSON Schema): %s", spec.Name, strings.TrimSpace(spec.Description), compactJSON(spec.Schema))
-		if spec.Idempotent {
+		if spec.Class().Repeatable() {
 			b.WriteString("\n\nSafe to retry.")
 		}
 		return Result{Content: b.String()}, nil

@@ -31,7 +31,7 @@ func newCatalog() *catalog {
 	}
 	add(tools.Spec{Name: "list_projects", Description: "Lists the user's projects.\nSecond line is not in the catalog."}, ok("Apollo, Gemini"))
 	add(tools.Spec{Name: "create_project", Description: "Creates a project.", Schema: json.RawMessage(projectSchema)}, ok("created"))
-	add(tools.Spec{Name: "github.search", Description: "Searches GitHub issues. " + strings.Repeat("Very long. ", 30), Idempotent: true},
+	add(tools.Spec{Name: "github.search", Description: "Searches GitHub issues. " + strings.Repeat("Very long. ", 30), Effect: tools.Idempotent},
 		func() func(context.Context, tools.Call) (tools.Result, error) {
 			var failed atomic.Bool
 			return func(context.Context, tools.Call) (tools.Result, error) {

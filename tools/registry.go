@@ -86,6 +86,9 @@ func (r *Registry) check(t Tool, spec Spec, seen map[string]bool) []string {
 	if spec.Timeout < 0 && spec.Timeout != NoTimeout {
 		out = append(out, fmt.Sprintf("timeout %s is negative (use NoTimeout to disable it)", spec.Timeout))
 	}
+	if spec.Effect != "" && !spec.Effect.Valid() {
+		out = append(out, fmt.Sprintf("effect %q must be one of %v", spec.Effect, EffectClasses))
+	}
 	var err error
 	if c, ok := t.(compiled); ok {
 		_, err = c.compiledSchema()

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,7 +71,7 @@ type RuntimeConfig struct {
 	MaxResultChars int
 	// Parallelism is how many calls of a round run at once (default 3).
 	Parallelism int
-	// Retries is how often a failed idempotent tool is tried again (default
+	// Retries is how often a failed read-only or idempotent tool is tried again (default
 	// 2; NoRetries disables retries).
 	Retries int
 	// RetryBackoff is the wait before the first retry; it doubles for each
@@ -85,6 +86,10 @@ type RuntimeConfig struct {
 	// arguments and the result on it.
 	TracerProvider trace.TracerProvider
 	CaptureContent bool
+	// RunOf names the run a call's context belongs to (runs.RunOf); a
+	// call's idempotency key is that run's id, ":" and the call's id. Nil,
+	// or "": the call's id alone.
+	RunOf func(context.Context) string
 }
 
 // Runtime runs rounds of tool calls. It is safe for concurrent use; one
@@ -151,6 +156,9 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	if cfg.NewID == nil {
 		cfg.NewID = newUUIDv7
 	}
+	if cfg.RunOf == nil {
+		cfg.RunOf = func(context.Context) string { return "" }
+	}
 	return &Runtime{cfg: cfg, log: cfg.Logger, tracer: telemetry.NewTracer(cfg.TracerProvider, cfg.CaptureContent)}, nil
 }
 
@@ -162,9 +170,12 @@ func newUUIDv7() string { return uuid.Must(uuid.NewV7()).String() }
 // Up to Parallelism calls run at once. For each call RunRound emits tool_call
 // through call.Events when the call starts, then validates its arguments
 // against the tool's schema (every violation is reported; the tool does not
-// run), runs it with its timeout, panic recovery and — for idempotent tools —
-// retries, truncates the content, records the execution and, last, emits
-// tool_result. A call of the gateway's tool_exec is announced, run and
+// run), records a SideEffect call as started (durably, before its tool
+// runs), runs it with its timeout, panic recovery and — for read-only and
+// idempotent tools — retries, truncates the content, records the
+// execution and, last, emits tool_result. Each call's tool gets its
+// idempotency key in its context (IdempotencyKey). A call with a Prior
+// that is a SideEffect is not run: it is in doubt (ErrInDoubt). A call of the gateway's tool_exec is announced, run and
 // recorded as the tool it names.
 //
 // When ctx ends, calls not yet started do not run; they report ErrCancelled
@@ -220,13 +231,34 @@ func (r *Runtime) run(ctx context.Context, available []Tool, call *Call, o *Outc
 	start := r.cfg.Now()
 	ctx, span := r.startSpan(ctx, call)
 	var eff Call
+	x := r.open(ctx, call)
 	tool, err := r.announce(ctx, available, call, &eff)
 	var res Result
 	if err == nil {
-		res, err = r.execute(ctx, tool, eff)
+		res, err = r.execute(ctx, tool, eff, start, &x)
 	}
-	r.conclude(ctx, call, &eff, start, res, err, o)
+	r.conclude(ctx, call, &eff, start, res, err, &x, o)
 	r.endSpan(span, call, &eff, o)
+}
+
+// callRun is what the runtime knows of one call between its start and its
+// record.
+type callRun struct {
+	id, key string      // the record's id (the Prior's, if any); the idempotency key
+	class   EffectClass // the tool's, once resolved
+	started bool        // recorded CallStarted before the tool was called
+	inDoubt bool        // a Prior that is not run again
+}
+
+// open gives a call its record id and idempotency key.
+func (r *Runtime) open(ctx context.Context, call *Call) callRun {
+	x := callRun{key: keyOf(r.cfg.RunOf(ctx), call.ID)}
+	if call.Prior != nil && call.Prior.ID != "" {
+		x.id = call.Prior.ID
+	} else {
+		x.id = r.cfg.NewID()
+	}
+	return x
 }
 
 // startSpan starts the call's span execute_tool {name}.
@@ -249,6 +281,9 @@ func (r *Runtime) endSpan(span trace.Span, call, eff *Call, o *Outcome) {
 		span.SetName("execute_tool " + eff.Name)
 		span.SetAttributes(semconv.GenAIToolName(eff.Name))
 	}
+	if o.Effect != "" {
+		span.SetAttributes(telemetry.ToolEffectKey.String(string(o.Effect)))
+	}
 	r.tracer.EndTool(span, o.Content, o.Err)
 }
 
@@ -270,13 +305,13 @@ func (r *Runtime) announce(ctx context.Context, available []Tool, call, eff *Cal
 // records it and emits its tool_result.
 //
 //go:noinline
-func (r *Runtime) conclude(ctx context.Context, call, eff *Call, start time.Time, res Result, err error, out *Outcome) {
+func (r *Runtime) conclude(ctx context.Context, call, eff *Call, start time.Time, res Result, err error, x *callRun, out *Outcome) {
 	// A tool's text reaches the model, the client and the database, and
 	// none of them takes invalid UTF-8 (PostgreSQL refuses it): bytes that
 	// are not UTF-8 (a Latin-1 page, binary output) become U+FFFD.
 	res.Content = strings.ToValidUTF8(res.Content, "\uFFFD")
 
-	o := Outcome{Call: *call, Success: err == nil, Result: res, Err: err, Duration: r.cfg.Now().Sub(start)}
+	o := Outcome{Call: *call, Success: err == nil, Result: res, Err: err, Duration: r.cfg.Now().Sub(start), Effect: x.class}
 	var text string
 	if err == nil {
 		text = res.Content
@@ -286,7 +321,7 @@ func (r *Runtime) conclude(ctx context.Context, call, eff *Call, start time.Time
 		o.Content = "error: " + text
 		o.Result = Result{Effects: res.Effects}
 	}
-	r.record(ctx, *eff, start, o, text)
+	r.record(ctx, *eff, start, o, text, x)
 	ev := event.ToolResult{ToolCallID: eff.ID, Name: eff.Name, Success: o.Success, DurationMS: o.Duration.Milliseconds()}
 	if o.Success {
 		ev.Result = o.Content
@@ -342,10 +377,20 @@ func names(ts []Tool) []string {
 	return out
 }
 
-// execute validates the arguments and runs the tool, retrying an idempotent
-// tool after a retryable failure.
-func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, error) {
+// execute validates the arguments and runs the tool, retrying a
+// repeatable (read-only or idempotent) tool after a retryable failure. A
+// SideEffect call is recorded as started first, and not run when that
+// record cannot be stored; one an earlier attempt started (call.Prior) is
+// in doubt and not run at all.
+func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.Time, x *callRun) (Result, error) {
 	spec := tool.Spec()
+	x.class = spec.Class()
+	if p := call.Prior; p != nil && p.Unfinished() {
+		if was := cmp.Or(p.Effect, x.class); !was.Repeatable() {
+			x.class, x.inDoubt = was, true
+			return Result{}, inDoubtError{tool: spec.Name}
+		}
+	}
 	schema, err := r.schema(tool, spec)
 	if err != nil {
 		return Result{}, apperr.Wrap(apperr.Internal, err, "tool %q has an invalid schema", spec.Name)
@@ -353,14 +398,19 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, er
 	if err := schema.validate(call.Args); err != nil {
 		return Result{}, err
 	}
+	if !x.class.Repeatable() {
+		if err := r.recordStart(ctx, call, start, x); err != nil {
+			return Result{}, err
+		}
+	}
 	timeout := effectiveTimeout(r.cfg.Timeout, spec.Timeout)
 	retries := 0
-	if spec.Idempotent {
+	if x.class.Repeatable() {
 		retries = r.cfg.Retries
 	}
 	backoff := r.cfg.RetryBackoff
 	for attempt := 0; ; attempt++ {
-		res, err := r.attempt(ctx, tool, call, timeout)
+		res, err := r.attempt(ctx, tool, call, timeout, x.key)
 		if err == nil || attempt >= retries || !retryable(ctx, err) {
 			return res, err
 		}
@@ -375,6 +425,29 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call) (Result, er
 		}
 		backoff *= 2
 	}
+}
+
+// recordStart stores that a SideEffect call starts, before its tool is
+// called: the Recorder returns once the record is durable, so a process
+// that dies while the tool runs leaves the call in doubt for the next
+// owner instead of unknown. A call whose start cannot be recorded is not
+// run.
+func (r *Runtime) recordStart(ctx context.Context, call Call, start time.Time, x *callRun) error {
+	e := r.execution(call, start, x)
+	e.State = CallStarted
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.RecordTimeout)
+	defer cancel()
+	err := r.cfg.Recorder.RecordToolExecution(rctx, e)
+	switch {
+	case err == nil:
+		x.started = true
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("tool %q was not run: %w: %w", call.Name, ErrCancelled, context.Cause(ctx))
+	}
+	r.log.Error().Ctx(ctx).Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).
+		Str("execution_id", x.id).Msg("recording that a tool call starts failed; it is not run")
+	return apperr.New(apperr.Unavailable, "the call of %s was not run: its start could not be recorded; try again later", call.Name)
 }
 
 // effectiveTimeout is the bound of one attempt: the runtime's timeout,
@@ -406,10 +479,10 @@ var errTimedOut = errors.New("tool timeout")
 
 // attempt runs the tool once under its timeout, turning a panic into an
 // error and classifying context errors as a timeout or a cancellation.
-func (r *Runtime) attempt(ctx context.Context, tool Tool, call Call, timeout time.Duration) (res Result, err error) {
-	runCtx, cancel := ctx, context.CancelFunc(func() {})
+func (r *Runtime) attempt(ctx context.Context, tool Tool, call Call, timeout time.Duration, key string) (res Result, err error) {
+	runCtx, cancel := WithIdempotencyKey(ctx, key), context.CancelFunc(func() {})
 	if timeout > 0 {
-		runCtx, cancel = context.WithTimeoutCause(ctx, timeout, errTimedOut)
+		runCtx, cancel = context.WithTimeoutCause(runCtx, timeout, errTimedOut)
 	}
 	defer cancel()
 	defer func() {
@@ -463,7 +536,7 @@ func (r *Runtime) errorText(ctx context.Context, call Call, err error) string {
 	}
 	var ae *apperr.Error
 	if !errors.As(err, &ae) {
-		if !errors.Is(err, ErrCancelled) {
+		if !errors.Is(err, ErrCancelled) && !errors.Is(err, ErrInDoubt) {
 			r.log.Warn().Ctx(ctx).Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).Msg("tool failed")
 		}
 		return err.Error()
@@ -479,20 +552,19 @@ func (r *Runtime) errorText(ctx context.Context, call Call, err error) string {
 
 // record stores the execution. A recorder failure is logged, never returned:
 // the model's round goes on. Recording outlives the round's context (bounded
-// by RecordTimeout) so that cancelled calls are recorded too.
-func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outcome, text string) {
-	e := Execution{
-		ID:         r.cfg.NewID(),
-		UserID:     call.Scope.UserID,
-		SessionID:  call.Scope.SessionID,
-		ToolCallID: call.ID,
-		ToolName:   call.Name,
-		Arguments:  jsonOrString(call.Args),
-		Success:    o.Success,
-		Cancelled:  !o.Success && errors.Is(o.Err, ErrCancelled),
-		DurationMS: o.Duration.Milliseconds(),
-		Source:     call.Events.Source(),
-		CreatedAt:  start,
+// by RecordTimeout) so that cancelled calls are recorded too. A SideEffect
+// call cancelled while its tool ran stays CallStarted: what it did is
+// unknown.
+func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outcome, text string, x *callRun) {
+	e := r.execution(call, start, x)
+	e.Success = o.Success
+	e.Cancelled = !o.Success && errors.Is(o.Err, ErrCancelled)
+	e.DurationMS = o.Duration.Milliseconds()
+	switch {
+	case x.inDoubt:
+		e.State = CallInDoubt
+	case x.started && e.Cancelled:
+		e.State = CallStarted
 	}
 	if o.Success {
 		e.Result = o.Content
@@ -504,6 +576,23 @@ func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outc
 	if err := r.cfg.Recorder.RecordToolExecution(rctx, e); err != nil {
 		r.log.Error().Ctx(ctx).Err(err).Str("tool", call.Name).Str("tool_call_id", call.ID).
 			Str("execution_id", e.ID).Msg("recording tool execution failed")
+	}
+}
+
+// execution is the record of call as it starts (State CallFinished).
+func (r *Runtime) execution(call Call, start time.Time, x *callRun) Execution {
+	return Execution{
+		ID:             x.id,
+		UserID:         call.Scope.UserID,
+		SessionID:      call.Scope.SessionID,
+		ToolCallID:     call.ID,
+		ToolName:       call.Name,
+		Arguments:      jsonOrString(call.Args),
+		Effect:         x.class,
+		IdempotencyKey: x.key,
+		State:          CallFinished,
+		Source:         call.Events.Source(),
+		CreatedAt:      start,
 	}
 }
 

@@ -127,7 +127,7 @@ func TestRunRoundValidatesArguments(t *testing.T) {
 			f := setup(t, nil)
 			var runs atomic.Int64
 			tool := &toolstest.Tool{
-				ToolSpec: tools.Spec{Name: "create_project", Description: "d", Schema: json.RawMessage(projectSchema), Idempotent: true},
+				ToolSpec: tools.Spec{Name: "create_project", Description: "d", Schema: json.RawMessage(projectSchema), Effect: tools.Idempotent},
 				RunFunc:  counted(&runs, ok("created")),
 			}
 			out := f.rt.RunRound(context.Background(), []tools.Tool{tool}, []tools.Call{f.call("c1", "create_project", tt.args)})
@@ -220,7 +220,7 @@ func TestRunRoundTimeouts(t *testing.T) {
 		f := setup(t, func(c *tools.RuntimeConfig) { c.Timeout = time.Hour })
 		var runs atomic.Int64
 		tool := &toolstest.Tool{
-			ToolSpec: tools.Spec{Name: "slow", Description: "d", Idempotent: true},
+			ToolSpec: tools.Spec{Name: "slow", Description: "d", Effect: tools.Idempotent},
 			RunFunc:  counted(&runs, blockUntilDone(nil)),
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
@@ -238,7 +238,7 @@ func TestRunRoundRecoversPanics(t *testing.T) {
 	f := setup(t, nil)
 	var runs atomic.Int64
 	tool := &toolstest.Tool{
-		ToolSpec: tools.Spec{Name: "buggy", Description: "d", Idempotent: true},
+		ToolSpec: tools.Spec{Name: "buggy", Description: "d", Effect: tools.Idempotent},
 		RunFunc: counted(&runs, func(context.Context, tools.Call) (tools.Result, error) {
 			panic("secret-token-123 leaked")
 		}),
@@ -288,8 +288,12 @@ func TestRunRoundRetries(t *testing.T) {
 			t.Parallel()
 			f := setup(t, func(c *tools.RuntimeConfig) { c.Retries = tt.retries })
 			var runs atomic.Int64
+			effect := tools.SideEffect
+			if tt.idempotent {
+				effect = tools.Idempotent
+			}
 			tool := &toolstest.Tool{
-				ToolSpec: tools.Spec{Name: "fetch", Description: "d", Idempotent: tt.idempotent},
+				ToolSpec: tools.Spec{Name: "fetch", Description: "d", Effect: effect},
 				RunFunc: func(context.Context, tools.Call) (tools.Result, error) {
 					n := runs.Add(1)
 					if tt.fails < 0 || n <= int64(tt.fails) {
@@ -314,7 +318,7 @@ func TestRunRoundRetries(t *testing.T) {
 		f := setup(t, func(c *tools.RuntimeConfig) { c.Timeout = 5 * time.Millisecond })
 		var runs atomic.Int64
 		tool := &toolstest.Tool{
-			ToolSpec: tools.Spec{Name: "flaky", Description: "d", Idempotent: true},
+			ToolSpec: tools.Spec{Name: "flaky", Description: "d", Effect: tools.Idempotent},
 			RunFunc: func(ctx context.Context, call tools.Call) (tools.Result, error) {
 				if runs.Add(1) == 1 {
 					return blockUntilDone(nil)(ctx, call)
@@ -334,7 +338,7 @@ func TestRunRoundRetries(t *testing.T) {
 		defer cancel(nil)
 		var runs atomic.Int64
 		tool := &toolstest.Tool{
-			ToolSpec: tools.Spec{Name: "fetch", Description: "d", Idempotent: true},
+			ToolSpec: tools.Spec{Name: "fetch", Description: "d", Effect: tools.Idempotent},
 			RunFunc: func(context.Context, tools.Call) (tools.Result, error) {
 				runs.Add(1)
 				cancel(errors.New("user cancelled"))
@@ -364,7 +368,7 @@ func TestRunRoundRetries(t *testing.T) {
 		})
 		var runs atomic.Int64
 		tool := &toolstest.Tool{
-			ToolSpec: tools.Spec{Name: "fetch", Description: "d", Idempotent: true},
+			ToolSpec: tools.Spec{Name: "fetch", Description: "d", Effect: tools.Idempotent},
 			RunFunc: func(context.Context, tools.Call) (tools.Result, error) {
 				runs.Add(1)
 				return tools.Result{}, transient
@@ -590,17 +594,20 @@ func TestRunRoundRecordsExecutions(t *testing.T) {
 			ID: "id-1", UserID: "user-1", SessionID: "session-1", ToolCallID: "c1", ToolName: "get_project",
 			Arguments: json.RawMessage(`{"id": "p-1"}`), Result: "Project Apollo", Success: true,
 			DurationMS: 1, Source: f.src, CreatedAt: t0.Add(1 * time.Millisecond),
+			Effect: tools.SideEffect, IdempotencyKey: "c1", State: tools.CallFinished,
 		},
 		{
 			ID: "id-2", UserID: "user-1", SessionID: "session-1", ToolCallID: "c2", ToolName: "archive_project",
 			Arguments: json.RawMessage(`{"id": "p-7"}`), Error: "project p-7 not found", Success: false,
 			DurationMS: 1, Source: f.src, CreatedAt: t0.Add(3 * time.Millisecond),
+			Effect: tools.SideEffect, IdempotencyKey: "c2", State: tools.CallFinished,
 		},
 		{
 			ID: "id-3", UserID: "user-1", SessionID: "session-1", ToolCallID: "c3", ToolName: "get_project",
 			Arguments: json.RawMessage(`"{\"id\": "`), Success: false,
 			Error:      recs[2].Error,
 			DurationMS: 1, Source: f.src, CreatedAt: t0.Add(5 * time.Millisecond),
+			Effect: tools.SideEffect, IdempotencyKey: "c3", State: tools.CallFinished,
 		},
 	}, recs)
 	require.Contains(t, recs[2].Error, "malformed JSON", "malformed arguments are stored as a JSON string")

@@ -1,8 +1,10 @@
 // Package tools holds the Tool interface, the registry that names tools and
 // tool sets, and the runtime that runs a round of tool calls: it validates
 // arguments against each tool's JSON schema, enforces timeouts, turns panics
-// into error results, retries idempotent tools, truncates long results, runs
-// a bounded number of calls at once, and records every execution.
+// into error results, retries read-only and idempotent tools, truncates long
+// results, runs a bounded number of calls at once, and records every
+// execution — a side effect before it runs, so that it is never repeated
+// (EffectClass, IdempotencyKey, Call.Prior).
 //
 // Tools are usually built with New, which decodes a call's arguments into a
 // struct and derives the JSON schema from it. A Registry names the tools of
@@ -36,8 +38,11 @@ type Spec struct {
 	Description string
 	// Schema is the JSON Schema of the arguments object.
 	Schema json.RawMessage
-	// Idempotent tools may be retried after a failure.
-	Idempotent bool
+	// Effect is what calling the tool does (default SideEffect; see
+	// Class): ReadOnly and Idempotent tools are retried after a failure
+	// and run again after a takeover; a SideEffect call is recorded as
+	// started before it runs and never repeated unasked.
+	Effect EffectClass
 	// Timeout shortens the runtime's per-tool timeout (RuntimeConfig.Timeout,
 	// tools.timeout), which bounds every tool: a longer Timeout is capped by
 	// it. NoTimeout disables both (create_plan, which runs a whole plan).
@@ -73,6 +78,12 @@ type Call struct {
 	// Events is bound to the caller's source; tools emit operation events
 	// (and, for plan tools, plan events) through it.
 	Events event.Emitter
+	// Prior, when set, is the record an earlier attempt of the run left of
+	// this call (same ID) that started and has no outcome
+	// (CallStarted): a SideEffect call is then in doubt and not run again
+	// (its outcome matches ErrInDoubt and its record says CallInDoubt);
+	// any other runs again, with the same idempotency key.
+	Prior *Execution
 }
 
 // Result is what a tool returns. Content is what the model sees.
@@ -110,9 +121,17 @@ type Execution struct {
 	Success    bool
 	// Cancelled says the call was cancelled before it finished (its
 	// context ended): the record answers nothing, and a run that continues
-	// elsewhere runs the call again.
+	// elsewhere runs the call again — unless it is a SideEffect call whose
+	// tool had been called (State CallStarted: it is in doubt).
 	Cancelled  bool
 	DurationMS int64
+	// Effect is the tool's class when the call ran; IdempotencyKey is the
+	// key the tool was given (see IdempotencyKey).
+	Effect         EffectClass
+	IdempotencyKey string
+	// State says whether the record holds the call's outcome; "" reads as
+	// CallFinished. A record with the ID of an earlier one replaces it.
+	State CallState
 	// Source says who called: the planner, or a plan step's executor (with
 	// plan id, step number and execution id).
 	Source    event.Source
@@ -120,9 +139,32 @@ type Execution struct {
 }
 
 // Answers says the record answers its call: the call finished, whether it
-// succeeded or failed. A run taken over by another process answers such a
-// call from its record instead of running it again.
-func (e Execution) Answers() bool { return !e.Cancelled }
+// succeeded or failed, or was found in doubt. A run taken over by another
+// process answers such a call from its record instead of running it again.
+func (e Execution) Answers() bool { return e.State != CallStarted && !e.Cancelled }
+
+// Unfinished says the call's tool was called and its outcome is unknown
+// (CallStarted): the run that continues it passes the record as the call's
+// Prior, which decides whether it runs again.
+func (e Execution) Unfinished() bool { return e.State == CallStarted }
+
+// Deciding picks, from a run's records oldest first, the record that
+// decides each call on a takeover, by tool call id: one that answers it
+// (the latest), else one that says it started (Unfinished). Records that
+// answer nothing (cancelled before the tool ran) are left out.
+func Deciding(recs []Execution) map[string]Execution {
+	out := map[string]Execution{}
+	for _, r := range recs {
+		prev, seen := out[r.ToolCallID]
+		switch {
+		case r.Answers():
+			out[r.ToolCallID] = r
+		case r.Unfinished() && (!seen || !prev.Answers()):
+			out[r.ToolCallID] = r
+		}
+	}
+	return out
+}
 
 // Outcome is the call's outcome as the model is told it, rebuilt from the
 // record: the result, or "error: " and the error text (effects are not
@@ -188,4 +230,6 @@ type Outcome struct {
 	// Duration spans the whole call: validation, every attempt, the waits
 	// between retries.
 	Duration time.Duration
+	// Effect is the class of the tool that ran ("" when none was found).
+	Effect EffectClass
 }

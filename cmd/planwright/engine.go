@@ -30,6 +30,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm/scripted"
 	"github.com/planwright/planwright/pkg/mcpserver"
 	"github.com/planwright/planwright/pkg/metrics"
+	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
@@ -147,7 +148,7 @@ func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Met
 	rec := tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
 	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(rec), Timeout: cfg.Tools.Timeout,
 		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger(),
-		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent})
+		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent, RunOf: runs.RunOf})
 }
 
 func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger, tp trace.TracerProvider) (*agents.Runner, error) {
@@ -353,7 +354,8 @@ func newRegistry(lc fx.Lifecycle, rc runContext, res *opened, cfg config.Config,
 	if len(cfg.Tools.MCPServers) > 0 {
 		servers := make([]mcp.ServerConfig, len(cfg.Tools.MCPServers))
 		for i, s := range cfg.Tools.MCPServers {
-			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout}
+			servers[i] = mcp.ServerConfig{Name: s.Name, Command: s.Command, Env: s.Env, URL: s.URL, Headers: s.Headers, Timeout: s.Timeout,
+				Effects: effectsOf(s.Effects)}
 		}
 		m, err := mcp.NewManager(mcp.ManagerConfig{Servers: servers, ClientVersion: buildVersion(),
 			Logger: log.With().Str("component", "mcp").Logger()})
@@ -398,4 +400,17 @@ func newContextProfiles(cfg config.Config, reg *tools.Registry) (contextProfiles
 		return contextProfiles{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return contextProfiles{p}, nil
+}
+
+// effectsOf is an MCP server's configured effect classes (validated with
+// the configuration).
+func effectsOf(m map[string]string) map[string]tools.EffectClass {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]tools.EffectClass, len(m))
+	for tool, c := range m {
+		out[tool] = tools.EffectClass(c)
+	}
+	return out
 }

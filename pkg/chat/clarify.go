@@ -28,7 +28,8 @@ type ClarifyArgs struct {
 // clarifying_questions and halts the loop, waiting on the user.
 func clarifyTool() tools.Tool {
 	return tools.New(tools.Spec{Name: ClarifyToolName,
-		Description: "Ask the user one to five short questions when the request is too ambiguous to act on; the turn ends waiting for the answers."},
+		Description: "Ask the user one to five short questions when the request is too ambiguous to act on; the turn ends waiting for the answers.",
+		Effect:      tools.Idempotent}, // asking again asks the same
 		func(ctx context.Context, c tools.Call, a ClarifyArgs) (tools.Result, error) {
 			var qs []string
 			for _, q := range a.Questions {

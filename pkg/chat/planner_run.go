@@ -163,11 +163,7 @@ func (p *plannerRun) open(ctx context.Context, role agents.Role) (string, agents
 		if err != nil {
 			return "", nil, nil, err
 		}
-		for _, r := range recs {
-			if r.Answers() {
-				resume.Recorded[r.ToolCallID] = r
-			}
-		}
+		resume.Recorded = tools.Deciding(recs)
 	}
 	p.resumed = true
 	return a.ID, transcript, resume, nil

@@ -78,6 +78,12 @@ rules:
 
 func newTakeoverEnv(t *testing.T, db *persistence.DB) *takeoverEnv {
 	t.Helper()
+	return newTakeoverEnvWith(t, db, tools.Idempotent)
+}
+
+// newTakeoverEnvWith is newTakeoverEnv with "slow" of the class slow.
+func newTakeoverEnvWith(t *testing.T, db *persistence.DB, slow tools.EffectClass) *takeoverEnv {
+	t.Helper()
 	e := &takeoverEnv{stores: dbtest.NewStores(t, db), blocked: make(chan string, 4), runs: map[string]int{}}
 	model, err := scripted.Parse([]byte(takeoverScript))
 	require.NoError(t, err)
@@ -91,7 +97,8 @@ func newTakeoverEnv(t *testing.T, db *persistence.DB) *takeoverEnv {
 	roles, err := agents.LoadRoles("../../configs/agents.yaml")
 	require.NoError(t, err)
 	reg := tools.NewRegistry()
-	require.NoError(t, reg.Register(e.tool("lookup", "3 notes"), e.tool("slow", "written"), e.tool("stamp", "stamped")))
+	require.NoError(t, reg.Register(e.tool("lookup", "3 notes", tools.ReadOnly), e.tool("slow", "written", slow),
+		e.tool("stamp", "stamped", tools.SideEffect)))
 	require.NoError(t, reg.DefineSet("notes", "lookup", "slow"))
 	orch, err := planning.NewOrchestrator(planning.Config{Store: e.stores.PlanRecords, Runner: runner, Tools: rt, Lookup: reg.Get,
 		Records: e.stores.ToolExecutions, Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer})
@@ -125,9 +132,10 @@ func (e *takeoverEnv) count(point string) int {
 	return e.runs[point]
 }
 
-// tool is a tool that answers result; "slow" blocks the first time.
-func (e *takeoverEnv) tool(name, result string) tools.Tool {
-	return tools.New(tools.Spec{Name: name, Description: "a tool"}, func(ctx context.Context, _ tools.Call, _ struct {
+// tool is a tool of the class that answers result; "slow" blocks the
+// first time.
+func (e *takeoverEnv) tool(name, result string, class tools.EffectClass) tools.Tool {
+	return tools.New(tools.Spec{Name: name, Description: "a tool", Effect: class}, func(ctx context.Context, _ tools.Call, _ struct {
 		Query string `json:"query,omitempty"`
 	}) (tools.Result, error) {
 		e.block(ctx, name)
@@ -557,4 +565,83 @@ func TestApprovalInChatTakenOver(t *testing.T) {
 	require.Equal(t, planning.ExecutionCompleted, execs[1].Status)
 	require.Equal(t, 2, e.count("review"))
 	require.Len(t, e.messages(t, first.Assistant.SessionID), 4, "two turns, each answered once")
+}
+
+// A turn whose process dies inside a side-effect call of its planner does
+// not make that call again: the record says in doubt, and the planner is
+// told the call's outcome is unknown and that it was not repeated; the
+// turn goes on from there.
+func TestTurnTakenOverInsideASideEffect(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnvWith(t, db, tools.SideEffect)
+		req := chat.Request{UserID: "alice", Message: "Write the note", StreamRunID: persistence.NewID()}
+
+		_, rec := e.attempt(t, req, func(point string, _ *event.Recorder) { require.Equal(t, "slow", point) })
+		planner := plannerOf(t, rec)
+		out, _ := e.attempt(t, req, func(point string, _ *event.Recorder) { require.Equal(t, "review", point) })
+		require.Equal(t, event.FinishedCancelled, out.Finished)
+		require.Equal(t, 1, e.count("slow"), "the side effect is not repeated")
+
+		recs, err := e.stores.ToolExecutions.RecordedCalls(ctx, tools.RecordQuery{AgentID: planner.ID})
+		require.NoError(t, err)
+		var slow []tools.Execution
+		for _, r := range recs {
+			if r.ToolName == "slow" {
+				slow = append(slow, r)
+			}
+		}
+		require.Len(t, slow, 1)
+		require.Equal(t, tools.CallInDoubt, slow[0].State)
+		require.Equal(t, tools.SideEffect, slow[0].Effect)
+
+		var told []string
+		for _, c := range e.model.Calls() {
+			for _, m := range c.Messages {
+				if c.Role == "planner" && m.Role == "tool" && m.ToolName == "slow" {
+					told = append(told, m.Text)
+				}
+			}
+		}
+		require.NotEmpty(t, told)
+		require.Contains(t, told[0], "error: the outcome of this call to slow is unknown")
+		require.Contains(t, told[0], "not repeated")
+
+		out, _ = e.attempt(t, req, nil)
+		require.NoError(t, out.Err)
+		require.Equal(t, event.FinishedCompleted, out.Finished)
+		require.Equal(t, 1, e.count("slow"), "nor by a later takeover")
+	})
+}
+
+// A direct step whose side-effect call was cut by its owner's death is not
+// run again by the takeover: the step fails saying the call's outcome is
+// unknown, and its record says in doubt.
+func TestDirectStepTakenOverInsideASideEffect(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnvWith(t, db, tools.SideEffect)
+		now := time.Now()
+		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
+			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
+		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+		runID := persistence.NewID()
+
+		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
+		require.ErrorIs(t, err, agents.OwnerLost)
+		out, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, e.count("slow"), "the side effect is not repeated")
+		require.Equal(t, planning.StatusFailed, out.Plan.Status)
+		require.Equal(t, planning.StepFailed, out.Plan.Steps[0].Status)
+		require.Contains(t, out.Plan.Steps[0].Error, "outcome of this call to slow is unknown")
+
+		recs, err := e.stores.ToolExecutions.RecordedCalls(ctx, tools.RecordQuery{PlanID: p.ID, StepNumber: 1})
+		require.NoError(t, err)
+		require.Len(t, recs, 1, "one record, the start's, now in doubt")
+		require.Equal(t, tools.CallInDoubt, recs[0].State)
+	})
 }

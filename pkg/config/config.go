@@ -221,7 +221,16 @@ type MCPServer struct {
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
 	Timeout time.Duration     `yaml:"timeout"`
+	// Effects overrides the effect class of the server's tools (read_only,
+	// idempotent, side_effect) that their MCP annotations give, by the
+	// tool's name on the server; "*" for every tool it does not name.
+	Effects map[string]string `yaml:"effects"`
 }
+
+// EffectClasses are the classes an MCP server's tool may be given (the
+// tools package's, which configuration does not import; a test keeps them
+// equal).
+var EffectClasses = []string{"read_only", "idempotent", "side_effect"}
 
 // MaxPlanSteps bounds planning.max_steps.
 const MaxPlanSteps = 100

@@ -16,6 +16,7 @@ import (
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
+	"github.com/planwright/planwright/tools"
 )
 
 // source is a fake environment and file system for Load.
@@ -641,4 +642,32 @@ func TestParsePrices(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, llm.Prices{"gpt-x": {InputPerMTok: 1.5, OutputPerMTok: 6, CachedInputPerMTok: 0.15}}, c.LLM.Prices)
 	require.Empty(t, config.Default().LLM.Prices, "costs are not kept unless prices are configured")
+}
+
+// An MCP server's tools may be given their effect classes; an unknown
+// class is a startup error naming the key.
+func TestMCPServerEffects(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`
+tools:
+  mcp_servers:
+    - {name: mail, url: "https://mail.example/mcp", effects: {send: side_effect, "*": read_only}}
+`))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, map[string]string{"send": "side_effect", "*": "read_only"}, cfg.Tools.MCPServers[0].Effects)
+	var classes []string
+	for _, c := range tools.EffectClasses {
+		classes = append(classes, string(c))
+	}
+	require.Equal(t, classes, config.EffectClasses, "configuration knows the tools' classes")
+
+	bad, err := config.Parse([]byte("tools:\n  mcp_servers:\n    - {name: mail, url: \"https://m\", effects: {send: destructive, list: read_only}}\n"))
+	require.NoError(t, err)
+	err = bad.Validate()
+	require.ErrorIs(t, err, apperr.ErrInvalid)
+	fields := apperr.FieldsOf(err)
+	require.Len(t, fields, 1)
+	require.Equal(t, "tools.mcp_servers[0].effects.send", fields[0].Field)
+	require.Contains(t, fields[0].Message, `"destructive"`)
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"slices"
@@ -138,6 +139,9 @@ func (c Config) validateTools(v *validator) {
 		}
 		if m.Timeout != 0 { // 0: the default
 			v.durationIn(field+".timeout", m.Timeout, 100*time.Millisecond, time.Hour)
+		}
+		for _, tool := range slices.Sorted(maps.Keys(m.Effects)) {
+			v.oneOf(field+".effects."+tool, "effect class", m.Effects[tool], EffectClasses)
 		}
 	}
 }

@@ -136,7 +136,12 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	if tp != nil {
 		m = telemetry.NewTracer(tp, w.CaptureContent).TraceModel(m, "scripted", "")
 	}
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: stores.ToolExecutions, TracerProvider: tp, CaptureContent: w.CaptureContent})
+	var recorder tools.Recorder = stores.ToolExecutions
+	if w.Records { // as serve records: through the run log, fenced with the run's events
+		recorder = tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
+	}
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: recorder, TracerProvider: tp, CaptureContent: w.CaptureContent,
+		RunOf: runs.RunOf})
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	logger := zerolog.New(logs).Hook(logctx.Hook{})
@@ -147,7 +152,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	registry := tools.NewRegistry()
 	meter := metrics.New()
 	pcfg := planning.Config{Store: stores.PlanRecords, Runner: runner, Tools: rt, Lookup: registry.Get,
-		Observer: meter.ObservedSink(event.Discard), TracerProvider: tp,
+		Observer: meter.ObservedSink(event.Discard), TracerProvider: tp, Logger: logger,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer}
 	if w.Records {
 		pcfg.Records = stores.PlanRecords

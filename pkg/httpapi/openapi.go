@@ -18,6 +18,7 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
 )
 
 // operation describes one route for the OpenAPI document.
@@ -295,6 +296,10 @@ var forOptions = withStepInput(&jsonschema.ForOptions{
 			string(planning.ByAuto), string(planning.ByReviewer)}},
 		reflect.TypeFor[multitask.Strategy](): {Type: "string", Enum: []any{string(multitask.Reject), string(multitask.Enqueue),
 			string(multitask.Interrupt)}},
+		reflect.TypeFor[tools.EffectClass](): {Type: "string", Enum: []any{string(tools.ReadOnly), string(tools.Idempotent),
+			string(tools.SideEffect)}},
+		reflect.TypeFor[tools.CallState](): {Type: "string", Enum: []any{string(tools.CallStarted), string(tools.CallFinished),
+			string(tools.CallInDoubt)}},
 	},
 })
 

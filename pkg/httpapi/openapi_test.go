@@ -194,3 +194,23 @@ func TestOpenAPIApproval(t *testing.T) {
 		require.Contains(t, asked, f)
 	}
 }
+
+// An execution's tool calls name their effect class and state, each one of
+// its values.
+func TestOpenAPIToolCallEffects(t *testing.T) {
+	t.Parallel()
+	raw, err := httpapi.OpenAPI("test")
+	require.NoError(t, err)
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	calls, ok := doc.Components.Schemas["ExecutionDetail"]["properties"].(map[string]any)["tool_calls"].(map[string]any)
+	require.True(t, ok)
+	props := calls["items"].(map[string]any)["properties"].(map[string]any)
+	require.Equal(t, []any{"read_only", "idempotent", "side_effect"}, props["effect"].(map[string]any)["enum"])
+	require.Equal(t, []any{"started", "finished", "in_doubt"}, props["state"].(map[string]any)["enum"])
+	require.Contains(t, props, "idempotency_key")
+}

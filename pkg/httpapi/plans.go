@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -258,6 +259,14 @@ type ToolExecutionView struct {
 	Error      string    `json:"error,omitempty"`
 	DurationMS int64     `json:"duration_ms"`
 	CreatedAt  time.Time `json:"created_at"`
+	// Effect is the tool's class when it ran (absent for calls recorded
+	// before classes existed); IdempotencyKey the key the tool was given.
+	Effect         tools.EffectClass `json:"effect,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	// State: started (a side effect whose outcome is not known yet, or
+	// never will be), finished, or in_doubt (its process stopped while it
+	// ran; it was not repeated).
+	State tools.CallState `json:"state"`
 }
 
 // ExecutionDetail is an executor run with its transcript and tool calls.
@@ -294,7 +303,7 @@ func (h *planHandlers) getExecution(c echo.Context) error {
 	for _, x := range calls {
 		out.ToolCalls = append(out.ToolCalls, ToolExecutionView{ID: x.ID, ToolCallID: x.ToolCallID, Tool: x.ToolName,
 			Arguments: rawOrNil(x.Arguments), Success: x.Success, Result: x.Result, Error: x.Error, DurationMS: x.DurationMS,
-			CreatedAt: x.CreatedAt})
+			CreatedAt: x.CreatedAt, Effect: x.Effect, IdempotencyKey: x.IdempotencyKey, State: cmp.Or(x.State, tools.CallFinished)})
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -160,9 +160,15 @@ func (o observedModel) Generate(ctx context.Context, req llm.Request, onPart fun
 }
 
 // ObservedRecorder counts and times every tool execution next records
-// (next may be nil).
+// (next may be nil), once: at its outcome, not at the record of its start.
 func (m *Metrics) ObservedRecorder(next tools.Recorder) tools.Recorder {
 	return tools.RecorderFunc(func(ctx context.Context, e tools.Execution) error {
+		if e.State == tools.CallStarted && !e.Cancelled {
+			if next == nil {
+				return nil
+			}
+			return next.RecordToolExecution(ctx, e)
+		}
 		outcome := "ok"
 		if !e.Success {
 			outcome = "error"

@@ -53,6 +53,8 @@ func TestModelToolAndPlanMetrics(t *testing.T) {
 	rec := m.ObservedRecorder(nil)
 	require.NoError(t, rec.RecordToolExecution(context.Background(), tools.Execution{ToolName: "web_fetch", Success: true, DurationMS: 20}))
 	require.NoError(t, rec.RecordToolExecution(context.Background(), tools.Execution{ToolName: "web_fetch", DurationMS: 5}))
+	// A side effect's start is not a call of its own: its outcome counts.
+	require.NoError(t, rec.RecordToolExecution(context.Background(), tools.Execution{ToolName: "web_fetch", State: tools.CallStarted}))
 
 	var got []event.Type
 	sink := m.ObservedSink(event.SinkFunc(func(_ context.Context, e event.Envelope) { got = append(got, e.Event.Type()) }))

@@ -181,7 +181,7 @@ func summaries(es []Entity) []summary {
 
 func (w workspace) list(typ string) tools.Tool {
 	return tools.New(tools.Spec{Name: "list_" + plural(typ), Description: fmt.Sprintf("List the user's %s, most recently updated first.", plural(typ)),
-		Idempotent: true}, func(ctx context.Context, c tools.Call, a ListArgs) (tools.Result, error) {
+		Effect: tools.ReadOnly}, func(ctx context.Context, c tools.Call, a ListArgs) (tools.Result, error) {
 		es, err := w.store.FindEntities(ctx, c.Scope.UserID, Query{Type: typ, ProjectID: projectOf(c, a.ProjectID), Limit: a.Limit})
 		if err != nil {
 			return tools.Result{}, err
@@ -192,7 +192,7 @@ func (w workspace) list(typ string) tools.Tool {
 
 func (w workspace) search(typ string) tools.Tool {
 	return tools.New(tools.Spec{Name: "search_" + plural(typ), Description: fmt.Sprintf("Search the user's %s by keywords, best matches first.", plural(typ)),
-		Idempotent: true}, func(ctx context.Context, c tools.Call, a SearchArgs) (tools.Result, error) {
+		Effect: tools.ReadOnly}, func(ctx context.Context, c tools.Call, a SearchArgs) (tools.Result, error) {
 		if strings.TrimSpace(a.Query) == "" {
 			return tools.Result{}, apperr.New(apperr.Invalid, "query is empty")
 		}
@@ -206,7 +206,7 @@ func (w workspace) search(typ string) tools.Tool {
 
 func (w workspace) searchAll() tools.Tool {
 	return tools.New(tools.Spec{Name: "search_workspace", Description: "Search every kind of entity in the user's workspace by keywords, best matches first.",
-		Idempotent: true}, func(ctx context.Context, c tools.Call, a SearchArgs) (tools.Result, error) {
+		Effect: tools.ReadOnly}, func(ctx context.Context, c tools.Call, a SearchArgs) (tools.Result, error) {
 		if strings.TrimSpace(a.Query) == "" {
 			return tools.Result{}, apperr.New(apperr.Invalid, "query is empty")
 		}
@@ -231,7 +231,7 @@ func (w workspace) get(ctx context.Context, c tools.Call, typ, id string) (Entit
 }
 
 func (w workspace) details(typ string) tools.Tool {
-	return tools.New(tools.Spec{Name: "get_" + typ + "_details", Description: fmt.Sprintf("Everything about one %s.", typ), Idempotent: true},
+	return tools.New(tools.Spec{Name: "get_" + typ + "_details", Description: fmt.Sprintf("Everything about one %s.", typ), Effect: tools.ReadOnly},
 		func(ctx context.Context, c tools.Call, a IDArgs) (tools.Result, error) {
 			e, err := w.get(ctx, c, typ, a.ID)
 			if err != nil {
@@ -242,7 +242,7 @@ func (w workspace) details(typ string) tools.Tool {
 }
 
 func (w workspace) create(typ string) tools.Tool {
-	return tools.New(tools.Spec{Name: "create_" + typ, Description: fmt.Sprintf("Create a %s.", typ)},
+	return tools.New(tools.Spec{Name: "create_" + typ, Description: fmt.Sprintf("Create a %s.", typ), Effect: tools.SideEffect},
 		func(ctx context.Context, c tools.Call, a CreateArgs) (tools.Result, error) {
 			if strings.TrimSpace(a.Title) == "" {
 				return tools.Result{}, apperr.New(apperr.Invalid, "title is required")
@@ -263,7 +263,8 @@ func (w workspace) create(typ string) tools.Tool {
 
 func (w workspace) createProject() tools.Tool {
 	return tools.New(tools.Spec{Name: "create_project",
-		Description: "Create a project, optionally with its tasks, goals, milestones and documents, all at once; the session moves to the new project."},
+		Description: "Create a project, optionally with its tasks, goals, milestones and documents, all at once; the session moves to the new project.",
+		Effect:      tools.SideEffect},
 		func(ctx context.Context, c tools.Call, a ProjectTreeArgs) (tools.Result, error) {
 			if strings.TrimSpace(a.Title) == "" {
 				return tools.Result{}, apperr.New(apperr.Invalid, "title is required")
@@ -298,7 +299,8 @@ func (w workspace) createProject() tools.Tool {
 
 func (w workspace) update(typ string) tools.Tool {
 	return tools.New(tools.Spec{Name: "update_" + typ,
-		Description: fmt.Sprintf("Change a %s. Text fields are replaced, appended to with strategy append, or merged into the existing text with strategy merge_llm.", typ)},
+		Description: fmt.Sprintf("Change a %s. Text fields are replaced, appended to with strategy append, or merged into the existing text with strategy merge_llm.", typ),
+		Effect:      tools.SideEffect},
 		func(ctx context.Context, c tools.Call, a UpdateArgs) (tools.Result, error) {
 			switch a.Strategy {
 			case "", StrategyReplace, StrategyAppend:
@@ -362,7 +364,8 @@ func (w workspace) update(typ string) tools.Tool {
 }
 
 func (w workspace) remove(typ string) tools.Tool {
-	return tools.New(tools.Spec{Name: "delete_" + typ, Description: fmt.Sprintf("Delete a %s (a project with everything in it).", typ)},
+	return tools.New(tools.Spec{Name: "delete_" + typ, Description: fmt.Sprintf("Delete a %s (a project with everything in it).", typ),
+		Effect: tools.Idempotent},
 		func(ctx context.Context, c tools.Call, a IDArgs) (tools.Result, error) {
 			e, err := w.get(ctx, c, typ, a.ID)
 			if err != nil {
@@ -386,7 +389,7 @@ type relationship struct {
 }
 
 func (w workspace) relationships() tools.Tool {
-	return tools.New(tools.Spec{Name: "get_entity_relationships", Description: "The links of one entity to others, in both directions.", Idempotent: true},
+	return tools.New(tools.Spec{Name: "get_entity_relationships", Description: "The links of one entity to others, in both directions.", Effect: tools.ReadOnly},
 		func(ctx context.Context, c tools.Call, a IDArgs) (tools.Result, error) {
 			edges, err := w.store.Edges(ctx, c.Scope.UserID, a.ID)
 			if err != nil {
@@ -410,7 +413,8 @@ func (w workspace) name(ctx context.Context, c tools.Call, id string) string {
 }
 
 func (w workspace) link() tools.Tool {
-	return tools.New(tools.Spec{Name: "link_entities", Description: "Link two entities with a typed relation."},
+	return tools.New(tools.Spec{Name: "link_entities", Description: "Link two entities with a typed relation.",
+		Effect: tools.Idempotent},
 		func(ctx context.Context, c tools.Call, a LinkArgs) (tools.Result, error) {
 			if a.Relation == "" {
 				a.Relation = "related_to"
@@ -427,7 +431,8 @@ func (w workspace) link() tools.Tool {
 }
 
 func (w workspace) unlink() tools.Tool {
-	return tools.New(tools.Spec{Name: "unlink_entities", Description: "Remove the link between two entities (one relation, or all of them)."},
+	return tools.New(tools.Spec{Name: "unlink_entities", Description: "Remove the link between two entities (one relation, or all of them).",
+		Effect: tools.Idempotent},
 		func(ctx context.Context, c tools.Call, a LinkArgs) (tools.Result, error) {
 			if err := w.store.Unlink(ctx, c.Scope.UserID, a.FromID, a.ToID, a.Relation); err != nil {
 				return tools.Result{}, err

@@ -1,9 +1,12 @@
 // Package mcp owns planwright's side of the Model Context Protocol: it
 // connects to the MCP servers of the configuration (a command spoken to over
 // stdio, or a streamable HTTP endpoint), lists their tools and offers each as
-// a tools.Tool named "<server>.<tool>" whose schema is the server's own. A
-// server that crashes or hangs fails the call with a tool error and is
-// reconnected on the next call; Close ends every session and child process.
+// a tools.Tool named "<server>.<tool>" whose schema is the server's own and
+// whose effect class comes from its annotations (EffectOf) unless the
+// configuration says otherwise. Each call carries its idempotency key in
+// the request's _meta (MetaIdempotencyKey). A server that crashes or hangs
+// fails the call with a tool error and is reconnected on the next call;
+// Close ends every session and child process.
 package mcp
 
 import (
@@ -58,6 +61,10 @@ type ServerConfig struct {
 	// ManagerConfig.ConnectTimeout. The runtime's tools.timeout bounds a
 	// call too, when it is shorter.
 	Timeout time.Duration
+	// Effects overrides the effect class the server's tool annotations
+	// give (see EffectOf), by the tool's name on the server; "*" applies to
+	// every tool the map does not name.
+	Effects map[string]tools.EffectClass
 }
 
 // ManagerConfig configures a Manager.
@@ -152,6 +159,11 @@ func NewManager(cfg ManagerConfig) (*Manager, error) {
 		}
 		if s.Timeout < 0 {
 			fail("Timeout", "must be positive")
+		}
+		for tool, c := range s.Effects {
+			if !c.Valid() {
+				fail(fmt.Sprintf("Effects[%s]", tool), fmt.Sprintf("%q must be one of %v", c, tools.EffectClasses))
+			}
 		}
 	}
 	if cfg.ConnectTimeout < 0 {
@@ -394,6 +406,7 @@ func (s *server) listTools(ctx context.Context) ([]tools.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.connectTimeout())
 	defer cancel()
 	var out []tools.Tool
+	listed := map[string]bool{}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
@@ -401,12 +414,18 @@ func (s *server) listTools(ctx context.Context) ([]tools.Tool, error) {
 			}
 			return nil, apperr.Wrap(apperr.Unavailable, err, "MCP server %q: cannot list tools: %v", s.cfg.Name, err)
 		}
+		listed[t.Name] = true
 		tool, err := newTool(s, t)
 		if err != nil {
 			s.log.Warn().Err(err).Str("mcp_tool", t.Name).Msg("MCP tool left out")
 			continue
 		}
 		out = append(out, tool)
+	}
+	for name := range s.cfg.Effects {
+		if name != "*" && !listed[name] {
+			s.log.Warn().Str("mcp_tool", name).Msg("the configuration gives an effect class to a tool this MCP server does not list")
+		}
 	}
 	return out, nil
 }

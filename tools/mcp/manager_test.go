@@ -127,7 +127,7 @@ func TestListAndCall(t *testing.T) {
 			tl := byName(t, ts)
 			echo := tl["local.echo"].Spec()
 			require.Equal(t, "Echoes the text.", echo.Description)
-			require.False(t, echo.Idempotent)
+			require.Equal(t, tools.SideEffect, echo.Class())
 			require.Equal(t, mcp.DefaultTimeout+2*time.Second, echo.Timeout)
 			var schema struct {
 				Type       string                     `json:"type"`

@@ -52,6 +52,7 @@ func newTool(s *server, t *sdk.Tool) (tools.Tool, error) {
 		Description: desc,
 		Schema:      schema,
 		Timeout:     s.cfg.Timeout + timeoutMargin,
+		Effect:      s.effectOf(t),
 	}, func(ctx context.Context, _ tools.Call, args json.RawMessage) (tools.Result, error) {
 		return s.call(ctx, mcpName, structured, args)
 	})
@@ -78,7 +79,7 @@ func (s *server) call(ctx context.Context, name string, structured bool, args js
 	callCtx, cancel := context.WithTimeoutCause(ctx, s.cfg.Timeout, errCallTimeout)
 	defer cancel()
 	params := &sdk.CallToolParams{Name: name, Arguments: args}
-	if meta := traceMeta(ctx); meta != nil {
+	if meta := callMeta(ctx); meta != nil {
 		params.Meta = meta
 	}
 	res, err := cs.CallTool(callCtx, params)
@@ -179,18 +180,55 @@ func resultText(res *sdk.CallToolResult, structured bool) string {
 	return strings.Join(parts, "\n")
 }
 
-// traceMeta is the call's _meta with the W3C trace context (traceparent,
-// tracestate) of the span it runs in, so that a server that traces joins
-// the trace; nil when no span is active.
-func traceMeta(ctx context.Context) sdk.Meta {
+// MetaIdempotencyKey is the key of a call's _meta that carries its
+// idempotency key (tools.IdempotencyKey): the same in every attempt of the
+// call, so a server can perform the call's effect once.
+const MetaIdempotencyKey = "planwright/idempotency_key"
+
+// callMeta is the call's _meta: its idempotency key, and the W3C trace
+// context (traceparent, tracestate) of the span it runs in, so that a
+// server that traces joins the trace; nil when it has neither.
+func callMeta(ctx context.Context) sdk.Meta {
 	carrier := propagation.MapCarrier{}
 	telemetry.Propagator.Inject(ctx, carrier)
-	if len(carrier) == 0 {
+	key := tools.IdempotencyKey(ctx)
+	if len(carrier) == 0 && key == "" {
 		return nil
 	}
 	meta := sdk.Meta{}
 	for k, v := range carrier {
 		meta[k] = v
 	}
+	if key != "" {
+		meta[MetaIdempotencyKey] = key
+	}
 	return meta
+}
+
+// EffectOf is the effect class a tool's MCP annotations give: readOnlyHint
+// is ReadOnly; idempotentHint on a tool that says it is not destructive
+// (destructiveHint false; the protocol's default is true) is Idempotent;
+// anything else, and a tool without annotations, is SideEffect.
+func EffectOf(a *sdk.ToolAnnotations) tools.EffectClass {
+	switch {
+	case a == nil:
+		return tools.SideEffect
+	case a.ReadOnlyHint:
+		return tools.ReadOnly
+	case a.IdempotentHint && a.DestructiveHint != nil && !*a.DestructiveHint:
+		return tools.Idempotent
+	}
+	return tools.SideEffect
+}
+
+// effectOf is the class of one of the server's tools: the configuration's
+// for the tool, else its "*", else the annotations'.
+func (s *server) effectOf(t *sdk.Tool) tools.EffectClass {
+	if c, ok := s.cfg.Effects[t.Name]; ok {
+		return c
+	}
+	if c, ok := s.cfg.Effects["*"]; ok {
+		return c
+	}
+	return EffectOf(t.Annotations)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,6 +33,7 @@ func RecorderSuite(t *testing.T, newRecorder func(t *testing.T) (tools.Recorder,
 		{"garbled arguments are kept, as a JSON string", garbledArguments},
 		{"each user's executions are theirs, oldest first", perUser},
 		{"records from many goroutines at once are all stored", concurrentRecords},
+		{"a call's outcome replaces the record of its start", outcomeReplacesStart},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -109,4 +111,46 @@ func concurrentRecords(t *testing.T, r tools.Recorder, list ListFunc) {
 	got, err := list(ctx, "alice")
 	require.NoError(t, err)
 	require.Len(t, got, 20)
+}
+
+// A side-effect call is recorded as started (stored when the recorder
+// returns), then its outcome under the same id replaces that record: one
+// row, the outcome's, the start's time.
+func outcomeReplacesStart(t *testing.T, r tools.Recorder, list ListFunc) {
+	ctx := context.Background()
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	src := event.Source{Role: event.RolePlanner, AgentID: "a1"}
+	start := tools.Execution{ID: "x1", UserID: "alice", SessionID: "s1", ToolCallID: "c1", ToolName: "send",
+		Arguments: json.RawMessage(`{"to":"bob"}`), Effect: tools.SideEffect, IdempotencyKey: "run-1:c1",
+		State: tools.CallStarted, Source: src, CreatedAt: at}
+	require.NoError(t, r.RecordToolExecution(ctx, start))
+	got, err := list(ctx, "alice")
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the start is stored once the recorder returns")
+	require.Equal(t, tools.CallStarted, got[0].State)
+	require.Equal(t, tools.SideEffect, got[0].Effect)
+	require.Equal(t, "run-1:c1", got[0].IdempotencyKey)
+	require.True(t, got[0].Unfinished())
+
+	done := start
+	done.State, done.Success, done.Result, done.DurationMS, done.CreatedAt = tools.CallFinished, true, "sent", 40, at.Add(time.Second)
+	done.Source = event.Source{Role: event.RolePlanner, AgentID: "a2"}
+	require.NoError(t, r.RecordToolExecution(ctx, done))
+	got, err = list(ctx, "alice")
+	require.NoError(t, err)
+	require.Len(t, got, 1, "the outcome replaces the start")
+	require.Equal(t, tools.CallFinished, got[0].State)
+	require.Equal(t, "sent", got[0].Result)
+	require.True(t, got[0].Success)
+	require.Equal(t, "a2", got[0].Source.AgentID, "the record follows the attempt that finished it")
+	require.True(t, got[0].CreatedAt.Equal(at), "it keeps the time the call started")
+
+	inDoubt := start
+	inDoubt.ID, inDoubt.ToolCallID, inDoubt.State, inDoubt.Error = "x2", "c2", tools.CallInDoubt, "unknown"
+	require.NoError(t, r.RecordToolExecution(ctx, inDoubt))
+	got, err = list(ctx, "alice")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, tools.CallInDoubt, got[1].State)
+	require.True(t, got[1].Answers())
 }

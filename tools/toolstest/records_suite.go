@@ -31,6 +31,7 @@ func RecordsSuite(t *testing.T, newStore func(t *testing.T) RecordStore) {
 		{"an agent's calls come back oldest first, cancelled ones marked", recordsOfAgent},
 		{"a plan step's calls come back, only that step's", recordsOfStep},
 		{"a query names an agent or a plan", recordsNeedAQuery},
+		{"a started call comes back unfinished, with its class and key", recordsOfStartedCalls},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -93,4 +94,19 @@ func recordsOfStep(t *testing.T, s RecordStore) {
 func recordsNeedAQuery(t *testing.T, s RecordStore) {
 	_, err := s.RecordedCalls(context.Background(), tools.RecordQuery{})
 	require.Equal(t, apperr.Invalid, apperr.CodeOf(err), "error: %v", err)
+}
+
+func recordsOfStartedCalls(t *testing.T, s RecordStore) {
+	ctx := context.Background()
+	src := event.Source{Role: event.RolePlanner, AgentID: "planner-1"}
+	require.NoError(t, s.RecordToolExecution(ctx, tools.Execution{ID: "x1", UserID: "alice", ToolCallID: "c1", ToolName: "send",
+		Effect: tools.SideEffect, IdempotencyKey: "run-1:c1", State: tools.CallStarted, Source: src}))
+	got, err := s.RecordedCalls(ctx, tools.RecordQuery{AgentID: "planner-1"})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	require.True(t, got[0].Unfinished())
+	require.False(t, got[0].Answers(), "a start answers nothing")
+	require.Equal(t, tools.SideEffect, got[0].Effect)
+	require.Equal(t, "run-1:c1", got[0].IdempotencyKey)
+	require.Equal(t, "x1", tools.Deciding(got)["c1"].ID)
 }

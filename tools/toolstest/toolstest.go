@@ -46,29 +46,54 @@ func Func(name string, run func(ctx context.Context, call tools.Call) (tools.Res
 	return &Tool{ToolSpec: tools.Spec{Name: name, Description: "test tool " + name}, RunFunc: run}
 }
 
-// Recorder is a tools.Recorder that keeps every execution. Err, when set,
-// is returned by every RecordToolExecution (the execution is still kept).
-// It is safe for concurrent use.
+// Recorder is a tools.Recorder that keeps every execution; a record with
+// the ID of an earlier one replaces it, as a durable recorder's does. Err,
+// when set, is returned by every RecordToolExecution of a record that is
+// not CallStarted, StartErr by those that are (the execution is still
+// kept). It is safe for concurrent use.
 type Recorder struct {
-	Err error
+	Err, StartErr error
 
 	mu   sync.Mutex
 	recs []tools.Execution
+	all  []tools.Execution
 }
 
-// RecordToolExecution keeps e and returns r.Err.
+// RecordToolExecution keeps e and returns r.Err (r.StartErr for a started
+// record).
 func (r *Recorder) RecordToolExecution(_ context.Context, e tools.Execution) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.recs = append(r.recs, e)
+	r.all = append(r.all, e)
+	replaced := false
+	for i := range r.recs {
+		if e.ID != "" && r.recs[i].ID == e.ID {
+			r.recs[i], replaced = e, true
+		}
+	}
+	if !replaced {
+		r.recs = append(r.recs, e)
+	}
+	if e.State == tools.CallStarted {
+		return r.StartErr
+	}
 	return r.Err
 }
 
-// Executions returns a copy of the kept executions in recording order.
+// Executions returns a copy of the kept executions in recording order
+// (each as its latest record says).
 func (r *Recorder) Executions() []tools.Execution {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]tools.Execution(nil), r.recs...)
+}
+
+// History returns every record in the order they were made, replaced ones
+// included.
+func (r *Recorder) History() []tools.Execution {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]tools.Execution(nil), r.all...)
 }
 
 // ByCallID returns the kept execution of a tool call id.

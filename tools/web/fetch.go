@@ -156,7 +156,7 @@ func NewFetch(cfg FetchConfig) (*Fetch, error) {
 		Name: FetchToolName,
 		Description: "Reads a web page by an http(s) GET and returns its text: HTML converted to Markdown, " +
 			"plain text and JSON as they are. Only public addresses are reached; other content types are refused.",
-		Idempotent: true,
+		Effect: tools.ReadOnly,
 		// Longer than the fetch's own timeout, so that the fetch reports it.
 		Timeout: cfg.Timeout + 5*time.Second,
 	}, f.run)

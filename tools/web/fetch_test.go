@@ -431,7 +431,7 @@ func TestNewFetchValidatesConfig(t *testing.T) {
 	require.NoError(t, err)
 	spec := f.Spec()
 	require.Equal(t, web.FetchToolName, spec.Name)
-	require.True(t, spec.Idempotent)
+	require.Equal(t, tools.ReadOnly, spec.Effect)
 	require.Equal(t, web.DefaultFetchTimeout+5*time.Second, spec.Timeout)
 	require.NoError(t, tools.NewRegistry().Register(f))
 }

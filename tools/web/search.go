@@ -68,8 +68,8 @@ func NewSearch(p Provider) (tools.Tool, error) {
 		Name: SearchToolName,
 		Description: "Searches the web and returns the best results (title, URL and snippet). " +
 			"Use web_fetch to read a result.",
-		Schema:     searchSchema,
-		Idempotent: true,
+		Schema: searchSchema,
+		Effect: tools.ReadOnly,
 	}, func(ctx context.Context, _ tools.Call, args SearchArgs) (tools.Result, error) {
 		q := strings.TrimSpace(args.Query)
 		if q == "" {
