@@ -32,7 +32,7 @@ summary() {
 	ran=$(awk -F'\t' -v s="$suite" '$1 == s && $2 == "ran"' "$report")
 	skipped=$(awk -F'\t' -v s="$suite" '$1 == s && $2 == "skipped"' "$report")
 	if [[ -n "$ran" ]]; then
-		echo "$label: ran $(cut -f3 <<<"$ran" | sort -u | paste -sd, -) ($(cut -f4 <<<"$ran" | sort -u | wc -l) tests)"
+		echo "$label: ran $(cut -f3 <<<"$ran" | sort -u | sed "1!s/^/ /" | paste -sd, -) ($(cut -f4 <<<"$ran" | sort -u | wc -l) tests)"
 	fi
 	if [[ -n "$skipped" ]]; then
 		echo "$label: SKIPPED in $(cut -f4 <<<"$skipped" | sort -u | wc -l) tests: $(cut -f3 <<<"$skipped" | sort -u | paste -sd';' -)"
