@@ -54,9 +54,14 @@ type worker struct {
 
 func (w *worker) server() *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "mcpwork", Version: "1.0.0"}, nil)
+	// It changes nothing, and says so: planwright takes it as read_only,
+	// so its calls are not recorded as started before they run (what a
+	// side-effect tool's calls cost, one commit each, is not the
+	// benchmark's subject).
 	sdk.AddTool(srv, &sdk.Tool{
 		Name:        "work",
 		Description: fmt.Sprintf("Does a unit of work: waits %s and says it is done.", w.delay),
+		Annotations: &sdk.ToolAnnotations{ReadOnlyHint: true},
 	}, w.work)
 	return srv
 }
