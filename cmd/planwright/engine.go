@@ -28,6 +28,7 @@ import (
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/demo"
 	"github.com/planwright/planwright/pkg/llm/scripted"
+	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/mcpserver"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/pkg/runs"
@@ -266,8 +267,17 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	if err != nil {
 		return nil, err
 	}
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runs, Feed: feed, Poll: remotePoll(db), KeepAlive: cfg.Server.KeepaliveInterval,
+		Logger: log.With().Str("component", "agui").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	aguiRoute := api.MountFunc("/api/ag-ui", aguiSrv.Serve)
 	if !cfg.MCPServer.Enabled {
-		return api.Routes, nil
+		return func(e *echo.Echo) {
+			api.Routes(e)
+			aguiRoute(e)
+		}, nil
 	}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: plans, Rejecter: orch.Control(), Runs: runs, Feed: feed,
 		Poll: remotePoll(db), Canceller: js.runs, Messages: stores.Chats, AllowApproval: cfg.MCPServer.AllowApproval, Approver: api,
@@ -278,6 +288,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	mount := api.Mount("/mcp", mcpSrv.Handler())
 	return func(e *echo.Echo) {
 		api.Routes(e)
+		aguiRoute(e)
 		mount(e)
 	}, nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/logctx"
@@ -252,7 +253,10 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: stores.PlanRecords, Rejecter: orch.Control(), Runs: runLog, Feed: feed,
 		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
-	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler())}
+	// /api/ag-ui as serve mounts it: another view of the same runs.
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Logger: logger})
+	require.NoError(t, err)
+	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.MountFunc("/api/ag-ui", aguiSrv.Serve)}
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: routes, Metrics: cfg.Metrics,
 		Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)
