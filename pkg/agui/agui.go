@@ -40,6 +40,7 @@ import (
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
 )
 
 // Turns starts chat turns as runs, as POST /api/agent/stream does
@@ -56,10 +57,19 @@ type RunLog interface {
 	Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error)
 }
 
-// Config configures a Server. Turns, Runs and Feed are required.
+// Plans reads plans (persistence.PlanRecords implements it): another
+// user's plan is NotFound.
+type Plans interface {
+	PlanFor(ctx context.Context, userID, id string) (planning.Plan, error)
+}
+
+// Config configures a Server. Every interface is required.
 type Config struct {
 	Turns Turns
 	Runs  RunLog
+	// Plans answers a resume before the stream opens: a plan the caller
+	// cannot see is a 404, one no longer waiting for that review a 409.
+	Plans Plans
 	// Feed wakes a stream when the run's events commit (in this process,
 	// or elsewhere through LISTEN/NOTIFY); Poll is how often a stream
 	// reads the store anyway (default 250 ms).
@@ -83,6 +93,7 @@ func New(cfg Config) (*Server, error) {
 	bad.Required("Turns", cfg.Turns == nil)
 	bad.Required("Runs", cfg.Runs == nil)
 	bad.Required("Feed", cfg.Feed == nil)
+	bad.Required("Plans", cfg.Plans == nil)
 	apperr.Positive(&bad, "Poll", &cfg.Poll, 250*time.Millisecond)
 	apperr.Positive(&bad, "KeepAlive", &cfg.KeepAlive, 15*time.Second)
 	if err := bad.Err("agui: invalid config"); err != nil {
@@ -129,5 +140,34 @@ func (s *Server) runOf(ctx context.Context, p auth.Principal, in RunAgentInput) 
 	if err != nil {
 		return event.Run{}, err
 	}
+	if err := s.checkApproval(ctx, p, &req); err != nil {
+		return event.Run{}, err
+	}
 	return s.cfg.Turns.StartTurn(ctx, p, req)
+}
+
+// checkApproval answers a resume that approves a plan before the stream
+// opens, as the chat route does: a plan the caller cannot see is a 404,
+// one of another thread a 400, one that no longer waits for review or is
+// another version now a 409. A resume without threadId goes to the plan's
+// session.
+func (s *Server) checkApproval(ctx context.Context, p auth.Principal, req *chat.Request) error {
+	a := req.Approve
+	if a == nil {
+		return nil
+	}
+	plan, err := s.cfg.Plans.PlanFor(ctx, p.UserID, a.PlanID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case req.SessionID == "":
+		req.SessionID = plan.SessionID
+	case req.SessionID != plan.SessionID:
+		return apperr.Invalidf([]apperr.FieldError{{Field: "resume", Message: "answers a plan of another thread"}}, "invalid RunAgentInput")
+	}
+	if plan.Status != planning.StatusPendingReview {
+		return apperr.New(apperr.Conflict, "plan %s is %s; only a plan pending review can be approved", plan.ID, plan.Status)
+	}
+	return planning.CurrentVersion(plan, a.Version)
 }

@@ -57,6 +57,7 @@ type StepState struct {
 type mapper struct {
 	threadID, runID string
 	text            string // the open text message's id
+	textSource      event.Source
 	lastText        string // the last text message's id (a tool call's parent)
 	steps           map[int]string
 	stepOrder       []int
@@ -125,8 +126,12 @@ func (m *mapper) textDelta(e event.Envelope, delta string) []Event {
 		return nil
 	}
 	var out []Event
+	if m.text != "" && m.textSource != e.Source {
+		// Another agent's text (a parallel step's): a message of its own.
+		out = m.closeText()
+	}
 	if m.text == "" {
-		m.text = m.runID + ":text:" + strconv.FormatInt(e.Seq, 10)
+		m.text, m.textSource = m.runID+":text:"+strconv.FormatInt(e.Seq, 10), e.Source
 		m.lastText = m.text
 		out = append(out, Event{"type": TextMessageStart, "messageId": m.text, "role": "assistant", "metadata": sourceOf(e)})
 	}

@@ -254,7 +254,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
 	// /api/ag-ui as serve mounts it: another view of the same runs.
-	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Logger: logger})
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Plans: stores.PlanRecords, Logger: logger})
 	require.NoError(t, err)
 	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.MountFunc("/api/ag-ui", aguiSrv.Serve)}
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: routes, Metrics: cfg.Metrics,
