@@ -11,8 +11,9 @@
 // runId names a run of the caller's follows that run's log from its first
 // event instead of starting another turn.
 //
-// The input maps onto a turn: the last user message of messages is the
-// turn's message; threadId is the chat session — empty starts a new one,
+// The input maps onto a turn: the last message of messages, when it is a
+// user's, is the turn's message (a client sends the whole conversation;
+// what it ends with is what the user says now); threadId is the chat session — empty starts a new one,
 // whose id RUN_STARTED's threadId carries (the client sends it next time to
 // continue the thread), and one that is not a session of the caller is
 // 404; runId is the run's id (stream_run_id's rule: letters, digits and

@@ -30,18 +30,32 @@ type RunAgentInput struct {
 }
 
 // Message is a message of the conversation as the client holds it; only a
-// user message's content is read.
+// user message's content is read, and its other fields are let through
+// (the protocol's messages are open).
 type Message struct {
 	ID      string          `json:"id"`
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content,omitempty"`
 }
 
-// ResumeEntry answers an interrupt of the thread's previous run.
+// ResumeEntry answers an interrupt of the thread's previous run (its
+// other fields are let through).
 type ResumeEntry struct {
 	InterruptID string          `json:"interruptId"`
 	Status      string          `json:"status"`
 	Payload     json.RawMessage `json:"payload,omitempty"`
+}
+
+// UnmarshalJSON decodes m leniently, whatever the decoder's strictness.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	type plain Message
+	return json.Unmarshal(b, (*plain)(m))
+}
+
+// UnmarshalJSON decodes r leniently, whatever the decoder's strictness.
+func (r *ResumeEntry) UnmarshalJSON(b []byte) error {
+	type plain ResumeEntry
+	return json.Unmarshal(b, (*plain)(r))
 }
 
 // forwarded is what forwardedProps may set.
@@ -128,13 +142,15 @@ func (in RunAgentInput) turn() (chat.Request, error) {
 	return req, nil
 }
 
-// lastUserMessage is the text of the last user message: its content
-// string, or its text parts joined.
+// lastUserMessage is the text of the conversation's last message when it
+// is a user's (its content string, or its text parts joined): what the
+// user says now. A conversation that ends with the agent's messages (a
+// resume's) has none.
 func (in RunAgentInput) lastUserMessage() (string, error) {
-	for i := len(in.Messages) - 1; i >= 0; i-- {
+	if i := len(in.Messages) - 1; i >= 0 {
 		m := in.Messages[i]
 		if m.Role != "user" {
-			continue
+			return "", nil
 		}
 		var text string
 		if err := json.Unmarshal(m.Content, &text); err == nil {

@@ -64,10 +64,29 @@ type mapper struct {
 	plan            *PlanState
 	review          *event.PlanApprovalRequested
 	err             *event.ErrorInfo
+	// lookup reads a plan the log's events name before the log announced
+	// it (a resume's run carries out a plan an earlier run created).
+	lookup func(planID string) (event.Plan, bool)
 }
 
-func newMapper(threadID, runID string) *mapper {
-	return &mapper{threadID: threadID, runID: runID, steps: map[int]string{}}
+func newMapper(threadID, runID string, lookup func(planID string) (event.Plan, bool)) *mapper {
+	return &mapper{threadID: threadID, runID: runID, steps: map[int]string{}, lookup: lookup}
+}
+
+// ensurePlan makes planID the state's plan, with a snapshot read from the
+// store, when the state holds another or none; false when it cannot.
+func (m *mapper) ensurePlan(planID string) ([]Event, bool) {
+	if m.plan != nil && m.plan.ID == planID {
+		return nil, true
+	}
+	if planID == "" || m.lookup == nil {
+		return nil, false
+	}
+	p, ok := m.lookup(planID)
+	if !ok {
+		return nil, false
+	}
+	return []Event{m.snapshot(p)}, true
 }
 
 // started is the run's first AG-UI event.
@@ -195,20 +214,22 @@ func op(kind, path string, value any) patchOp { return patchOp{Op: kind, Path: p
 // patch is a STATE_DELTA of the plan's state, applied to m.plan too; none
 // when the state holds no plan of that id.
 func (m *mapper) patch(planID string, ops ...patchOp) []Event {
-	if m.plan == nil || m.plan.ID != planID || len(ops) == 0 {
-		return nil
+	out, ok := m.ensurePlan(planID)
+	if !ok || len(ops) == 0 {
+		return out
 	}
 	for _, o := range ops {
 		if o.Path == "/plan/status" {
 			m.plan.Status, _ = o.Value.(string)
 		}
 	}
-	return []Event{{"type": StateDelta, "delta": ops}}
+	return append(out, Event{"type": StateDelta, "delta": ops})
 }
 
 // stepPatch sets a step's status (and result or error) in the state.
 func (m *mapper) stepPatch(planID string, s event.StepState) []Event {
-	if m.plan == nil || m.plan.ID != planID {
+	out, ok := m.ensurePlan(planID)
+	if !ok {
 		return nil
 	}
 	for i := range m.plan.Steps {
@@ -225,9 +246,9 @@ func (m *mapper) stepPatch(planID string, s event.StepState) []Event {
 		if s.Error != "" {
 			ops, st.Error = append(ops, op("add", base+"error", s.Error)), s.Error
 		}
-		return []Event{{"type": StateDelta, "delta": ops}}
+		return append(out, Event{"type": StateDelta, "delta": ops})
 	}
-	return nil
+	return out
 }
 
 func stepName(s event.StepState) string { return fmt.Sprintf("step %d: %s", s.Number, s.Title) }

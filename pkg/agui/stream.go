@@ -8,6 +8,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/planning"
 )
 
 // errRunOver ends a stream: the run is over without done (its process
@@ -50,7 +51,13 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 			f.Flush()
 		}
 	}}
-	m := newMapper(run.SessionID, run.ID)
+	m := newMapper(run.SessionID, run.ID, func(planID string) (event.Plan, bool) {
+		p, err := s.cfg.Plans.PlanFor(ctx, run.UserID, planID)
+		if err != nil {
+			return event.Plan{}, false
+		}
+		return eventPlan(p), true
+	})
 	if err := out.send(m.started()); err != nil {
 		return nil
 	}
@@ -141,4 +148,13 @@ func (s *Server) await(ctx context.Context, run event.Run, after int64, wake <-c
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// eventPlan is a stored plan as plan events carry it.
+func eventPlan(p planning.Plan) event.Plan {
+	out := event.Plan{ID: p.ID, SessionID: p.SessionID, Goal: p.Goal, Mode: p.Mode, Status: p.Status, Version: p.Version}
+	for _, st := range p.Steps {
+		out.Steps = append(out.Steps, st.PlanStep())
+	}
+	return out
 }

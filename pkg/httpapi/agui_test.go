@@ -20,6 +20,13 @@ import (
 // env's real wiring (turns are runs worked by its job system) and read the
 // AG-UI events it streams.
 
+// aguiScript is the MCP tests' script with a question the planner takes
+// a while to answer (a stream is cut before its text).
+var aguiScript = strings.Replace(mcpScript, "rules:\n", `rules:
+  - when: {role: planner, contains: "slowly"}
+    reply: {delay_ms: 500, text: "Slowly: Paris."}
+`, 1)
+
 type aguiEvent map[string]any
 
 func (e aguiEvent) str(key string) string { s, _ := e[key].(string); return s }
