@@ -64,7 +64,11 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 	err := s.follow(ctx, run, func(e event.Envelope) (bool, error) {
 		evs, done := m.next(e)
 		return done, out.send(evs...)
-	}, func() { _, _ = w.Write([]byte(": keep-alive\n\n")); out.flush() })
+	}, func() {
+		// A comment line alone (event.WriteComment): no parser sees a message.
+		_ = event.WriteComment(w, "keep-alive")
+		out.flush()
+	})
 	if errors.Is(err, errRunOver) {
 		_ = out.send(m.runOver()...)
 		return nil
