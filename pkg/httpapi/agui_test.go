@@ -39,6 +39,12 @@ func aguiRun(t *testing.T, e chatEnv, user string, input map[string]any) []aguiE
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	return readAGUI(t, resp)
+}
+
+// readAGUI reads a stream's AG-UI events until it ends.
+func readAGUI(t *testing.T, resp *http.Response) []aguiEvent {
+	t.Helper()
 	var out []aguiEvent
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -238,6 +244,9 @@ func TestAGUIPlanTurnStreamsTheRunLog(t *testing.T) {
 			// Bob cannot use Alice's thread, nor rejoin her run.
 			resp := e.request(t, context.Background(), "bob", "POST", "/api/ag-ui", aguiInput(thread, "agui-bob-1", "hi", nil))
 			require.Equal(t, http.StatusNotFound, resp.StatusCode)
+			resp.Body.Close()
+			resp = e.request(t, context.Background(), "bob", "POST", "/api/ag-ui", aguiInput("", "agui-plan-1", "hi", nil))
+			require.Equal(t, http.StatusConflict, resp.StatusCode, "a run id taken is refused, not rejoined")
 			resp.Body.Close()
 		})
 	}
