@@ -312,6 +312,7 @@ func TestAGUIRefusesBadInput(t *testing.T) {
 	}{
 		{"no bearer", "", aguiInput("", "r-1", "hi", nil), http.StatusUnauthorized, ""},
 		{"a misspelled field", "alice", map[string]any{"threadId": "", "runId": "r-2", "messages": []any{}, "forwardProps": map[string]any{}}, http.StatusBadRequest, "forwardProps"},
+		{"not JSON", "alice", "not json", http.StatusBadRequest, ""},
 		{"no runId", "alice", map[string]any{"threadId": "", "messages": []any{}}, http.StatusBadRequest, "runId"},
 		{"a runId with a space", "alice", aguiInput("", "r 3", "hi", nil), http.StatusBadRequest, "runId"},
 		{"client tools", "alice", func() any {
@@ -328,6 +329,10 @@ func TestAGUIRefusesBadInput(t *testing.T) {
 			return in
 		}(), http.StatusBadRequest, "resume[0].interruptId"},
 	}
+	resp := e.request(t, context.Background(), "alice", "GET", "/api/ag-ui", nil)
+	resp.Body.Close()
+	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	require.Contains(t, resp.Header.Get("Allow"), "POST")
 	for _, tc := range cases {
 		resp := e.request(t, context.Background(), tc.user, "POST", "/api/ag-ui", tc.body)
 		require.Equal(t, tc.status, resp.StatusCode, tc.name)
