@@ -15,6 +15,9 @@ import (
 // died) and every event it logged was read.
 var errRunOver = errors.New("run over")
 
+// errClientGone ends a stream whose client went away: the run goes on.
+var errClientGone = errors.New("client gone")
+
 // sse writes AG-UI events as SSE frames.
 type sse struct {
 	w     http.ResponseWriter
@@ -28,7 +31,7 @@ func (s sse) send(evs ...Event) error {
 			return apperr.Wrap(apperr.Internal, err, "encode an AG-UI event")
 		}
 		if _, err := s.w.Write(b); err != nil {
-			return err
+			return errClientGone
 		}
 	}
 	if len(evs) > 0 {
@@ -73,7 +76,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 		_ = out.send(m.runOver()...)
 		return nil
 	}
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errClientGone) {
 		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("ag-ui stream")
 		_ = out.send(m.closeText()...)
 		_ = out.send(Event{"type": RunError, "message": "internal error", "code": string(apperr.Internal)})
