@@ -68,8 +68,10 @@ type Plans interface {
 type Config struct {
 	Turns Turns
 	Runs  RunLog
-	// Plans answers a resume before the stream opens: a plan the caller
-	// cannot see is a 404, one no longer waiting for that review a 409.
+	// Plans answers a resume before the stream opens (a plan the caller
+	// cannot see is a 404, one no longer waiting for that review a 409),
+	// and gives the state a plan the log's steps name before the log
+	// announced it (a resume's run carries out an earlier run's plan).
 	Plans Plans
 	// Feed wakes a stream when the run's events commit (in this process,
 	// or elsewhere through LISTEN/NOTIFY); Poll is how often a stream
