@@ -20,6 +20,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/configs"
 	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/config"
@@ -266,8 +267,17 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	if err != nil {
 		return nil, err
 	}
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runs, Feed: feed, Plans: plans, Poll: remotePoll(db), KeepAlive: cfg.Server.KeepaliveInterval,
+		Logger: log.With().Str("component", "agui").Logger()})
+	if err != nil {
+		return nil, err
+	}
+	aguiRoute := api.MountFunc("/api/ag-ui", aguiSrv.Serve)
 	if !cfg.MCPServer.Enabled {
-		return api.Routes, nil
+		return func(e *echo.Echo) {
+			api.Routes(e)
+			aguiRoute(e)
+		}, nil
 	}
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: plans, Rejecter: orch.Control(), Runs: runs, Feed: feed,
 		Poll: remotePoll(db), Canceller: js.runs, Messages: stores.Chats, AllowApproval: cfg.MCPServer.AllowApproval, Approver: api,
@@ -278,6 +288,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	mount := api.Mount("/mcp", mcpSrv.Handler())
 	return func(e *echo.Echo) {
 		api.Routes(e)
+		aguiRoute(e)
 		mount(e)
 	}, nil
 }

@@ -227,6 +227,25 @@ func (a *API) Mount(path string, h http.Handler) Routes {
 	}
 }
 
+// HandlerFunc serves a request of a protocol adapter; an error it returns
+// was met before it wrote anything, and the API writes it as every route's
+// error (its status from the error's code, the JSON error body).
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// MountFunc is Mount for a handler that leaves its errors to the API
+// (pkg/agui is mounted with it).
+func (a *API) MountFunc(path string, h HandlerFunc) Routes {
+	return func(e *echo.Echo) {
+		serve := func(c echo.Context) error {
+			if err := jsonBody(c.Request()); err != nil {
+				return err
+			}
+			return h(c.Response(), c.Request())
+		}
+		e.POST(path, serve, a.auth, rejectNULParams)
+	}
+}
+
 // deps is what every handler group may use: the clock, run ids, the
 // logger, the store's "every user" value, the stream metrics and the
 // keep-alive interval of streams, and the limit of watch streams.

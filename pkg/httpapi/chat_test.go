@@ -21,6 +21,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
@@ -252,7 +253,10 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: stores.PlanRecords, Rejecter: orch.Control(), Runs: runLog, Feed: feed,
 		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
-	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler())}
+	// /api/ag-ui as serve mounts it: another view of the same runs.
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Plans: stores.PlanRecords, Logger: logger})
+	require.NoError(t, err)
+	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.MountFunc("/api/ag-ui", aguiSrv.Serve)}
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: routes, Metrics: cfg.Metrics,
 		Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)

@@ -109,6 +109,8 @@ var operations = []operation{
 		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
 	{method: "POST", path: "/mcp", summary: "The MCP server (Streamable HTTP, stateless: no Mcp-Session-Id, and GET is a 405): JSON-RPC messages in, a JSON-RPC answer out as application/json or text/event-stream (with progress notifications); tools start_task, get_run, list_plans, get_plan, reject_plan, cancel_run, and approve_plan when mcp_server.allow_approval is on",
 		errors: []int{http.StatusBadRequest, http.StatusUnsupportedMediaType}},
+	{method: "POST", path: "/api/ag-ui", summary: "AG-UI: a RunAgentInput in (threadId: the session, empty for a new one; runId: the run, a known one rejoins it; the last user message; forwardedProps.plan_mode; resume answers a plan review), AG-UI events out as text/event-stream (RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STEP_*, the plan as STATE_SNAPSHOT and STATE_DELTA, RUN_FINISHED with an interrupt outcome when a plan waits for review, RUN_ERROR)",
+		stream: true, errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
 	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
 	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},
