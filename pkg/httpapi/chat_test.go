@@ -21,6 +21,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/a2a"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
 	"github.com/planwright/planwright/pkg/chat"
@@ -252,7 +253,12 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: stores.PlanRecords, Rejecter: orch.Control(), Runs: runLog, Feed: feed,
 		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
-	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler())}
+	// /a2a and its agent card, as serve mounts them.
+	a2aSrv, err := a2a.New(a2a.Config{Turns: api, Runs: runLog, Feed: feed, Canceller: worker, Messages: stores.Chats,
+		Plans: stores.PlanRecords, Poll: 50 * time.Millisecond, MaxWait: 30 * time.Second, Logger: logger})
+	require.NoError(t, err)
+	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.Mount("/a2a", a2aSrv.Handler()),
+		httpapi.Public("/.well-known/agent-card.json", a2aSrv.CardHandler())}
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: routes, Metrics: cfg.Metrics,
 		Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)

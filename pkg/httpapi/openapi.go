@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/planwright/planwright/pkg/a2a"
 	"net/http"
 	"reflect"
 	"slices"
@@ -109,6 +110,10 @@ var operations = []operation{
 		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
 	{method: "POST", path: "/mcp", summary: "The MCP server (Streamable HTTP, stateless: no Mcp-Session-Id, and GET is a 405): JSON-RPC messages in, a JSON-RPC answer out as application/json or text/event-stream (with progress notifications); tools start_task, get_run, list_plans, get_plan, reject_plan, cancel_run, and approve_plan when mcp_server.allow_approval is on",
 		errors: []int{http.StatusBadRequest, http.StatusUnsupportedMediaType}},
+	{method: "GET", path: "/.well-known/agent-card.json", summary: "The A2A v1.0 agent card: the JSON-RPC endpoint (supportedInterfaces), the plan-and-execute skill, streaming, and the bearer security scheme",
+		response: a2a.AgentCard{}, public: true},
+	{method: "POST", path: "/a2a", summary: "The A2A v1.0 JSON-RPC binding: SendMessage, SendStreamingMessage and SubscribeToTask (text/event-stream of JSON-RPC responses), GetTask, CancelTask; a task is a run, its contextId the chat session; JSON-RPC errors are answered with 200",
+		errors: []int{http.StatusUnsupportedMediaType}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
 	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
 	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},
