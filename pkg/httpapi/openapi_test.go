@@ -142,6 +142,9 @@ func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 		{"alice", "PATCH", "/api/agent-definitions/nope", `{"name": "x"}`, "/api/agent-definitions/{id}", http.StatusNotFound},
 		{"", "POST", "/mcp", `{}`, "/mcp", http.StatusUnauthorized},
 		{"alice", "POST", "/mcp", `{}`, "/mcp", http.StatusBadRequest},
+		{"", "POST", "/a2a", `{}`, "/a2a", http.StatusUnauthorized},
+		{"alice", "POST", "/a2a", `{}`, "/a2a", http.StatusOK},
+		{"", "GET", "/.well-known/agent-card.json", "", "/.well-known/agent-card.json", http.StatusOK},
 		{"", "GET", "/app/nope.js", "", "/app/{path}", http.StatusNotFound},
 		{"", "GET", "/healthz", huge, "/healthz", http.StatusRequestEntityTooLarge},
 	}
