@@ -63,7 +63,7 @@ func (st *sse) flush() {
 	}
 }
 
-// sendStreamingMessage starts a turn and streams its task: the task, a
+// sendStreamingMessage starts a turn and streams its task: the task (working), a
 // working status update per step of the run worth telling, then its
 // artifacts and its last status (terminal or input required), and ends.
 func (s *Server) sendStreamingMessage(ctx context.Context, w http.ResponseWriter, id json.RawMessage, params SendMessageRequest) error {
@@ -71,11 +71,13 @@ func (s *Server) sendStreamingMessage(ctx context.Context, w http.ResponseWriter
 	if err != nil {
 		return err
 	}
-	t, r, err := s.read(ctx, caller(ctx), run.ID, cfg.HistoryLength)
-	if err != nil {
-		return err
-	}
-	return s.stream(ctx, s.openStream(w, id), t, r)
+	// The task as it was created, then its whole log: every stream of a
+	// new task reads the same, however fast the run is.
+	t := Task{ID: run.ID, ContextID: run.SessionID, Status: TaskStatus{State: StateWorking, Timestamp: timestamp(s.cfg.Now())},
+		History: lastN([]Message{{MessageID: params.Message.MessageID, ContextID: run.SessionID, TaskID: run.ID, Role: RoleUser,
+			Parts: params.Message.Parts}}, cfg.HistoryLength)}
+	run.LastSeq = 0
+	return s.stream(ctx, s.openStream(w, id), t, run)
 }
 
 // subscribeToTask streams a task that is not terminal: its state now,
