@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
@@ -43,10 +44,11 @@ func planView(p planning.Plan) PlanView {
 // ending is how a run's log ends: its done (nil while it runs), the error
 // before it, and whether the turn waits on its user.
 type ending struct {
-	done    *event.Done
-	err     *event.ErrorInfo
-	waiting bool
-	planID  string
+	done      *event.Done
+	err       *event.ErrorInfo
+	waiting   bool
+	questions []string
+	planID    string
 }
 
 // endingOf reads the last events of r's log.
@@ -55,7 +57,7 @@ func (s *Server) endingOf(ctx context.Context, r event.Run) (ending, error) {
 	if r.LastSeq == 0 {
 		return end, nil
 	}
-	tail, err := s.cfg.Runs.Events(ctx, r.ID, max(r.LastSeq-8, 0), 8)
+	tail, err := s.cfg.Runs.Events(ctx, r.ID, max(r.LastSeq-16, 0), 16)
 	if err != nil {
 		return end, err
 	}
@@ -66,6 +68,8 @@ func (s *Server) endingOf(ctx context.Context, r event.Run) (ending, error) {
 			end.err = &info
 		case event.AgentState:
 			end.waiting = ev.State == event.StateWaitingOnUser
+		case event.ClarifyingQuestions:
+			end.questions = ev.Questions
 		case event.LastTurnContext:
 			if ev.PlanID != "" {
 				end.planID = ev.PlanID
@@ -163,7 +167,9 @@ func (s *Server) settle(t *Task, end ending, answer *chat.Message, plan *plannin
 	case reason == event.FinishedCompleted && end.waiting:
 		t.Status.State = StateInputRequired
 		text := "The agent waits for your answer: send a message in this context."
-		if answer != nil && answer.Content != "" {
+		if len(end.questions) > 0 {
+			text = "The agent asks: " + strings.Join(end.questions, " ") + " Answer with a message in this context."
+		} else if answer != nil && answer.Content != "" {
 			text = answer.Content
 		}
 		t.Status.Message = s.agentMessage(t, text)

@@ -349,3 +349,14 @@ func TestA2ABadRequests(t *testing.T) {
 	out := decodeBody[rpcResponse](t, resp)
 	require.Equal(t, a2a.CodeVersionNotSupported, out.Error.Code)
 }
+
+// Clarifying questions end the task input required, asking them.
+func TestA2AClarifyingQuestionsAreInputRequired(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, clarifyScript), nil)
+	got := rpcOK[a2a.SendMessageResponse](t, e, "alice", "SendMessage", map[string]any{"message": userMessage("make me a project", nil)})
+	require.Equal(t, a2a.StateInputRequired, got.Task.Status.State)
+	asked := textOfParts(got.Task.Status.Message.Parts)
+	require.Contains(t, asked, "What is the project called?")
+	require.Contains(t, asked, "When is it due?")
+}
