@@ -360,3 +360,38 @@ func TestA2AClarifyingQuestionsAreInputRequired(t *testing.T) {
 	require.Contains(t, asked, "What is the project called?")
 	require.Contains(t, asked, "When is it due?")
 }
+
+// A whole plan turn, streamed: the plan, each step starting and ending,
+// then the answer and the plan as artifacts, and the task completed.
+func TestA2AStreamsAPlanTurn(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, mcpScript), nil)
+	events := collect(t, a2aStream(t, context.Background(), e, "alice", "SendStreamingMessage",
+		map[string]any{"message": userMessage("plan the launch", nil), "metadata": map[string]any{"plan_mode": "auto_execute"}}))
+	var updates []string
+	for _, ev := range events[1 : len(events)-1] {
+		if ev.StatusUpdate != nil {
+			updates = append(updates, textOfParts(ev.StatusUpdate.Status.Message.Parts))
+		}
+	}
+	joined := strings.Join(updates, "\n")
+	for _, want := range []string{"run thinking", "planner calls create_plan", "step 1 started: Draft", "step 2 started: Channels",
+		"step 3 completed: Schedule", "completed: 3 completed, 0 failed, 0 skipped"} {
+		require.Contains(t, joined, want)
+	}
+	require.Less(t, strings.Index(joined, "step 1 completed"), strings.Index(joined, "step 3 started"), "step 3 waits for 1 and 2")
+	last := events[len(events)-1].StatusUpdate
+	require.Equal(t, a2a.StateCompleted, last.Status.State)
+	task := rpcOK[a2a.Task](t, e, "alice", "GetTask", map[string]any{"id": events[0].Task.ID})
+	require.Equal(t, a2a.StateCompleted, task.Status.State)
+	raw, err := json.Marshal(artifactNamed(t, task, "plan").Parts[0].Data)
+	require.NoError(t, err)
+	var plan a2a.PlanView
+	require.NoError(t, json.Unmarshal(raw, &plan))
+	require.Equal(t, "completed", plan.Status)
+	for _, st := range plan.Steps {
+		require.Equal(t, "completed", st.Status)
+		require.Equal(t, "Done.", st.Result)
+	}
+	require.NotEmpty(t, textOfParts(artifactNamed(t, task, "answer").Parts))
+}
