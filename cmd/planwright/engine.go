@@ -20,6 +20,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/configs"
 	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/pkg/a2a"
 	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/chat"
@@ -272,24 +273,29 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	if err != nil {
 		return nil, err
 	}
-	aguiRoute := api.MountFunc("/api/ag-ui", aguiSrv.Serve)
-	if !cfg.MCPServer.Enabled {
-		return func(e *echo.Echo) {
-			api.Routes(e)
-			aguiRoute(e)
-		}, nil
+	routes := []httpapi.Routes{api.Routes, api.MountFunc("/api/ag-ui", aguiSrv.Serve)}
+	if cfg.MCPServer.Enabled {
+		mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: plans, Rejecter: orch.Control(), Runs: runs, Feed: feed,
+			Poll: remotePoll(db), Canceller: js.runs, Messages: stores.Chats, AllowApproval: cfg.MCPServer.AllowApproval, Approver: api,
+			MaxWait: cfg.MCPServer.MaxWait, Version: buildVersion(), Logger: log.With().Str("component", "mcpserver").Logger()})
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, api.Mount("/mcp", mcpSrv.Handler()))
 	}
-	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: plans, Rejecter: orch.Control(), Runs: runs, Feed: feed,
-		Poll: remotePoll(db), Canceller: js.runs, Messages: stores.Chats, AllowApproval: cfg.MCPServer.AllowApproval, Approver: api,
-		MaxWait: cfg.MCPServer.MaxWait, Version: buildVersion(), Logger: log.With().Str("component", "mcpserver").Logger()})
-	if err != nil {
-		return nil, err
+	if cfg.A2A.Enabled {
+		agent, err := a2a.New(a2a.Config{Turns: api, Runs: runs, Feed: feed, Poll: remotePoll(db), Canceller: js.runs,
+			Messages: stores.Chats, Plans: plans, MaxWait: cfg.A2A.MaxWait, KeepAlive: cfg.Server.KeepaliveInterval,
+			URL: cfg.A2A.URL, Path: "/a2a", Version: buildVersion(), Logger: log.With().Str("component", "a2a").Logger()})
+		if err != nil {
+			return nil, err
+		}
+		routes = append(routes, api.Mount("/a2a", agent.Handler()), httpapi.Public("/.well-known/agent-card.json", agent.CardHandler()))
 	}
-	mount := api.Mount("/mcp", mcpSrv.Handler())
 	return func(e *echo.Echo) {
-		api.Routes(e)
-		aguiRoute(e)
-		mount(e)
+		for _, r := range routes {
+			r(e)
+		}
 	}, nil
 }
 

@@ -41,6 +41,7 @@ type Config struct {
 	Log       Log         `yaml:"log"`
 	Telemetry Telemetry   `yaml:"telemetry"`
 	MCPServer MCPEndpoint `yaml:"mcp_server"`
+	A2A       A2A         `yaml:"a2a"`
 	Client    Client      `yaml:"client"`
 
 	// Source is the file this configuration was read from; empty when only
@@ -331,6 +332,19 @@ type MCPEndpoint struct {
 	MaxWait time.Duration `yaml:"max_wait"`
 }
 
+// A2A configures the A2A v1.0 agent planwright serves: its card at
+// /.well-known/agent-card.json and its JSON-RPC endpoint at /a2a.
+type A2A struct {
+	// Enabled serves the card (public) and /a2a (the API's authentication).
+	Enabled bool `yaml:"enabled"`
+	// URL is the JSON-RPC endpoint the card names, for a server behind a
+	// proxy; empty: the card request's scheme and host with /a2a.
+	URL string `yaml:"url"`
+	// MaxWait bounds how long SendMessage waits for its task to end or
+	// need input; the task goes on after it.
+	MaxWait time.Duration `yaml:"max_wait"`
+}
+
 // Client configures the CLI when it talks to a running server.
 type Client struct {
 	// Server is the base URL of the planwright server.
@@ -396,6 +410,7 @@ func Default() Config {
 		Log:       Log{Level: "info", Format: FormatAuto},
 		Telemetry: Telemetry{ServiceName: "planwright", SampleRatio: 1},
 		MCPServer: MCPEndpoint{Enabled: true, MaxWait: 2 * time.Minute},
+		A2A:       A2A{Enabled: true, MaxWait: 2 * time.Minute},
 		Client:    Client{Server: "http://127.0.0.1:8080"},
 	}
 }

@@ -189,6 +189,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{"retention tool executions", func(c *config.Config) { c.Retention.ToolExecutions = 0 }, "retention.tool_executions: must be between 1h0m0s and 87600h0m0s, got 0s"},
 		{"auth mode", func(c *config.Config) { c.Auth.Mode = "basic" }, `auth.mode: unknown mode "basic" (want none or apikey)`},
 		{"mcp server wait", func(c *config.Config) { c.MCPServer.MaxWait = 0 }, "mcp_server.max_wait: must be between 1s and 30m0s, got 0s"},
+		{"a2a wait", func(c *config.Config) { c.A2A.MaxWait = time.Hour }, "a2a.max_wait: must be between 1s and 30m0s, got 1h0m0s"},
+		{"a2a url", func(c *config.Config) { c.A2A.URL = "example.com/a2a" }, `a2a.url: invalid URL "example.com/a2a"`},
 		{"mcp approval without the server", func(c *config.Config) { c.MCPServer.Enabled, c.MCPServer.AllowApproval = false, true },
 			"mcp_server.allow_approval: is true while mcp_server.enabled is false"},
 		{"provider", func(c *config.Config) { c.LLM.Provider = "llama" }, `llm.provider: unknown provider "llama" (want demo, scripted, openai, anthropic or googleai)`},
@@ -249,6 +251,8 @@ func TestValidateAcceptsProvidersWithWhatTheyNeed(t *testing.T) {
 		"api key auth anyway": func(c *config.Config) { c.Auth.Mode = "apikey" },
 		"mcp approval":        func(c *config.Config) { c.MCPServer.AllowApproval = true },
 		"no mcp server":       func(c *config.Config) { c.MCPServer.Enabled = false },
+		"no a2a agent":        func(c *config.Config) { c.A2A.Enabled = false },
+		"a2a behind a proxy":  func(c *config.Config) { c.A2A.URL = "https://agents.example.com/a2a" },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -46,6 +46,10 @@ func (c Config) Validate() error {
 	v.oneOf("log.format", "format", c.Log.Format, formats)
 	v.telemetry(c.Telemetry)
 	v.durationIn("mcp_server.max_wait", c.MCPServer.MaxWait, time.Second, 30*time.Minute)
+	v.durationIn("a2a.max_wait", c.A2A.MaxWait, time.Second, 30*time.Minute)
+	if c.A2A.URL != "" {
+		v.httpURL("a2a.url", c.A2A.URL)
+	}
 	if c.MCPServer.AllowApproval && !c.MCPServer.Enabled {
 		v.add("mcp_server.allow_approval", "is true while mcp_server.enabled is false: enable the MCP server or leave approval off")
 	}

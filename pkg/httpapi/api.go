@@ -246,6 +246,18 @@ func (a *API) MountFunc(path string, h HandlerFunc) Routes {
 	}
 }
 
+// Public returns routes that serve h at GET path without authentication,
+// for documents a client reads before it has a key (the A2A agent card,
+// which says how to authenticate). The server's edge checks still apply.
+func Public(path string, h http.Handler) Routes {
+	return func(e *echo.Echo) {
+		e.GET(path, func(c echo.Context) error {
+			h.ServeHTTP(c.Response(), c.Request())
+			return nil
+		})
+	}
+}
+
 // deps is what every handler group may use: the clock, run ids, the
 // logger, the store's "every user" value, the stream metrics and the
 // keep-alive interval of streams, and the limit of watch streams.

@@ -21,6 +21,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/a2a"
 	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
@@ -253,10 +254,14 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	mcpSrv, err := mcpserver.New(mcpserver.Config{Turns: api, Plans: stores.PlanRecords, Rejecter: orch.Control(), Runs: runLog, Feed: feed,
 		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
-	// /api/ag-ui as serve mounts it: another view of the same runs.
+	// /api/ag-ui, /a2a and its agent card, as serve mounts them: other views of the same runs.
 	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Plans: stores.PlanRecords, Logger: logger})
 	require.NoError(t, err)
-	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.MountFunc("/api/ag-ui", aguiSrv.Serve)}
+	a2aSrv, err := a2a.New(a2a.Config{Turns: api, Runs: runLog, Feed: feed, Canceller: worker, Messages: stores.Chats,
+		Plans: stores.PlanRecords, Poll: 50 * time.Millisecond, MaxWait: 30 * time.Second, Logger: logger})
+	require.NoError(t, err)
+	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.MountFunc("/api/ag-ui", aguiSrv.Serve),
+		api.Mount("/a2a", a2aSrv.Handler()), httpapi.Public("/.well-known/agent-card.json", a2aSrv.CardHandler())}
 	srv, err := httpapi.New(httpapi.Config{Addr: "127.0.0.1:0", DB: db, Routes: routes, Metrics: cfg.Metrics,
 		Logger: logger, TracerProvider: tp})
 	require.NoError(t, err)

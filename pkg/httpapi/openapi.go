@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/planwright/planwright/pkg/a2a"
 	"net/http"
 	"reflect"
 	"slices"
@@ -111,6 +112,10 @@ var operations = []operation{
 		errors: []int{http.StatusBadRequest, http.StatusUnsupportedMediaType}},
 	{method: "POST", path: "/api/ag-ui", summary: "AG-UI: a RunAgentInput in (threadId: the session, empty for a new one; runId: the run, a known one rejoins it; the last user message; forwardedProps.plan_mode; resume answers a plan review), AG-UI events out as text/event-stream (RUN_STARTED, TEXT_MESSAGE_*, TOOL_CALL_*, STEP_*, the plan as STATE_SNAPSHOT and STATE_DELTA, RUN_FINISHED with an interrupt outcome when a plan waits for review, RUN_ERROR)",
 		stream: true, errors: []int{http.StatusBadRequest, http.StatusNotFound, http.StatusConflict, http.StatusUnsupportedMediaType, http.StatusTooManyRequests}},
+	{method: "GET", path: "/.well-known/agent-card.json", summary: "The A2A v1.0 agent card: the JSON-RPC endpoint (supportedInterfaces), the plan-and-execute skill, streaming, and the bearer security scheme",
+		response: a2a.AgentCard{}, public: true},
+	{method: "POST", path: "/a2a", summary: "The A2A v1.0 JSON-RPC binding: SendMessage, SendStreamingMessage and SubscribeToTask (text/event-stream of JSON-RPC responses), GetTask, CancelTask; a task is a run, its contextId the chat session; JSON-RPC errors are answered with 200",
+		errors: []int{http.StatusUnsupportedMediaType}},
 	{method: "GET", path: "/api/executions/{id}", summary: "An executor run with its transcript and tool calls", response: ExecutionDetail{}},
 	{method: "GET", path: "/api/agent-definitions", summary: "Agent definitions the caller may see: their own and the shared ones (operators: all)", response: DefinitionList{}},
 	{method: "POST", path: "/api/agent-definitions", summary: "Create an agent definition", request: DefinitionInput{}, response: DefinitionView{}, errors: []int{http.StatusConflict}},

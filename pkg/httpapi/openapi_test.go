@@ -145,6 +145,9 @@ func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 		{"alice", "POST", "/api/ag-ui", `{"threadId": "nope", "runId": "r1", "messages": [{"id": "1", "role": "user", "content": "hi"}]}`, "/api/ag-ui", http.StatusNotFound},
 		{"", "POST", "/mcp", `{}`, "/mcp", http.StatusUnauthorized},
 		{"alice", "POST", "/mcp", `{}`, "/mcp", http.StatusBadRequest},
+		{"", "POST", "/a2a", `{}`, "/a2a", http.StatusUnauthorized},
+		{"alice", "POST", "/a2a", `{}`, "/a2a", http.StatusOK},
+		{"", "GET", "/.well-known/agent-card.json", "", "/.well-known/agent-card.json", http.StatusOK},
 		{"", "GET", "/app/nope.js", "", "/app/{path}", http.StatusNotFound},
 		{"", "GET", "/healthz", huge, "/healthz", http.StatusRequestEntityTooLarge},
 	}
