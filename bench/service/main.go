@@ -283,26 +283,11 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 	if env.bin, err = build(ctx, root, dir); err != nil {
 		return err
 	}
-	// The trees that run: this one, and the one compared with.
-	trees := []*tree{{name: "this tree", bin: env.bin}}
-	if o.Against != "" {
-		t, err := buildAgainst(ctx, out, dir, o.Against)
-		if err != nil {
-			return err
-		}
-		trees = append(trees, t)
+	trees, closeTrees, err := compared(ctx, o, env, dir, out)
+	if err != nil {
+		return err
 	}
-	if o.Traced {
-		sink, err := startTraceSink()
-		if err != nil {
-			return err
-		}
-		defer func() { fmt.Fprintf(out, "trace sink: %d OTLP exports received\n", sink.close()) }()
-		traced := env.bin
-		traced.Traces = sink.url
-		trees[0].name = "tracing off"
-		trees = append([]*tree{{name: "tracing on", bin: traced}}, trees...)
-	}
+	defer closeTrees()
 	for round := range max(o.Rounds, 1) {
 		order := slices.Clone(trees)
 		if round%2 == 1 {
@@ -334,6 +319,32 @@ func run(ctx context.Context, o options, out io.Writer) (err error) {
 		return failures(append(slices.Clone(trees[0].results), trees[1].results...))
 	}
 	return failures(trees[0].results)
+}
+
+// compared are the trees a run measures: this one, and the one it is
+// compared with (-against: another checkout; -traced: this tree with
+// tracing on, exported to a sink the run serves until close).
+func compared(ctx context.Context, o options, env *environment, dir string, out io.Writer) ([]*tree, func(), error) {
+	trees := []*tree{{name: "this tree", bin: env.bin}}
+	if o.Against != "" {
+		t, err := buildAgainst(ctx, out, dir, o.Against)
+		if err != nil {
+			return nil, nil, err
+		}
+		trees = append(trees, t)
+	}
+	if !o.Traced {
+		return trees, func() {}, nil
+	}
+	sink, err := startTraceSink()
+	if err != nil {
+		return nil, nil, err
+	}
+	traced := env.bin
+	traced.Traces = sink.url
+	trees[0].name = "tracing off"
+	trees = append([]*tree{{name: "tracing on", bin: traced}}, trees...)
+	return trees, func() { fmt.Fprintf(out, "trace sink: %d OTLP exports received\n", sink.close()) }, nil
 }
 
 // buildAgainst builds the checkout at against, the tree compared with, in
