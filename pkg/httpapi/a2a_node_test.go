@@ -1,12 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -31,17 +27,9 @@ const a2aScript = mcpScript + `
 func TestA2AOfficialJavaScriptClient(t *testing.T) {
 	t.Parallel()
 	npmInstall(t, a2aClientDir, "@a2a-js/sdk", "the A2A JavaScript client test")
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "npm is installed without node")
 	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, a2aScript), nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", e.url, e.keys["alice"], e.keys["bob"])
-	cmd.Dir = a2aClientDir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "node client.mjs:\n%s", stderr.String())
+	stdout := runNodeClient(t, a2aClientDir, e.url, e.keys["alice"], e.keys["bob"])
 
 	var got struct {
 		Card         a2a.AgentCard
@@ -53,7 +41,7 @@ func TestA2AOfficialJavaScriptClient(t *testing.T) {
 		OtherGetTask string
 		CancelAgain  string
 	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	require.NoError(t, json.Unmarshal(stdout, &got), string(stdout))
 	require.Equal(t, "planwright", got.Card.Name)
 	require.Equal(t, e.url+"/a2a", got.Card.SupportedInterfaces[0].URL)
 

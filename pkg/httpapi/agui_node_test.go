@@ -1,12 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,17 +21,9 @@ const aguiClientDir = "testdata/aguiclient"
 func TestAGUIOfficialClient(t *testing.T) {
 	t.Parallel()
 	npmInstall(t, aguiClientDir, "@ag-ui/client", "the AG-UI client test")
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "npm is installed without node")
 	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, aguiScript), nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", e.url+"/api/ag-ui", e.keys["alice"], e.keys["bob"])
-	cmd.Dir = aguiClientDir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "node client.mjs:\n%s", stderr.String())
+	stdout := runNodeClient(t, aguiClientDir, e.url+"/api/ag-ui", e.keys["alice"], e.keys["bob"])
 
 	type plan struct {
 		ID     string `json:"id"`
@@ -84,7 +72,7 @@ func TestAGUIOfficialClient(t *testing.T) {
 		OtherThread string
 		BadKey      string
 	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	require.NoError(t, json.Unmarshal(stdout, &got), string(stdout))
 
 	require.Empty(t, got.Answer.Error)
 	require.Equal(t, []string{"RUN_STARTED", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT", "TEXT_MESSAGE_END", "RUN_FINISHED"},

@@ -1,12 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,17 +22,9 @@ const mcpClientDir = "testdata/mcpclient"
 func TestMCPOfficialTypeScriptClient(t *testing.T) {
 	t.Parallel()
 	npmInstall(t, mcpClientDir, "@modelcontextprotocol/sdk", "the MCP TypeScript client test")
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, "npm is installed without node")
 	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, mcpScript), nil)
 
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", e.url+"/mcp", e.keys["alice"], e.keys["bob"])
-	cmd.Dir = mcpClientDir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "node client.mjs:\n%s", stderr.String())
+	stdout := runNodeClient(t, mcpClientDir, e.url+"/mcp", e.keys["alice"], e.keys["bob"])
 
 	type toolResult struct {
 		IsError bool `json:"isError"`
@@ -56,7 +44,7 @@ func TestMCPOfficialTypeScriptClient(t *testing.T) {
 		Rejected            mcpserver.PlanDetail
 		BadKey              string
 	}
-	require.NoError(t, json.Unmarshal(stdout.Bytes(), &got), stdout.String())
+	require.NoError(t, json.Unmarshal(stdout, &got), string(stdout))
 	require.Equal(t, "planwright", got.Server)
 	require.Equal(t, []string{"cancel_run", "get_plan", "get_run", "list_plans", "reject_plan", "start_task"}, got.Tools)
 	require.Equal(t, "completed", got.Answer.Status)

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -116,4 +118,21 @@ func TestOpenAPILintsClean(t *testing.T) {
 	require.Empty(t, problems, "redocly lint:\n%s", strings.Join(problems, "\n"))
 	require.Zero(t, report.Totals.Errors+report.Totals.Warnings)
 	require.NoError(t, runErr, stderr.String())
+}
+
+// runNodeClient runs dir's client.mjs with args under node (installed with
+// npm: npmInstall ran first) and returns what it printed; a script that
+// fails fails the test with its standard error.
+func runNodeClient(t *testing.T, dir string, args ...string) []byte {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	require.NoError(t, err, "npm is installed without node")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"client.mjs"}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "node client.mjs:\n%s", stderr.String())
+	return stdout.Bytes()
 }
