@@ -99,7 +99,8 @@ type Config struct {
 
 // Server is planwright's A2A agent. It is safe for concurrent use.
 type Server struct {
-	cfg Config
+	cfg      Config
+	follower event.Follower // reads runs' logs
 }
 
 // New validates cfg and returns the Server; the error names every bad
@@ -127,7 +128,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Server{cfg: cfg}, nil
+	return &Server{cfg: cfg, follower: event.Follower{Feed: cfg.Feed, Log: cfg.Runs, Poll: cfg.Poll, Idle: cfg.KeepAlive}}, nil
 }
 
 // caller is the request's principal (Handler lets none through without one).

@@ -3,6 +3,7 @@ package a2a
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -102,7 +103,7 @@ func (s *Server) stream(ctx context.Context, st *sse, t Task, r event.Run) error
 	if err := st.send(StreamResponse{Task: &t}); err != nil || t.Status.State != StateWorking {
 		return errStreamed
 	}
-	err := s.follow(ctx, r, r.LastSeq, func(e event.Envelope) (bool, error) {
+	err := s.follower.Follow(ctx, r, r.LastSeq, func(e event.Envelope) (bool, error) {
 		msg := describe(e)
 		if msg == "" || e.Event.Type() == event.TypeDone {
 			return false, nil
@@ -112,6 +113,9 @@ func (s *Server) stream(ctx context.Context, st *sse, t Task, r event.Run) error
 				Parts: []Part{TextPart(msg)}}}
 		return false, st.send(StreamResponse{StatusUpdate: &TaskStatusUpdateEvent{TaskID: t.ID, ContextID: t.ContextID, Status: status}})
 	}, st.keepAlive)
+	if errors.Is(err, event.ErrRunOver) {
+		err = nil
+	}
 	if err != nil || ctx.Err() != nil {
 		if ctx.Err() == nil {
 			s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", t.ID).Msg("a2a stream")

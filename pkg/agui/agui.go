@@ -86,7 +86,8 @@ type Config struct {
 
 // Server is planwright's AG-UI endpoint. It is safe for concurrent use.
 type Server struct {
-	cfg Config
+	cfg      Config
+	follower event.Follower // reads runs' logs
 }
 
 // New validates cfg and returns the Server; the error names every bad
@@ -102,7 +103,7 @@ func New(cfg Config) (*Server, error) {
 	if err := bad.Err("agui: invalid config"); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg}, nil
+	return &Server{cfg: cfg, follower: event.Follower{Feed: cfg.Feed, Log: cfg.Runs, Poll: cfg.Poll, Idle: cfg.KeepAlive}}, nil
 }
 
 // Serve answers one POST: it decodes and checks the input, starts the

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
 )
-
-// errRunOver ends a stream: the run is over without done (its process
-// died) and every event it logged was read.
-var errRunOver = errors.New("run over")
 
 // errClientGone ends a stream whose client went away: the run goes on.
 var errClientGone = errors.New("client gone")
@@ -64,15 +59,16 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 	if err := out.send(m.started()); err != nil {
 		return nil
 	}
-	err := s.follow(ctx, run, func(e event.Envelope) (bool, error) {
+	err := s.follower.Follow(ctx, run, 0, func(e event.Envelope) (bool, error) {
 		evs, done := m.next(e)
 		return done, out.send(evs...)
-	}, func() {
+	}, func() error {
 		// A comment line alone (event.WriteComment): no parser sees a message.
 		_ = event.WriteComment(w, "keep-alive")
 		out.flush()
+		return nil
 	})
-	if errors.Is(err, errRunOver) {
+	if errors.Is(err, event.ErrRunOver) {
 		_ = out.send(m.runOver()...)
 		return nil
 	}
@@ -82,79 +78,6 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 		_ = out.send(Event{"type": RunError, "message": "internal error", "code": string(apperr.Internal)})
 	}
 	return nil // the stream is open: errors are RUN_ERROR, not a status
-}
-
-// follow reads run's log from its first event as it commits, handing each
-// to emit, until emit says done, the run is over (errRunOver) or ctx ends.
-// It reads the Feed while the run is live here and the store otherwise,
-// woken by the Feed (RunWake: commits elsewhere, through LISTEN/NOTIFY) or
-// every Poll; idle calls keepAlive every KeepAlive.
-func (s *Server) follow(ctx context.Context, run event.Run, emit func(event.Envelope) (bool, error), keepAlive func()) error {
-	defer s.cfg.Feed.Read(run.ID)()
-	poll := time.NewTicker(s.cfg.Poll)
-	defer poll.Stop()
-	idle := time.NewTicker(s.cfg.KeepAlive)
-	defer idle.Stop()
-	var after int64
-	for {
-		evs, wake, live := s.cfg.Feed.Since(run.ID, after)
-		release := func() {}
-		if !live {
-			if wake == nil {
-				// Taken before reading, so no commit falls between.
-				wake, release = s.cfg.Feed.RunWake(run.ID)
-			}
-			var err error
-			if evs, err = s.cfg.Runs.Events(ctx, run.ID, after, 500); err != nil {
-				release()
-				return err
-			}
-		}
-		for _, e := range evs {
-			after = e.Seq
-			done, err := emit(e)
-			if done || err != nil {
-				release()
-				return err
-			}
-		}
-		if !live && len(evs) > 0 {
-			release()
-			continue // there may be more in the store
-		}
-		err := s.await(ctx, run, after, wake, poll.C, idle.C, keepAlive, !live)
-		release()
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// await waits for wake, the poll tick (then, for a run not live here,
-// checks that it is not over), the keep-alive tick or the end of ctx.
-func (s *Server) await(ctx context.Context, run event.Run, after int64, wake <-chan struct{}, poll, idle <-chan time.Time,
-	keepAlive func(), remote bool) error {
-	select {
-	case <-wake:
-		return nil
-	case <-idle:
-		keepAlive()
-		return nil
-	case <-poll:
-		if !remote {
-			return nil
-		}
-		r, err := s.cfg.Runs.GetRun(ctx, run.UserID, run.ID)
-		if err != nil {
-			return err
-		}
-		if r.FinishedAt != nil && r.LastSeq <= after {
-			return errRunOver
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // eventPlan is a stored plan as plan events carry it.

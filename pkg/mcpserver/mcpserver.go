@@ -110,8 +110,9 @@ type Config struct {
 
 // Server is planwright's MCP server. It is safe for concurrent use.
 type Server struct {
-	cfg Config
-	srv *mcp.Server
+	cfg      Config
+	follower event.Follower // reads runs' logs
+	srv      *mcp.Server
 }
 
 // New validates cfg and returns the Server; the error names every bad
@@ -136,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg, follower: event.Follower{Feed: cfg.Feed, Log: cfg.Runs, Poll: cfg.Poll}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "planwright", Title: "planwright", Version: cfg.Version}, &mcp.ServerOptions{
 		Instructions: "planwright plans and runs multi-step work with LLM agents. start_task hands it a task; " +
 			"get_run and get_plan follow it; a plan waiting for review is approved or rejected by a person.",

@@ -67,86 +67,17 @@ func describe(e event.Envelope) string {
 	return ""
 }
 
-// errRunOver ends a wait: the run is over without done (its process died)
-// and every event it logged was read.
-var errRunOver = errors.New("run over")
-
 // wait reads run's log as it commits, telling prog each event, until done,
 // the run is over, or d elapsed (then the run goes on: the caller answers
-// with what it is now). It reads the Feed while the run is live here and
-// the store otherwise, woken by the Feed (RunWake: commits elsewhere,
-// through LISTEN/NOTIFY) or every Poll.
+// with what it is now).
 func (s *Server) wait(ctx context.Context, run event.Run, d time.Duration, prog *progress) error {
 	wctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	defer s.cfg.Feed.Read(run.ID)()
-	poll := time.NewTicker(s.cfg.Poll)
-	defer poll.Stop()
-	var after int64
-	for {
-		evs, wake, live := s.cfg.Feed.Since(run.ID, after)
-		release := func() {}
-		if !live {
-			if wake == nil {
-				// Taken before reading, so no commit falls between.
-				wake, release = s.cfg.Feed.RunWake(run.ID)
-			}
-			var err error
-			if evs, err = s.cfg.Runs.Events(wctx, run.ID, after, 500); err != nil {
-				release()
-				return ignoreTimeout(wctx, err)
-			}
-		}
-		for _, e := range evs {
-			after = e.Seq
-			prog.send(wctx, e)
-			if e.Event.Type() == event.TypeDone {
-				release()
-				return nil
-			}
-		}
-		if !live && len(evs) > 0 {
-			release()
-			continue // there may be more in the store
-		}
-		err := s.await(wctx, run, after, wake, poll.C, !live)
-		release()
-		if errors.Is(err, errRunOver) {
-			return nil
-		}
-		if err != nil {
-			return ignoreTimeout(wctx, err)
-		}
-	}
-}
-
-// await waits for wake, the poll tick (then, for a run not live here,
-// checks that it is not over) or the end of the wait.
-func (s *Server) await(ctx context.Context, run event.Run, after int64, wake <-chan struct{}, poll <-chan time.Time, remote bool) error {
-	select {
-	case <-wake:
-		return nil
-	case <-poll:
-		if !remote {
-			return nil
-		}
-		r, err := s.cfg.Runs.GetRun(ctx, run.UserID, run.ID)
-		if err != nil {
-			return err
-		}
-		if r.FinishedAt != nil && r.LastSeq <= after {
-			return errRunOver
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// ignoreTimeout drops the error of a wait that ran out of time (wctx's
-// deadline): the run goes on, and the caller answers with it as it is.
-func ignoreTimeout(wctx context.Context, err error) error {
-	if errors.Is(wctx.Err(), context.DeadlineExceeded) {
+	err := s.follower.Follow(wctx, run, 0, func(e event.Envelope) (bool, error) {
+		prog.send(wctx, e)
+		return false, nil
+	}, nil)
+	if errors.Is(err, event.ErrRunOver) || errors.Is(wctx.Err(), context.DeadlineExceeded) {
 		return nil
 	}
 	return err
