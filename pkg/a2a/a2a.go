@@ -40,13 +40,6 @@ type Turns interface {
 	StartTurn(ctx context.Context, p auth.Principal, req chat.Request) (event.Run, error)
 }
 
-// RunLog reads runs and their committed events (persistence.RunLog
-// implements it): another user's run is NotFound.
-type RunLog interface {
-	GetRun(ctx context.Context, userID, id string) (event.Run, error)
-	Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error)
-}
-
 // Canceller records a cancel of a running run for its owner on any
 // replica to carry out (runs.Service implements it).
 type Canceller interface {
@@ -69,7 +62,7 @@ type Plans interface {
 // Plans are required.
 type Config struct {
 	Turns     Turns
-	Runs      RunLog
+	Runs      event.Log // another user's run is NotFound
 	Canceller Canceller
 	Messages  Messages
 	Plans     Plans

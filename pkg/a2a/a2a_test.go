@@ -30,7 +30,7 @@ func (f turns) StartTurn(ctx context.Context, p auth.Principal, req chat.Request
 	return f.StartFunc(ctx, p, req)
 }
 
-type runLog struct{ a2a.RunLog }
+type runLog struct{ event.Log }
 type canceller struct{ a2a.Canceller }
 type messages struct{ a2a.Messages }
 type plans struct{ a2a.Plans }

@@ -137,32 +137,15 @@ func (s *Server) stream(ctx context.Context, st *sse, t Task, r event.Run) error
 	return errStreamed
 }
 
-// describe is e in a few words, or "" for events not worth a status
-// update (text deltas are not: the answer comes whole, as an artifact).
+// describe is e in a few words (event.Describe), or "" for events not
+// worth a status update: a run waiting on its user says what it waits for
+// in its last status, and done ends the stream with the task.
 func describe(e event.Envelope) string {
-	switch ev := e.Event.(type) {
-	case event.AgentState:
-		if ev.State == event.StateWaitingOnUser {
-			return "" // the last status says what the run waits for
-		}
-		return "run " + string(ev.State)
-	case event.ToolCall:
-		if e.Source.StepNumber > 0 {
-			return fmt.Sprintf("step %d calls %s", e.Source.StepNumber, ev.ToolCall.Name)
-		}
-		return string(e.Source.Role) + " calls " + ev.ToolCall.Name
-	case event.PlanCreated:
-		return fmt.Sprintf("plan %s: %s (%d steps, %s)", ev.Plan.ID, ev.Plan.Goal, len(ev.Plan.Steps), ev.Plan.Mode)
-	case event.PlanReadyForReview:
-		return fmt.Sprintf("plan %s waits for review: %s", ev.Plan.ID, ev.Summary)
-	case event.StepStart:
-		return fmt.Sprintf("step %d started: %s", ev.Step.Number, ev.Step.Title)
-	case event.StepComplete:
-		return fmt.Sprintf("step %d %s: %s", ev.Step.Number, ev.Step.Status, ev.Step.Title)
-	case event.PlanComplete:
-		return fmt.Sprintf("plan %s %s: %d completed, %d failed, %d skipped", ev.PlanID, ev.Status, ev.Completed, ev.Failed, ev.Skipped)
-	case event.Error:
-		return "error: " + ev.Error.Message
+	if st, ok := e.Event.(event.AgentState); ok && st.State == event.StateWaitingOnUser {
+		return ""
 	}
-	return ""
+	if e.Event.Type() == event.TypeDone {
+		return ""
+	}
+	return event.Describe(e)
 }

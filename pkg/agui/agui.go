@@ -51,13 +51,6 @@ type Turns interface {
 	StartTurn(ctx context.Context, p auth.Principal, req chat.Request) (event.Run, error)
 }
 
-// RunLog reads runs and their committed events (persistence.RunLog
-// implements it): another user's run is NotFound.
-type RunLog interface {
-	GetRun(ctx context.Context, userID, id string) (event.Run, error)
-	Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error)
-}
-
 // Plans reads plans (persistence.PlanRecords implements it): another
 // user's plan is NotFound.
 type Plans interface {
@@ -67,7 +60,7 @@ type Plans interface {
 // Config configures a Server. Every interface is required.
 type Config struct {
 	Turns Turns
-	Runs  RunLog
+	Runs  event.Log // another user's run is NotFound
 	// Plans answers a resume before the stream opens (a plan the caller
 	// cannot see is a 404, one no longer waiting for that review a 409),
 	// and gives the state a plan the log's steps name before the log

@@ -63,13 +63,6 @@ type Rejecter interface {
 	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
 }
 
-// RunLog reads runs and their committed events (persistence.RunLog
-// implements it): another user's run is NotFound.
-type RunLog interface {
-	GetRun(ctx context.Context, userID, id string) (event.Run, error)
-	Events(ctx context.Context, runID string, after int64, limit int) ([]event.Envelope, error)
-}
-
 // Canceller records a cancel of a running run for its owner on any
 // replica to carry out (runs.Service implements it).
 type Canceller interface {
@@ -88,7 +81,7 @@ type Config struct {
 	Turns    Turns
 	Plans    Plans
 	Rejecter Rejecter
-	Runs     RunLog
+	Runs     event.Log // another user's run is NotFound
 	// Feed wakes a wait when the run's events commit (in this process, or
 	// elsewhere through LISTEN/NOTIFY); Poll is how often a wait reads the
 	// store anyway (default 250 ms).

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,44 +26,17 @@ func progressOf(req *mcp.CallToolRequest) *progress {
 	return p
 }
 
-// send notifies what e says, if the request asked for progress and e is
-// worth telling (text deltas are not: the answer comes whole).
+// send notifies what e says (event.Describe), if the request asked for
+// progress and e is worth telling (text deltas are not: the answer comes
+// whole).
 func (p *progress) send(ctx context.Context, e event.Envelope) {
-	msg := describe(e)
+	msg := event.Describe(e)
 	if p.token == nil || p.session == nil || msg == "" {
 		return
 	}
 	p.n++
 	// A client that went away misses it; the run goes on regardless.
 	_ = p.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: msg})
-}
-
-// describe is e in a few words, or "" for events not worth a notification.
-func describe(e event.Envelope) string {
-	switch ev := e.Event.(type) {
-	case event.AgentState:
-		return "run " + string(ev.State)
-	case event.ToolCall:
-		if e.Source.StepNumber > 0 {
-			return fmt.Sprintf("step %d calls %s", e.Source.StepNumber, ev.ToolCall.Name)
-		}
-		return string(e.Source.Role) + " calls " + ev.ToolCall.Name
-	case event.PlanCreated:
-		return fmt.Sprintf("plan %s: %s (%d steps, %s)", ev.Plan.ID, ev.Plan.Goal, len(ev.Plan.Steps), ev.Plan.Mode)
-	case event.PlanReadyForReview:
-		return fmt.Sprintf("plan %s waits for review: %s", ev.Plan.ID, ev.Summary)
-	case event.StepStart:
-		return fmt.Sprintf("step %d started: %s", ev.Step.Number, ev.Step.Title)
-	case event.StepComplete:
-		return fmt.Sprintf("step %d %s: %s", ev.Step.Number, ev.Step.Status, ev.Step.Title)
-	case event.PlanComplete:
-		return fmt.Sprintf("plan %s %s: %d completed, %d failed, %d skipped", ev.PlanID, ev.Status, ev.Completed, ev.Failed, ev.Skipped)
-	case event.Error:
-		return "error: " + ev.Error.Message
-	case event.Done:
-		return "done: " + string(ev.FinishedReason)
-	}
-	return ""
 }
 
 // wait reads run's log as it commits, telling prog each event, until done,

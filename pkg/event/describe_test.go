@@ -1,4 +1,4 @@
-package mcpserver
+package event_test
 
 import (
 	"strings"
@@ -9,10 +9,10 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 )
 
-// The progress a whole plan turn's log gives an MCP client, event by
-// event: the run's states, the calls, the plan and each step's start and
+// What a whole plan turn's log says to a protocol's client (MCP progress,
+// A2A status updates), event by event: the run's states, the calls, the plan and each step's start and
 // end, the plan's end and done — no text deltas, no results.
-func TestProgressOfAWholePlanTurn(t *testing.T) {
+func TestDescribeAWholePlanTurn(t *testing.T) {
 	planner := event.Source{Role: event.RolePlanner}
 	sys := event.Source{Role: event.RoleSystem, PlanID: "p1"}
 	step := func(n int) event.Source { return event.Source{Role: event.RoleExecutor, PlanID: "p1", StepNumber: n} }
@@ -38,7 +38,7 @@ func TestProgressOfAWholePlanTurn(t *testing.T) {
 	}
 	var got []string
 	for _, e := range log {
-		if msg := describe(e); msg != "" {
+		if msg := event.Describe(e); msg != "" {
 			got = append(got, msg)
 		}
 	}
