@@ -47,9 +47,11 @@ type Canceller interface {
 }
 
 // Messages reads a session's latest messages (persistence.Chats
-// implements it): a task's history and answer.
+// implements it): a task's history and answer; and the user's message of
+// a turn by its client turn id: the task a repeated message started.
 type Messages interface {
 	ListMessages(ctx context.Context, sessionID string, limit int) ([]chat.Message, error)
+	TurnMessage(ctx context.Context, userID, clientTurnID string, role chat.MessageRole) (chat.Message, error)
 }
 
 // Plans reads plans (persistence.PlanRecords implements it): another

@@ -2,6 +2,8 @@ package a2a
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 
@@ -45,10 +47,41 @@ func (s *Server) start(ctx context.Context, params SendMessageRequest) (event.Ru
 		return event.Run{}, cfg, err
 	}
 	run, err := s.cfg.Turns.StartTurn(ctx, caller(ctx), req)
-	if apperr.CodeOf(err) == apperr.NotFound && req.SessionID != "" {
-		return event.Run{}, cfg, invalidParams(apperr.FieldError{Field: "message.contextId", Message: "is not a context of yours"})
+	switch apperr.CodeOf(err) {
+	case apperr.NotFound:
+		if req.SessionID != "" {
+			return event.Run{}, cfg, invalidParams(apperr.FieldError{Field: "message.contextId", Message: "is not a context of yours"})
+		}
+	case apperr.Conflict:
+		if prior, ok, perr := s.repeated(ctx, req); perr != nil || ok {
+			return prior, cfg, perr
+		}
 	}
 	return run, cfg, err
+}
+
+// clientTurnOf is the client turn id of a message: a turn is idempotent on
+// it (chat), so a message sent again — a client retrying after a cut — is
+// the task it started, not a second one. Hashed, so that any messageId
+// fits the id's alphabet and none meets a client_turn_id of the native API.
+func clientTurnOf(messageID string) string {
+	sum := sha256.Sum256([]byte(messageID))
+	return "a2a:" + hex.EncodeToString(sum[:16])
+}
+
+// repeated is the run of req's message when it was sent before and its
+// turn still runs (a finished one the turn replays itself); ok is false
+// when the conflict is another (a turn running in the context, say).
+func (s *Server) repeated(ctx context.Context, req chat.Request) (event.Run, bool, error) {
+	prior, err := s.cfg.Messages.TurnMessage(ctx, req.UserID, req.ClientTurnID, chat.RoleUser)
+	if err != nil || prior.StreamRunID == "" {
+		return event.Run{}, false, nil
+	}
+	if req.SessionID != "" && prior.SessionID != req.SessionID {
+		return event.Run{}, false, invalidParams(apperr.FieldError{Field: "message.messageId", Message: "was sent already in another context"})
+	}
+	run, err := s.cfg.Runs.GetRun(ctx, req.UserID, prior.StreamRunID)
+	return run, err == nil, err
 }
 
 func (s *Server) turnRequest(ctx context.Context, params SendMessageRequest, cfg SendMessageConfiguration) (chat.Request, error) {
@@ -104,7 +137,8 @@ func (s *Server) turnRequest(ctx context.Context, params SendMessageRequest, cfg
 	if len(problems) > 0 {
 		return chat.Request{}, invalidParams(problems...)
 	}
-	return chat.Request{Message: strings.Join(texts, "\n"), SessionID: sessionID, PlanMode: meta.PlanMode}, nil
+	return chat.Request{UserID: caller(ctx).UserID, Message: strings.Join(texts, "\n"), SessionID: sessionID, PlanMode: meta.PlanMode,
+		ClientTurnID: clientTurnOf(m.MessageID)}, nil
 }
 
 func (s *Server) getTask(ctx context.Context, params GetTaskRequest) (Task, error) {

@@ -395,3 +395,50 @@ func TestA2AStreamsAPlanTurn(t *testing.T) {
 	}
 	require.NotEmpty(t, textOfParts(artifactNamed(t, task, "answer").Parts))
 }
+
+// A message sent again (a client retrying after a cut) is the task it
+// started — finished or still working — and runs no second turn; the same
+// messageId of another user is that user's own task, and in another
+// context of the sender's it is refused.
+func TestA2AMessageSentAgainIsTheSameTask(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, mcpScript), nil)
+	send := func(user string, msg map[string]any) a2a.Task {
+		return *rpcOK[a2a.SendMessageResponse](t, e, user, "SendMessage", map[string]any{"message": msg}).Task
+	}
+	ask := userMessage("What is the capital of France?", nil)
+	first := send("alice", ask)
+	require.Equal(t, a2a.StateCompleted, first.Status.State)
+	again := send("alice", ask)
+	require.Equal(t, first.ID, again.ID)
+	require.Equal(t, first.ContextID, again.ContextID)
+	require.Len(t, again.History, 2, "one question, one answer: the turn ran once")
+
+	bobs := send("bob", ask)
+	require.NotEqual(t, first.ID, bobs.ID, "a messageId is the sender's own")
+	require.NotEqual(t, first.ContextID, bobs.ContextID)
+
+	other := send("alice", userMessage("A new question", nil))
+	bad := rpcErr(t, e, "alice", "SendMessage", map[string]any{"message": userMessage("What is the capital of France?",
+		map[string]any{"contextId": other.ContextID})})
+	require.Equal(t, a2a.CodeInvalidParams, bad.Code)
+	require.Contains(t, bad.Message, "messageId")
+}
+
+// A message sent again while its task works is that task.
+func TestA2AMessageSentAgainWhileItsTaskWorks(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{}, 1)
+	e := newChatEnv(t, persistence.DriverSQLite, stalls(started), nil)
+	params := map[string]any{"message": userMessage("take your time", nil), "configuration": map[string]any{"returnImmediately": true}}
+	task := *rpcOK[a2a.SendMessageResponse](t, e, "alice", "SendMessage", params).Task
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the planner did not start")
+	}
+	again := *rpcOK[a2a.SendMessageResponse](t, e, "alice", "SendMessage", params).Task
+	require.Equal(t, task.ID, again.ID)
+	require.Equal(t, a2a.StateWorking, again.Status.State)
+	require.Equal(t, a2a.StateCanceled, rpcOK[a2a.Task](t, e, "alice", "CancelTask", map[string]any{"id": task.ID}).Status.State)
+}
