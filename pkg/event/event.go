@@ -72,6 +72,7 @@ const (
 	RoleExecutor    Role = "executor"
 	RoleReviewer    Role = "reviewer"
 	RoleSynthesizer Role = "synthesizer"
+	RoleReplanner   Role = "replanner"
 	RoleSystem      Role = "system"
 )
 
