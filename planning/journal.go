@@ -77,6 +77,23 @@ func (j journal) revised(ctx context.Context, em event.Emitter, p Plan, rev Revi
 	return out, err
 }
 
+// replanned stores a replan's revision of executing plan p — p as it is
+// revised: its next version, its steps with their run states — and
+// announces it (plan_revised with reason replan and the failed step).
+func (j journal) replanned(ctx context.Context, em event.Emitter, p Plan, rev Revision, failed int) error {
+	ev := event.PlanRevised{Plan: eventPlan(p), Reason: event.ReasonReplan, FailedStep: failed, Version: p.Version}
+	return em.Record(ctx, ev, func(ctx context.Context) error {
+		got, err := j.cfg.Store.RevisePlan(ctx, p.ID, rev)
+		if err != nil {
+			return err
+		}
+		if got.Version != p.Version || len(got.Steps) != len(p.Steps) {
+			return apperr.New(apperr.Conflict, "plan %s changed meanwhile: it is version %d", got.ID, got.Version)
+		}
+		return nil
+	})
+}
+
 // approved stores a person's approval of plan p (pending review), with
 // their edits as a new version when rev is set (one transaction); edits
 // are announced (plan_revised) with the write.

@@ -31,6 +31,8 @@ type runner struct {
 	registry *registry
 	// coordinator is the executor coordinator: it runs one step.
 	coordinator *stepRunner
+	// reviews reviews a replanned agent_review plan's revisions.
+	reviews *reviewer
 }
 
 // run runs an executing plan's steps as a dependency graph: a step starts
@@ -75,6 +77,7 @@ func (r *runner) runPlan(ctx context.Context, p Plan, origin Origin, em event.Em
 		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]
 	}
 	pr.takeOver()
+	pr.openReplans()
 	pr.drive()
 	return pr.end()
 }
@@ -120,6 +123,10 @@ type planRun struct {
 	// unsaved are step ends the database did not take; they get one more
 	// window before the plan ends.
 	unsaved map[int]Step
+
+	// replan is the run's replanning state (replanrun.go), the drive
+	// loop's like the steps.
+	replan *replans
 }
 
 // drive runs the scheduler's moves until nothing runs and nothing can
@@ -131,7 +138,8 @@ type planRun struct {
 func (pr *planRun) drive() {
 	var ended *Step // a step end not stored yet
 	for {
-		next := Schedule(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil)
+		pr.settleReplans()
+		next := ScheduleReplanning(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil, pr.replan.held)
 		if ended != nil {
 			pr.submitEnd(*ended)
 			ended = nil
@@ -151,13 +159,23 @@ func (pr *planRun) drive() {
 		for i, n := range next.Start {
 			pr.launch(pr.steps[n], i == last)
 		}
-		if next.Done {
+		// A replan of the failures held starts once the steps that could
+		// start did: it sees them running (replanrun.go).
+		pr.startReplan()
+		if next.Done && pr.replan.active == nil {
 			return
 		}
-		out := <-pr.results
-		*pr.steps[out.number] = out.step
-		pr.usage = pr.usage.Add(out.usage)
-		ended = &out.step
+		select {
+		case out := <-pr.results:
+			*pr.steps[out.number] = out.step
+			pr.usage = pr.usage.Add(out.usage)
+			ended = &out.step
+			pr.holdFailure(out.step)
+		case prop := <-pr.replan.proposals:
+			prop.reply <- pr.onProposal(prop)
+		case end := <-pr.replan.ends:
+			pr.onReplanEnd(end)
+		}
 	}
 }
 
@@ -374,9 +392,23 @@ func (pr *planRun) reason(final Status, counts map[StepStatus]int, at time.Time)
 			return "cancelled: " + string(c), nil
 		}
 	case StatusFailed:
-		return fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped]), nil
+		return withReplans(fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped]), pr.replan), nil
 	case StatusInterrupted:
 		return "the service shut down while the plan ran; resume it to run the steps that did not complete", nil
+	case StatusCompleted:
+		return withReplans("", pr.replan), nil
 	}
 	return "", nil
+}
+
+// withReplans adds what the plan's replans were to why it ended.
+func withReplans(reason string, r *replans) string {
+	note := r.replanReason()
+	switch {
+	case note == "":
+		return reason
+	case reason == "":
+		return note
+	}
+	return reason + "; " + note
 }
