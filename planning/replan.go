@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -56,32 +57,73 @@ func frozen(s Step, scope map[int]bool) bool {
 	return true
 }
 
-// ReviseUnfinished applies a replanner's revision of the unfinished part of
-// a plan to its steps as they stand, and returns the plan's new steps in
-// order of number. scope is the failed steps the replan covers.
+// ReplanScope is what one replan covers: Failed, the failed steps it
+// replans, and Awaiting, failed steps held for a later replan (a step may
+// depend on them: that replan replaces or removes them).
+type ReplanScope struct {
+	Failed, Awaiting map[int]bool
+}
+
+// affected lists the steps a revision rewrites whole: the failed steps in
+// scope and the pending steps that depend on them, directly or not.
+func (sc ReplanScope) affected(steps []Step) map[int]bool {
+	out := maps.Clone(sc.Failed)
+	if out == nil {
+		out = map[int]bool{}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, s := range steps {
+			if s.Status != StepPending || out[s.Number] {
+				continue
+			}
+			for _, d := range s.DependsOn {
+				if out[d] {
+					out[s.Number], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ReplanRevision is a replanner's revision: Steps to add or replace, and
+// Remove, the numbers of steps not yet run to remove.
+type ReplanRevision struct {
+	Steps  []Step
+	Remove []int
+}
+
+// ReviseUnfinished applies a replanner's revision to a plan's steps as they
+// stand, and returns the plan's new steps in order of number.
 //
-// The revision lists every step still to run: a step not yet run (or a
-// failed step in scope) that it names is replaced, one it leaves out is
-// removed, and a new number adds a step. A completed or running step is
-// kept as it is: a revision may list it only unchanged (it is not rerun),
-// and may depend on it. The result is validated like a plan (Validate:
-// numbers, dependencies, cycles, tools, limits); a revision that changes a
-// completed or running step, or depends on a step that ended without
-// completing and is not part of it, is refused too. The error is a
-// *ValidationError listing every problem.
-func ReviseUnfinished(goal string, steps []Step, scope map[int]bool, revision []Step, cfg ValidateConfig) ([]Step, error) {
+// The revision's steps replace the steps of the same number that have not
+// run (a failed step in scope included) and add the others. The affected
+// part — the failed steps in scope and the pending steps that wait on
+// them — is rewritten whole: an affected step the revision leaves out is
+// removed. Any other pending step is kept unless the revision lists it
+// (changed) or names it in Remove. A completed or running step is kept as
+// it is: a revision may list it only unchanged (it is not rerun), may not
+// remove it, and may depend on it. The result is validated like a plan
+// (Validate: numbers, dependencies, cycles, tools, limits); a revision
+// that changes or removes a completed or running step, or depends on a
+// step that ended without completing and is not part of it, is refused
+// too. The error is a *ValidationError listing every problem.
+func ReviseUnfinished(goal string, steps []Step, sc ReplanScope, rev ReplanRevision, cfg ValidateConfig) ([]Step, error) {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if len(revision) == 0 {
-		bad("steps is empty: list every step still to run (a replacement for the failed step included), or give up with a reason")
+	if len(rev.Steps) == 0 && len(rev.Remove) == 0 {
+		bad("steps is empty: list the steps still to run in place of the failed step and what waits on it, or give up with a reason")
 	}
 	current := map[int]Step{}
 	for _, s := range steps {
 		current[s.Number] = s
 	}
+	affected := sc.affected(steps)
 	listed := map[int]Step{}
-	for _, r := range revision {
-		if cur, ok := current[r.Number]; ok && frozen(cur, scope) {
+	for _, r := range rev.Steps {
+		if cur, ok := current[r.Number]; ok && frozen(cur, sc.Failed) {
 			if !sameDefinition(cur, r) {
 				bad("step %d (%q) is %s: a revision cannot change, remove or rerun it — leave it out of steps (it is kept as it is) and depend on it if needed",
 					r.Number, cur.Title, cur.Status)
@@ -95,16 +137,31 @@ func ReviseUnfinished(goal string, steps []Step, scope map[int]bool, revision []
 		r.Status, r.Result, r.Error, r.StartedAt, r.CompletedAt = StepPending, "", "", nil, nil
 		listed[r.Number] = r
 	}
+	removed := map[int]bool{}
+	for _, n := range rev.Remove {
+		cur, ok := current[n]
+		switch {
+		case !ok:
+			bad("remove names step %d, which does not exist", n)
+		case frozen(cur, sc.Failed):
+			bad("step %d (%q) is %s: a revision cannot change, remove or rerun it", n, cur.Title, cur.Status)
+		case listed[n].Number != 0:
+			bad("step %d is both in steps and in remove", n)
+		default:
+			removed[n] = true
+		}
+	}
 	var out []Step
 	for _, s := range steps {
-		if frozen(s, scope) {
+		_, replaced := listed[s.Number]
+		if frozen(s, sc.Failed) || (!replaced && !removed[s.Number] && !affected[s.Number]) {
 			out = append(out, s)
 		}
 	}
 	for _, r := range listed {
 		out = append(out, r)
 		for _, d := range r.DependsOn {
-			if dep, ok := current[d]; ok && frozen(dep, scope) && dep.Status != StepCompleted && dep.Status != StepRunning {
+			if dep, ok := current[d]; ok && frozen(dep, sc.Failed) && dep.Status != StepCompleted && dep.Status != StepRunning && !sc.Awaiting[d] {
 				bad("step %d depends on step %d, which is %s and is not part of the revision", r.Number, d, dep.Status)
 			}
 		}
@@ -112,11 +169,10 @@ func ReviseUnfinished(goal string, steps []Step, scope map[int]bool, revision []
 	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
 	if err := Validate(Plan{Goal: goal, Steps: out}, cfg); err != nil {
 		var v *ValidationError
-		if errors.As(err, &v) {
-			problems = append(problems, v.Problems...)
-		} else {
+		if !errors.As(err, &v) {
 			return nil, err
 		}
+		problems = append(problems, v.Problems...)
 	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
@@ -164,8 +220,11 @@ func replanInput(goal string, steps []Step, scope map[int]bool, attempts map[int
 	section("Steps that ended without completing (they stay as they are)",
 		func(s Step) bool { return s.Status != StepPending && frozen(s, scope) && s.Status != StepCompleted && s.Status != StepRunning },
 		func(s Step) string { return stepLine(s) + " — " + string(s.Status) })
-	section("Steps not yet run (list the ones to keep, changed where needed; one left out is removed)",
-		func(s Step) bool { return s.Status == StepPending }, stepLine)
+	affected := ReplanScope{Failed: scope}.affected(steps)
+	section("Steps waiting on the failed steps (list the ones to keep, changed where needed; one left out is removed)",
+		func(s Step) bool { return s.Status == StepPending && affected[s.Number] }, stepLine)
+	section("Other steps not yet run (kept as they are unless you list them changed or name them in remove)",
+		func(s Step) bool { return s.Status == StepPending && !affected[s.Number] }, stepLine)
 	return b.String()
 }
 

@@ -69,7 +69,7 @@ type replanWork struct {
 // as it stands (and, with apply, stored as its new version); reply hears
 // the problems, or nil.
 type proposal struct {
-	steps []Step
+	revision ReplanRevision
 	work  *replanWork
 	apply bool
 	em    event.Emitter
@@ -204,7 +204,13 @@ func (pr *planRun) onProposal(prop proposal) proposalAnswer {
 	if lookup == nil {
 		lookup = pr.cfg.Lookup
 	}
-	steps, err := ReviseUnfinished(pr.p.Goal, pr.p.Steps, prop.work.scope, prop.steps, ValidateConfig{MaxSteps: pr.cfg.MaxSteps, Tool: lookup})
+	awaiting := map[int]bool{}
+	for n := range pr.replan.held {
+		if !prop.work.scope[n] {
+			awaiting[n] = true
+		}
+	}
+	steps, err := ReviseUnfinished(pr.p.Goal, pr.p.Steps, ReplanScope{Failed: prop.work.scope, Awaiting: awaiting}, prop.revision, ValidateConfig{MaxSteps: pr.cfg.MaxSteps, Tool: lookup})
 	if err != nil {
 		return proposalAnswer{err: err}
 	}
@@ -275,7 +281,7 @@ func (pr *planRun) runReplanner(w *replanWork, input string) replanEnd {
 			mu.Unlock()
 			return "The plan ends failed: " + gaveUp, nil
 		}
-		ans, used := pr.reviewedProposal(ctx, proposal{steps: StepsFrom(a.Steps), work: w, em: em})
+		ans, used := pr.reviewedProposal(ctx, proposal{revision: ReplanRevision{Steps: StepsFrom(a.Steps), Remove: a.Remove}, work: w, em: em})
 		mu.Lock()
 		spent = spent.Add(used)
 		if ans.err != nil {
@@ -335,6 +341,7 @@ func (pr *planRun) reviewedProposal(ctx context.Context, prop proposal) (proposa
 // RevisePlanArgs are the replanner's revise_plan arguments.
 type RevisePlanArgs struct {
 	Steps  []StepArgs `json:"steps,omitempty"`
+	Remove []int      `json:"remove,omitempty"`
 	GiveUp bool       `json:"give_up,omitempty"`
 	Reason string     `json:"reason,omitempty"`
 }
@@ -347,7 +354,8 @@ const RevisePlanToolName = "revise_plan"
 var revisePlanSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "steps": {"type": "array", "description": "every step still to run: replacements for the failed steps and the steps not yet run (changed where needed); a step not yet run that is left out is removed; never a completed or running step", "items": ` + stepItemSchema + `},
+    "steps": {"type": "array", "description": "the steps to run in place of the failed steps and of what waits on them (one of those left out is removed), and other steps not yet run that change; never a completed or running step", "items": ` + stepItemSchema + `},
+    "remove": {"type": "array", "items": {"type": "integer"}, "description": "numbers of other steps not yet run to remove"},
     "give_up": {"type": "boolean", "description": "true: the goal cannot be reached from here; the plan ends failed"},
     "reason": {"type": "string", "description": "why you give up (with give_up)"}
   }
@@ -363,8 +371,8 @@ func reviseTool(do func(ctx context.Context, a RevisePlanArgs) (string, error)) 
 		Timeout:     tools.NoTimeout,
 		Effect:      tools.Idempotent, // it hands the revision to the plan's run, which checks it against the plan's version
 	}, func(ctx context.Context, _ tools.Call, a RevisePlanArgs) (tools.Result, error) {
-		if a.GiveUp && len(a.Steps) > 0 {
-			return tools.Result{}, errors.New("give either steps or give_up, not both")
+		if a.GiveUp && (len(a.Steps) > 0 || len(a.Remove) > 0) {
+			return tools.Result{}, errors.New("give either steps (and remove) or give_up, not both")
 		}
 		out, err := do(ctx, a)
 		if err != nil {
