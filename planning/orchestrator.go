@@ -144,6 +144,13 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	if cfg.Replanner.Name == "" {
 		cfg.Replanner.Name = event.RoleReplanner
 	}
+	if cfg.Replanner.Prompt == nil {
+		prompt, err := agents.ParsePrompt(string(cfg.Replanner.Name), agents.DefaultReplannerPrompt)
+		if err != nil {
+			bad.Add("Replanner", "%s", err.Error())
+		}
+		cfg.Replanner.Prompt = prompt
+	}
 	if cfg.DefaultMode == "" {
 		cfg.DefaultMode = planmode.AutoExecute
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -485,4 +486,96 @@ func TestReplanOfAnAgentReviewPlanIsReviewed(t *testing.T) {
 	}
 	require.Equal(t, 3, reviewers)
 	noCompletedStepTwice(t, e, p)
+}
+
+// blockingReplanner runs every role on next but the replanner, which says
+// it started and waits for its run to be cancelled (an owner that dies
+// mid-replan).
+type blockingReplanner struct {
+	next    planning.AgentRunner
+	started chan struct{}
+}
+
+func (b *blockingReplanner) Run(ctx context.Context, task agents.Task) (agents.Result, error) {
+	if task.Role.Name != event.RoleReplanner {
+		return b.next.Run(ctx, task)
+	}
+	close(b.started)
+	<-ctx.Done()
+	return agents.Result{Interrupted: true, Finished: agents.FinishCancelled}, context.Cause(ctx)
+}
+
+// A takeover mid-replan: the first owner dies while its replanner works
+// (the failed step stored failed, its dependent pending); the process that
+// takes the run over replans it again and finishes the plan, and the
+// completed step never runs again.
+func TestReplanResumesAfterATakeover(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			script := `rules:` + executorRules + `
+  - when: {role: replanner, after_tool: none}
+    reply:
+      tool_calls:
+        - name: revise_plan
+          args: {steps: [{number: 2, title: "Mirror", description: "Fetch from the mirror", executor_required: true, depends_on: [1]},
+                         {number: 3, title: "Summarise", description: "Summarise", executor_required: true, depends_on: [2]}]}
+`
+			roles, err := agents.LoadRoles("../configs/agents.yaml")
+			require.NoError(t, err)
+			block := &blockingReplanner{started: make(chan struct{})}
+			first, model := replanEnv(t, driver, script, func(c *planning.Config) {
+				block.next = c.Runner
+				c.Runner = block
+			})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			go func() {
+				<-block.started
+				cancel(agents.OwnerLost)
+			}()
+			_, _ = first.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+				task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Summarise", 2)}}, first.em)
+			var planID string
+			for _, env := range first.rec.Events() {
+				if ev, ok := env.Event.(event.PlanCreated); ok {
+					planID = ev.Plan.ID
+				}
+			}
+			left, err := first.store.GetPlan(context.Background(), planID)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusExecuting, left.Status, "the lost owner leaves the plan running")
+			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepPending}, stepStatuses(left))
+
+			// The process that takes the run over: the same store, the
+			// scripted replanner.
+			second, err := planning.NewOrchestrator(planning.Config{Store: first.store, Runner: block.next, Tools: mustRuntime(t, first.store),
+				Lookup: allowed("web_fetch", "create_task"), Executor: roles.Executor, Replanner: roles.Replanner})
+			require.NoError(t, err)
+			rec := &event.Recorder{}
+			ended, err := second.Control().Run(context.Background(), left, event.NewEmitter(rec, event.Source{Role: event.RoleSystem}, time.Now))
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, ended.Status, ended.Reason)
+			require.Equal(t, 2, ended.Version)
+			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepCompleted, 3: planning.StepCompleted}, stepStatuses(ended))
+			noCompletedStepTwice(t, first, ended)
+			revs := revisedEvents(rec)
+			require.Len(t, revs, 1)
+			require.Equal(t, 2, revs[0].FailedStep)
+			n := 0
+			for _, c := range model.Calls() {
+				if c.Role == "replanner" {
+					n++
+				}
+			}
+			require.Equal(t, 1, n, "the new owner's replanner answered")
+		})
+	}
+}
+
+func mustRuntime(t *testing.T, rec tools.Recorder) *tools.Runtime {
+	t.Helper()
+	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: rec})
+	require.NoError(t, err)
+	return rt
 }
