@@ -146,6 +146,9 @@ class Turn {
       case "plan_created":
       case "plan_revised":
       case "plan_ready_for_review":
+        if (ev.reason === "replan") {
+          this.note(src, `step ${ev.failed_step} failed: the plan was replanned (version ${ev.version}); completed steps are kept`, "warn");
+        }
         this.card(ev.plan).apply(ev);
         break;
       case "plan_approval_requested":
