@@ -155,6 +155,7 @@ func TestReplanChainReplacesTheFailedStep(t *testing.T) {
 			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 3: planning.StepCompleted, 4: planning.StepCompleted}, stepStatuses(p))
 			require.Equal(t, []int{4}, p.Steps[1].DependsOn, "step 3 now depends on the replacement")
 			require.Contains(t, p.Reason, "1 replan(s): step 2 failed")
+			require.Contains(t, res.Outcome, "Why: 1 replan(s): step 2 failed", "the plan's summary says how many replans and why")
 			noCompletedStepTwice(t, e, p)
 
 			revs := revisedEvents(e.rec)
