@@ -580,3 +580,66 @@ func mustRuntime(t *testing.T, rec tools.Recorder) *tools.Runtime {
 	require.NoError(t, err)
 	return rt
 }
+
+// A draft_only plan's revision waits for the user (replan_approval:
+// same_as_plan): the independent step completes meanwhile, the run ends
+// with the plan revised and pending review, and approving that version
+// runs what is left — the completed step is not run again.
+func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e, _ := replanEnv(t, driver, `rules:`+executorRules+`
+  - when: {role: replanner, after_tool: none}
+    reply:
+      tool_calls:
+        - name: revise_plan
+          args: {steps: [{number: 4, title: "Mirror", description: "Fetch from the mirror", executor_required: true},
+                         {number: 2, title: "Summarise", description: "Summarise", executor_required: true, depends_on: [4]}]}
+`, nil)
+			ctx := context.Background()
+			sub, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+				task(1, "FLAKY fetch"), task(2, "Summarise", 1), task(3, "SLOW independent")}}, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusPendingReview, sub.Plan.Status)
+			alice := planning.HumanApproval{By: planning.Actor{UserID: "alice"}, Version: 1}
+			p, err := e.orch.Control().Approve(ctx, sub.Plan.ID, alice, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusPendingReview, p.Status, p.Reason)
+			require.Equal(t, 2, p.Version)
+			require.Contains(t, p.Reason, "approve version 2")
+			require.Equal(t, map[int]planning.StepStatus{2: planning.StepPending, 3: planning.StepCompleted, 4: planning.StepPending}, stepStatuses(p))
+			rev := indexOfRevision(e.rec, 2)
+			require.Positive(t, rev)
+			proposed := -1
+			for i, env := range e.rec.Events() {
+				if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && ev.Success {
+					proposed = i
+				}
+			}
+			require.Positive(t, proposed)
+			require.Less(t, proposed, eventIndex(e.rec, event.TypeStepComplete, 3), "step 3 ran on while the revision waited")
+			require.Greater(t, rev, eventIndex(e.rec, event.TypeStepComplete, 3), "the revision is stored once nothing else runs")
+			ready := 0
+			for _, env := range e.rec.Events() {
+				if _, ok := env.Event.(event.PlanReadyForReview); ok {
+					ready++
+				}
+			}
+			require.Equal(t, 2, ready, "the draft, then its revision")
+
+			_, err = e.orch.Control().ClaimApproval(ctx, p.ID, planning.HumanApproval{By: planning.Actor{UserID: "alice"}, Version: 2,
+				Edits: p.Steps}, e.em)
+			require.ErrorContains(t, err, "approve it without edits")
+			alice.Version = 2
+			done, err := e.orch.Control().Approve(ctx, p.ID, alice, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, done.Status, done.Reason)
+			noCompletedStepTwice(t, e, done)
+			stored, err := e.store.GetPlan(ctx, p.ID)
+			require.NoError(t, err)
+			require.Positive(t, stored.Usage.InputTokens)
+		})
+	}
+}

@@ -38,8 +38,12 @@ type replans struct {
 	// replanner that gave up turns it off.
 	enabled bool
 	// review says a revision is reviewed by the reviewer agent before it
-	// runs (agent_review, same_as_plan).
-	review bool
+	// runs (agent_review, same_as_plan); human that a person approves it
+	// (draft_only, same_as_plan): the revision waits (awaiting) while the
+	// steps that do not depend on the failed one go on, and once they are
+	// done the plan is stored revised, pending review (awaitApproval).
+	review, human bool
+	awaiting      *proposal
 	// max is the most replans of the plan; count those started, the
 	// stored ones of earlier runs included.
 	max, count int
@@ -100,8 +104,9 @@ func (pr *planRun) openReplans() {
 	r := &replans{held: map[int]bool{}, attempts: map[int]int{}, max: pr.cfg.MaxReplans,
 		proposals: make(chan proposal), ends: make(chan replanEnd)}
 	pr.replan = r
-	r.enabled = pr.cfg.Replan == ReplanAuto && !(pr.p.Mode == planmode.DraftOnly && pr.cfg.ReplanApproval == ReplanSameAsPlan)
+	r.enabled = pr.cfg.Replan == ReplanAuto
 	r.review = pr.p.Mode == planmode.AgentReview && pr.cfg.ReplanApproval == ReplanSameAsPlan
+	r.human = pr.p.Mode == planmode.DraftOnly && pr.cfg.ReplanApproval == ReplanSameAsPlan
 	if !r.enabled {
 		return
 	}
@@ -145,7 +150,7 @@ func (pr *planRun) holdFailure(s Step) {
 		return
 	}
 	r.attempts[s.Number]++
-	if r.enabled && pr.ctx.Err() == nil && r.count < r.max {
+	if r.enabled && r.awaiting == nil && pr.ctx.Err() == nil && r.count < r.max {
 		r.held[s.Number] = true
 	}
 }
@@ -155,6 +160,9 @@ func (pr *planRun) holdFailure(s Step) {
 // dependents are skipped from now on.
 func (pr *planRun) settleReplans() {
 	r := pr.replan
+	if r.awaiting != nil && pr.ctx.Err() == nil {
+		return // the held failures wait with the revision
+	}
 	if r.active == nil && len(r.held) > 0 && (!r.enabled || r.count >= r.max || pr.ctx.Err() != nil) {
 		clear(r.held)
 	}
@@ -163,7 +171,7 @@ func (pr *planRun) settleReplans() {
 // startReplan starts a replan of the held failures when none runs.
 func (pr *planRun) startReplan() {
 	r := pr.replan
-	if r.active != nil || len(r.held) == 0 {
+	if r.active != nil || r.awaiting != nil || len(r.held) == 0 {
 		return
 	}
 	r.count++
@@ -183,7 +191,7 @@ func (pr *planRun) onReplanEnd(end replanEnd) {
 	pr.usage = pr.usage.Add(end.usage)
 	w := r.active
 	r.active = nil
-	if w.applied {
+	if w.applied || (r.awaiting != nil && pr.ctx.Err() == nil) {
 		return
 	}
 	if pr.ctx.Err() == nil {
@@ -217,6 +225,11 @@ func (pr *planRun) onProposal(prop proposal) proposalAnswer {
 	candidate := pr.p
 	candidate.Version, candidate.Steps = pr.p.Version+1, steps
 	if !prop.apply {
+		return proposalAnswer{plan: candidate}
+	}
+	if pr.replan.human {
+		held := prop
+		pr.replan.awaiting = &held
 		return proposalAnswer{plan: candidate}
 	}
 	rev := Revision{PlanID: pr.p.ID, Version: candidate.Version, Goal: pr.p.Goal, Steps: steps, Author: AuthorReplanner,
@@ -290,6 +303,10 @@ func (pr *planRun) runReplanner(w *replanWork, input string) replanEnd {
 		mu.Unlock()
 		if ans.err != nil {
 			return "", ans.err
+		}
+		if pr.replan.human {
+			return fmt.Sprintf("The revision (version %d) waits for the user's approval; the steps that do not depend on the failed one go on meanwhile.",
+				ans.plan.Version), nil
 		}
 		return fmt.Sprintf("Revision stored as version %d of the plan; its steps run as their dependencies complete.", ans.plan.Version), nil
 	})
@@ -398,4 +415,44 @@ func (r *replans) replanReason() string {
 		b.WriteString("no revision: " + r.gaveUp)
 	}
 	return b.String()
+}
+
+// awaitApproval ends a run whose revision waits for a person (a draft_only
+// plan's replan): once nothing else can run, the revision — checked again
+// against the steps as they ended — is stored as the plan's new version,
+// pending review, with what the run used (plan_revised with reason replan,
+// then plan_ready_for_review). Approving that version runs the rest;
+// completed steps keep their results. It reports false, and leaves the
+// run to end as usual, when the revision no longer fits or was not
+// stored: then the held failures' dependents are skipped.
+func (pr *planRun) awaitApproval() (Plan, bool) {
+	r := pr.replan
+	prop := *r.awaiting
+	r.awaiting = nil
+	ans := pr.onProposalChecked(prop)
+	if ans.err == nil {
+		why := fmt.Sprintf("replanned after step %d failed: approve version %d to run what is left", prop.work.failed, ans.plan.Version)
+		rev := Revision{PlanID: pr.p.ID, Version: ans.plan.Version, Goal: pr.p.Goal, Steps: ans.plan.Steps, Author: AuthorReplanner,
+			Reason: "replan: " + r.notes[len(r.notes)-1], KeepState: true, CreatedAt: pr.cfg.Now()}
+		p, err := pr.journal.replanAwaitsApproval(pr.ctx, prop.em, ans.plan, rev, prop.work.failed, why, pr.usage)
+		if err == nil {
+			summary := fmt.Sprintf("Plan %q was replanned after step %d failed; version %d waits for your review: approve it to run what is left, or reject it.",
+				p.Goal, prop.work.failed, p.Version)
+			pr.sys.Emit(pr.ctx, event.PlanReadyForReview{Plan: eventPlan(p), Summary: summary})
+			return p, true
+		}
+		ans.err = err
+	}
+	pr.cfg.Logger.Warn().Ctx(pr.ctx).Err(ans.err).Str("plan_id", pr.p.ID).Msg("the replan waiting for approval is not stored; the plan ends")
+	r.gaveUp, r.enabled = "the revision waiting for approval was not stored: "+apperr.MessageOf(ans.err), false
+	clear(r.held)
+	pr.drive() // skips what waited on the failed steps
+	return Plan{}, false
+}
+
+// onProposalChecked checks prop against the steps as they stand, without
+// applying it.
+func (pr *planRun) onProposalChecked(prop proposal) proposalAnswer {
+	prop.apply = false
+	return pr.onProposal(prop)
 }

@@ -332,6 +332,11 @@ func (pr *planRun) end() (Plan, error) {
 		// and leaves the plan and its steps as they stand for it.
 		return pr.p, context.Cause(pr.ctx)
 	}
+	if pr.replan.awaiting != nil && pr.ctx.Err() == nil {
+		if p, ok := pr.awaitApproval(); ok {
+			return p, nil
+		}
+	}
 	cause, cancelled := agents.CauseOf(pr.ctx)
 	shutdown := cancelled && cause == agents.Shutdown
 	for _, n := range Unfinished(pr.p.Steps) {
