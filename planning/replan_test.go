@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -642,4 +644,29 @@ func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
 			require.Positive(t, stored.Usage.InputTokens)
 		})
 	}
+}
+
+// The 3 × 4 plan with one failure in layer 2 costs one model call more
+// than without (the failed step's replacement) plus the replanner's: no
+// step that completed runs again, and nothing is replanned after every
+// step.
+func TestReplanOfATwelveStepPlanCostsTheReplacementOnly(t *testing.T) {
+	t.Parallel()
+	var calls sync.Map
+	e := newEnv(t, persistence.DriverSQLite, layersReplanned(0, &calls), nil)
+	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "layers", Steps: layers()}, e.em)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
+	require.Len(t, res.Plan.Steps, 12)
+	load := func(role string) int32 {
+		n, ok := calls.Load(role)
+		if !ok {
+			return 0
+		}
+		return n.(*atomic.Int32).Load()
+	}
+	require.Equal(t, int32(13), load("executor"), "12 steps and one replacement")
+	require.Equal(t, int32(1), load("replanner"))
+	noCompletedStepTwice(t, e, res.Plan)
+	require.Equal(t, 12*10+100, res.Plan.Usage.InputTokens, "the executors' and the replanner's tokens")
 }
