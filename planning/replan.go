@@ -37,8 +37,9 @@ type ReplanApproval string
 const (
 	// ReplanSameAsPlan: as the plan was let run — an auto_execute plan's
 	// revision runs at once, an agent_review plan's is reviewed by the
-	// reviewer agent first; a draft_only plan is not replanned (a person's
-	// approval of a running plan's revision is not supported).
+	// reviewer agent first, a draft_only plan's waits for a person (the
+	// plan ends its run pending review as the revised version, once the
+	// steps that do not depend on the failed one are done).
 	ReplanSameAsPlan ReplanApproval = "same_as_plan"
 	// ReplanApprovalAuto: every revision runs at once.
 	ReplanApprovalAuto ReplanApproval = "auto"
