@@ -237,7 +237,9 @@ func (pr *planRun) onProposal(prop proposal) proposalAnswer {
 	if err := pr.journal.replanned(pr.ctx, prop.em, candidate, rev, prop.work.failed); err != nil {
 		return proposalAnswer{err: err}
 	}
-	pr.p = candidate
+	// Only the version and the steps change: the steps' goroutines and
+	// the log's callbacks read the plan's other fields meanwhile.
+	pr.p.Version, pr.p.Steps = candidate.Version, candidate.Steps
 	pr.steps = make(map[int]*Step, len(pr.p.Steps))
 	for i := range pr.p.Steps {
 		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]

@@ -203,6 +203,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		prior = &e
 		delete(pr.started, st.Number)
 	}
+	// The plan as the step starts: a replan changes the run's version and
+	// steps (drive's alone) while the step's goroutine runs.
+	plan := pr.p
 	var x *executorStart
 	if snapshot.Tool == "" {
 		start := pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
@@ -228,9 +231,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		out := stepOutcome{number: snapshot.Number, step: snapshot}
 		sctx, span := pr.startStep(snapshot, lost != nil)
 		if snapshot.Tool != "" {
-			out.step = pr.coordinator.runDirect(sctx, pr.p, pr.origin, snapshot, deps, prior, pr.em)
+			out.step = pr.coordinator.runDirect(sctx, plan, pr.origin, snapshot, deps, prior, pr.em)
 		} else {
-			out.step, out.usage = pr.coordinator.runExecutor(sctx, pr.p, pr.origin, snapshot, lost, x)
+			out.step, out.usage = pr.coordinator.runExecutor(sctx, plan, pr.origin, snapshot, lost, x)
 		}
 		endStep(span, out.step)
 		end := pr.cfg.Now()
