@@ -73,6 +73,11 @@ func executorsOf(t *testing.T, e env, planID string, status ...planning.Executio
 func noCompletedStepTwice(t *testing.T, e env, p planning.Plan) {
 	t.Helper()
 	runs := executorsOf(t, e, p.ID, planning.ExecutionCompleted)
+	calls, err := e.store.ListToolExecutions(context.Background(), "alice", persistence.ToolExecutionFilter{PlanID: p.ID})
+	require.NoError(t, err)
+	for _, c := range calls {
+		runs[c.Source.StepNumber]++ // a direct step's call
+	}
 	for _, s := range p.Steps {
 		if s.Status == planning.StepCompleted {
 			require.Equal(t, 1, runs[s.Number], "completed step %d ran %d times", s.Number, runs[s.Number])
@@ -230,12 +235,15 @@ func TestReplanFanOutKeepsIndependentStepsRunning(t *testing.T) {
           args: {steps: [{number: 5, title: "Retry C", description: "Do C another way", executor_required: true, depends_on: [1]}]}
 `, nil)
 			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Fan", Steps: []planning.Step{
-				task(1, "Start"), task(2, "SLOW A", 1), task(3, "FLAKY C", 1), task(4, "SLOW B", 1)}}, e.em)
+				task(1, "Start"), task(2, "SLOW A", 1), task(3, "FLAKY C", 1), task(4, "SLOW B", 1),
+				{StepDefinition: event.StepDefinition{Number: 6, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"x/{{steps.1.result}}"}`),
+					DependsOn: []int{1}}}}}, e.em)
 			require.NoError(t, err)
 			p := res.Plan
 			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
 			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepCompleted, 4: planning.StepCompleted,
-				5: planning.StepCompleted}, stepStatuses(p))
+				5: planning.StepCompleted, 6: planning.StepCompleted}, stepStatuses(p))
+			require.Equal(t, "page at x/done", p.Steps[4].Result, "a direct step runs beside the replan too")
 			rev := indexOfRevision(e.rec, 2)
 			require.Positive(t, rev)
 			require.Less(t, eventIndex(e.rec, event.TypeStepComplete, 2), rev, "step 2 completed while the replanner worked")
