@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/agents"
-	"github.com/planwright/planwright/pkg/event"
-	"github.com/planwright/planwright/tools"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
 )
 
 // layers is a plan of three layers of four steps; every step of a layer

@@ -219,7 +219,9 @@ func replanInput(goal string, steps []Step, scope map[int]bool, attempts map[int
 			return fmt.Sprintf("%s\n   error (attempt %d): %s", stepLine(s), max(attempts[s.Number], 1), oneLine(s.Error, 600))
 		})
 	section("Steps that ended without completing (they stay as they are)",
-		func(s Step) bool { return s.Status != StepPending && frozen(s, scope) && s.Status != StepCompleted && s.Status != StepRunning },
+		func(s Step) bool {
+			return s.Status != StepPending && frozen(s, scope) && s.Status != StepCompleted && s.Status != StepRunning
+		},
 		func(s Step) string { return stepLine(s) + " — " + string(s.Status) })
 	affected := ReplanScope{Failed: scope}.affected(steps)
 	section("Steps waiting on the failed steps (list the ones to keep, changed where needed; one left out is removed)",

@@ -58,7 +58,7 @@ func TestReviseUnfinished(t *testing.T) {
 			errs: []string{`step 1 ("step") is completed: a revision cannot change, remove or rerun it — leave it out`,
 				`step 2 ("step") is running: a revision cannot change`, "step 1 (\"step\") is completed: a revision cannot change, remove or rerun it\n"}},
 		{name: "depending on a skipped step, on a missing one, and a cycle",
-			rev: planning.ReplanRevision{Steps: []planning.Step{exec(7, 6), exec(8, 9), exec(10, 11), exec(11, 10)}},
+			rev:  planning.ReplanRevision{Steps: []planning.Step{exec(7, 6), exec(8, 9), exec(10, 11), exec(11, 10)}},
 			errs: []string{"step 7 depends on step 6, which is skipped", "step 8 depends on step 9, which does not exist", "cycle"}},
 		{name: "an empty revision",
 			errs: []string{"steps is empty"}},

@@ -74,10 +74,10 @@ type replanWork struct {
 // the problems, or nil.
 type proposal struct {
 	revision ReplanRevision
-	work  *replanWork
-	apply bool
-	em    event.Emitter
-	reply chan proposalAnswer
+	work     *replanWork
+	apply    bool
+	em       event.Emitter
+	reply    chan proposalAnswer
 }
 
 type proposalAnswer struct {
