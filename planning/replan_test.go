@@ -678,3 +678,29 @@ func TestReplanOfATwelveStepPlanCostsTheReplacementOnly(t *testing.T) {
 	noCompletedStepTwice(t, e, res.Plan)
 	require.Equal(t, 12*10+100, res.Plan.Usage.InputTokens, "the executors' and the replanner's tokens")
 }
+
+// A plan cancelled while its replanner works ends cancelled: the replan
+// is dropped, the failed step stays failed, what waited on it is
+// cancelled, and nothing is revised.
+func TestReplanCancelledMidReplan(t *testing.T) {
+	t.Parallel()
+	block := &blockingReplanner{started: make(chan struct{})}
+	e, _ := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules, func(c *planning.Config) {
+		block.next = c.Runner
+		c.Runner = block
+	})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-block.started
+		cancel(agents.UserCancelled)
+	}()
+	res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+		task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Summarise", 2)}}, e.em)
+	require.NoError(t, err)
+	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCancelled, p.Status)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCancelled}, stepStatuses(p))
+	require.Equal(t, 1, p.Version)
+	require.Empty(t, revisedEvents(e.rec))
+}
