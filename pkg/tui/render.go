@@ -196,8 +196,8 @@ func (r *Renderer) Event(ev client.Event) {
 	live := r.out.live
 	switch e := ev.Event.(type) {
 	case event.Text:
-		if src.Role == event.RoleExecutor || src.Role == event.RoleReviewer {
-			return // executors' and the reviewer's words are in their transcripts
+		if src.Role == event.RoleExecutor || src.Role == event.RoleReviewer || src.Role == event.RoleReplanner {
+			return // executors', the reviewer's and the replanner's words are not the answer
 		}
 		r.table.clear()
 		r.out.text(e.Content)

@@ -82,7 +82,7 @@ class Turn {
 
   text(src, content) {
     const role = src ? src.role : "planner";
-    if (role !== "executor" && role !== "reviewer") { // the planner's, or the answer synthesized after a plan run
+    if (role !== "executor" && role !== "reviewer" && role !== "replanner") { // the planner's, or the answer synthesized after a plan run
       this.answer.hidden = false;
       this.answer.append(content);
       return;
