@@ -704,3 +704,32 @@ func TestReplanCancelledMidReplan(t *testing.T) {
 	require.Equal(t, 1, p.Version)
 	require.Empty(t, revisedEvents(e.rec))
 }
+
+// A replanner that calls revise_plan twice in one round (the calls run at
+// once) gets one revision: the call that comes second is refused.
+func TestReplanTakesOneRevisionPerReplan(t *testing.T) {
+	t.Parallel()
+	e, _ := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules+`
+  - when: {role: replanner, after_tool: none}
+    reply:
+      tool_calls:
+        - name: revise_plan
+          args: {steps: [{number: 2, title: "Mirror", description: "Fetch from the mirror", executor_required: true, depends_on: [1]}]}
+        - name: revise_plan
+          args: {steps: [{number: 2, title: "Cache", description: "Fetch from the cache", executor_required: true, depends_on: [1]}]}
+`, nil)
+	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+		task(1, "List the shops"), task(2, "FLAKY fetch", 1)}}, e.em)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
+	require.Len(t, revisedEvents(e.rec), 1)
+	require.Equal(t, 2, res.Plan.Version)
+	var refused int
+	for _, env := range e.rec.Events() {
+		if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && !ev.Success {
+			require.Contains(t, ev.Error, "already taken")
+			refused++
+		}
+	}
+	require.Equal(t, 1, refused)
+}

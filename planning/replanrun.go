@@ -208,6 +208,10 @@ func (pr *planRun) onReplanEnd(end replanEnd) {
 // now and, to apply it, stores it as the plan's new version (plan_revised,
 // reason replan) and takes it into the run.
 func (pr *planRun) onProposal(prop proposal) proposalAnswer {
+	if prop.apply && (prop.work.applied || pr.replan.awaiting != nil) {
+		// Two revise_plan calls of one round: the first to arrive counts.
+		return proposalAnswer{err: apperr.New(apperr.Conflict, "this replan's revision is already taken; it ends here")}
+	}
 	lookup := pr.origin.Allowed
 	if lookup == nil {
 		lookup = pr.cfg.Lookup
