@@ -219,25 +219,39 @@ func keys(m map[string]json.RawMessage) []string {
 }
 
 // A fan-out 1 → {2, 3, 4} whose step 3 fails: steps 2 and 4 do not depend
-// on it and run on while the replanner works (it answers after 400 ms,
-// they take 300 ms), each once; the replacement joins the schedule.
+// on it and run on while the replanner works (it answers only once they
+// completed), each once; the replacement joins the schedule.
 func TestReplanFanOutKeepsIndependentStepsRunning(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			e, _ := replanEnv(t, driver, `rules:`+executorRules+`
+			// The replanner answers only once steps 2 and 4 completed: they
+			// must run on while it works.
+			var e env
+			both := signal(func(env event.Envelope) bool {
+				ev, ok := env.Event.(event.StepComplete)
+				return ok && (ev.Step.Number == 2 || ev.Step.Number == 4) && ev.Step.Status == planning.StepCompleted
+			}, 2)
+			e, _ = replanEnv(t, driver, `rules:`+executorRules+`
   - when: {role: replanner, after_tool: none}
     reply:
-      delay_ms: 400
       tool_calls:
         - name: revise_plan
           args: {steps: [{number: 5, title: "Retry C", description: "Do C another way", executor_required: true, depends_on: [1]}]}
-`, nil)
+`, func(c *planning.Config) {
+				c.Runner = gated{next: c.Runner, gate: func(task agents.Task) <-chan struct{} {
+					if task.Role.Name == event.RoleReplanner {
+						return both.done
+					}
+					return nil
+				}}
+			})
+			em := both.emitter(e)
 			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Fan", Steps: []planning.Step{
 				task(1, "Start"), task(2, "SLOW A", 1), task(3, "FLAKY C", 1), task(4, "SLOW B", 1),
 				{StepDefinition: event.StepDefinition{Number: 6, Title: "fetch", Tool: "web_fetch", Args: json.RawMessage(`{"url":"x/{{steps.1.result}}"}`),
-					DependsOn: []int{1}}}}}, e.em)
+					DependsOn: []int{1}}}}}, em)
 			require.NoError(t, err)
 			p := res.Plan
 			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
@@ -254,14 +268,20 @@ func TestReplanFanOutKeepsIndependentStepsRunning(t *testing.T) {
 	}
 }
 
-// A diamond 1 → {2, 3} → 4 whose step 3 fails while step 2 still runs:
-// the replanner sees step 2 running, step 4 waits (not skipped) for the
-// revision, and step 2 is not run again.
+// A diamond 1 → {2, 3} → 4 whose step 3 fails while step 2 still runs (it
+// ends only after the revision): the replanner sees step 2 running, step 4
+// waits (not skipped) for the revision, and step 2 is not run again.
 func TestReplanDiamondWaitsForTheRunningBranch(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
+			// Step 2's executor answers only once the replanner has its
+			// revision stored: it runs all through the replan.
+			revised := signal(func(env event.Envelope) bool {
+				_, ok := env.Event.(event.PlanRevised)
+				return ok
+			}, 1)
 			e, model := replanEnv(t, driver, `rules:`+executorRules+`
   - when: {role: replanner, after_tool: none}
     reply:
@@ -269,7 +289,15 @@ func TestReplanDiamondWaitsForTheRunningBranch(t *testing.T) {
         - name: revise_plan
           args: {steps: [{number: 3, title: "C again", description: "Do C from the cache", executor_required: true, depends_on: [1]},
                          {number: 4, title: "Join", description: "Join A and C", executor_required: true, depends_on: [2, 3]}]}
-`, nil)
+`, func(c *planning.Config) {
+				c.Runner = gated{next: c.Runner, gate: func(task agents.Task) <-chan struct{} {
+					if task.Role.Name == event.RoleExecutor && task.Data.StepNumber == 2 {
+						return revised.done
+					}
+					return nil
+				}}
+			})
+			e.em = revised.emitter(e)
 			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Diamond", Steps: []planning.Step{
 				task(1, "Start"), task(2, "SLOW A", 1), task(3, "FLAKY C", 1), task(4, "Join A and C", 2, 3)}}, e.em)
 			require.NoError(t, err)
@@ -286,6 +314,7 @@ func TestReplanDiamondWaitsForTheRunningBranch(t *testing.T) {
 			}
 			noCompletedStepTwice(t, e, p)
 			require.Equal(t, 2, executorsOf(t, e, p.ID)[3], "the failed step 3 and its replacement")
+			require.Greater(t, eventIndex(e.rec, event.TypeStepComplete, 2), indexOfRevision(e.rec, 2), "step 2 ran through the replan")
 		})
 	}
 }
@@ -600,6 +629,12 @@ func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
+			// Step 3's executor answers only once the revision was proposed:
+			// it runs on while the revision waits.
+			proposed := signal(func(env event.Envelope) bool {
+				ev, ok := env.Event.(event.ToolResult)
+				return ok && ev.Name == planning.RevisePlanToolName && ev.Success
+			}, 1)
 			e, _ := replanEnv(t, driver, `rules:`+executorRules+`
   - when: {role: replanner, after_tool: none}
     reply:
@@ -607,7 +642,15 @@ func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
         - name: revise_plan
           args: {steps: [{number: 4, title: "Mirror", description: "Fetch from the mirror", executor_required: true},
                          {number: 2, title: "Summarise", description: "Summarise", executor_required: true, depends_on: [4]}]}
-`, nil)
+`, func(c *planning.Config) {
+				c.Runner = gated{next: c.Runner, gate: func(task agents.Task) <-chan struct{} {
+					if task.Role.Name == event.RoleExecutor && task.Data.StepNumber == 3 {
+						return proposed.done
+					}
+					return nil
+				}}
+			})
+			e.em = proposed.emitter(e)
 			ctx := context.Background()
 			sub, err := e.orch.Submit(ctx, origin(planmode.DraftOnly), planning.Draft{Goal: "Prices", Steps: []planning.Step{
 				task(1, "FLAKY fetch"), task(2, "Summarise", 1), task(3, "SLOW independent")}}, e.em)
@@ -622,14 +665,14 @@ func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
 			require.Equal(t, map[int]planning.StepStatus{2: planning.StepPending, 3: planning.StepCompleted, 4: planning.StepPending}, stepStatuses(p))
 			rev := indexOfRevision(e.rec, 2)
 			require.Positive(t, rev)
-			proposed := -1
+			at := -1
 			for i, env := range e.rec.Events() {
 				if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && ev.Success {
-					proposed = i
+					at = i
 				}
 			}
-			require.Positive(t, proposed)
-			require.Less(t, proposed, eventIndex(e.rec, event.TypeStepComplete, 3), "step 3 ran on while the revision waited")
+			require.Positive(t, at)
+			require.Less(t, at, eventIndex(e.rec, event.TypeStepComplete, 3), "step 3 ran on while the revision waited")
 			require.Greater(t, rev, eventIndex(e.rec, event.TypeStepComplete, 3), "the revision is stored once nothing else runs")
 			ready := 0
 			for _, env := range e.rec.Events() {
@@ -732,4 +775,48 @@ func TestReplanTakesOneRevisionPerReplan(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, refused)
+}
+
+// gated runs every agent on next, each once its gate (nil: none) is open.
+type gated struct {
+	next planning.AgentRunner
+	gate func(task agents.Task) <-chan struct{}
+}
+
+func (g gated) Run(ctx context.Context, task agents.Task) (agents.Result, error) {
+	if ch := g.gate(task); ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return agents.Result{Interrupted: true, Finished: agents.FinishCancelled}, context.Cause(ctx)
+		}
+	}
+	return g.next.Run(ctx, task)
+}
+
+// signalled closes done once n events matched.
+type signalled struct {
+	match func(event.Envelope) bool
+	mu    sync.Mutex
+	left  int
+	done  chan struct{}
+}
+
+func signal(match func(event.Envelope) bool, n int) *signalled {
+	return &signalled{match: match, left: n, done: make(chan struct{})}
+}
+
+// emitter is e's planner emitter, its events also seen by s.
+func (s *signalled) emitter(e env) event.Emitter {
+	sink := event.SinkFunc(func(ctx context.Context, env event.Envelope) {
+		e.rec.Emit(ctx, env)
+		if s.match(env) {
+			s.mu.Lock()
+			if s.left--; s.left == 0 {
+				close(s.done)
+			}
+			s.mu.Unlock()
+		}
+	})
+	return event.NewEmitter(sink, event.Source{Role: event.RolePlanner, AgentID: "planner-1"}, time.Now)
 }
