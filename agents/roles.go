@@ -149,13 +149,16 @@ func orDefault[T int | time.Duration](v, def T, field string, probs *[]apperr.Fi
 }
 
 // Roles holds the roles of configs/agents.yaml: the four of DESIGN.md,
-// and the merger, which is optional (DefaultMergerPrompt when absent).
+// and the merger and the replanner, which are optional (DefaultMergerPrompt,
+// DefaultReplannerPrompt when absent). The replanner without a model of its
+// own takes the planner's.
 type Roles struct {
 	Planner     Role
 	Executor    Role
 	Reviewer    Role
 	Synthesizer Role
 	Merger      Role
+	Replanner   Role
 }
 
 // Get returns the role named name, or an apperr.NotFound error.
@@ -171,6 +174,8 @@ func (rs Roles) Get(name event.Role) (Role, error) {
 		return rs.Synthesizer, nil
 	case RoleMerger:
 		return rs.Merger, nil
+	case event.RoleReplanner:
+		return rs.Replanner, nil
 	}
 	return Role{}, apperr.New(apperr.NotFound, "no agent role %q", name)
 }
@@ -237,6 +242,7 @@ type rolesFile struct {
 //	  reviewer: ...
 //	  synthesizer: ...
 //	  merger: ...            # optional: DefaultMergerPrompt
+//	  replanner: ...         # optional: DefaultReplannerPrompt; the planner's model
 //
 // The four roles of DESIGN.md are required; unknown keys, unknown roles, a prompt that
 // names a field PromptData lacks, and numbers below 1 are errors. The error
@@ -258,6 +264,7 @@ func ParseRoles(data []byte) (Roles, error) {
 	for name, ptr := range map[event.Role]*Role{
 		event.RolePlanner: &rs.Planner, event.RoleExecutor: &rs.Executor,
 		event.RoleReviewer: &rs.Reviewer, event.RoleSynthesizer: &rs.Synthesizer, RoleMerger: &rs.Merger,
+		event.RoleReplanner: &rs.Replanner,
 	} {
 		known[string(name)] = ptr
 	}
@@ -269,7 +276,7 @@ func ParseRoles(data []byte) (Roles, error) {
 	for _, name := range names {
 		ptr, ok := known[name]
 		if !ok {
-			probs = append(probs, apperr.FieldError{Field: "roles." + name, Message: "unknown role (want planner, executor, reviewer, synthesizer or merger)"})
+			probs = append(probs, apperr.FieldError{Field: "roles." + name, Message: "unknown role (want planner, executor, reviewer, synthesizer, merger or replanner)"})
 			continue
 		}
 		r, rp := buildRole(event.Role(name), f.Roles[name])
@@ -283,6 +290,12 @@ func ParseRoles(data []byte) (Roles, error) {
 	}
 	if _, ok := f.Roles[string(RoleMerger)]; !ok {
 		rs.Merger, _ = buildRole(RoleMerger, roleFile{Prompt: DefaultMergerPrompt})
+	}
+	if _, ok := f.Roles[string(event.RoleReplanner)]; !ok {
+		rs.Replanner, _ = buildRole(event.RoleReplanner, roleFile{Prompt: DefaultReplannerPrompt})
+	}
+	if rs.Replanner.Model == "" {
+		rs.Replanner.Model = rs.Planner.Model
 	}
 	if len(probs) > 0 {
 		return Roles{}, apperr.Invalidf(probs, "invalid roles file")

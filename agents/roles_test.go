@@ -210,3 +210,30 @@ func TestParsePrompt(t *testing.T) {
 		})
 	}
 }
+
+// The replanner is optional: without it in the file it gets its default
+// prompt and the planner's model; the shipped file configures it, with
+// its own prompt and budget.
+func TestReplannerRole(t *testing.T) {
+	t.Parallel()
+	withModel := strings.Replace(validRoles, "  planner:\n", "  planner:\n    model: plan-model\n", 1)
+	require.NotEqual(t, validRoles, withModel)
+	rs, err := agents.ParseRoles([]byte(withModel))
+	require.NoError(t, err)
+	r, err := rs.Get(event.RoleReplanner)
+	require.NoError(t, err)
+	require.Equal(t, event.RoleReplanner, r.Name)
+	require.Equal(t, "plan-model", r.Model, "the planner's model by default")
+	out, err := r.Prompt.Render(agents.PromptData{Goal: "Price report"})
+	require.NoError(t, err)
+	require.Contains(t, out, "You are the replanner of planwright")
+	require.Contains(t, out, "revise_plan")
+
+	shipped, err := agents.LoadRoles(filepath.Join("..", "configs", "agents.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, 5000, shipped.Replanner.Limits.TokenBudget)
+	require.Equal(t, shipped.Planner.Model, shipped.Replanner.Model)
+	out, err = shipped.Replanner.Prompt.Render(fullData())
+	require.NoError(t, err)
+	require.Contains(t, out, "revise_plan")
+}

@@ -530,8 +530,9 @@ func statusStrings(ss []planning.Status) []string {
 }
 
 // RevisePlan stores a new version of a plan: its goal and steps (reset to
-// pending) become rev's, its version rev.Version, and rev is kept as a
-// revision — all in one transaction.
+// pending, or as given with rev.KeepState, for an executing plan only)
+// become rev's, its version rev.Version, and rev is kept as a revision —
+// all in one transaction.
 func (s *Plans) RevisePlan(ctx context.Context, id string, rev planning.Revision) (planning.Plan, error) {
 	var out planning.Plan
 	err := s.transact(ctx, func(tx *gorm.DB) error {
@@ -564,9 +565,14 @@ func (s *Plans) revise(ctx context.Context, tx *gorm.DB, id string, rev planning
 	if rev.Goal == "" {
 		rev.Goal = p.Goal
 	}
+	if rev.KeepState && p.Status != planning.StatusExecuting {
+		return planning.Plan{}, apperr.New(apperr.Conflict, "plan %s is %s; only an executing plan is replanned", id, p.Status)
+	}
 	steps := make([]planning.Step, len(rev.Steps))
 	for i, st := range rev.Steps {
-		st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
+		if !rev.KeepState {
+			st.Status, st.Result, st.Error, st.StartedAt, st.CompletedAt = planning.StepPending, "", "", nil, nil
+		}
 		steps[i] = st
 	}
 	if err := tx.Where("plan_id = ?", id).Delete(&stepRow{}).Error; err != nil {

@@ -68,6 +68,9 @@ func (c *Control) ClaimApproval(ctx context.Context, planID string, a HumanAppro
 	approval := Approval{By: a.By.Role(), UserID: a.By.UserID, At: now, Note: a.Note, Version: p.Version, Via: a.Via}
 	var rev *Revision
 	if a.Edits != nil {
+		if ranSteps(p) {
+			return Plan{}, apperr.New(apperr.Conflict, "plan %s was replanned after some of its steps ran; approve it without edits (edits would run those steps again)", p.ID)
+		}
 		if err := Validate(Plan{Goal: p.Goal, Steps: a.Edits}, ValidateConfig{MaxSteps: c.cfg.MaxSteps, Tool: c.cfg.Lookup}); err != nil {
 			return Plan{}, err
 		}
@@ -75,6 +78,17 @@ func (c *Control) ClaimApproval(ctx context.Context, planID string, a HumanAppro
 		approval.Version = rev.Version
 	}
 	return c.journal.approved(ctx, c.planEmitter(em, planID, ""), p, approval, rev)
+}
+
+// ranSteps says whether a plan waiting for review has steps that ran (a
+// replanned plan's revision waits for a person).
+func ranSteps(p Plan) bool {
+	for _, s := range p.Steps {
+		if s.Status != StepPending {
+			return true
+		}
+	}
+	return false
 }
 
 // CurrentVersion checks that version, when not zero, is p's current

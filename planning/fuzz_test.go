@@ -49,3 +49,45 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReviseUnfinished decodes arbitrary revise_plan arguments and applies
+// them to a running plan: it must never panic, and a revision it accepts
+// keeps every completed and running step exactly as it stood.
+func FuzzReviseUnfinished(f *testing.F) {
+	for _, seed := range []string{
+		`{"steps":[{"number":5,"title":"again","executor_required":true,"depends_on":[1]},{"number":4,"title":"w","executor_required":true,"depends_on":[5]}]}`,
+		`{"steps":[{"number":1,"title":"changed","executor_required":true}]}`,
+		`{"steps":[{"number":3,"title":"x","executor_required":true}],"remove":[2,1]}`,
+		`{"remove":[4]}`, `{}`, `{"steps":[{"number":6,"depends_on":[6]}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	done, running := exec(1), exec(2, 1)
+	done.Status, done.Result = planning.StepCompleted, "r"
+	running.Status = planning.StepRunning
+	failed := exec(3, 1)
+	failed.Status = planning.StepFailed
+	current := []planning.Step{done, running, failed, exec(4, 3)}
+	cfg := planning.ValidateConfig{MaxSteps: 6, Tool: allowed("web_fetch", "create_task")}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var args planning.RevisePlanArgs
+		if json.Unmarshal(data, &args) != nil {
+			return
+		}
+		got, err := planning.ReviseUnfinished("g", current, planning.ReplanScope{Failed: map[int]bool{3: true}},
+			planning.ReplanRevision{Steps: planning.StepsFrom(args.Steps), Remove: args.Remove}, cfg)
+		if err != nil {
+			return
+		}
+		kept := map[int]planning.Step{}
+		for _, s := range got {
+			kept[s.Number] = s
+		}
+		for _, want := range []planning.Step{done, running} {
+			s, ok := kept[want.Number]
+			if !ok || s.Status != want.Status || s.Result != want.Result || s.Title != want.Title || len(s.DependsOn) != len(want.DependsOn) {
+				t.Fatalf("an accepted revision changed step %d: %+v", want.Number, s)
+			}
+		}
+	})
+}

@@ -77,6 +77,52 @@ func (j journal) revised(ctx context.Context, em event.Emitter, p Plan, rev Revi
 	return out, err
 }
 
+// replanned stores a replan's revision of executing plan p — p as it is
+// revised: its next version, its steps with their run states — and
+// announces it (plan_revised with reason replan and the failed step).
+func (j journal) replanned(ctx context.Context, em event.Emitter, p Plan, rev Revision, failed int) error {
+	ev := event.PlanRevised{Plan: eventPlan(p), Reason: event.ReasonReplan, FailedStep: failed, Version: p.Version}
+	return em.Record(ctx, ev, func(ctx context.Context) error {
+		got, err := j.cfg.Store.RevisePlan(ctx, p.ID, rev)
+		if err != nil {
+			return err
+		}
+		if got.Version != p.Version || len(got.Steps) != len(p.Steps) {
+			return apperr.New(apperr.Conflict, "plan %s changed meanwhile: it is version %d", got.ID, got.Version)
+		}
+		return nil
+	})
+}
+
+// replanAwaitsApproval stores a replan's revision of executing plan p, as
+// replanned does, and moves the plan to pending review (why as its reason,
+// u added to its usage) in the same write, announced by plan_revised with
+// reason replan. It returns the plan as stored.
+func (j journal) replanAwaitsApproval(ctx context.Context, em event.Emitter, p Plan, rev Revision, failed int, why string, u event.Usage) (Plan, error) {
+	wctx, cancel := j.persist(ctx)
+	defer cancel()
+	want := p
+	want.Status, want.Reason = StatusPendingReview, why
+	ev := event.PlanRevised{Plan: eventPlan(want), Reason: event.ReasonReplan, FailedStep: failed, Version: p.Version}
+	var out Plan
+	err := em.Record(wctx, ev, func(ctx context.Context) error {
+		if _, err := j.cfg.Store.RevisePlan(ctx, p.ID, rev); err != nil {
+			return err
+		}
+		got, err := j.cfg.Store.TransitionPlan(ctx, p.ID, []Status{StatusExecuting}, StatusPendingReview, func(q *Plan) error {
+			if q.Version != p.Version {
+				return apperr.New(apperr.Conflict, "plan %s changed meanwhile: it is version %d", q.ID, q.Version)
+			}
+			q.Reason = why
+			q.Usage = q.Usage.Add(u)
+			return nil
+		})
+		out = got
+		return err
+	})
+	return out, err
+}
+
 // approved stores a person's approval of plan p (pending review), with
 // their edits as a new version when rev is set (one transaction); edits
 // are announced (plan_revised) with the write.

@@ -37,8 +37,16 @@ type Config struct {
 	// validating human edits.
 	Lookup func(name string) (tools.Tool, bool)
 	// Executor, Reviewer and Synthesizer are the roles of the agents plans
-	// spawn.
-	Executor, Reviewer, Synthesizer agents.Role
+	// spawn; Replanner revises what is left of a plan whose step failed
+	// (its name defaults to replanner).
+	Executor, Reviewer, Synthesizer, Replanner agents.Role
+	// Replan says whether a failed step's plan is replanned (ReplanAuto,
+	// the default) or its dependents skipped (ReplanOff); MaxReplans bounds
+	// the replans of a plan (default 2); ReplanApproval says who lets a
+	// replanned plan's revision run (default ReplanSameAsPlan).
+	Replan         ReplanMode
+	MaxReplans     int
+	ReplanApproval ReplanApproval
 	// MaxSteps bounds a plan (default 20); MaxParallelSteps bounds the
 	// steps running at once (default 4); ReviewRounds is how many reviewer
 	// rounds run before a human decides (default 2).
@@ -120,6 +128,29 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	apperr.Positive(&bad, "MaxParallelSteps", &cfg.MaxParallelSteps, 4)
 	apperr.Positive(&bad, "ReviewRounds", &cfg.ReviewRounds, 2)
 	apperr.Positive(&bad, "SummaryChars", &cfg.SummaryChars, 2000)
+	apperr.Positive(&bad, "MaxReplans", &cfg.MaxReplans, 2)
+	if cfg.Replan == "" {
+		cfg.Replan = ReplanAuto
+	}
+	if cfg.Replan != ReplanAuto && cfg.Replan != ReplanOff {
+		bad.Add("Replan", "unknown replan mode %q (want auto or off)", cfg.Replan)
+	}
+	if cfg.ReplanApproval == "" {
+		cfg.ReplanApproval = ReplanSameAsPlan
+	}
+	if cfg.ReplanApproval != ReplanSameAsPlan && cfg.ReplanApproval != ReplanApprovalAuto {
+		bad.Add("ReplanApproval", "unknown replan approval %q (want same_as_plan or auto)", cfg.ReplanApproval)
+	}
+	if cfg.Replanner.Name == "" {
+		cfg.Replanner.Name = event.RoleReplanner
+	}
+	if cfg.Replanner.Prompt == nil {
+		prompt, err := agents.ParsePrompt(string(cfg.Replanner.Name), agents.DefaultReplannerPrompt)
+		if err != nil {
+			bad.Add("Replanner", "%s", err.Error())
+		}
+		cfg.Replanner.Prompt = prompt
+	}
 	if cfg.DefaultMode == "" {
 		cfg.DefaultMode = planmode.AutoExecute
 	}
@@ -143,9 +174,10 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	b := &base{cfg: cfg, tracer: telemetry.NewTracer(cfg.TracerProvider, false)}
 	j := journal{b}
 	running := &registry{hub: cfg.Hub, plans: map[string]*activeRun{}}
-	runs := &runner{base: b, journal: j, registry: running, coordinator: &stepRunner{base: b, journal: j}}
+	review := &reviewer{base: b, journal: j}
+	runs := &runner{base: b, journal: j, registry: running, coordinator: &stepRunner{base: b, journal: j}, reviews: review}
 	control := &Control{base: b, journal: j, registry: running, runs: runs}
-	o := &Orchestrator{base: b, journal: j, review: &reviewer{base: b, journal: j}, runs: runs, control: control,
+	o := &Orchestrator{base: b, journal: j, review: review, runs: runs, control: control,
 		settler: &Settler{store: cfg.Store, log: cfg.Logger}, synthesizer: &Synthesizer{base: b}}
 	o.tools = &Tools{base: b, submit: o.Submit}
 	return o, nil

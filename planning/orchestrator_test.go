@@ -26,9 +26,10 @@ import (
 
 // runner is an AgentRunner whose behaviour per role is a function field.
 type runner struct {
-	Executor func(ctx context.Context, task agents.Task) (agents.Result, error)
-	Reviewer func(ctx context.Context, task agents.Task) (agents.Result, error)
-	Synth    func(ctx context.Context, task agents.Task) (agents.Result, error)
+	Executor  func(ctx context.Context, task agents.Task) (agents.Result, error)
+	Reviewer  func(ctx context.Context, task agents.Task) (agents.Result, error)
+	Synth     func(ctx context.Context, task agents.Task) (agents.Result, error)
+	Replanner func(ctx context.Context, task agents.Task) (agents.Result, error)
 }
 
 func (r *runner) Run(ctx context.Context, task agents.Task) (agents.Result, error) {
@@ -41,6 +42,10 @@ func (r *runner) Run(ctx context.Context, task agents.Task) (agents.Result, erro
 		return r.Executor(ctx, task)
 	case event.RoleReviewer:
 		return r.Reviewer(ctx, task)
+	case event.RoleReplanner:
+		if r.Replanner != nil {
+			return r.Replanner(ctx, task)
+		}
 	}
 	if r.Synth != nil {
 		return r.Synth(ctx, task)

@@ -213,8 +213,9 @@ type Revision struct {
 	Version int
 	Goal    string
 	Steps   []Step
-	// Author is "planner" (a revision after review) or "user" (an approval
-	// with edited steps).
+	// Author is "planner" (a revision after review), "user" (an approval
+	// with edited steps) or "replanner" (AuthorReplanner: what was left of
+	// an executing plan after a step failed).
 	Author string
 	// Reason is the review comments or the human's note that led to it.
 	Reason string
@@ -222,8 +223,15 @@ type Revision struct {
 	// call that made the revision: the plan records them as its current
 	// version's (Plan.ToolCallID).
 	StreamRunID, ToolCallID string
-	CreatedAt               time.Time
+	// KeepState stores Steps with their run state as given (a replan: the
+	// completed and running steps keep theirs) instead of resetting every
+	// step to pending; only an executing plan is revised so.
+	KeepState bool
+	CreatedAt time.Time
 }
+
+// AuthorReplanner is the Author of a replan's revision.
+const AuthorReplanner = "replanner"
 
 // Verdict is a reviewer agent's answer (event.Verdict).
 type Verdict = event.Verdict

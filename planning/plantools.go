@@ -63,17 +63,8 @@ func StepsFrom(in []StepArgs) []Step {
 	return out
 }
 
-// createPlanSchema is create_plan's JSON Schema, written out so "args" can
-// be any object.
-var createPlanSchema = json.RawMessage(`{
-  "type": "object",
-  "required": ["goal", "steps"],
-  "properties": {
-    "goal": {"type": "string", "description": "what the plan achieves"},
-    "mode": {"type": "string", "enum": ["auto_execute", "draft_only", "agent_review"],
-      "description": "auto_execute runs it now; draft_only waits for the user's approval; agent_review has a reviewer agent check it first"},
-    "plan_id": {"type": "string", "description": "only to revise a plan the reviewer asked changes for"},
-    "steps": {"type": "array", "minItems": 1, "items": {
+// stepItemSchema is a step as create_plan and revise_plan take it.
+const stepItemSchema = `{
       "type": "object",
       "properties": {
         "number": {"type": "integer", "minimum": 1},
@@ -86,7 +77,19 @@ var createPlanSchema = json.RawMessage(`{
         "tool": {"type": "string", "description": "a tool to call directly instead of an executor"},
         "args": {"type": "object", "description": "the direct tool's arguments; \"{{steps.N.result}}\" is replaced by step N's result"}
       }
-    }}
+    }`
+
+// createPlanSchema is create_plan's JSON Schema, written out so "args" can
+// be any object.
+var createPlanSchema = json.RawMessage(`{
+  "type": "object",
+  "required": ["goal", "steps"],
+  "properties": {
+    "goal": {"type": "string", "description": "what the plan achieves"},
+    "mode": {"type": "string", "enum": ["auto_execute", "draft_only", "agent_review"],
+      "description": "auto_execute runs it now; draft_only waits for the user's approval; agent_review has a reviewer agent check it first"},
+    "plan_id": {"type": "string", "description": "only to revise a plan the reviewer asked changes for"},
+    "steps": {"type": "array", "minItems": 1, "items": ` + stepItemSchema + `}
   }
 }`)
 

@@ -31,6 +31,8 @@ type runner struct {
 	registry *registry
 	// coordinator is the executor coordinator: it runs one step.
 	coordinator *stepRunner
+	// reviews reviews a replanned agent_review plan's revisions.
+	reviews *reviewer
 }
 
 // run runs an executing plan's steps as a dependency graph: a step starts
@@ -75,6 +77,7 @@ func (r *runner) runPlan(ctx context.Context, p Plan, origin Origin, em event.Em
 		pr.steps[pr.p.Steps[i].Number] = &pr.p.Steps[i]
 	}
 	pr.takeOver()
+	pr.openReplans()
 	pr.drive()
 	return pr.end()
 }
@@ -120,6 +123,10 @@ type planRun struct {
 	// unsaved are step ends the database did not take; they get one more
 	// window before the plan ends.
 	unsaved map[int]Step
+
+	// replan is the run's replanning state (replanrun.go), the drive
+	// loop's like the steps.
+	replan *replans
 }
 
 // drive runs the scheduler's moves until nothing runs and nothing can
@@ -131,7 +138,8 @@ type planRun struct {
 func (pr *planRun) drive() {
 	var ended *Step // a step end not stored yet
 	for {
-		next := Schedule(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil)
+		pr.settleReplans()
+		next := ScheduleReplanning(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil, pr.replan.held)
 		if ended != nil {
 			pr.submitEnd(*ended)
 			ended = nil
@@ -151,13 +159,23 @@ func (pr *planRun) drive() {
 		for i, n := range next.Start {
 			pr.launch(pr.steps[n], i == last)
 		}
-		if next.Done {
+		// A replan of the failures held starts once the steps that could
+		// start did: it sees them running (replanrun.go).
+		pr.startReplan()
+		if next.Done && pr.replan.active == nil {
 			return
 		}
-		out := <-pr.results
-		*pr.steps[out.number] = out.step
-		pr.usage = pr.usage.Add(out.usage)
-		ended = &out.step
+		select {
+		case out := <-pr.results:
+			*pr.steps[out.number] = out.step
+			pr.usage = pr.usage.Add(out.usage)
+			ended = &out.step
+			pr.holdFailure(out.step)
+		case prop := <-pr.replan.proposals:
+			prop.reply <- pr.onProposal(prop)
+		case end := <-pr.replan.ends:
+			pr.onReplanEnd(end)
+		}
 	}
 }
 
@@ -185,6 +203,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		prior = &e
 		delete(pr.started, st.Number)
 	}
+	// The plan as the step starts: a replan changes the run's version and
+	// steps (drive's alone) while the step's goroutine runs.
+	plan := pr.p
 	var x *executorStart
 	if snapshot.Tool == "" {
 		start := pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
@@ -210,9 +231,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		out := stepOutcome{number: snapshot.Number, step: snapshot}
 		sctx, span := pr.startStep(snapshot, lost != nil)
 		if snapshot.Tool != "" {
-			out.step = pr.coordinator.runDirect(sctx, pr.p, pr.origin, snapshot, deps, prior, pr.em)
+			out.step = pr.coordinator.runDirect(sctx, plan, pr.origin, snapshot, deps, prior, pr.em)
 		} else {
-			out.step, out.usage = pr.coordinator.runExecutor(sctx, pr.p, pr.origin, snapshot, lost, x)
+			out.step, out.usage = pr.coordinator.runExecutor(sctx, plan, pr.origin, snapshot, lost, x)
 		}
 		endStep(span, out.step)
 		end := pr.cfg.Now()
@@ -314,6 +335,11 @@ func (pr *planRun) end() (Plan, error) {
 		// and leaves the plan and its steps as they stand for it.
 		return pr.p, context.Cause(pr.ctx)
 	}
+	if pr.replan.awaiting != nil && pr.ctx.Err() == nil {
+		if p, ok := pr.awaitApproval(); ok {
+			return p, nil
+		}
+	}
 	cause, cancelled := agents.CauseOf(pr.ctx)
 	shutdown := cancelled && cause == agents.Shutdown
 	for _, n := range Unfinished(pr.p.Steps) {
@@ -374,9 +400,23 @@ func (pr *planRun) reason(final Status, counts map[StepStatus]int, at time.Time)
 			return "cancelled: " + string(c), nil
 		}
 	case StatusFailed:
-		return fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped]), nil
+		return withReplans(fmt.Sprintf("%d step(s) failed, %d skipped", counts[StepFailed], counts[StepSkipped]), pr.replan), nil
 	case StatusInterrupted:
 		return "the service shut down while the plan ran; resume it to run the steps that did not complete", nil
+	case StatusCompleted:
+		return withReplans("", pr.replan), nil
 	}
 	return "", nil
+}
+
+// withReplans adds what the plan's replans were to why it ended.
+func withReplans(reason string, r *replans) string {
+	note := r.replanReason()
+	switch {
+	case note == "":
+		return reason
+	case reason == "":
+		return note
+	}
+	return reason + "; " + note
 }

@@ -33,6 +33,14 @@ type Next struct {
 // cancelled when the run ends (Unfinished). steps must be a valid plan
 // (Validate): numbers unique, dependencies known, no cycle.
 func Schedule(steps []Step, limit int, cancelled bool) Next {
+	return ScheduleReplanning(steps, limit, cancelled, nil)
+}
+
+// ScheduleReplanning is Schedule while the failed steps in replanning wait
+// for a revision of what is left (replan.go): their dependents are not
+// skipped — they wait, pending, for the revision to replace or remove them
+// — while every other step is scheduled as usual.
+func ScheduleReplanning(steps []Step, limit int, cancelled bool, replanning map[int]bool) Next {
 	status := make(map[int]StepStatus, len(steps))
 	running := 0
 	for _, s := range steps {
@@ -50,7 +58,7 @@ func Schedule(steps []Step, limit int, cancelled bool) Next {
 			if status[s.Number] != StepPending {
 				continue
 			}
-			if d, ok := failedDependency(s, status); ok {
+			if d, ok := failedDependency(s, status, replanning); ok {
 				status[s.Number] = StepSkipped
 				next.Skip = append(next.Skip, Skip{Number: s.Number,
 					Reason: fmt.Sprintf("skipped: step %d did not complete (%s)", d, status[d])})
@@ -75,9 +83,12 @@ func Schedule(steps []Step, limit int, cancelled bool) Next {
 }
 
 // failedDependency returns the first dependency of s (in its order) that
-// ended without completing.
-func failedDependency(s Step, status map[int]StepStatus) (int, bool) {
+// ended without completing and is not being replanned.
+func failedDependency(s Step, status map[int]StepStatus, replanning map[int]bool) (int, bool) {
 	for _, d := range s.DependsOn {
+		if replanning[d] {
+			continue
+		}
 		switch status[d] {
 		case StepFailed, StepSkipped, StepCancelled:
 			return d, true

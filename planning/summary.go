@@ -22,6 +22,11 @@ func Summary(p Plan, limit int) string {
 		}
 	}
 	b.WriteString(".\n")
+	if p.Reason != "" && (p.Status == StatusCompleted || p.Status == StatusFailed) {
+		// Why it failed, and what its replans were (replanrun.go).
+		b.WriteString(textcut.Cut("Why: "+strings.ReplaceAll(p.Reason, "\n", " "), limit/3))
+		b.WriteString("\n")
+	}
 	per := (limit - b.Len()) / max(len(p.Steps), 1)
 	for _, s := range p.Steps {
 		line := fmt.Sprintf("Step %d (%s): %s", s.Number, s.Title, s.Status)

@@ -161,10 +161,19 @@ func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *a
 	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger, tp trace.TracerProvider) (*planning.Orchestrator, error) {
 	p := cfg.Planning
 	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get, Records: store,
-		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer,
+		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer, Replanner: roles.Replanner,
+		Replan: replanMode(p), MaxReplans: max(p.MaxReplans, 1), ReplanApproval: planning.ReplanApproval(p.ReplanApproval),
 		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
 		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp})
+}
+
+// replanMode is planning.replan, off when planning.max_replans is 0.
+func replanMode(p config.Planning) planning.ReplanMode {
+	if p.MaxReplans == 0 {
+		return planning.ReplanOff
+	}
+	return planning.ReplanMode(p.Replan)
 }
 
 // newContextCache is the planner's context cache (nil when

@@ -360,6 +360,28 @@ func TestWebApp(t *testing.T) {
 		require.Contains(t, b.text(".turn .msg.assistant"), "That is where the plan stands.")
 	})
 
+	t.Run("chat shows a replanned plan like any revision", func(t *testing.T) {
+		b.t = t
+		b.run(b.open("#/chat"), chromedp.WaitVisible("#message", chromedp.ByQuery))
+		b.until(`document.querySelector(".chat-title").textContent === "New chat"`)
+		b.run(chromedp.SendKeys("#message", "price report\n", chromedp.ByQuery))
+		b.until(`document.querySelector('.turn .plan-card')?.dataset.status === "completed"`)
+		b.until(`document.querySelector('.turn')?.dataset.finished === "completed"`)
+		var got struct {
+			Steps []string
+			Notes []string
+		}
+		b.eval(`({
+			Steps: [...document.querySelectorAll(".turn .step-list .step")].map((li) => li.dataset.step + ":" + li.className),
+			Notes: [...document.querySelectorAll('.activity li.note.warn[data-source-role="replanner"]')].map((li) => li.textContent),
+		})`, &got)
+		require.Equal(t, []string{"1:step st-completed", "3:step st-completed", "4:step st-completed"}, got.Steps,
+			"the replacement in the failed step's place, the completed step kept")
+		require.Len(t, got.Notes, 1)
+		require.Contains(t, got.Notes[0], "step 2 failed: the plan was replanned (version 2)")
+		require.Contains(t, got.Notes[0], "replanner", "told apart by its source")
+	})
+
 	t.Run("clarifying questions are answered inline", func(t *testing.T) {
 		b.t = t
 		b.run(b.open("#/chat"), chromedp.WaitVisible("#message", chromedp.ByQuery))

@@ -249,7 +249,22 @@ type Planning struct {
 	MinMode planmode.Mode `yaml:"min_mode"`
 	// ReviewRounds is how many reviewer rounds run before a human decides.
 	ReviewRounds int `yaml:"review_rounds"`
+	// Replan says what a step that fails does to its plan: "auto" asks the
+	// replanner for a revision of what is left, "off" skips its dependents.
+	Replan string `yaml:"replan"`
+	// MaxReplans is the most replans of one plan (0 to 10).
+	MaxReplans int `yaml:"max_replans"`
+	// ReplanApproval says whether a replanned draft_only or agent_review
+	// plan's revision is reviewed like the plan was (same_as_plan) or runs
+	// at once (auto).
+	ReplanApproval string `yaml:"replan_approval"`
 }
+
+// Replan settings (planning.replan, planning.replan_approval).
+var (
+	ReplanModes     = []string{"off", "auto"}
+	ReplanApprovals = []string{"same_as_plan", "auto"}
+)
 
 // Limits bounds one chat turn.
 type Limits struct {
@@ -399,6 +414,9 @@ func Default() Config {
 			MaxParallelSteps: 4,
 			DefaultMode:      planmode.AutoExecute,
 			ReviewRounds:     2,
+			Replan:           "auto",
+			MaxReplans:       2,
+			ReplanApproval:   "same_as_plan",
 		},
 		Context: Context{CacheTTL: 5 * time.Minute},
 		Limits: Limits{

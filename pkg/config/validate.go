@@ -157,6 +157,9 @@ func (c Config) validatePlanning(v *validator) {
 	v.mode("planning.default_mode", c.Planning.DefaultMode, false)
 	v.mode("planning.min_mode", c.Planning.MinMode, true)
 	v.countIn("planning.review_rounds", int64(c.Planning.ReviewRounds), 1, 10)
+	v.oneOf("planning.replan", "replan setting", c.Planning.Replan, ReplanModes)
+	v.countIn("planning.max_replans", int64(c.Planning.MaxReplans), 0, 10)
+	v.oneOf("planning.replan_approval", "replan approval", c.Planning.ReplanApproval, ReplanApprovals)
 
 	v.countIn("limits.max_tool_calls", int64(c.Limits.MaxToolCalls), 1, 1000)
 	v.durationIn("limits.turn_timeout", c.Limits.TurnTimeout, time.Second, 24*time.Hour)

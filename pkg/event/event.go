@@ -72,6 +72,7 @@ const (
 	RoleExecutor    Role = "executor"
 	RoleReviewer    Role = "reviewer"
 	RoleSynthesizer Role = "synthesizer"
+	RoleReplanner   Role = "replanner"
 	RoleSystem      Role = "system"
 )
 
@@ -336,10 +337,19 @@ type PlanCreated struct {
 	Plan Plan `json:"plan"`
 }
 
-// PlanRevised announces a new version of a plan.
+// PlanRevised announces a new version of a plan. A replan's (a step failed
+// and the replanner revised what was left) says so: Reason ReasonReplan,
+// the failed step (the first, when one replan covers several) and the
+// version.
 type PlanRevised struct {
-	Plan Plan `json:"plan"`
+	Plan       Plan   `json:"plan"`
+	Reason     string `json:"reason,omitempty"`
+	FailedStep int    `json:"failed_step,omitempty"`
+	Version    int    `json:"version,omitempty"`
 }
+
+// ReasonReplan is the Reason of a replan's PlanRevised.
+const ReasonReplan = "replan"
 
 // PlanReadyForReview says a plan waits for a human.
 type PlanReadyForReview struct {

@@ -196,8 +196,8 @@ func (r *Renderer) Event(ev client.Event) {
 	live := r.out.live
 	switch e := ev.Event.(type) {
 	case event.Text:
-		if src.Role == event.RoleExecutor || src.Role == event.RoleReviewer {
-			return // executors' and the reviewer's words are in their transcripts
+		if src.Role == event.RoleExecutor || src.Role == event.RoleReviewer || src.Role == event.RoleReplanner {
+			return // executors', the reviewer's and the replanner's words are not the answer
 		}
 		r.table.clear()
 		r.out.text(e.Content)
@@ -212,7 +212,11 @@ func (r *Renderer) Event(ev client.Event) {
 	case event.PlanCreated:
 		r.planHead("plan", e.Plan)
 	case event.PlanRevised:
-		r.planHead(fmt.Sprintf("plan revised to version %d", e.Plan.Version), e.Plan)
+		what := fmt.Sprintf("plan revised to version %d", e.Plan.Version)
+		if e.Reason == event.ReasonReplan {
+			what = fmt.Sprintf("plan replanned to version %d (step %d failed)", e.Plan.Version, e.FailedStep)
+		}
+		r.planHead(what, e.Plan)
 	case event.PlanReadyForReview:
 		r.table.set(stepsOf(e.Plan))
 		r.Review, r.ReviewVersion = e.Plan.ID, e.Plan.Version
@@ -347,6 +351,9 @@ func (r *Renderer) planHead(what string, p event.Plan) {
 			after := ""
 			if len(s.DependsOn) > 0 {
 				after = " (after " + joinInts(s.DependsOn) + ")"
+			}
+			if s.Status != "" && s.Status != event.StepPending {
+				after += " — " + string(s.Status) // a replan keeps what ran
 			}
 			r.line(fmt.Sprintf("  %d. %s%s", s.Number, s.Title, after))
 		}

@@ -72,6 +72,24 @@ plan failed: 1 completed, 1 failed, 0 skipped in 1.6s
 	require.Equal(t, event.FinishedReason("completed"), r.Finished())
 }
 
+// A replan's plan_revised says which step failed and shows what stays
+// as it ran next to the steps to come; the replanner's words are not the
+// answer.
+func TestRendererReplan(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	r := tui.NewRenderer(&out, false, 80, func() time.Time { return t0 })
+	revised := event.Plan{ID: "p1", Goal: "Launch", Mode: "auto_execute", Version: 2, Steps: []event.PlanStep{
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "Draft"}, Status: "completed"},
+		{StepDefinition: event.StepDefinition{Number: 3, Title: "Publish by mail", DependsOn: []int{1}}, Status: "pending"}}}
+	r.Event(ev(0, event.Source{Role: event.RoleReplanner, PlanID: "p1"}, event.Text{Content: "Thinking about step 2."}))
+	r.Event(ev(0, event.Source{Role: event.RoleReplanner, PlanID: "p1"}, event.PlanRevised{Plan: revised, Reason: event.ReasonReplan, FailedStep: 2, Version: 2}))
+	require.Equal(t, `plan replanned to version 2 (step 2 failed) p1: Launch (2 steps, auto execute)
+  1. Draft — completed
+  3. Publish by mail (after 1)
+`, out.String())
+}
+
 // On a terminal: the table stays under the output and is redrawn in
 // place — cursor up over it, clear, draw — with a turning spinner and the
 // running step's elapsed time.

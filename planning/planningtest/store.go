@@ -61,6 +61,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"EndPlan ends an executing plan and adds its usage", endPlan},
 		{"EndPlan refuses while a step has not ended, or when the plan is not executing", endPlanRefused},
 		{"RevisePlan stores a new version with pending steps", revisePlan},
+		{"RevisePlan with KeepState keeps the run states, for an executing plan only", revisePlanKeepsState},
 		{"a plan runs: steps, usage and reviews are saved", planRuns},
 		{"ApprovePlan approves and stores the edits together", approvePlan},
 		{"ResumePlan reruns what did not complete, only after an approval", resumePlan},
@@ -291,6 +292,42 @@ func revisePlan(t *testing.T, s planning.Store, _ string) {
 	require.Len(t, got.Steps, 1)
 	require.Equal(t, "draft only", got.Steps[0].Title)
 	require.Equal(t, planning.StepPending, got.Steps[0].Status)
+}
+
+func revisePlanKeepsState(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ended := started.Add(time.Second)
+	done := p.Steps[0]
+	done.Status, done.Result, done.StartedAt, done.CompletedAt = planning.StepCompleted, "the draft", &started, &ended
+	require.NoError(t, s.UpdateStep(ctx, p.ID, done))
+	replacement := planning.Step{StepDefinition: event.StepDefinition{Number: 3, Title: "post by mail", ExecutorRequired: true, DependsOn: []int{1}},
+		Status: planning.StepPending}
+	rev, err := s.RevisePlan(ctx, p.ID, planning.Revision{Author: planning.AuthorReplanner, Reason: "replan: step 2 failed",
+		Steps: []planning.Step{done, replacement}, KeepState: true})
+	require.NoError(t, err)
+	require.Equal(t, 2, rev.Version)
+	got, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, got.Status)
+	require.Len(t, got.Steps, 2)
+	require.Equal(t, planning.StepCompleted, got.Steps[0].Status, "the completed step keeps its state")
+	require.Equal(t, "the draft", got.Steps[0].Result)
+	require.NotNil(t, got.Steps[0].CompletedAt)
+	require.True(t, ended.Equal(*got.Steps[0].CompletedAt))
+	require.Equal(t, 3, got.Steps[1].Number)
+	require.Equal(t, planning.StepPending, got.Steps[1].Status)
+
+	waiting := SamplePlan("alice", "s1")
+	waiting.Status = planning.StatusPendingReview
+	require.NoError(t, s.CreatePlan(ctx, &waiting))
+	_, err = s.RevisePlan(ctx, waiting.ID, planning.Revision{Author: planning.AuthorReplanner, Steps: waiting.Steps, KeepState: true})
+	apperrtest.RequireCode(t, err, apperr.Conflict)
+	unchanged, err := s.GetPlan(ctx, waiting.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, unchanged.Version, "a refused replan changes nothing")
 }
 
 func planRuns(t *testing.T, s planning.Store, _ string) {

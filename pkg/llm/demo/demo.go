@@ -150,6 +150,12 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 		}
 	case "synthesizer":
 		text = fmt.Sprintf("%s Here is what was done:\n%s", Label, excerpt(last, 1500))
+	case "replanner":
+		if has("revise_plan") {
+			call("revise_plan", map[string]any{"give_up": true, "reason": "the demo model does not replan a failed step"})
+		} else {
+			text = Label + " No revision."
+		}
 	default: // the planner
 		switch {
 		case afterTool == "create_plan":
@@ -254,6 +260,7 @@ var roleHints = []struct{ role, phrase string }{
 	{"reviewer", "plan reviewer"},
 	{"synthesizer", "answer to the user after a plan has run"},
 	{"merger", "you merge text"},
+	{"replanner", "you are the replanner"},
 }
 
 // roleFromSystem guesses the role of a call that carries none from the first

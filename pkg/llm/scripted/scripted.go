@@ -48,7 +48,7 @@ type Rule struct {
 
 // When says which calls a rule matches; empty fields match all.
 type When struct {
-	// Role is planner, executor, reviewer, synthesizer or merger.
+	// Role is planner, executor, reviewer, synthesizer, merger or replanner.
 	Role string `yaml:"role"`
 	// Contains is a substring of the last message.
 	Contains string `yaml:"contains"`
@@ -105,7 +105,7 @@ const (
 	RuleNone = -2
 )
 
-var roles = []string{"", "planner", "executor", "reviewer", "synthesizer", "merger"}
+var roles = []string{"", "planner", "executor", "reviewer", "synthesizer", "merger", "replanner"}
 
 // ProviderError is a simulated provider failure (reply error rate_limited
 // or server_error). It reports its HTTP status the way the llm adapter

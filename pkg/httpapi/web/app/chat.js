@@ -82,7 +82,7 @@ class Turn {
 
   text(src, content) {
     const role = src ? src.role : "planner";
-    if (role !== "executor" && role !== "reviewer") { // the planner's, or the answer synthesized after a plan run
+    if (role !== "executor" && role !== "reviewer" && role !== "replanner") { // the planner's, or the answer synthesized after a plan run
       this.answer.hidden = false;
       this.answer.append(content);
       return;
@@ -146,6 +146,9 @@ class Turn {
       case "plan_created":
       case "plan_revised":
       case "plan_ready_for_review":
+        if (ev.reason === "replan") {
+          this.note(src, `step ${ev.failed_step} failed: the plan was replanned (version ${ev.version}); completed steps are kept`, "warn");
+        }
         this.card(ev.plan).apply(ev);
         break;
       case "plan_approval_requested":

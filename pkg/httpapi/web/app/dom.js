@@ -96,6 +96,7 @@ export function sourceLabel(src) {
     case "planner": return "planner";
     case "reviewer": return "reviewer";
     case "synthesizer": return "answer";
+    case "replanner": return "replanner";
     default: return src.step_number ? `step ${src.step_number}` : "system";
   }
 }

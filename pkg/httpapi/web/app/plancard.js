@@ -66,7 +66,8 @@ export class PlanCard {
     this.plan = plan;
     this.steps = new Map();
     for (const st of plan.steps || []) {
-      const prev = old.get(st.number) || {};
+      // A step a replan put in place of one that ran starts afresh.
+      const prev = st.status === "pending" ? {} : old.get(st.number) || {};
       this.steps.set(st.number, {
         ...st,
         status: st.status || prev.status || "pending",
