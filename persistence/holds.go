@@ -30,6 +30,7 @@ type toolHoldRow struct {
 	Arguments       jsonCol
 	EditedArguments jsonCol
 	Effect          string
+	ArgsSchema      jsonCol
 	Reason          string
 	SourceRole      string
 	AgentID         string
@@ -50,7 +51,7 @@ func (toolHoldRow) TableName() string { return "tool_approvals" }
 func (r toolHoldRow) record() approval.Record {
 	rec := approval.Record{ID: r.ID, RunID: r.RunID, CallID: r.CallID, Kind: tools.HoldKind(r.Kind), UserID: r.UserID,
 		SessionID: r.SessionID, Tool: r.ToolName, Arguments: json.RawMessage(r.Arguments), Effect: tools.EffectClass(r.Effect),
-		Reason: r.Reason, Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID,
+		Schema: json.RawMessage(r.ArgsSchema), Reason: r.Reason, Source: event.Source{Role: event.Role(r.SourceRole), AgentID: r.AgentID, PlanID: r.PlanID,
 			StepNumber: r.StepNumber, ExecutionID: r.ExecutionID},
 		State: approval.State(r.State), DecisionReason: r.DecisionReason, Result: r.Result, DecidedBy: r.DecidedBy,
 		CreatedAt: r.CreatedAt.UTC(), ExpiresAt: r.ExpiresAt.UTC()}
@@ -84,7 +85,7 @@ func (s *ToolHolds) CreateHold(ctx context.Context, r *approval.Record) error {
 		args = mustJSON(string(r.Arguments))
 	}
 	row := toolHoldRow{ID: r.ID, RunID: r.RunID, CallID: r.CallID, Kind: string(r.Kind), UserID: r.UserID, SessionID: r.SessionID,
-		ToolName: r.Tool, Arguments: args, Effect: string(r.Effect), Reason: r.Reason, SourceRole: string(r.Source.Role),
+		ToolName: r.Tool, Arguments: args, Effect: string(r.Effect), ArgsSchema: jsonCol(r.Schema), Reason: r.Reason, SourceRole: string(r.Source.Role),
 		AgentID: r.Source.AgentID, PlanID: r.Source.PlanID, StepNumber: r.Source.StepNumber, ExecutionID: r.Source.ExecutionID,
 		State: string(r.State), CreatedAt: Timestamp(r.CreatedAt), ExpiresAt: Timestamp(r.ExpiresAt)}
 	err := s.do(ctx, func(g *gorm.DB) error { return g.Create(&row).Error })

@@ -119,6 +119,9 @@ type Hold struct {
 	Tool      string
 	Arguments json.RawMessage
 	Effect    EffectClass
+	// Schema is the JSON Schema of the tool's arguments: a person's edit
+	// of them is checked against it.
+	Schema json.RawMessage
 	// Reason says why the call waits (the rule that asked).
 	Reason string
 	Scope  Scope
@@ -189,13 +192,13 @@ func (e failedByUser) Error() string {
 
 // hold decides a call that waits on a person before it runs: it returns
 // the arguments to run the call with, or why it does not run.
-func (r *Runtime) hold(ctx context.Context, call *Call, x *callRun) error {
+func (r *Runtime) hold(ctx context.Context, call *Call, schema json.RawMessage, x *callRun) error {
 	runID := r.cfg.RunOf(ctx)
 	if runID == "" {
 		return fmt.Errorf("the call to %s needs the user's approval, and only a run can wait for it", call.Name)
 	}
 	h := Hold{Kind: HoldApproval, RunID: runID, CallID: call.ID, Tool: call.Name, Arguments: jsonOrString(call.Args),
-		Effect: x.class, Scope: call.Scope, Events: call.Events, Reason: approvalReason(x.class, x.policy)}
+		Effect: x.class, Schema: schema, Scope: call.Scope, Events: call.Events, Reason: approvalReason(x.class, x.policy)}
 	a, err := r.await(ctx, call, h)
 	if err != nil {
 		return err

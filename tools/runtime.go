@@ -410,7 +410,7 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.
 	if err := schema.validate(call.Args); err != nil {
 		return Result{}, err
 	}
-	if err := r.approve(ctx, &call, schema, x); err != nil {
+	if err := r.approve(ctx, &call, spec.Schema, schema, x); err != nil {
 		return Result{}, err
 	}
 	if !x.class.Repeatable() {
@@ -445,7 +445,7 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.
 // approve waits for a person's approval of a call that needs it (its
 // policy: ApprovalRules.For) and leaves call with the arguments approved.
 // Edited arguments are checked against the tool's schema again.
-func (r *Runtime) approve(ctx context.Context, call *Call, schema *argsSchema, x *callRun) error {
+func (r *Runtime) approve(ctx context.Context, call *Call, raw json.RawMessage, schema *argsSchema, x *callRun) error {
 	x.policy = r.cfg.Approval.For(call.Name, call.Approval)
 	if !x.policy.Requires(x.class) {
 		return nil
@@ -454,7 +454,7 @@ func (r *Runtime) approve(ctx context.Context, call *Call, schema *argsSchema, x
 		return fmt.Errorf("the call to %s needs the user's approval, and nothing here can wait for one; it was not run", call.Name)
 	}
 	orig := call.Args
-	if err := r.hold(ctx, call, x); err != nil {
+	if err := r.hold(ctx, call, raw, x); err != nil {
 		return err
 	}
 	if !bytes.Equal(orig, call.Args) {

@@ -5,7 +5,8 @@
 -- and kind; state is pending until a person decides (approved, rejected,
 -- retried, marked_done, failed) or it times out (timed_out). The arguments
 -- are the model's; edited_arguments, when a person edited them, the ones
--- the call ran with. Kept in lockstep with ../sqlite/00015_tool_approvals.sql.
+-- the call ran with; args_schema, the tool's schema an edit is checked
+-- against. Kept in lockstep with ../sqlite/00015_tool_approvals.sql.
 CREATE TABLE tool_approvals (
     id text NOT NULL PRIMARY KEY,
     run_id text NOT NULL,
@@ -17,6 +18,7 @@ CREATE TABLE tool_approvals (
     arguments jsonb NOT NULL,
     edited_arguments jsonb,
     effect text NOT NULL DEFAULT '',
+    args_schema jsonb,
     reason text NOT NULL DEFAULT '',
     source_role text NOT NULL DEFAULT '',
     agent_id text NOT NULL DEFAULT '',

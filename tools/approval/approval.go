@@ -63,6 +63,9 @@ type Record struct {
 	Arguments       json.RawMessage
 	EditedArguments json.RawMessage
 	Effect          tools.EffectClass
+	// Schema is the JSON Schema of the tool's arguments when the call was
+	// held: an edit is checked against it, on any replica.
+	Schema json.RawMessage
 	// Reason says why the call waits.
 	Reason string
 	// Source is the calling agent's (the planner, or a plan step's

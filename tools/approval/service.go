@@ -25,9 +25,6 @@ const (
 type Config struct {
 	// Store keeps the holds. Required.
 	Store Store
-	// Lookup finds a tool by name, to check edited arguments against its
-	// schema (the tools registry's Get). Required.
-	Lookup func(name string) (tools.Tool, bool)
 	// Timeout is how long a hold waits before it times out: an approval is
 	// then rejected with reason "timeout", a call in doubt answered as in
 	// doubt (default 24 h).
@@ -68,7 +65,6 @@ type Service struct {
 func New(cfg Config) (*Service, error) {
 	var bad apperr.Problems
 	bad.Required("Store", cfg.Store == nil)
-	bad.Required("Lookup", cfg.Lookup == nil)
 	if cfg.Timeout < 0 {
 		bad.Add("Timeout", "must be positive, got %v", cfg.Timeout)
 	}
@@ -153,7 +149,7 @@ func (s *Service) open(ctx context.Context, h tools.Hold) (Record, error) {
 	}
 	now := s.cfg.Now().UTC()
 	rec = Record{ID: s.cfg.NewID(), RunID: h.RunID, CallID: h.CallID, Kind: h.Kind, UserID: h.Scope.UserID,
-		SessionID: h.Scope.SessionID, Tool: h.Tool, Arguments: h.Arguments, Effect: h.Effect, Reason: h.Reason,
+		SessionID: h.Scope.SessionID, Tool: h.Tool, Arguments: h.Arguments, Effect: h.Effect, Schema: h.Schema, Reason: h.Reason,
 		Source: h.Events.Source(), State: Pending, CreatedAt: now, ExpiresAt: now.Add(s.cfg.Timeout)}
 	hold := event.ToolHold{RunID: h.RunID, CallID: h.CallID, Tool: h.Tool, Arguments: h.Arguments, Effect: string(h.Effect),
 		StepNumber: rec.Source.StepNumber, Reason: h.Reason}
@@ -291,7 +287,7 @@ func (s *Service) check(reqs []Request, pending map[string]Record, holds []Recor
 			missing = append(missing, q.CallID)
 			continue
 		}
-		s.checkOne(&bad, f, q, rec)
+		checkOne(&bad, f, q, rec)
 		d := Decided{ID: rec.ID, State: stateOf(q.Decision), Reason: q.Reason, Result: q.Result, By: by, At: now}
 		if q.Decision == tools.Approve && len(q.Arguments) > 0 {
 			d.EditedArguments = q.Arguments
@@ -308,7 +304,7 @@ func (s *Service) check(reqs []Request, pending map[string]Record, holds []Recor
 }
 
 // checkOne checks one request against its pending hold.
-func (s *Service) checkOne(bad *apperr.Problems, f string, q Request, rec Record) {
+func checkOne(bad *apperr.Problems, f string, q Request, rec Record) {
 	if !q.Decision.Fits(rec.Kind) {
 		want := "approve or reject"
 		if rec.Kind == tools.HoldInDoubt {
@@ -326,12 +322,7 @@ func (s *Service) checkOne(bad *apperr.Problems, f string, q Request, rec Record
 	if q.Decision != tools.Approve || len(q.Arguments) == 0 {
 		return
 	}
-	tool, ok := s.cfg.Lookup(rec.Tool)
-	if !ok {
-		bad.Add(f+".arguments", "tool %s is not known here, so edited arguments cannot be checked; approve it unedited or reject it", rec.Tool)
-		return
-	}
-	if err := tools.ValidateArgs(tool, q.Arguments); err != nil {
+	if err := tools.ValidateArgsAgainst(rec.Tool, rec.Schema, q.Arguments); err != nil {
 		fields := apperr.FieldsOf(err)
 		if len(fields) == 0 {
 			bad.Add(f+".arguments", "%s", apperr.MessageOf(err))
