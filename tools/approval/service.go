@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -328,7 +329,7 @@ func checkOne(bad *apperr.Problems, f string, q Request, rec Record) {
 			bad.Add(f+".arguments", "%s", apperr.MessageOf(err))
 		}
 		for _, fe := range fields {
-			bad.Add(f+".arguments"+fe.Field, "%s", fe.Message)
+			bad.Add(f+".arguments"+strings.TrimSuffix(fe.Field, "/"), "%s", fe.Message)
 		}
 	}
 }
