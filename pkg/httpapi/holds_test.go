@@ -311,3 +311,83 @@ func TestPlanStepsGoOnWhileOneWaits(t *testing.T) {
 	require.True(t, sawHold)
 	require.True(t, sawWaiting)
 }
+
+// A run handed over while a step's executor is inside a side-effect call
+// (and an idempotent one): the new owner does not run the side effect
+// again on its own but announces it in doubt and waits; the owner decides
+// — retry runs it again with the same idempotency key, mark_done gives the
+// model the result they typed, fail a tool error — while the idempotent
+// call ran again by itself.
+func TestCallsInDoubtWaitForAPerson(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		decision map[string]any
+		sends    int
+		told     string
+	}{
+		{map[string]any{"decision": "retry"}, 2, "send_note done"},
+		{map[string]any{"decision": "mark_done", "result": "the note went out at 9:02"}, 1, "the note went out at 9:02"},
+		{map[string]any{"decision": "fail", "reason": "the mail server bounced it"}, 1, "error: this call to send_note was cut off before it returned, and the user says it failed: the mail server bounced it"},
+	} {
+		t.Run(tc.decision["decision"].(string), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			world := &worldTools{reached: make(chan string, 2), keys: map[string][]string{}}
+			m := &requestLog{next: scriptedModel(t, effectsScript)}
+			e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), m, envWiring{Records: true, Holds: true,
+				Tools: func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return world.register(t, reg) }})
+			const runID = "run-in-doubt"
+			streamed := make(chan []frame, 1)
+			go func() {
+				streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+					map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
+			}()
+			for range 2 {
+				select {
+				case <-world.reached:
+				case <-time.After(30 * time.Second):
+					t.Fatal("the executor's tools were never called")
+				}
+			}
+			require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over")
+
+			held := pendingHolds(t, e, "alice", runID, 1)
+			h := held[0]
+			require.Equal(t, tools.HoldInDoubt, h.Kind)
+			require.Equal(t, "send_note", h.Tool)
+			require.Equal(t, 1, h.StepNumber)
+			require.Len(t, world.keysOf("send_note"), 1, "not run again unasked")
+			require.Len(t, world.keysOf("put_note"), 2, "the idempotent call ran again by itself")
+
+			d := map[string]any{"call_id": h.CallID}
+			for k, v := range tc.decision {
+				d[k] = v
+			}
+			status, _ := errorOf(t, e.request(t, ctx, "alice", "POST", "/api/runs/"+runID+"/tool-approvals",
+				map[string]any{"decisions": []map[string]any{{"call_id": h.CallID, "decision": "approve"}}}))
+			require.Equal(t, http.StatusBadRequest, status, "a call in doubt is not approved")
+			resp := e.request(t, ctx, "alice", "POST", "/api/runs/"+runID+"/tool-approvals", map[string]any{"decisions": []map[string]any{d}})
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			_ = resp.Body.Close()
+			frames := <-streamed
+			require.Equal(t, "done", frames[len(frames)-1].Type)
+
+			sends := world.keysOf("send_note")
+			require.Len(t, sends, tc.sends)
+			if tc.sends == 2 {
+				require.Equal(t, sends[0], sends[1], "a retry keeps the idempotency key")
+			}
+			told := m.toolMessages("send_note")
+			require.Equal(t, []string{tc.told}, told, "the model is told what the person decided, once")
+			var inDoubt int
+			for _, f := range frames {
+				if f.Type == "tool_call_in_doubt" {
+					inDoubt++
+					require.Equal(t, h.CallID, f.Env["call_id"])
+					require.Equal(t, "side_effect", f.Env["effect"])
+				}
+			}
+			require.Equal(t, 1, inDoubt)
+		})
+	}
+}
