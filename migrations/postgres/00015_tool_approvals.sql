@@ -36,5 +36,10 @@ CREATE TABLE tool_approvals (
 CREATE UNIQUE INDEX tool_approvals_call_idx ON tool_approvals (run_id, call_id, kind);
 CREATE INDEX tool_approvals_user_state_idx ON tool_approvals (user_id, state, created_at);
 
+-- An agent definition's approval policy for its planner's tool calls
+-- (never, always, side_effects; empty: the planner role's).
+ALTER TABLE agent_definitions ADD COLUMN approval text NOT NULL DEFAULT '';
+
 -- +goose Down
+ALTER TABLE agent_definitions DROP COLUMN approval;
 DROP TABLE tool_approvals;
