@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// approvalsScript has the planner write a memo, a call that needs
+// approval under approvalsConfig.
+const approvalsScript = `
+rules:
+  - when: {role: planner, contains: "write the memo", after_tool: none}
+    reply:
+      tool_calls: [{name: create_document, args: {title: "Memo", content: "Lunch at noon."}}]
+  - when: {role: planner, after_tool: create_document}
+    reply: {text: "Written."}
+default:
+  reply: {text: "OK."}
+`
+
+// startApprovals serves planwright with create_document needing approval.
+func startApprovals(t *testing.T) (people, string) {
+	t.Helper()
+	dir := t.TempDir()
+	shipped, err := os.ReadFile(shippedConfig)
+	require.NoError(t, err)
+	cfg := strings.Replace(string(shipped), "  approval: {}", "  approval: {create_document: always}", 1)
+	require.NotEqual(t, string(shipped), cfg)
+	cfgPath, script := filepath.Join(dir, "planwright.yaml"), filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(approvalsScript), 0o600))
+	vars, _ := sqliteEnv(t)
+	vars["PLANWRIGHT_LLM_PROVIDER"] = "scripted"
+	vars["PLANWRIGHT_LLM_SCRIPT"] = script
+	vars["PLANWRIGHT_AUTH_MODE"] = "apikey"
+	key := func(user, role string) string {
+		code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", user, "--role", role, "--config", cfgPath)
+		require.Equal(t, 0, code, stderr)
+		return strings.TrimSpace(stdout)
+	}
+	p := people{vars: vars, alice: key("alice", "user"), ops: key("ops", "operator")}
+	p.served = startServe(t, vars, "--config", cfgPath)
+	return p, cfgPath
+}
+
+var heldRE = regexp.MustCompile(`run (\S+) call (\S+) \(needs approval, planner\): create_document`)
+
+// planwright approvals: the call that waits is listed, approved with
+// edited arguments (the turn then ends with the edited document written),
+// shown decided with who decided; an operator may not decide it, and a
+// second decision is refused with the server's words.
+func TestApprovalsCommands(t *testing.T) {
+	t.Parallel()
+	p, _ := startApprovals(t)
+	defer func() { require.Equal(t, 0, p.stop(), p.stderr.String()) }()
+
+	answered := make(chan string, 1)
+	go func() {
+		var turn struct {
+			Assistant struct {
+				Content string `json:"content"`
+			} `json:"assistant_message"`
+			ToolCalls []struct {
+				Arguments json.RawMessage `json:"arguments"`
+				Success   bool            `json:"success"`
+			} `json:"tool_calls"`
+		}
+		body, _ := json.Marshal(map[string]any{"message": "write the memo", "stream": false})
+		code := p.call(t, p.alice, "POST", "/api/agent/stream", string(body), &turn)
+		if code != http.StatusOK {
+			answered <- "status " + http.StatusText(code)
+			return
+		}
+		if len(turn.ToolCalls) != 1 || !turn.ToolCalls[0].Success {
+			answered <- "the call did not run"
+			return
+		}
+		answered <- turn.Assistant.Content
+	}()
+
+	var runID, callID string
+	require.Eventually(t, func() bool {
+		code, stdout, _ := p.cli(t, p.alice, "", "approvals", "list")
+		m := heldRE.FindStringSubmatch(stdout)
+		if code != 0 || m == nil {
+			return false
+		}
+		runID, callID = m[1], m[2]
+		return true
+	}, 30*time.Second, 50*time.Millisecond)
+
+	code, _, stderr := p.cli(t, p.ops, "", "approvals", "approve", runID, callID)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "only alice, who owns run")
+
+	code, stdout, stderr := p.cli(t, p.alice, "", "approvals", "approve", runID, callID, "--arguments", `{"title":"Memo","content":"Lunch at one."}`)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, `create_document {"content":"Lunch at noon.","title":"Memo"} [side_effect] approved as {"title":"Memo","content":"Lunch at one."} by alice`)
+	select {
+	case a := <-answered:
+		require.Equal(t, "Written.", a)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the turn did not end after the approval")
+	}
+
+	code, stdout, stderr = p.cli(t, p.alice, "", "approvals", "list", "--run", runID, "--json")
+	require.Equal(t, 0, code, stderr)
+	var list struct {
+		Decisions []struct {
+			State           string          `json:"state"`
+			DecidedBy       string          `json:"decided_by"`
+			EditedArguments json.RawMessage `json:"edited_arguments"`
+		} `json:"decisions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &list))
+	require.Len(t, list.Decisions, 1)
+	require.Equal(t, "approved", list.Decisions[0].State)
+	require.Equal(t, "alice", list.Decisions[0].DecidedBy)
+	require.JSONEq(t, `{"title":"Memo","content":"Lunch at one."}`, string(list.Decisions[0].EditedArguments))
+
+	code, stdout, _ = p.cli(t, p.alice, "", "approvals", "list")
+	require.Equal(t, 0, code)
+	require.Equal(t, "no tool calls wait on you\n", stdout)
+
+	code, _, stderr = p.cli(t, p.alice, "", "approvals", "reject", runID, callID, "--reason", "too late")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "is not pending: it was approved")
+	code, _, stderr = p.cli(t, p.alice, "", "approvals", "resolve", runID, callID, "later")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "retry, mark_done or fail")
+}
