@@ -45,7 +45,7 @@ func hold(run, call string, k tools.HoldKind, user string) approval.Record {
 	return approval.Record{RunID: run, CallID: call, Kind: k, UserID: user, SessionID: "s1", Tool: "mail.send",
 		Arguments: json.RawMessage(`{"to":"bob@example.com"}`), Effect: tools.SideEffect, Reason: "side effects need approval",
 		Source: event.Source{Role: event.RoleExecutor, AgentID: "a1", PlanID: "p1", StepNumber: 2, ExecutionID: "e1"},
-		State: approval.Pending, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+		State:  approval.Pending, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 }
 
 func storedAsCreated(t *testing.T, s approval.Store, _ string) {
