@@ -391,3 +391,51 @@ func TestCallsInDoubtWaitForAPerson(t *testing.T) {
 		})
 	}
 }
+
+// A pending approval survives its owner: the run taken over finds the
+// calls' holds and waits again without asking again, and the owner's
+// decision, taken afterwards, runs each call once.
+func TestPendingApprovalsSurviveATakeover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mail := &mailTools{}
+	m := &requestLog{next: scriptedModel(t, holdsScript)}
+	e := holdsEnv(t, "sqlite", m, mail)
+	const runID = "run-holds-takeover"
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+			map[string]any{"message": "mail my friends", "stream_run_id": runID}))
+	}()
+	before := pendingHolds(t, e, "alice", runID, 3)
+	run, err := e.runs.GetRun(ctx, "alice", runID)
+	require.NoError(t, err)
+	require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over while its calls wait")
+	require.Eventually(t, func() bool {
+		r, err := e.runs.GetRun(ctx, "alice", runID)
+		return err == nil && r.Attempts > run.Attempts && r.Owner != ""
+	}, 30*time.Second, 20*time.Millisecond, "the run is taken again")
+	after := pendingHolds(t, e, "alice", runID, 3)
+	for i := range before {
+		require.Equal(t, before[i].ID, after[i].ID, "the same holds wait")
+	}
+	var ds []map[string]any
+	for _, h := range after {
+		ds = append(ds, map[string]any{"call_id": h.CallID, "decision": "approve"})
+	}
+	resp := e.request(t, ctx, "alice", "POST", "/api/runs/"+runID+"/tool-approvals", map[string]any{"decisions": ds})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_ = resp.Body.Close()
+	frames := <-streamed
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+	require.ElementsMatch(t, []string{"bob@example.com", "carol@example.com", "eve@example.com"}, mail.sentTo(), "each call ran once")
+	evs, err := e.runs.Events(ctx, runID, 0, 0)
+	require.NoError(t, err)
+	requested := 0
+	for _, env := range evs {
+		if env.Event.Type() == "tool_approval_requested" {
+			requested++
+		}
+	}
+	require.Equal(t, 3, requested, "asked once per call across both attempts")
+}
