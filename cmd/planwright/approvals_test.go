@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 )
 
@@ -136,4 +137,35 @@ func TestApprovalsCommands(t *testing.T) {
 	code, _, stderr = p.cli(t, p.alice, "", "approvals", "resolve", runID, callID, "later")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "retry, mark_done or fail")
+}
+
+// The web app shows a call that waits for approval inline in the chat,
+// with Approve and Reject; Approve lets the turn finish.
+func TestWebAppApprovesAToolCall(t *testing.T) {
+	t.Parallel()
+	p, _ := startApprovals(t)
+	defer func() { require.Equal(t, 0, p.stop(), p.stderr.String()) }()
+	b := newBrowser(t, p.url)
+	defer func() { require.Empty(t, b.pageErrors(), "the page threw or logged errors") }()
+	b.signIn(p.alice)
+	b.run(chromedp.SendKeys("#message", "write the memo\n", chromedp.ByQuery))
+	b.until(`!!document.querySelector('.turn form.hold[data-kind="approval"] button[data-decision="approve"]')`)
+	b.labelled("a call that waits for approval")
+	b.noStrayText("a call that waits for approval")
+	b.fits("a call that waits for approval")
+	var shown struct{ Title, Buttons string }
+	b.eval(`({Title: document.querySelector(".turn form.hold .hold-title").textContent,
+		Buttons: [...document.querySelectorAll(".turn form.hold button")].map((b) => b.textContent).join(",")})`, &shown)
+	require.Contains(t, shown.Title, "planner wants to call create_document")
+	require.Contains(t, shown.Title, "Lunch at noon.")
+	require.Equal(t, "Approve,Reject", shown.Buttons)
+	b.shot("chat-tool-approval")
+	b.run(chromedp.Click(`.turn form.hold button[data-decision="approve"]`, chromedp.ByQuery))
+	b.until(`document.querySelector('.turn form.hold')?.dataset.decided === "approve"`)
+	b.until(`document.querySelector('.turn')?.dataset.finished === "completed"`)
+	require.Contains(t, b.text(".turn .msg.assistant"), "Written.")
+
+	code, stdout, stderr := p.cli(t, p.alice, "", "approvals", "list")
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "no tool calls wait on you\n", stdout)
 }
