@@ -113,14 +113,16 @@ func (s *ToolHolds) RunHolds(ctx context.Context, runID string) ([]approval.Reco
 }
 
 // PendingHolds lists userID's pending holds (AnyUser: everyone's), oldest
-// first (approval.Store).
+// first (approval.Store), leaving out those of runs that ended: nobody
+// waits for them any more.
 func (s *ToolHolds) PendingHolds(ctx context.Context, userID string) ([]approval.Record, error) {
 	if _, err := scopeUser(s.g, "user_id", userID); err != nil {
 		return nil, err
 	}
 	return s.list(ctx, "list pending tool holds", func(g *gorm.DB) *gorm.DB {
 		q, _ := scopeUser(g, "user_id", userID)
-		return q.Where("state = ?", string(approval.Pending))
+		return q.Where("state = ?", string(approval.Pending)).
+			Where("NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = tool_approvals.run_id AND runs.finished_at IS NOT NULL)")
 	})
 }
 

@@ -126,6 +126,9 @@ func (h *holdHandlers) decide(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.FinishedAt != nil {
+		return apperr.New(apperr.Conflict, "run %s has ended (%s): its tool calls wait for nothing", r.ID, r.Status)
+	}
 	reqs := make([]approval.Request, len(body.Decisions))
 	for i, d := range body.Decisions {
 		reqs[i] = approval.Request{CallID: d.CallID, Decision: tools.Decision(d.Decision), Arguments: d.Arguments, Reason: d.Reason,

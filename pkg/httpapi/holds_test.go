@@ -439,3 +439,42 @@ func TestPendingApprovalsSurviveATakeover(t *testing.T) {
 	}
 	require.Equal(t, 3, requested, "asked once per call across both attempts")
 }
+
+// A run cancelled while a call waits leaves nothing to decide: the call is
+// no longer listed as waiting, and a decision is a 409.
+func TestAHeldCallOfAnEndedRunWaitsForNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mail := &mailTools{}
+	m := &requestLog{next: scriptedModel(t, holdsScript)}
+	e := holdsEnv(t, "sqlite", m, mail)
+	const runID = "run-holds-cancelled"
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+			map[string]any{"message": "mail my friends", "stream_run_id": runID}))
+	}()
+	held := pendingHolds(t, e, "alice", runID, 3)
+	resp := e.request(t, ctx, "alice", "GET", "/api/tool-approvals", nil)
+	require.Len(t, decodeBody[httpapi.ToolHoldList](t, resp).Decisions, 3, "the waiting calls are listed")
+	resp = e.request(t, ctx, "bob", "GET", "/api/tool-approvals", nil)
+	require.Empty(t, decodeBody[httpapi.ToolHoldList](t, resp).Decisions, "another user's are not")
+
+	resp = e.request(t, ctx, "alice", "POST", "/api/agent/stream/cancel", map[string]any{"stream_run_id": runID})
+	require.Less(t, resp.StatusCode, 300)
+	_ = resp.Body.Close()
+	frames := <-streamed
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+	require.Eventually(t, func() bool {
+		r, err := e.runs.GetRun(ctx, "alice", runID)
+		return err == nil && r.FinishedAt != nil
+	}, 30*time.Second, 20*time.Millisecond)
+
+	resp = e.request(t, ctx, "alice", "GET", "/api/tool-approvals", nil)
+	require.Empty(t, decodeBody[httpapi.ToolHoldList](t, resp).Decisions)
+	status, body := errorOf(t, e.request(t, ctx, "alice", "POST", "/api/runs/"+runID+"/tool-approvals",
+		map[string]any{"decisions": []map[string]any{{"call_id": held[0].CallID, "decision": "approve"}}}))
+	require.Equal(t, http.StatusConflict, status)
+	require.Contains(t, body.Error.Message, "has ended")
+	require.Empty(t, mail.sentTo())
+}

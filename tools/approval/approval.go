@@ -133,6 +133,6 @@ type Store interface {
 	// Conflict, one that is not the run's NotFound.
 	DecideHolds(ctx context.Context, runID string, ds []Decided) error
 	// PendingHolds lists userID's pending holds (the store's every-user
-	// value: everyone's), oldest first.
+	// value: everyone's), oldest first, but those of runs that ended.
 	PendingHolds(ctx context.Context, userID string) ([]Record, error)
 }
