@@ -112,6 +112,12 @@ func (s *ToolHolds) RunHolds(ctx context.Context, runID string) ([]approval.Reco
 	return s.list(ctx, "list a run's tool holds", func(g *gorm.DB) *gorm.DB { return g.Where("run_id = ?", runID) })
 }
 
+// ExecutionHolds lists the holds of an executor's calls, oldest first
+// (approval.Store).
+func (s *ToolHolds) ExecutionHolds(ctx context.Context, executionID string) ([]approval.Record, error) {
+	return s.list(ctx, "list an execution's tool holds", func(g *gorm.DB) *gorm.DB { return g.Where("execution_id = ?", executionID) })
+}
+
 // PendingHolds lists userID's pending holds (AnyUser: everyone's), oldest
 // first (approval.Store), leaving out those of runs that ended: nobody
 // waits for them any more.

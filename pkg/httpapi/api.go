@@ -154,7 +154,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	var plans PlanReader
 	if cfg.PlanStore != nil {
 		plans = cfg.PlanStore
-		a.plans = &planHandlers{deps: d, store: cfg.PlanStore, runs: cfg.Runs}
+		a.plans = &planHandlers{deps: d, store: cfg.PlanStore, runs: cfg.Runs, holds: cfg.ToolHolds}
 		if cfg.Plans != nil {
 			a.control = &planControl{deps: d, store: cfg.PlanStore, plans: cfg.Plans, sessions: cfg.Sessions,
 				runs: cfg.Runs, queue: cfg.Queue, follower: fol, streams: streams}

@@ -22,6 +22,7 @@ type ToolHolds interface {
 	Decide(ctx context.Context, runID, by string, reqs []approval.Request) ([]approval.Record, error)
 	Holds(ctx context.Context, runID string) ([]approval.Record, error)
 	Pending(ctx context.Context, userID string) ([]approval.Record, error)
+	ExecutionHolds(ctx context.Context, executionID string) ([]approval.Record, error)
 }
 
 // ToolDecisionsRequest is the body of POST /api/runs/{id}/tool-approvals.

@@ -388,6 +388,15 @@ func TestCallsInDoubtWaitForAPerson(t *testing.T) {
 				}
 			}
 			require.Equal(t, 1, inDoubt)
+
+			// The execution that waited shows the decision, and who took it.
+			resp = e.request(t, ctx, "alice", "GET", "/api/executions/"+h.ExecutionID, nil)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			detail := decodeBody[httpapi.ExecutionDetail](t, resp)
+			require.Len(t, detail.Decisions, 1)
+			require.Equal(t, h.CallID, detail.Decisions[0].CallID)
+			require.Equal(t, "alice", detail.Decisions[0].DecidedBy)
+			require.NotEqual(t, approval.Pending, detail.Decisions[0].State)
 		})
 	}
 }

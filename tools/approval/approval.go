@@ -128,6 +128,9 @@ type Store interface {
 	Hold(ctx context.Context, runID, callID string, k tools.HoldKind) (Record, error)
 	// RunHolds lists a run's holds, oldest first.
 	RunHolds(ctx context.Context, runID string) ([]Record, error)
+	// ExecutionHolds lists the holds of an executor's calls (their
+	// Source.ExecutionID), oldest first.
+	ExecutionHolds(ctx context.Context, executionID string) ([]Record, error)
 	// DecideHolds stores every decision of ds on its pending hold of
 	// runID, all or none: a hold that is not pending (any more) is a
 	// Conflict, one that is not the run's NotFound.

@@ -366,6 +366,11 @@ func (s *Service) Holds(ctx context.Context, runID string) ([]Record, error) {
 	return s.cfg.Store.RunHolds(ctx, runID)
 }
 
+// ExecutionHolds lists the holds of an executor's calls, oldest first.
+func (s *Service) ExecutionHolds(ctx context.Context, executionID string) ([]Record, error) {
+	return s.cfg.Store.ExecutionHolds(ctx, executionID)
+}
+
 // Pending lists userID's pending holds (the store's every-user value:
 // everyone's).
 func (s *Service) Pending(ctx context.Context, userID string) ([]Record, error) {

@@ -70,6 +70,14 @@ func storedAsCreated(t *testing.T, s approval.Store, _ string) {
 	require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
 	_, err = s.Hold(ctx, "r2", "c1", tools.HoldApproval)
 	require.Equal(t, apperr.NotFound, apperr.CodeOf(err))
+
+	of, err := s.ExecutionHolds(ctx, "e1")
+	require.NoError(t, err)
+	require.Len(t, of, 1)
+	require.Equal(t, in.ID, of[0].ID)
+	none, err := s.ExecutionHolds(ctx, "e2")
+	require.NoError(t, err)
+	require.Empty(t, none)
 }
 
 func onePerCallAndKind(t *testing.T, s approval.Store, _ string) {
