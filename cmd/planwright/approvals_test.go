@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
 )
 
 // approvalsScript has the planner write a memo, a call that needs
@@ -168,4 +171,60 @@ func TestWebAppApprovesAToolCall(t *testing.T) {
 	code, stdout, stderr := p.cli(t, p.alice, "", "approvals", "list")
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "no tool calls wait on you\n", stdout)
+}
+
+// A call that waits for approval survives kill -9 of its owner: the other
+// replica takes the run over, finds the pending call and waits again
+// without asking again; approved there, the call runs once and the turn
+// ends on that replica.
+func TestReplicaKilledWhileAToolCallWaits(t *testing.T) {
+	t.Parallel()
+	const lease = 6 * time.Second
+	f := newFleet(t, persistence.DriverPostgres, fleetConfig{LeaseTimeout: lease, DrainTimeout: 5 * time.Second})
+	f.env["PLANWRIGHT_CONFIG"] = writeFile(t, f.dir, "approvals.yaml", fleetConfig{LeaseTimeout: lease, DrainTimeout: 5 * time.Second}.yaml()+
+		"tools:\n  approval: {create_document: always}\n")
+	f.env["PLANWRIGHT_LLM_SCRIPT"] = writeFile(t, f.dir, "approvals-script.yaml", approvalsScript)
+	a := f.start(t, "A")
+	turn := a.turn(t, map[string]any{"message": "write the memo", "stream_run_id": "run-held"})
+	held := turn.untilType(t, "tool_approval_requested")
+	callID := held.str("call_id")
+	require.NotEmpty(t, callID)
+	ownerA := a.run(t, "run-held").Owner
+	b := f.start(t, "B")
+
+	a.kill(t)
+	turn.drain(t, 10*time.Second)
+	eventually(t, 60*time.Second, func() (bool, string) {
+		v := b.run(t, "run-held")
+		return v.Owner != "" && v.Owner != ownerA, fmt.Sprintf("run %+v", v)
+	})
+	var list struct {
+		Decisions []struct {
+			CallID string `json:"call_id"`
+			State  string `json:"state"`
+		} `json:"decisions"`
+	}
+	b.getJSON(t, "/api/runs/run-held/tool-approvals", &list)
+	require.Len(t, list.Decisions, 1)
+	require.Equal(t, callID, list.Decisions[0].CallID)
+	require.Equal(t, "pending", list.Decisions[0].State)
+
+	status, body := b.do(t, http.MethodPost, "/api/runs/run-held/tool-approvals",
+		map[string]any{"decisions": []map[string]any{{"call_id": callID, "decision": "approve"}}})
+	require.Equal(t, http.StatusOK, status, string(body))
+	whole := b.open(t, http.MethodGet, "/api/runs/run-held/events", nil, "0").drain(t, 60*time.Second)
+	requireWholeLog(t, whole)
+	require.Equal(t, "completed", whole[len(whole)-1].str("finished_reason"))
+	counts := map[string]int{}
+	for _, fr := range whole {
+		switch {
+		case fr.Type == "tool_approval_requested":
+			counts["asked"]++
+		case fr.Type == "tool_result" && fr.str("name") == "create_document":
+			counts["ran"]++
+			require.Equal(t, true, fr.Data["success"])
+		}
+	}
+	require.Equal(t, map[string]int{"asked": 1, "ran": 1}, counts, "asked once, run once, across both owners")
+	require.Equal(t, 2, b.run(t, "run-held").Attempts)
 }
