@@ -136,7 +136,7 @@ func TestApprovalsCommands(t *testing.T) {
 
 	code, _, stderr = p.cli(t, p.alice, "", "approvals", "reject", runID, callID, "--reason", "too late")
 	require.Equal(t, 1, code)
-	require.Contains(t, stderr, "is not pending: it was approved")
+	require.Contains(t, stderr, "has ended (completed): its tool calls wait for nothing")
 	code, _, stderr = p.cli(t, p.alice, "", "approvals", "resolve", runID, callID, "later")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, "retry, mark_done or fail")
