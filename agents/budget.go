@@ -14,6 +14,7 @@ type turnBudget struct {
 	limit  time.Duration
 	spent  time.Duration
 	since  time.Time // when counting (re)started; zero while paused
+	paused int       // pauses not resumed yet
 	timer  *time.Timer
 	cancel context.CancelCauseFunc
 	now    func() time.Time
@@ -31,10 +32,12 @@ func startBudget(parent context.Context, limit time.Duration, now func() time.Ti
 	}
 }
 
-// pause stops counting.
+// pause stops counting until every pause is resumed: pauses nest (an
+// untimed round, and calls of it that wait on a person, each pause).
 func (b *turnBudget) pause() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.paused++
 	if b.since.IsZero() {
 		return
 	}
@@ -43,11 +46,15 @@ func (b *turnBudget) pause() {
 	b.since = time.Time{}
 }
 
-// resume counts again, with what is left of the limit.
+// resume ends a pause; once none is left it counts again, with what is
+// left of the limit.
 func (b *turnBudget) resume() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.since.IsZero() {
+	if b.paused > 0 {
+		b.paused--
+	}
+	if b.paused > 0 || !b.since.IsZero() {
 		return
 	}
 	b.since = b.now()

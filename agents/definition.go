@@ -17,7 +17,11 @@
 // Result.Effects.
 package agents
 
-import "time"
+import (
+	"time"
+
+	"github.com/planwright/planwright/tools"
+)
 
 // Visibility says who may see and bind an agent definition.
 type Visibility string
@@ -43,6 +47,10 @@ type Definition struct {
 	Tools        []string
 	MaxSteps     int
 	IsDefault    bool
+	// Approval is which of the planner's tool calls wait for a person's
+	// approval in the sessions bound to it ("": the planner role's),
+	// unless a narrower rule about the tool says otherwise.
+	Approval tools.ApprovalPolicy
 	// Visibility is VisibilityPrivate (only its creator sees and binds it)
 	// or VisibilityShared (everyone does; only operators share or edit
 	// shared definitions). The default definition is shared.

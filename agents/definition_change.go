@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/tools"
 )
 
 // DefinitionChange is a change to an agent definition: what a user asks to
@@ -20,6 +21,8 @@ type DefinitionChange struct {
 	IsDefault    *bool
 	// Visibility is private or shared.
 	Visibility *string
+	// Approval is never, always or side_effects ("": the role's).
+	Approval *string
 }
 
 // Editor is who changes a definition: a user, an operator or not.
@@ -54,6 +57,9 @@ func (c DefinitionChange) Apply(d *Definition, knownTool func(string) bool) erro
 	}
 	if d.Temperature != nil && (*d.Temperature < 0 || *d.Temperature > 2) {
 		bad("temperature", "must be between 0 and 2")
+	}
+	if d.Approval != "" && !d.Approval.Valid() {
+		bad("approval", fmt.Sprintf("unknown approval policy %q (want never, always or side_effects)", d.Approval))
 	}
 	if d.MaxSteps < 0 || d.MaxSteps > 50 {
 		bad("max_steps", "must be between 0 and 50")
@@ -97,6 +103,9 @@ func (c DefinitionChange) set(d *Definition) {
 	}
 	if c.Visibility != nil {
 		d.Visibility = Visibility(*c.Visibility)
+	}
+	if c.Approval != nil {
+		d.Approval = tools.ApprovalPolicy(*c.Approval)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/tools"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -16,18 +17,22 @@ func TestDefinitionChangeListsEveryProblem(t *testing.T) {
 	t.Parallel()
 	d := agents.Definition{}
 	err := agents.DefinitionChange{Name: ptr("  "), Temperature: ptr(3.0), MaxSteps: ptr(51), Tools: &[]string{"nope"},
-		Visibility: ptr("public")}.Apply(&d, func(string) bool { return false })
+		Visibility: ptr("public"), Approval: ptr("sometimes")}.Apply(&d, func(string) bool { return false })
 	require.Equal(t, apperr.Invalid, apperr.CodeOf(err))
 	var fields []string
 	for _, f := range apperr.FieldsOf(err) {
 		fields = append(fields, f.Field)
 	}
-	require.ElementsMatch(t, []string{"name", "temperature", "max_steps", "tools", "visibility"}, fields)
+	require.ElementsMatch(t, []string{"name", "temperature", "max_steps", "tools", "visibility", "approval"}, fields)
 
 	d = agents.Definition{}
 	require.NoError(t, agents.DefinitionChange{Name: ptr(" planner "), IsDefault: ptr(true)}.Apply(&d, nil))
 	require.Equal(t, "planner", d.Name)
 	require.Equal(t, agents.VisibilityShared, d.Visibility, "the default definition is shared")
+
+	d = agents.Definition{Name: "careful"}
+	require.NoError(t, agents.DefinitionChange{Approval: ptr("side_effects")}.Apply(&d, nil))
+	require.Equal(t, tools.ApproveSideEffects, d.Approval)
 }
 
 // Only operators choose the default or share; a user edits only their own

@@ -1048,3 +1048,41 @@ func TestReadyGatesTheFirstToolRound(t *testing.T) {
 		})
 	}
 }
+
+// Each call carries the role's approval policy, and while one waits on a
+// person (tools.Call.Waiting) the turn's time limit does not count.
+func TestCallsWaitingOnAPersonDoNotSpendTheTimeLimit(t *testing.T) {
+	t.Parallel()
+	model := script(t,
+		reply{calls: []llm.ToolCall{call("a", "send_mail", `{}`)}},
+		text("Sent."),
+	)
+	b := setup(t, model, tool("send_mail", func(context.Context, tools.Call) (tools.Result, error) {
+		return tools.Result{Content: "sent"}, nil
+	}))
+	var got []tools.Call
+	run := b.tools.RunRoundFunc
+	b.tools.RunRoundFunc = func(ctx context.Context, offered []tools.Tool, calls []tools.Call) []tools.Outcome {
+		got = append(got, calls...)
+		for _, c := range calls {
+			c.Waiting(true)
+		}
+		select {
+		case <-ctx.Done(): // the time limit, wrongly counting
+		case <-time.After(100 * time.Millisecond): // five times the turn's limit
+		}
+		for _, c := range calls {
+			c.Waiting(false)
+		}
+		return run(ctx, offered, calls)
+	}
+	b.task.Role.Limits.TimeLimit = 20 * time.Millisecond
+	b.task.Role.Approval = tools.ApproveSideEffects
+	res, err := b.runner.Run(t.Context(), b.task)
+	require.NoError(t, err)
+	require.Empty(t, res.Limit)
+	require.Equal(t, agents.FinishCompleted, res.Finished)
+	require.True(t, res.ToolCalls[0].Outcome.Success)
+	require.Len(t, got, 1)
+	require.Equal(t, tools.ApproveSideEffects, got[0].Approval)
+}

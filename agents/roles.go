@@ -14,6 +14,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
 )
 
 // Role is one configuration of the agent loop: the planner, an executor, the
@@ -34,6 +35,10 @@ type Role struct {
 	ToolSets []string
 	Limits   Limits
 	History  HistoryPolicy
+	// Approval is which of the role's tool calls wait for a person's
+	// approval (""/never: none), unless a narrower rule about the tool
+	// says otherwise (tools.ApprovalRules.For).
+	Approval tools.ApprovalPolicy
 }
 
 // Limits bound one run of the loop. Zero fields take DESIGN.md's defaults
@@ -208,6 +213,7 @@ type roleFile struct {
 	MaxDuplicateCalls      *int         `yaml:"max_duplicate_calls"`
 	FinalizeGrace          *string      `yaml:"finalize_grace"`
 	History                *historyFile `yaml:"history"`
+	Approval               string       `yaml:"approval"`
 }
 
 type historyFile struct {
@@ -238,6 +244,7 @@ type rolesFile struct {
 //	    max_duplicate_calls: 2
 //	    finalize_grace: 15s
 //	    history: {window: 10, compress_after: 8, summary_chars: 420, message_chars: 1200}
+//	    approval: never      # never | always | side_effects (tool calls a person approves)
 //	  executor: ...
 //	  reviewer: ...
 //	  synthesizer: ...
@@ -328,6 +335,9 @@ func buildRole(name event.Role, f roleFile) (Role, []apperr.FieldError) {
 		seen[t] = true
 	}
 	r.ToolSets = append([]string(nil), f.Tools...)
+	if r.Approval = tools.ApprovalPolicy(f.Approval); r.Approval != "" && !r.Approval.Valid() {
+		bad("approval", fmt.Sprintf("%q is not never, always or side_effects", f.Approval))
+	}
 
 	positive := func(k string, v *int, dst *int) {
 		if v == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools"
 )
 
 func TestShippedRolesFile(t *testing.T) {
@@ -78,6 +79,7 @@ roles:
     prompt: "Do {{.Task}}."
     max_tool_calls: 4
     time_limit: 30s
+    approval: side_effects
   reviewer:
     prompt: "Review {{.Goal}}."
     tools: [review]
@@ -94,6 +96,8 @@ func TestParseRolesAppliesDefaults(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, agents.DefaultLimits(event.RolePlanner), rs.Planner.Limits)
 	require.Equal(t, 4, rs.Executor.Limits.MaxToolCalls)
+	require.Equal(t, tools.ApproveSideEffects, rs.Executor.Approval)
+	require.Empty(t, rs.Planner.Approval, "no approval said: the narrower rules, else never")
 	require.Equal(t, 30*time.Second, rs.Executor.Limits.TimeLimit)
 	require.Equal(t, 1500, rs.Executor.Limits.TokenBudget)
 	require.Equal(t, 2, rs.Executor.Limits.MaxConsecutiveFailures)
@@ -140,6 +144,8 @@ func TestParseRolesNamesTheBadField(t *testing.T) {
 			[]string{"roles.synthesizer.temperature"}},
 		{"duplicate tool set", func(s string) string { return strings.Replace(s, "[review]", "[review, review]", 1) },
 			[]string{"roles.reviewer.tools[1]"}},
+		{"approval policy", func(s string) string { return strings.Replace(s, "approval: side_effects", "approval: sometimes", 1) },
+			[]string{"roles.executor.approval"}},
 		{"history window", func(s string) string { return strings.Replace(s, "window: 6", "window: -1", 1) },
 			[]string{"roles.synthesizer.history.window"}},
 		{"every problem at once", func(s string) string {

@@ -103,6 +103,7 @@ func (t *toolRound) admit() {
 			if p, ok := t.prior[i]; ok {
 				tc.Prior = &p
 			}
+			tc.Approval, tc.Waiting = s.role.Approval, s.waiting
 			s.res.ToolCallCount++
 			pending[t.keys[i]] = true
 			t.torun = append(t.torun, tc)
@@ -229,6 +230,17 @@ func (t *toolRound) announceRecorded(c llm.ToolCall, e tools.Execution) {
 		ev.Error = e.Error
 	}
 	t.s.task.Events.Emit(t.s.ctx, ev)
+}
+
+// waiting is told when a call of the run starts and stops waiting on a
+// person (tools.Call.Waiting): the turn's time limit does not count while
+// one does, since a person may take hours.
+func (s *run) waiting(w bool) {
+	if w {
+		s.budget.pause()
+	} else {
+		s.budget.resume()
+	}
 }
 
 func notRun(round int, st CallStatus, c tools.Call, content string) ToolCallRecord {

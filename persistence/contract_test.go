@@ -23,6 +23,8 @@ import (
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/planning/planningtest"
 	"github.com/planwright/planwright/tools"
+	"github.com/planwright/planwright/tools/approval"
+	"github.com/planwright/planwright/tools/approval/approvaltest"
 	"github.com/planwright/planwright/tools/builtin"
 	"github.com/planwright/planwright/tools/builtin/builtintest"
 	"github.com/planwright/planwright/tools/toolstest"
@@ -82,6 +84,13 @@ func TestRecorderContract(t *testing.T) {
 				return s.ListToolExecutions(ctx, userID, persistence.ToolExecutionFilter{})
 			}
 		})
+	})
+}
+
+func TestToolHoldsContract(t *testing.T) {
+	t.Parallel()
+	contract(t, func(t *testing.T, stores func(*testing.T) dbtest.Stores) {
+		approvaltest.StoreSuite(t, func(t *testing.T) approval.Store { return stores(t).ToolHolds }, persistence.AnyUser)
 	})
 }
 

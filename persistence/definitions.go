@@ -8,6 +8,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/tools"
 )
 
 // Definitions stores agent definitions (agent_definitions): a definition is
@@ -27,6 +28,7 @@ type definitionRow struct {
 	MaxSteps     int
 	IsDefault    bool
 	Visibility   string
+	Approval     string
 	CreatedBy    string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
@@ -41,13 +43,13 @@ func definitionToRow(d agents.Definition) definitionRow {
 	}
 	return definitionRow{Visibility: string(d.Visibility), ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
 		Temperature: d.Temperature, Tools: jsonList(d.Tools), MaxSteps: d.MaxSteps, IsDefault: d.IsDefault,
-		CreatedBy: d.CreatedBy, CreatedAt: Timestamp(d.CreatedAt), UpdatedAt: Timestamp(d.UpdatedAt)}
+		Approval: string(d.Approval), CreatedBy: d.CreatedBy, CreatedAt: Timestamp(d.CreatedAt), UpdatedAt: Timestamp(d.UpdatedAt)}
 }
 
 func (r definitionRow) definition() agents.Definition {
 	return agents.Definition{ID: r.ID, Name: r.Name, Description: r.Description, SystemPrompt: r.SystemPrompt, Model: r.Model,
 		Temperature: r.Temperature, Tools: fromJSON[[]string](r.Tools), MaxSteps: r.MaxSteps, IsDefault: r.IsDefault,
-		Visibility: agents.Visibility(r.Visibility), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		Visibility: agents.Visibility(r.Visibility), Approval: tools.ApprovalPolicy(r.Approval), CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // CreateDefinition stores a new agent definition. Names are unique per

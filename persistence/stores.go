@@ -30,6 +30,8 @@ type Stores struct {
 	Keys *Keys
 	// Definitions: agent definitions (chat.Definitions).
 	Definitions *Definitions
+	// ToolHolds: tool calls that wait on a person (approval.Store).
+	ToolHolds *ToolHolds
 }
 
 // NewStores validates cfg (every bad value is reported), fills in its
@@ -40,7 +42,8 @@ func NewStores(db *DB, cfg StoreConfig) (Stores, error) {
 		return Stores{}, err
 	}
 	return Stores{Chats: &Chats{c}, Plans: &Plans{c}, Reviews: &Reviews{c}, Executions: &Executions{c},
-		ToolExecutions: &ToolExecutions{c}, Workspace: &Workspace{c}, Keys: &Keys{c}, Definitions: &Definitions{c}}, nil
+		ToolExecutions: &ToolExecutions{c}, Workspace: &Workspace{c}, Keys: &Keys{c}, Definitions: &Definitions{c},
+		ToolHolds: &ToolHolds{c}}, nil
 }
 
 // PlanRecords joins the stores of a plan and of what its runs record — the

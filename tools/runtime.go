@@ -90,6 +90,12 @@ type RuntimeConfig struct {
 	// call's idempotency key is that run's id, ":" and the call's id. Nil,
 	// or "": the call's id alone.
 	RunOf func(context.Context) string
+	// Approval is the process's approval rules about tools; Holds keeps
+	// the calls that wait on a person (a call that needs approval, one in
+	// doubt after a takeover). Without Holds a call in doubt is answered
+	// ErrInDoubt at once, and a call that needs approval is not run.
+	Approval ApprovalRules
+	Holds    Holds
 }
 
 // Runtime runs rounds of tool calls. It is safe for concurrent use; one
@@ -248,6 +254,10 @@ type callRun struct {
 	class   EffectClass // the tool's, once resolved
 	started bool        // recorded CallStarted before the tool was called
 	inDoubt bool        // a Prior that is not run again
+	policy  ApprovalPolicy
+	// edited are the arguments a person approved the call with, when they
+	// edited them: the call ran with these.
+	edited json.RawMessage
 }
 
 // open gives a call its record id and idempotency key.
@@ -387,8 +397,10 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.
 	x.class = spec.Class()
 	if p := call.Prior; p != nil && p.Unfinished() {
 		if was := cmp.Or(p.Effect, x.class); !was.Repeatable() {
-			x.class, x.inDoubt = was, true
-			return Result{}, inDoubtError{tool: spec.Name}
+			x.class = was
+			if again, res, err := r.resolveInDoubt(ctx, call, x); !again {
+				return res, err
+			}
 		}
 	}
 	schema, err := r.schema(tool, spec)
@@ -396,6 +408,9 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.
 		return Result{}, apperr.Wrap(apperr.Internal, err, "tool %q has an invalid schema", spec.Name)
 	}
 	if err := schema.validate(call.Args); err != nil {
+		return Result{}, err
+	}
+	if err := r.approve(ctx, &call, spec.Schema, schema, x); err != nil {
 		return Result{}, err
 	}
 	if !x.class.Repeatable() {
@@ -425,6 +440,28 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.
 		}
 		backoff *= 2
 	}
+}
+
+// approve waits for a person's approval of a call that needs it (its
+// policy: ApprovalRules.For) and leaves call with the arguments approved.
+// Edited arguments are checked against the tool's schema again.
+func (r *Runtime) approve(ctx context.Context, call *Call, raw json.RawMessage, schema *argsSchema, x *callRun) error {
+	x.policy = r.cfg.Approval.For(call.Name, call.Approval)
+	if !x.policy.Requires(x.class) {
+		return nil
+	}
+	if r.cfg.Holds == nil {
+		return fmt.Errorf("the call to %s needs the user's approval, and nothing here can wait for one; it was not run", call.Name)
+	}
+	orig := call.Args
+	if err := r.hold(ctx, call, raw, x); err != nil {
+		return err
+	}
+	if !bytes.Equal(orig, call.Args) {
+		x.edited = call.Args
+		return schema.validate(call.Args)
+	}
+	return nil
 }
 
 // recordStart stores that a SideEffect call starts, before its tool is
@@ -581,6 +618,9 @@ func (r *Runtime) record(ctx context.Context, call Call, start time.Time, o Outc
 
 // execution is the record of call as it starts (State CallFinished).
 func (r *Runtime) execution(call Call, start time.Time, x *callRun) Execution {
+	if x.edited != nil {
+		call.Args = x.edited
+	}
 	return Execution{
 		ID:             x.id,
 		UserID:         call.Scope.UserID,

@@ -223,9 +223,15 @@ func (c *schemaCache) get(raw json.RawMessage) (*argsSchema, error) {
 // problem. (Plans use it to check a direct step's arguments before the plan
 // is saved.)
 func ValidateArgs(tool Tool, args json.RawMessage) error {
-	s, err := compiledSchemas.get(tool.Spec().Schema)
+	return ValidateArgsAgainst(tool.Spec().Name, tool.Spec().Schema, args)
+}
+
+// ValidateArgsAgainst checks args against schema, the JSON Schema of tool
+// name's arguments, as ValidateArgs does.
+func ValidateArgsAgainst(name string, schema, args json.RawMessage) error {
+	s, err := compiledSchemas.get(schema)
 	if err != nil {
-		return apperr.Wrap(apperr.Internal, err, "tool %s has an invalid schema", tool.Spec().Name)
+		return apperr.Wrap(apperr.Internal, err, "tool %s has an invalid schema", name)
 	}
 	if err := s.validate(args); err != nil {
 		var ae *argumentsError

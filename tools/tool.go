@@ -84,6 +84,14 @@ type Call struct {
 	// (its outcome matches ErrInDoubt and its record says CallInDoubt);
 	// any other runs again, with the same idempotency key.
 	Prior *Execution
+	// Approval is the calling agent's approval policy (its definition's,
+	// else its role's); the runtime's ApprovalRules about the tool come
+	// first (ApprovalRules.For).
+	Approval ApprovalPolicy
+	// Waiting, when set, is told when the call starts waiting on a person
+	// (true) and when the wait ends (false): an approval, or a call in
+	// doubt. The agent loop stops counting its time limit meanwhile.
+	Waiting func(waiting bool)
 }
 
 // Result is what a tool returns. Content is what the model sees.

@@ -36,6 +36,7 @@ import (
 	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
+	"github.com/planwright/planwright/tools/approval"
 	"github.com/planwright/planwright/tools/builtin"
 	"github.com/planwright/planwright/tools/mcp"
 	"github.com/planwright/planwright/tools/web"
@@ -55,6 +56,7 @@ func engineOptions() fx.Option {
 			newRegistry,
 			newContextProfiles,
 			newContextCache,
+			newToolHolds,
 			newToolRuntime,
 			newAgentRunner,
 			newOrchestrator,
@@ -144,13 +146,36 @@ func newRoles(cfg config.Config) (agents.Roles, error) {
 	return roles, nil
 }
 
-func newToolRuntime(cfg config.Config, stores persistence.Stores, m *metrics.Metrics, log zerolog.Logger, tp trace.TracerProvider) (*tools.Runtime, error) {
+func newToolRuntime(cfg config.Config, stores persistence.Stores, holds *approval.Service, m *metrics.Metrics, log zerolog.Logger,
+	tp trace.TracerProvider) (*tools.Runtime, error) {
 	// Tool calls are recorded without the round waiting (QueueToolExecution:
 	// the run log's next batch stores them, before the results it announces).
 	rec := tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
 	return tools.NewRuntime(tools.RuntimeConfig{Recorder: m.ObservedRecorder(rec), Timeout: cfg.Tools.Timeout,
 		MaxResultChars: cfg.Tools.MaxResultChars, Parallelism: cfg.Tools.Parallelism, Logger: log.With().Str("component", "tools").Logger(),
-		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent, RunOf: runs.RunOf})
+		TracerProvider: tp, CaptureContent: cfg.Telemetry.CaptureContent, RunOf: runs.RunOf,
+		Approval: approvalRules(cfg.Tools), Holds: holds})
+}
+
+// newToolHolds keeps the tool calls that wait on a person (approvals,
+// calls in doubt) in the database.
+func newToolHolds(cfg config.Config, stores persistence.Stores, log zerolog.Logger) (*approval.Service, error) {
+	return approval.New(approval.Config{Store: stores.ToolHolds, Timeout: cfg.Tools.ApprovalTimeout,
+		Logger: log.With().Str("component", "approval").Logger()})
+}
+
+// approvalRules are the configuration's approval rules about tools.
+func approvalRules(t config.Tools) tools.ApprovalRules {
+	r := tools.ApprovalRules{Tools: map[string]tools.ApprovalPolicy{}, Servers: map[string]tools.ApprovalPolicy{}}
+	for name, p := range t.Approval {
+		r.Tools[name] = tools.ApprovalPolicy(p)
+	}
+	for _, s := range t.MCPServers {
+		if s.Approval != "" {
+			r.Servers[s.Name] = tools.ApprovalPolicy(s.Approval)
+		}
+	}
+	return r
 }
 
 func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger, tp trace.TracerProvider) (*agents.Runner, error) {
@@ -244,7 +269,7 @@ func remotePoll(db *persistence.DB) time.Duration {
 }
 
 func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stores, plans persistence.PlanRecords, svc *chat.Service, orch *planning.Orchestrator, reg *tools.Registry,
-	runs *persistence.RunLog, js jobSystem, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
+	holds *approval.Service, runs *persistence.RunLog, js jobSystem, feed *event.Feed, m *metrics.Metrics, log zerolog.Logger) (httpapi.Routes, error) {
 	mode := httpapi.AuthNone
 	if cfg.Auth.Mode == config.AuthAPIKey {
 		mode = httpapi.AuthAPIKey
@@ -262,6 +287,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 			_, err := reg.Resolve(name)
 			return err == nil
 		},
+		ToolHolds:    holds,
 		AnyUser:      persistence.AnyUser,
 		Runs:         runs,
 		Queue:        js.runs,

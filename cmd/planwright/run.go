@@ -91,6 +91,7 @@ func newRootCommand(env Env) *cobra.Command {
 		newVersionCommand(env),
 		newChatCommand(env, &flags),
 		newPlansCommand(env, &flags),
+		newApprovalsCommand(env, &flags),
 		newSessionsCommand(env, &flags),
 	)
 	return root

@@ -104,6 +104,9 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 			if d.MaxSteps > 0 {
 				role.Limits.MaxRounds = d.MaxSteps
 			}
+			if d.Approval != "" {
+				role.Approval = d.Approval
+			}
 			if d.SystemPrompt != "" {
 				instructions = d.SystemPrompt
 			}

@@ -66,7 +66,7 @@ func TestNewPlanner(t *testing.T) {
 		chat.ContextCalendar: {Prompt: "calendar prompt"},
 	}
 	custom := &agents.Definition{ID: "d-1", Model: "custom-model", Temperature: &warm, Tools: []string{"web"}, MaxSteps: 3,
-		SystemPrompt: "Answer in haiku."}
+		SystemPrompt: "Answer in haiku.", Approval: tools.ApproveAlways}
 	for _, tc := range []struct {
 		name         string
 		info         chat.TurnInfo
@@ -104,6 +104,11 @@ func TestNewPlanner(t *testing.T) {
 			require.Equal(t, tc.tools, toolNames(p.Tools))
 			require.Equal(t, tc.prompt, p.ContextPrompt)
 			require.Equal(t, tc.instructions, p.Instructions)
+			if tc.info.Definition == custom {
+				require.Equal(t, tools.ApproveAlways, p.Role.Approval, "the definition's approval policy is the planner's")
+			} else {
+				require.Empty(t, p.Role.Approval)
+			}
 			require.False(t, p.ToolGateway)
 			require.Equal(t, "base-model", role.Model, "the configured role is not changed")
 		})

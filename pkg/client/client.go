@@ -198,6 +198,8 @@ func setRaw(out any, raw []byte) {
 		v.Raw = raw
 	case *PlanDetail:
 		v.Raw = raw
+	case *ToolHoldList:
+		v.Raw = raw
 	}
 }
 
@@ -317,6 +319,27 @@ func (c *Client) Plan(ctx context.Context, id string) (PlanDetail, error) {
 func (c *Client) Reject(ctx context.Context, id, reason string) (Plan, error) {
 	var out Plan
 	return out, c.do(ctx, "POST", "/api/plans/"+url.PathEscape(id)+"/reject", nil, map[string]string{"reason": reason}, &out)
+}
+
+// PendingToolCalls lists the tool calls that wait on the caller
+// (operators: on anyone), oldest first.
+func (c *Client) PendingToolCalls(ctx context.Context) (ToolHoldList, error) {
+	var out ToolHoldList
+	return out, c.do(ctx, "GET", "/api/tool-approvals", nil, nil, &out)
+}
+
+// RunToolCalls lists a run's tool calls that wait, or waited, on a person.
+func (c *Client) RunToolCalls(ctx context.Context, runID string) (ToolHoldList, error) {
+	var out ToolHoldList
+	return out, c.do(ctx, "GET", "/api/runs/"+url.PathEscape(runID)+"/tool-approvals", nil, nil, &out)
+}
+
+// DecideToolCalls takes decisions about a run's held tool calls, all or
+// none, and returns the decided calls.
+func (c *Client) DecideToolCalls(ctx context.Context, runID string, ds []ToolDecision) (ToolHoldList, error) {
+	var out ToolHoldList
+	return out, c.do(ctx, "POST", "/api/runs/"+url.PathEscape(runID)+"/tool-approvals", nil,
+		map[string]any{"decisions": ds}, &out)
 }
 
 // CancelPlan stops a running plan, or closes a waiting one.

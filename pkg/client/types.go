@@ -190,3 +190,43 @@ type Project struct {
 	ID    string `json:"id"`
 	Title string `json:"title"`
 }
+
+// ToolHold is a tool call that waits, or waited, on a person: one that
+// needs approval (kind approval) or one in doubt after a takeover.
+type ToolHold struct {
+	ID              string          `json:"id"`
+	RunID           string          `json:"run_id"`
+	CallID          string          `json:"call_id"`
+	Kind            string          `json:"kind"`
+	Tool            string          `json:"tool"`
+	Arguments       json.RawMessage `json:"arguments"`
+	EditedArguments json.RawMessage `json:"edited_arguments,omitempty"`
+	Effect          string          `json:"effect"`
+	Reason          string          `json:"reason,omitempty"`
+	PlanID          string          `json:"plan_id,omitempty"`
+	StepNumber      int             `json:"step_number,omitempty"`
+	State           string          `json:"state"`
+	DecisionReason  string          `json:"decision_reason,omitempty"`
+	Result          string          `json:"result,omitempty"`
+	DecidedBy       string          `json:"decided_by,omitempty"`
+	DecidedAt       *time.Time      `json:"decided_at,omitempty"`
+	CreatedAt       time.Time       `json:"created_at"`
+	ExpiresAt       time.Time       `json:"expires_at"`
+}
+
+// ToolHoldList is the answer of the tool-approvals routes.
+type ToolHoldList struct {
+	Decisions []ToolHold      `json:"decisions"`
+	Raw       json.RawMessage `json:"-"`
+}
+
+// ToolDecision is a decision about one held call of a run: approve
+// (Arguments: an edit) or reject (Reason) an approval; retry, mark_done
+// (Result) or fail a call in doubt.
+type ToolDecision struct {
+	CallID    string          `json:"call_id"`
+	Decision  string          `json:"decision"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Reason    string          `json:"reason,omitempty"`
+	Result    string          `json:"result,omitempty"`
+}

@@ -203,7 +203,20 @@ type Tools struct {
 	Web WebTools `yaml:"web"`
 	// MCPServers contribute their tools, named <server>.<tool>.
 	MCPServers []MCPServer `yaml:"mcp_servers"`
+	// Approval maps a tool name, or a server's pattern "server.*", to the
+	// approval policy of its calls (never, always, side_effects); the
+	// narrowest rule wins over a server's, an agent definition's and a
+	// role's.
+	Approval map[string]string `yaml:"approval"`
+	// ApprovalTimeout is how long a call waits for a person before it is
+	// rejected with reason "timeout" (a call in doubt: answered as in
+	// doubt).
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 }
+
+// ApprovalPolicies are the policies a tool's calls may be given (the
+// tools package's; a test keeps them equal).
+var ApprovalPolicies = []string{"never", "always", "side_effects"}
 
 // WebTools configures the web tools.
 type WebTools struct {
@@ -226,6 +239,10 @@ type MCPServer struct {
 	// idempotent, side_effect) that their MCP annotations give, by the
 	// tool's name on the server; "*" for every tool it does not name.
 	Effects map[string]string `yaml:"effects"`
+	// Approval is the approval policy of the server's tools (never,
+	// always, side_effects; "": the agent's), unless tools.approval names
+	// the tool or the server's pattern.
+	Approval string `yaml:"approval"`
 }
 
 // EffectClasses are the classes an MCP server's tool may be given (the
@@ -408,6 +425,9 @@ func Default() Config {
 			GatewayShare:   0.6,
 			Web:            WebTools{AllowHosts: []string{}},
 			MCPServers:     []MCPServer{},
+			Approval:       map[string]string{},
+
+			ApprovalTimeout: 24 * time.Hour,
 		},
 		Planning: Planning{
 			MaxSteps:         20,

@@ -679,3 +679,49 @@ tools:
 	require.Equal(t, "tools.mcp_servers[0].effects.send", fields[0].Field)
 	require.Contains(t, fields[0].Message, `"destructive"`)
 }
+
+// Tool calls may need a person's approval, by tool, by a server's pattern
+// or by server; an unknown policy, a pattern that is not a server's and a
+// timeout out of range are startup errors naming the key.
+func TestToolApproval(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 24*time.Hour, config.Default().Tools.ApprovalTimeout)
+	require.Empty(t, config.Default().Tools.Approval, "nothing needs approval unless configured")
+	cfg, err := config.Parse([]byte(`
+tools:
+  approval: {create_task: always, "mail.*": side_effects, "mail.list": never}
+  approval_timeout: 2h
+  mcp_servers:
+    - {name: mail, url: "https://mail.example/mcp", approval: always}
+`))
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	require.Equal(t, map[string]string{"create_task": "always", "mail.*": "side_effects", "mail.list": "never"}, cfg.Tools.Approval)
+	require.Equal(t, 2*time.Hour, cfg.Tools.ApprovalTimeout)
+	require.Equal(t, "always", cfg.Tools.MCPServers[0].Approval)
+	var policies []string
+	for _, p := range tools.ApprovalPolicies {
+		policies = append(policies, string(p))
+	}
+	require.Equal(t, policies, config.ApprovalPolicies, "configuration knows the tools' policies")
+
+	bad, err := config.Parse([]byte(`
+tools:
+  approval: {create_task: sometimes, "*": always, "mail.s*": never}
+  approval_timeout: 10ms
+  mcp_servers:
+    - {name: mail, url: "https://mail.example/mcp", approval: maybe}
+`))
+	require.NoError(t, err)
+	err = bad.Validate()
+	require.ErrorIs(t, err, apperr.ErrInvalid)
+	var fields []string
+	for _, f := range apperr.FieldsOf(err) {
+		fields = append(fields, f.Field)
+	}
+	require.ElementsMatch(t, []string{"tools.mcp_servers[0].approval", "tools.approval_timeout", "tools.approval.*",
+		"tools.approval.create_task", "tools.approval.mail.s*"}, fields)
+
+	_, err = config.Parse([]byte("tools:\n  aproval: {x: always}\n"))
+	require.Error(t, err, "a misspelled key is refused")
+}

@@ -147,6 +147,28 @@ func (c Config) validateTools(v *validator) {
 		for _, tool := range slices.Sorted(maps.Keys(m.Effects)) {
 			v.oneOf(field+".effects."+tool, "effect class", m.Effects[tool], EffectClasses)
 		}
+		if m.Approval != "" {
+			v.oneOf(field+".approval", "approval policy", m.Approval, ApprovalPolicies)
+		}
+	}
+	c.validateApproval(v)
+}
+
+// validateApproval checks tools.approval and tools.approval_timeout.
+func (c Config) validateApproval(v *validator) {
+	v.durationIn("tools.approval_timeout", c.Tools.ApprovalTimeout, time.Second, 30*24*time.Hour)
+	for _, name := range slices.Sorted(maps.Keys(c.Tools.Approval)) {
+		field := "tools.approval." + name
+		server, rest, dotted := strings.Cut(name, ".")
+		switch {
+		case strings.TrimSpace(name) == "":
+			v.add("tools.approval", "a tool name must not be empty")
+			continue
+		case strings.Contains(name, "*") && (!dotted || rest != "*" || server == "" || strings.Contains(server, "*")):
+			v.add(field, `a pattern must be a server's "server.*"`)
+			continue
+		}
+		v.oneOf(field, "approval policy", c.Tools.Approval[name], ApprovalPolicies)
 	}
 }
 

@@ -571,6 +571,9 @@ var registry = map[Type]func([]byte) (Event, error){
 	TypeLastTurnContext:     decode[LastTurnContext],
 	TypeError:               decode[Error],
 	TypeDone:                decode[Done],
+
+	TypeToolApprovalRequested: decode[ToolApprovalRequested],
+	TypeToolCallInDoubt:       decode[ToolCallInDoubt],
 }
 
 // Types returns every event type of the contract.

@@ -41,6 +41,9 @@ type APIConfig struct {
 	// KnownTool, when set, checks the tool and tool set names of agent
 	// definitions.
 	KnownTool func(name string) bool
+	// ToolHolds, when set, serves the tool calls that wait on a person
+	// (POST/GET /api/runs/{id}/tool-approvals, GET /api/tool-approvals).
+	ToolHolds ToolHolds
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
 	// Metrics, when set, counts open streams and is served at GET /metrics
@@ -98,6 +101,7 @@ type API struct {
 	control     *planControl        // nil without Plans (or a PlanStore)
 	planEvents  *planEvents         // nil like control
 	definitions *definitionHandlers // nil without Definitions
+	holds       *holdHandlers       // nil without ToolHolds
 }
 
 // NewAPI validates cfg and returns the API; register it with Routes. The
@@ -150,7 +154,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	var plans PlanReader
 	if cfg.PlanStore != nil {
 		plans = cfg.PlanStore
-		a.plans = &planHandlers{deps: d, store: cfg.PlanStore, runs: cfg.Runs}
+		a.plans = &planHandlers{deps: d, store: cfg.PlanStore, runs: cfg.Runs, holds: cfg.ToolHolds}
 		if cfg.Plans != nil {
 			a.control = &planControl{deps: d, store: cfg.PlanStore, plans: cfg.Plans, sessions: cfg.Sessions,
 				runs: cfg.Runs, queue: cfg.Queue, follower: fol, streams: streams}
@@ -161,6 +165,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		follower: fol, streams: streams, reserved: newReservations()}
 	if cfg.Definitions != nil {
 		a.definitions = &definitionHandlers{deps: d, store: cfg.Definitions, knownTool: cfg.KnownTool}
+	}
+	if cfg.ToolHolds != nil {
+		a.holds = &holdHandlers{deps: d, runs: cfg.Runs, holds: cfg.ToolHolds}
 	}
 	return a, nil
 }
@@ -177,6 +184,11 @@ func (a *API) Routes(e *echo.Echo) {
 	g.GET("/sessions/:id", a.sessions.get)
 	g.GET("/runs/:id", a.runs.get)
 	g.GET("/runs/:id/events", a.runs.events)
+	if a.holds != nil {
+		g.POST("/runs/:id/tool-approvals", a.holds.decide)
+		g.GET("/runs/:id/tool-approvals", a.holds.list)
+		g.GET("/tool-approvals", a.holds.pending)
+	}
 	if a.plans != nil {
 		g.GET("/plans", a.plans.list)
 		g.GET("/plans/:id", a.plans.get)

@@ -36,6 +36,7 @@ import (
 	"github.com/planwright/planwright/pkg/telemetry"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
+	"github.com/planwright/planwright/tools/approval"
 )
 
 // model is an agents.Model whose behaviour is a function field.
@@ -128,6 +129,11 @@ type envWiring struct {
 	// MCPApproval offers approve_plan on the env's /mcp (as
 	// mcp_server.allow_approval does).
 	MCPApproval bool
+	// Holds has the tools runtime keep the calls that wait on a person in
+	// the env's approval service (as serve does), under Approval's rules:
+	// a call in doubt then waits for a decision.
+	Holds    bool
+	Approval tools.ApprovalRules
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
@@ -142,8 +148,13 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	if w.Records { // as serve records: through the run log, fenced with the run's events
 		recorder = tools.RecorderFunc(stores.ToolExecutions.QueueToolExecution)
 	}
-	rt, err := tools.NewRuntime(tools.RuntimeConfig{Recorder: recorder, TracerProvider: tp, CaptureContent: w.CaptureContent,
-		RunOf: runs.RunOf})
+	holds, err := approval.New(approval.Config{Store: stores.ToolHolds, Poll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	rcfg := tools.RuntimeConfig{Recorder: recorder, TracerProvider: tp, CaptureContent: w.CaptureContent, RunOf: runs.RunOf}
+	if w.Holds {
+		rcfg.Holds, rcfg.Approval = holds, w.Approval
+	}
+	rt, err := tools.NewRuntime(rcfg)
 	require.NoError(t, err)
 	logs := &syncBuffer{}
 	logger := zerolog.New(logs).Hook(logctx.Hook{})
@@ -217,7 +228,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
 		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
-		Runs: runLog, Feed: feed}
+		Runs: runLog, Feed: feed, ToolHolds: holds}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -28,6 +28,7 @@ var bodyRoutes = []struct {
 	{"POST", "/api/plans/{id}/resume", `"stream": false`, "Stream"},
 	{"POST", "/api/agent-definitions", `"name": "helper"`, "Name"},
 	{"PATCH", "/api/agent-definitions/{id}", `"name": "helper"`, "NAME"},
+	{"POST", "/api/runs/{id}/tool-approvals", `"decisions": []`, "Decisions"},
 }
 
 // object is a JSON object of the given fields, skipping empty ones.
@@ -86,6 +87,8 @@ func TestBodiesAreDecodedStrictly(t *testing.T) {
 		{"edited step: mis-cased", "POST", "/api/plans/{id}/approve", `{"steps": [{"title": "a", "description": "b"}, {"Title": "c"}]}`, "steps[1].Title", `did you mean "title"?`},
 		{"edited step: unknown", "POST", "/api/plans/{id}/approve", `{"steps": [{"title": "a", "executor": true}]}`, "steps[0].executor", "unknown field"},
 		{"definition: mis-cased", "POST", "/api/agent-definitions", `{"name": "n", "systemPrompt": "p"}`, "systemPrompt", "unknown field"},
+		{"tool decision: mis-cased", "POST", "/api/runs/{id}/tool-approvals", `{"decisions": [{"call_id": "c", "Decision": "approve"}]}`, "decisions[0].Decision", `did you mean "decision"?`},
+		{"tool decision: unknown", "POST", "/api/runs/{id}/tool-approvals", `{"decisions": [{"call_id": "c", "decison": "approve"}]}`, "decisions[0].decison", "unknown field"},
 		{"definition: mis-cased patch", "PATCH", "/api/agent-definitions/{id}", `{"Tools": []}`, "Tools", `did you mean "tools"?`},
 	}
 	for _, tc := range nested {

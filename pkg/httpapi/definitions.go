@@ -46,6 +46,7 @@ type DefinitionView struct {
 	CreatedBy  string    `json:"created_by,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	UpdatedAt  time.Time `json:"updated_at"`
+	Approval   string    `json:"approval,omitempty" jsonschema:"never, always or side_effects (absent: the planner role's)"`
 }
 
 func definitionView(d agents.Definition) DefinitionView {
@@ -55,7 +56,7 @@ func definitionView(d agents.Definition) DefinitionView {
 	}
 	return DefinitionView{ID: d.ID, Name: d.Name, Description: d.Description, SystemPrompt: d.SystemPrompt, Model: d.Model,
 		Temperature: d.Temperature, Tools: tools, MaxSteps: d.MaxSteps, IsDefault: d.IsDefault, Visibility: string(d.Visibility), CreatedBy: d.CreatedBy,
-		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt}
+		CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt, Approval: string(d.Approval)}
 }
 
 // DefinitionList is the agent definitions the caller may see.
@@ -77,6 +78,8 @@ type DefinitionInput struct {
 	IsDefault    *bool     `json:"is_default"`
 	// Visibility is private (default) or shared; only operators share.
 	Visibility *string `json:"visibility"`
+	// Approval is which of the planner's tool calls wait for approval.
+	Approval *string `json:"approval" jsonschema:"never, always or side_effects: which of the planner's tool calls wait for the user's approval (empty: the planner role's)"`
 }
 
 func (h *definitionHandlers) list(c echo.Context) error {

@@ -43,6 +43,7 @@ type planHandlers struct {
 	deps
 	store PlanStore
 	runs  RunLog
+	holds ToolHolds // nil: executions show no decisions
 }
 
 // PlanList is a page of plans.
@@ -274,6 +275,9 @@ type ExecutionDetail struct {
 	Execution  ExecutionView       `json:"execution"`
 	Transcript []TranscriptMessage `json:"transcript"`
 	ToolCalls  []ToolExecutionView `json:"tool_calls"`
+	// Decisions are the execution's calls that waited on a person, with
+	// who decided what and when.
+	Decisions []ToolHoldView `json:"decisions,omitempty"`
 }
 
 func (h *planHandlers) getExecution(c echo.Context) error {
@@ -304,6 +308,13 @@ func (h *planHandlers) getExecution(c echo.Context) error {
 		out.ToolCalls = append(out.ToolCalls, ToolExecutionView{ID: x.ID, ToolCallID: x.ToolCallID, Tool: x.ToolName,
 			Arguments: rawOrNil(x.Arguments), Success: x.Success, Result: x.Result, Error: x.Error, DurationMS: x.DurationMS,
 			CreatedAt: x.CreatedAt, Effect: x.Effect, IdempotencyKey: x.IdempotencyKey, State: cmp.Or(x.State, tools.CallFinished)})
+	}
+	if h.holds != nil {
+		held, err := h.holds.ExecutionHolds(ctx, e.ID)
+		if err != nil {
+			return err
+		}
+		out.Decisions = holdList(held).Decisions
 	}
 	return c.JSON(http.StatusOK, out)
 }

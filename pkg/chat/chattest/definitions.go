@@ -11,6 +11,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/apperr/apperrtest"
 	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/tools"
 )
 
 // DefinitionStore is chat.Definitions with the write DefinitionsSuite sets
@@ -46,7 +47,7 @@ func getDefinition(t *testing.T, s DefinitionStore) {
 	ctx := context.Background()
 	temp := 0.2
 	d := agents.Definition{Name: "researcher", SystemPrompt: "You research.", Tools: []string{"workspace"}, Temperature: &temp,
-		MaxSteps: 5, CreatedBy: "alice"}
+		MaxSteps: 5, CreatedBy: "alice", Approval: tools.ApproveSideEffects}
 	require.NoError(t, s.CreateDefinition(ctx, &d))
 	require.NotEmpty(t, d.ID)
 	require.Equal(t, agents.VisibilityPrivate, d.Visibility, "a definition without a visibility is private")
@@ -57,6 +58,7 @@ func getDefinition(t *testing.T, s DefinitionStore) {
 	require.Equal(t, []string{"workspace"}, got.Tools)
 	require.Equal(t, 0.2, *got.Temperature)
 	require.Equal(t, 5, got.MaxSteps)
+	require.Equal(t, tools.ApproveSideEffects, got.Approval)
 	require.Equal(t, "alice", got.CreatedBy)
 	require.Equal(t, agents.VisibilityPrivate, got.Visibility)
 

@@ -172,6 +172,10 @@ class Turn {
       case "clarifying_questions":
         this.ask(ev.questions);
         break;
+      case "tool_approval_requested":
+      case "tool_call_in_doubt":
+        this.hold(src, ev);
+        break;
       case "error":
         this.extra.append(h("p", { class: "error", role: "alert", text: `${ev.error.code}: ${ev.error.message}` }));
         break;
@@ -197,6 +201,48 @@ class Turn {
     this.extra.append(h("p", { class: "error", role: "alert", text: err.message }));
     this.el.dataset.finished = "error";
     this.setState("");
+  }
+
+  // hold shows a tool call that waits on the user, inline: Approve or
+  // Reject (with a reason) a call that needs approval; Retry, Mark done
+  // (with the result the agent gets) or Fail a call in doubt. The answer
+  // goes to the run's tool-approvals route; the run goes on by itself.
+  hold(src, ev) {
+    const inDoubt = ev.type === "tool_call_in_doubt";
+    const id = `hold-${newId()}`;
+    const note = h("input", { id, type: "text", name: "note", placeholder: inDoubt ? "result, or why it failed" : "reason (for Reject)" });
+    const status = h("p", { class: "hold-status", role: "status" });
+    const form = h("form", { class: "hold", "data-call": ev.call_id, "data-kind": inDoubt ? "in_doubt" : "approval",
+      "aria-label": inDoubt ? "A tool call in doubt" : "A tool call waits for your approval" },
+      h("p", { class: "hold-title" }, h("span", { class: "src", text: sourceLabel(src) }), " ",
+        inDoubt ? "was cut off while calling " : "wants to call ", h("code", { text: ev.tool }),
+        h("span", { class: "args", text: "(" + jsonText(ev.arguments, 200) + ")" }), ` · ${ev.effect.replace("_", " ")}`),
+      ev.reason ? h("p", { class: "muted", text: ev.reason }) : "",
+      h("div", { class: "field" }, h("label", { for: id, text: inDoubt ? "Result or reason" : "Reason" }), note));
+    const decide = async (decision) => {
+      const d = { call_id: ev.call_id, decision };
+      const text = note.value.trim();
+      if (decision === "mark_done") d.result = text;
+      else if (text && decision !== "approve" && decision !== "retry") d.reason = text;
+      for (const b of form.querySelectorAll("button")) b.disabled = true;
+      try {
+        await api(`/api/runs/${encodeURIComponent(ev.run_id)}/tool-approvals`, { method: "POST", body: { decisions: [d] } });
+        form.dataset.decided = decision;
+        status.textContent = { approve: "Approved.", reject: "Rejected.", retry: "Run again.", mark_done: "Marked done.", fail: "Marked failed." }[decision];
+        note.disabled = true;
+      } catch (err) {
+        status.textContent = err.message;
+        for (const b of form.querySelectorAll("button")) b.disabled = false;
+      }
+    };
+    const buttons = inDoubt ? [["retry", "Retry"], ["mark_done", "Mark done"], ["fail", "Fail"]] : [["approve", "Approve"], ["reject", "Reject"]];
+    form.append(h("div", { class: "hold-actions" }, buttons.map(([d, label]) => {
+      const b = h("button", { type: "button", "data-decision": d }, label);
+      b.addEventListener("click", () => decide(d));
+      return b;
+    })), status);
+    form.addEventListener("submit", (e) => e.preventDefault());
+    this.extra.append(form);
   }
 
   // ask shows clarifying questions with an answer field each; the answers
