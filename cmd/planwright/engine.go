@@ -320,7 +320,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	}
 	if cfg.A2A.Enabled {
 		agent, err := a2a.New(a2a.Config{Turns: api, Runs: runs, Feed: feed, Poll: remotePoll(db), Canceller: js.runs,
-			Messages: stores.Chats, Plans: plans, MaxWait: cfg.A2A.MaxWait, KeepAlive: cfg.Server.KeepaliveInterval,
+			Holds: holds, Messages: stores.Chats, Plans: plans, MaxWait: cfg.A2A.MaxWait, KeepAlive: cfg.Server.KeepaliveInterval,
 			URL: cfg.A2A.URL, Path: "/a2a", Version: buildVersion(), Logger: log.With().Str("component", "a2a").Logger()})
 		if err != nil {
 			return nil, err

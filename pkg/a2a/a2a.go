@@ -31,6 +31,7 @@ import (
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools/approval"
 )
 
 // Turns starts chat turns as runs, as POST /api/agent/stream does
@@ -60,6 +61,12 @@ type Plans interface {
 	PlanFor(ctx context.Context, userID, id string) (planning.Plan, error)
 }
 
+// Holds lists a run's tool calls that wait on a person, decided or not
+// (approval.Service implements it).
+type Holds interface {
+	Holds(ctx context.Context, runID string) ([]approval.Record, error)
+}
+
 // Config configures a Server. Turns, Runs, Feed, Canceller, Messages and
 // Plans are required.
 type Config struct {
@@ -68,6 +75,9 @@ type Config struct {
 	Canceller Canceller
 	Messages  Messages
 	Plans     Plans
+	// Holds, when set, makes a working task whose run has a tool call
+	// waiting on a person input required (optional).
+	Holds Holds
 	// Feed wakes a wait when the run's events commit (in this process, or
 	// elsewhere through LISTEN/NOTIFY); Poll is how often a wait reads the
 	// store anyway (default 250 ms).

@@ -104,6 +104,12 @@ func (s *Server) stream(ctx context.Context, st *sse, t Task, r event.Run) error
 		return errStreamed
 	}
 	err := s.follower.Follow(ctx, r, r.LastSeq, func(e event.Envelope) (bool, error) {
+		switch e.Event.(type) {
+		case event.ToolApprovalRequested, event.ToolCallInDoubt:
+			// A call waits on a person: the task is input required (its
+			// hold commits with the event); the stream ends with it.
+			return s.cfg.Holds != nil, nil
+		}
 		msg := describe(e)
 		if msg == "" || e.Event.Type() == event.TypeDone {
 			return false, nil

@@ -10,6 +10,8 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
+	"github.com/planwright/planwright/tools"
+	"github.com/planwright/planwright/tools/approval"
 )
 
 // PlanView is a plan as its data artifact carries it.
@@ -111,7 +113,7 @@ func (s *Server) taskOf(ctx context.Context, p auth.Principal, r event.Run, hist
 	}
 	t := Task{ID: r.ID, ContextID: r.SessionID, Status: TaskStatus{State: StateWorking, Timestamp: timestamp(r.UpdatedAt)}}
 	if end.done == nil && r.FinishedAt == nil {
-		return t, nil
+		return t, s.held(ctx, &t)
 	}
 	if r.FinishedAt != nil {
 		t.Status.Timestamp = timestamp(*r.FinishedAt)
@@ -185,6 +187,46 @@ func (s *Server) settle(t *Task, end ending, answer *chat.Message, plan *plannin
 		}
 		t.Status.Message = s.agentMessage(t, text)
 	}
+}
+
+// held makes the working task t input required while a tool call of its
+// run waits on a person, its status message saying which and how to
+// decide: a person decides through the HTTP API, never through a message.
+func (s *Server) held(ctx context.Context, t *Task) error {
+	if s.cfg.Holds == nil {
+		return nil
+	}
+	holds, err := s.cfg.Holds.Holds(ctx, t.ID)
+	if err != nil {
+		return err
+	}
+	var waits []string
+	for _, h := range holds {
+		if h.State == approval.Pending {
+			waits = append(waits, describeHold(h))
+		}
+	}
+	if len(waits) == 0 {
+		return nil
+	}
+	t.Status.State = StateInputRequired
+	t.Status.Message = s.agentMessage(t, strings.Join(waits, " ")+fmt.Sprintf(
+		" Decide with POST /api/runs/%s/tool-approvals {\"decisions\": [{\"call_id\", \"decision\"}]}; the task goes on once decided.", t.ID))
+	return nil
+}
+
+// describeHold is what a waiting call needs, in a sentence.
+func describeHold(h approval.Record) string {
+	who := "The planner's"
+	if h.Source.StepNumber > 0 {
+		who = fmt.Sprintf("Step %d's", h.Source.StepNumber)
+	}
+	if h.Kind == tools.HoldInDoubt {
+		return fmt.Sprintf("%s call %s to %s (%s) may or may not have run before a restart: retry, mark_done (with its result) or fail it.",
+			who, h.CallID, h.Tool, h.Effect)
+	}
+	return fmt.Sprintf("%s call %s to %s (%s) with %s waits for approval: approve (optionally with edited arguments) or reject (with a reason).",
+		who, h.CallID, h.Tool, h.Effect, h.Arguments)
 }
 
 func (s *Server) agentMessage(t *Task, text string) *Message {
