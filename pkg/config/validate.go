@@ -42,6 +42,7 @@ func (c Config) Validate() error {
 	c.validateTools(&v)
 	c.validatePlanning(&v)
 	c.validateRetention(&v)
+	c.validateBudget(&v)
 	v.oneOf("log.level", "level", c.Log.Level, levels)
 	v.oneOf("log.format", "format", c.Log.Format, formats)
 	v.telemetry(c.Telemetry)
@@ -161,6 +162,25 @@ func (c Config) validatePlanning(v *validator) {
 	v.countIn("limits.max_tool_calls", int64(c.Limits.MaxToolCalls), 1, 1000)
 	v.durationIn("limits.turn_timeout", c.Limits.TurnTimeout, time.Second, 24*time.Hour)
 	v.countIn("limits.max_consecutive_failures", int64(c.Limits.MaxConsecutiveFailures), 1, 100)
+}
+
+// validateBudget checks budget.*.
+func (c Config) validateBudget(v *validator) {
+	b := c.Budget
+	for _, p := range append(b.Defaults.Check("budget.defaults"), b.FinishReserve.Check("budget.finish_reserve")...) {
+		v.add(p.Field, p.Message)
+	}
+	if b.OnExhausted == "" || !b.OnExhausted.Valid() {
+		v.add("budget.on_exhausted", fmt.Sprintf("is %q; want finish or pause", b.OnExhausted))
+	}
+	for _, p := range b.FinishReserve.Above(b.Defaults, "budget.finish_reserve") {
+		v.add(p.Field, "is above budget.defaults: the reserve is kept back from the budget")
+	}
+	if b.Defaults.CostUSD > 0 && len(c.LLM.Prices) == 0 {
+		v.add("budget.defaults.cost_usd", "needs llm.prices: without prices no call's cost is known")
+	}
+	v.countIn("budget.call_max_tokens", int64(b.CallMaxTokens), 1, 1<<20)
+	v.countIn("budget.min_call_tokens", int64(b.MinCallTokens), 1, int64(max(b.CallMaxTokens, 1)))
 }
 
 // validateRetention checks retention.*.
