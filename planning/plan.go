@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 )
@@ -98,6 +99,12 @@ type Plan struct {
 	// CancelledBy records who cancelled the plan through its cancel route.
 	CancelledBy *Cancellation
 	Usage       event.Usage
+	// Budget is the plan's budget (zero: none), OnExhausted what the plan
+	// does when it runs out (empty: the configured default), and Spent what
+	// the plan spent against it across its runs, as stored.
+	Budget      budget.Limits
+	OnExhausted budget.OnExhausted
+	Spent       budget.Spent
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   *time.Time

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -110,6 +111,17 @@ type PlanEnd struct {
 	CancelledBy *Cancellation
 	// Usage is what the plan's run used, added to the plan's usage.
 	Usage event.Usage
+	// Spent is what the run spent against the plan's budget and did not
+	// store yet (SpendStore), added to the plan's.
+	Spent budget.Spent
+}
+
+// SpendStore is a Store that can add to what a plan spent against its
+// budget on its own (persistence implements it): a step's end stores the
+// plan's spend with it, so a run that takes the plan over continues from
+// it. Inside a run log's batch it needs no answer before the batch commits.
+type SpendStore interface {
+	AddPlanSpend(ctx context.Context, planID string, d budget.Spent) error
 }
 
 // ErrEndsNotStored is why Store.EndPlan refuses a plan's end while one of
@@ -124,5 +136,6 @@ func (e PlanEnd) applied(p Plan) Plan {
 	p.Status, p.Reason, p.CompletedAt, p.CancelledBy, p.UpdatedAt = e.Status, e.Reason, &at, e.CancelledBy, at
 	p.Usage.InputTokens += e.Usage.InputTokens
 	p.Usage.OutputTokens += e.Usage.OutputTokens
+	p.Spent = p.Spent.Add(e.Spent)
 	return p
 }
