@@ -437,11 +437,13 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	statuses := statusStrings(from)
 	q := `UPDATE agent_plans SET status = ?, goal = ?, mode = ?, version = ?, review_round = ?, reason = ?, updated_at = ?,
 		started_at = ?, completed_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
-		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, approval_via = ?, cancelled_by = ?, cancelled_by_user_id = ?
+		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, approval_via = ?, cancelled_by = ?, cancelled_by_user_id = ?,
+		budget = ?, on_exhausted = ?
 		WHERE id = ? AND status IN (?` + strings.Repeat(",?", len(statuses)-1) + `) RETURNING input_tokens, output_tokens, cost_usd`
 	args := []any{r.Status, r.Goal, r.Mode, r.Version, r.ReviewRound, r.Reason, r.UpdatedAt, r.StartedAt, r.CompletedAt,
 		p.Usage.InputTokens - before.InputTokens, p.Usage.OutputTokens - before.OutputTokens, p.Usage.CostUSD - before.CostUSD,
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, id}
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID,
+		r.Budget, r.OnExhausted, id}
 	for _, st := range statuses {
 		args = append(args, st)
 	}
@@ -500,13 +502,14 @@ func (s *Plans) ApprovePlan(ctx context.Context, id string, a planning.Approval,
 	return out, nil
 }
 
-// ResumePlan moves a failed, cancelled or interrupted plan that had an
+// ResumePlan moves a failed, cancelled, interrupted or budget-stopped plan that had an
 // approval back to executing and resets the steps that did not complete,
 // in one transaction. A plan that never had an approval stays as it is: a
 // Conflict saying it was never approved.
 func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planning.Plan, error) {
 	var out planning.Plan
-	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted}
+	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted,
+		planning.StatusStoppedBudget, planning.StatusWaitingBudget}
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		cur, err := s.getPlan(ctx, tx, AnyUser, id)
 		if err != nil {

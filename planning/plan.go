@@ -57,6 +57,10 @@ const (
 	StatusCancelled     = event.PlanCancelled
 	StatusRejected      = event.PlanRejected
 	StatusInterrupted   = event.PlanInterrupted // the process stopped while it ran
+	// A budget ran out: the plan ended with an answer from what was done,
+	// or waits for a human to raise its budget.
+	StatusStoppedBudget = event.PlanStoppedBudget
+	StatusWaitingBudget = event.PlanWaitingBudget
 )
 
 // StepStatus is a step's state (event.StepStatus).

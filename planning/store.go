@@ -52,7 +52,7 @@ type PlanStore interface {
 	// edits.Version - 1) as the transaction reads it, else a Conflict
 	// naming its version.
 	ApprovePlan(ctx context.Context, id string, a Approval, edits *Revision) (Plan, error)
-	// ResumePlan moves a failed, cancelled or interrupted plan that had an
+	// ResumePlan moves a failed, cancelled, interrupted or budget-stopped plan that had an
 	// approval back to executing (started at) and resets the steps that did
 	// not complete, in one transaction. A plan that never had an approval is
 	// a Conflict saying so.

@@ -124,7 +124,7 @@ type Ledger struct {
 	limits    Limits
 	spent     Spent // charged (wall time aside: see elapsed)
 	held      Spent // reserved by calls in flight
-	saved     Spent // stored (Unsaved, Saved)
+	saved     Spent // stored (TakeUnsaved, Unsave)
 	since     time.Time
 	exhausted *Exhausted
 	over      []Limit // limits a charge went past (never, when estimates hold)
@@ -201,17 +201,21 @@ func (l *Ledger) Raise(to Limits) {
 	l.mu.Unlock()
 }
 
-// Unsaved is what was spent since the last Saved, wall time included.
-func (l *Ledger) Unsaved() Spent {
+// TakeUnsaved returns what was spent and not taken before (wall time
+// included) and counts it as stored: the caller stores it, and gives it
+// back with Unsave when the write fails.
+func (l *Ledger) TakeUnsaved() Spent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.total().Sub(l.saved)
+	d := l.total().Sub(l.saved)
+	l.saved = l.saved.Add(d)
+	return d
 }
 
-// Saved records that d (an Unsaved) is stored.
-func (l *Ledger) Saved(d Spent) {
+// Unsave gives back d (a TakeUnsaved) whose write failed.
+func (l *Ledger) Unsave(d Spent) {
 	l.mu.Lock()
-	l.saved = l.saved.Add(d)
+	l.saved = l.saved.Sub(d)
 	l.mu.Unlock()
 }
 
