@@ -164,7 +164,9 @@ func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *a
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer,
 		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
-		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp})
+		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp,
+		Budget: planning.BudgetConfig{OnExhausted: cfg.Budget.OnExhausted, Prices: cfg.LLM.Prices, DefaultModel: cfg.LLM.Model,
+			CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens}})
 }
 
 // newContextCache is the planner's context cache (nil when
@@ -186,6 +188,8 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 		Multitask: cfg.Server.MultitaskStrategy, Turns: runs, CancelTurn: cancel.Cancel,
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Transcripts: stores.Executions, Records: stores.ToolExecutions,
+		Budget: chat.BudgetConfig{Defaults: cfg.Budget.Defaults, FinishReserve: cfg.Budget.FinishReserve, Prices: cfg.LLM.Prices,
+			DefaultModel: cfg.LLM.Model, CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
 			Plans: orch.Tools(), Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"gopkg.in/yaml.v3"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/planning"
@@ -307,6 +308,8 @@ var forOptions = withStepInput(&jsonschema.ForOptions{
 			string(tools.SideEffect)}},
 		reflect.TypeFor[tools.CallState](): {Type: "string", Enum: []any{string(tools.CallStarted), string(tools.CallFinished),
 			string(tools.CallInDoubt)}},
+		reflect.TypeFor[budget.Duration]():    {Type: "string", Description: "a Go duration such as 10m or 90s"},
+		reflect.TypeFor[budget.OnExhausted](): {Type: "string", Enum: []any{string(budget.Finish), string(budget.Pause)}},
 	},
 })
 
