@@ -128,6 +128,8 @@ type envWiring struct {
 	// MCPApproval offers approve_plan on the env's /mcp (as
 	// mcp_server.allow_approval does).
 	MCPApproval bool
+	// Budget is how turns spend (configuration's budget.*).
+	Budget chat.BudgetConfig
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
@@ -193,7 +195,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 		CancelTurn: func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
 			return worker.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
 		},
-		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(), Budget: w.Budget,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: global,
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})}

@@ -1,0 +1,129 @@
+package httpapi_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
+	"github.com/planwright/planwright/pkg/chat"
+	"github.com/planwright/planwright/pkg/httpapi"
+)
+
+// threeParallelSteps has the planner run a plan of three steps at once and
+// answer from its outcome.
+const threeParallelSteps = `
+rules:
+  - when: {role: planner, after_tool: none}
+    reply:
+      text: "Planning."
+      tool_calls:
+        - name: create_plan
+          args:
+            goal: "Research"
+            steps:
+              - {number: 1, title: "A", description: "Look into A", executor_required: true}
+              - {number: 2, title: "B", description: "Look into B", executor_required: true}
+              - {number: 3, title: "C", description: "Look into C", executor_required: true}
+  - when: {role: executor}
+    reply: {text: "Found it."}
+  - when: {role: planner}
+    reply: {text: "Here is what was found before the budget ran out."}
+`
+
+// withKey gives user a key with the given limits and returns its secret.
+func withKey(t *testing.T, e chatEnv, user string, limits budget.Limits) {
+	t.Helper()
+	secret, key, err := auth.NewKey(auth.KeySpec{UserID: user, Role: auth.RoleUser, Budget: limits}, persistence.NewID(), time.Now())
+	require.NoError(t, err)
+	require.NoError(t, e.stores.Keys.CreateKey(context.Background(), key))
+	e.keys[user] = secret
+}
+
+func TestARequestBudgetIsCheckedStrictlyAndCappedByTheUsersLimits(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, dbtest.Drivers[0], scriptedModel(t, threeParallelSteps), nil)
+	withKey(t, e, "carol", budget.Limits{TotalTokens: 5000, CostUSD: 1})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, field string
+		budget      any
+	}{
+		{"above the user's limit", "budget.total_tokens", map[string]any{"total_tokens": 6000}},
+		{"a misspelled limit", "budget.total_token", map[string]any{"total_token": 100}},
+		{"a limit in another case", "budget.Total_Tokens", map[string]any{"Total_Tokens": 100}},
+		{"a negative limit", "budget.model_calls", map[string]any{"model_calls": -1}},
+		{"an unknown exhaustion mode", "budget.on_exhausted", map[string]any{"on_exhausted": "stop"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := e.request(t, ctx, "carol", "POST", "/api/agent/stream", map[string]any{"message": "go", "budget": tc.budget, "stream": false})
+			status, body := errorOf(t, resp)
+			require.Equal(t, 400, status)
+			var fields []string
+			for _, f := range body.Error.Fields {
+				fields = append(fields, f.Field)
+			}
+			require.Contains(t, fields, tc.field, "%+v", body.Error)
+		})
+	}
+	resp := e.request(t, ctx, "carol", "POST", "/api/agent/stream", map[string]any{"message": "go", "budget": map[string]any{"wall_time": 90}})
+	status, _ := errorOf(t, resp)
+	require.Equal(t, 400, status, "a wall time is a duration string")
+}
+
+// A turn whose budget runs out while its plan's executors run in parallel:
+// the executor without room stops before its call, the plan ends
+// stopped_budget, budget_exhausted is sent once, and the planner answers
+// from the finish reserve: done says limit.
+func TestABudgetThatRunsOutFinishesThePlanWithAnAnswer(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
+				envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
+			ctx := context.Background()
+			frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4}}))
+			var exhausted, steps []map[string]any
+			var complete, done map[string]any
+			for _, f := range frames {
+				switch f.Type {
+				case "budget_exhausted":
+					exhausted = append(exhausted, f.Env)
+				case "step_complete":
+					steps = append(steps, f.Env["step"].(map[string]any))
+				case "plan_complete":
+					complete = f.Env
+				case "done":
+					done = f.Env
+				}
+			}
+			require.Len(t, exhausted, 1, "announced once")
+			require.Equal(t, "run", exhausted[0]["scope"])
+			require.Equal(t, "model_calls", exhausted[0]["limit"])
+			require.Equal(t, "stopped_budget", complete["status"])
+			require.Equal(t, 2.0, complete["completed"], "two executors had room; the third stopped before its call")
+			cancelled := 0
+			for _, s := range steps {
+				if s["status"] == "cancelled" {
+					cancelled++
+					require.Contains(t, s["error"], "budget")
+				}
+			}
+			require.Equal(t, 1, cancelled)
+			require.Equal(t, "limit", done["finished_reason"])
+			planID := complete["plan_id"].(string)
+			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+			require.Equal(t, "stopped_budget", string(detail.Plan.Status))
+			require.NotNil(t, detail.Plan.Budget)
+			require.Equal(t, budget.Limits{ModelCalls: 4}, detail.Plan.Budget.Limits, "the plan keeps the turn's budget")
+			require.Equal(t, int64(2), detail.Plan.Budget.Spent.ModelCalls, "what its executors spent, stored")
+		})
+	}
+}
