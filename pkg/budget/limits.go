@@ -156,6 +156,23 @@ func (l Limits) Narrow(o Limits) Limits {
 		WallTime: Duration(n(int64(l.WallTime), int64(o.WallTime))), CostUSD: cost}
 }
 
+// Raised is l with every limit o sets replaced by o's.
+func (l Limits) Raised(o Limits) Limits {
+	pick := func(a, b int64) int64 {
+		if b != 0 {
+			return b
+		}
+		return a
+	}
+	cost := l.CostUSD
+	if o.CostUSD != 0 {
+		cost = o.CostUSD
+	}
+	return Limits{InputTokens: pick(l.InputTokens, o.InputTokens), OutputTokens: pick(l.OutputTokens, o.OutputTokens),
+		TotalTokens: pick(l.TotalTokens, o.TotalTokens), ModelCalls: pick(l.ModelCalls, o.ModelCalls), ToolCalls: pick(l.ToolCalls, o.ToolCalls),
+		WallTime: Duration(pick(int64(l.WallTime), int64(o.WallTime))), CostUSD: cost}
+}
+
 // Above reports every limit of l above the same limit of ceiling (a limit
 // ceiling sets and l sets higher), by field under prefix: a request may
 // narrow a user's limits, never widen them.

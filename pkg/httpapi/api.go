@@ -187,6 +187,7 @@ func (a *API) Routes(e *echo.Echo) {
 		g.POST("/plans/:id/reject", a.control.reject)
 		g.POST("/plans/:id/cancel", a.control.cancel)
 		g.POST("/plans/:id/resume", a.control.resume)
+		g.POST("/plans/:id/budget", a.control.raiseBudget)
 		g.GET("/plans/:id/events", a.planEvents.watch)
 	}
 	if a.me.projects != nil {

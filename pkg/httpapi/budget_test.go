@@ -127,3 +127,63 @@ func TestABudgetThatRunsOutFinishesThePlanWithAnAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A plan whose budget runs out with on_exhausted pause waits
+// (waiting_budget); only its owner can raise the budget (anyone else's
+// request is a 404, a misspelled limit a 400), and the plan then continues
+// where it stopped: no completed step runs again.
+func TestAPausedPlanContinuesWhenItsBudgetIsRaised(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
+				envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
+			ctx := context.Background()
+			frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}}))
+			var planID string
+			for _, f := range frames {
+				if f.Type == "plan_complete" {
+					require.Equal(t, "waiting_budget", f.Env["status"])
+					planID = f.Env["plan_id"].(string)
+				}
+			}
+			require.NotEmpty(t, planID)
+			path := "/api/plans/" + planID + "/budget"
+
+			status, _ := errorOf(t, e.request(t, ctx, "bob", "POST", path, map[string]any{"model_calls": 10}))
+			require.Equal(t, 404, status, "another user's plan")
+			status, _ = errorOf(t, e.request(t, ctx, "ops", "POST", path, map[string]any{"model_calls": 10}))
+			require.Equal(t, 404, status, "operators do not raise users' budgets")
+			status, body := errorOf(t, e.request(t, ctx, "alice", "POST", path, map[string]any{"model_call": 10}))
+			require.Equal(t, 400, status)
+			require.Equal(t, "model_call", body.Error.Fields[0].Field)
+			status, body = errorOf(t, e.request(t, ctx, "alice", "POST", path, map[string]any{"model_calls": 3}))
+			require.Equal(t, 400, status, "%+v", body)
+			require.Equal(t, "budget.model_calls", body.Error.Fields[0].Field, "a raise cannot lower a limit")
+
+			frames = readStream(t, e.request(t, ctx, "alice", "POST", path, map[string]any{"model_calls": 6}))
+			var complete map[string]any
+			started := map[float64]int{}
+			for _, f := range frames {
+				switch f.Type {
+				case "plan_complete":
+					complete = f.Env
+				case "step_start":
+					started[f.Env["step"].(map[string]any)["number"].(float64)]++
+				}
+			}
+			require.NotNil(t, complete, "%v", frames)
+			require.Equal(t, "completed", complete["status"])
+			require.Len(t, started, 1, "only the step the budget stopped runs again: %v", started)
+			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+			require.Equal(t, budget.Limits{ModelCalls: 6}, detail.Plan.Budget.Limits)
+			require.Equal(t, int64(3), detail.Plan.Budget.Spent.ModelCalls, "the plan continued from what it had spent")
+			require.Len(t, detail.Executions, 4, "three steps, one of them twice")
+
+			status, _ = errorOf(t, e.request(t, ctx, "alice", "POST", path, map[string]any{"model_calls": 8}))
+			require.Equal(t, 409, status, "a plan that does not wait for its budget")
+		})
+	}
+}

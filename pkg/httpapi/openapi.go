@@ -104,6 +104,8 @@ var operations = []operation{
 	{method: "POST", path: "/api/plans/{id}/cancel", summary: "Cancel a running or waiting plan (owners and operators)", response: PlanView{}, errors: []int{http.StatusBadRequest, http.StatusConflict}},
 	{method: "POST", path: "/api/plans/{id}/resume", summary: "Rerun the steps of a failed, cancelled or interrupted plan that did not complete; streams",
 		request: ResumeRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
+	{method: "POST", path: "/api/plans/{id}/budget", summary: "Raise the budget of the caller's plan waiting for it (waiting_budget; each limit at least the plan's, at most the caller's own) and continue it where it stopped: completed steps do not rerun; streams",
+		request: RaiseBudgetRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
 	{method: "GET", path: "/api/plans/{id}/events", summary: "A plan's whole history across its runs (SSE ids <run>:<seq>; resume with the Last-Event-ID header or ?after=<run>:<seq>), then live through review and later runs until the plan ended; then done, with an id of its own (<run>:<seq>:done)",
 		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (operators: anyone's; a chat turn, or a plan's approval or resume): kind, status, user, last seq, owner, lease and attempts", response: RunView{}},
