@@ -39,6 +39,7 @@ var samples = []event.Event{
 	event.ClarifyingQuestions{Questions: []string{"Who is the audience?"}},
 	event.DuplicateDetected{Tool: "search_tasks", Arguments: json.RawMessage(`{"q":"x"}`), Reason: "identical call already made"},
 	event.ForcedFinalize{Reason: "second duplicate"},
+	event.BudgetExhausted{Scope: "plan", Limit: "total_tokens", Used: 4990, Max: 5000},
 	event.LastTurnContext{Summary: "Created 3 tasks", ContextType: "project", EntityID: "pr1"},
 	event.Error{Error: event.ErrorInfo{Code: "internal", Message: "internal error"}},
 	event.Done{FinishedReason: event.FinishedCompleted, Usage: event.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, SessionID: "s1"},
