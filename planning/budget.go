@@ -98,6 +98,20 @@ func (sp *spending) unsave(d budget.Spent) {
 	}
 }
 
+// chargeDirect charges a direct step's tool call before it runs; a budget
+// without room for it stops the step (cancelled, so that a resume runs it),
+// reported true. An executor step is charged by its executor's loop.
+func (sp *spending) chargeDirect(s Step) (Step, bool) {
+	if sp == nil || s.Tool == "" {
+		return s, false
+	}
+	if err := sp.executor.Meter.ChargeTools(1); err != nil {
+		s.Status, s.Error = StepCancelled, "stopped: the budget ran out"
+		return s, true
+	}
+	return s, false
+}
+
 // budgetEnd is how a plan a budget stopped ends: stopped_budget, or
 // waiting_budget when it pauses, with the reason.
 func (r *runner) budgetEnd(p Plan, ex *budget.Exhausted) (Status, string) {

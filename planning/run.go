@@ -214,7 +214,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		// more of by-value plans and steps keeps its stack from shrinking.
 		out := stepOutcome{number: snapshot.Number, step: snapshot}
 		sctx, span := pr.startStep(snapshot, lost != nil)
-		if snapshot.Tool != "" {
+		if stopped, ok := pr.spend.chargeDirect(snapshot); ok {
+			out.step = stopped // the budget has no room for its tool call
+		} else if snapshot.Tool != "" {
 			out.step = pr.coordinator.runDirect(sctx, pr.p, pr.origin, snapshot, deps, prior, pr.em)
 		} else {
 			out.step, out.usage = pr.coordinator.runExecutor(sctx, pr.p, pr.origin, snapshot, lost, x)
