@@ -253,6 +253,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		Plans:       orch.Control(),
 		Definitions: stores.Definitions,
 		Projects:    stores.Workspace,
+		Usage:       stores.Executions,
 		KnownTool: func(name string) bool {
 			_, err := reg.Resolve(name)
 			return err == nil

@@ -209,3 +209,16 @@ func format(name Limit, v int64) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// UsageRow is what one user's model calls of one model used on one day
+// (UTC): GET /api/usage.
+type UsageRow struct {
+	Day          string  `json:"day"`
+	Model        string  `json:"model"`
+	UserID       string  `json:"user_id,omitempty"`
+	ModelCalls   int64   `json:"model_calls"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	TotalTokens  int64   `json:"total_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+}

@@ -36,6 +36,8 @@ type APIConfig struct {
 	Plans PlanControl
 	// Projects, when set, serves GET /api/projects (the chat's focus picker).
 	Projects ProjectLister
+	// Usage, when set, serves GET /api/usage.
+	Usage UsageReader
 	// Definitions, when set, serves /api/agent-definitions.
 	Definitions DefinitionStore
 	// KnownTool, when set, checks the tool and tool set names of agent
@@ -98,6 +100,7 @@ type API struct {
 	control     *planControl        // nil without Plans (or a PlanStore)
 	planEvents  *planEvents         // nil like control
 	definitions *definitionHandlers // nil without Definitions
+	usage       *usageHandlers      // nil without Usage
 }
 
 // NewAPI validates cfg and returns the API; register it with Routes. The
@@ -162,6 +165,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if cfg.Definitions != nil {
 		a.definitions = &definitionHandlers{deps: d, store: cfg.Definitions, knownTool: cfg.KnownTool}
 	}
+	if cfg.Usage != nil {
+		a.usage = &usageHandlers{deps: d, store: cfg.Usage}
+	}
 	return a, nil
 }
 
@@ -192,6 +198,9 @@ func (a *API) Routes(e *echo.Echo) {
 	}
 	if a.me.projects != nil {
 		g.GET("/projects", a.me.listProjects)
+	}
+	if a.usage != nil {
+		g.GET("/usage", a.usage.get)
 	}
 	if a.metrics != nil {
 		// Metrics name users, tools and plan outcomes: operators only.

@@ -124,6 +124,20 @@ func TestABudgetThatRunsOutFinishesThePlanWithAnAnswer(t *testing.T) {
 			require.NotNil(t, detail.Plan.Budget)
 			require.Equal(t, budget.Limits{ModelCalls: 4}, detail.Plan.Budget.Limits, "the plan keeps the turn's budget")
 			require.Equal(t, int64(2), detail.Plan.Budget.Spent.ModelCalls, "what its executors spent, stored")
+
+			mine := decodeBody[httpapi.UsageReport](t, e.request(t, ctx, "alice", "GET", "/api/usage", nil))
+			require.Len(t, mine.Usage, 1, "one day, one model: %+v", mine.Usage)
+			require.Equal(t, int64(2), mine.Usage[0].ModelCalls, "the executors' answers")
+			require.Equal(t, time.Now().UTC().Format(time.DateOnly), mine.Usage[0].Day)
+			require.Positive(t, mine.Usage[0].TotalTokens)
+			require.Empty(t, mine.Usage[0].UserID, "a user's own usage is not by user")
+			theirs := decodeBody[httpapi.UsageReport](t, e.request(t, ctx, "bob", "GET", "/api/usage", nil))
+			require.Empty(t, theirs.Usage, "another user's usage is not bob's")
+			status, _ := errorOf(t, e.request(t, ctx, "bob", "GET", "/api/usage?user_id=alice", nil))
+			require.Equal(t, 400, status)
+			ops := decodeBody[httpapi.UsageReport](t, e.request(t, ctx, "ops", "GET", "/api/usage?user_id=alice", nil))
+			require.Len(t, ops.Usage, 1)
+			require.Equal(t, "alice", ops.Usage[0].UserID, "operators see usage by user")
 		})
 	}
 }

@@ -104,6 +104,8 @@ var operations = []operation{
 	{method: "POST", path: "/api/plans/{id}/cancel", summary: "Cancel a running or waiting plan (owners and operators)", response: PlanView{}, errors: []int{http.StatusBadRequest, http.StatusConflict}},
 	{method: "POST", path: "/api/plans/{id}/resume", summary: "Rerun the steps of a failed, cancelled or interrupted plan that did not complete; streams",
 		request: ResumeRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
+	{method: "GET", path: "/api/usage", summary: "Tokens, model calls and cost by day (UTC) and model of the caller's model calls (operators: everyone's, by user too, or user_id's), from since (default: 30 days ago) until until (default: now)",
+		response: UsageReport{}, query: []string{"since", "until", "user_id"}, errors: []int{http.StatusBadRequest}},
 	{method: "POST", path: "/api/plans/{id}/budget", summary: "Raise the budget of the caller's plan waiting for it (waiting_budget; each limit at least the plan's, at most the caller's own) and continue it where it stopped: completed steps do not rerun; streams",
 		request: RaiseBudgetRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
 	{method: "GET", path: "/api/plans/{id}/events", summary: "A plan's whole history across its runs (SSE ids <run>:<seq>; resume with the Last-Event-ID header or ?after=<run>:<seq>), then live through review and later runs until the plan ended; then done, with an id of its own (<run>:<seq>:done)",
