@@ -23,6 +23,7 @@ import (
 	"github.com/planwright/planwright/pkg/a2a"
 	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/event"
@@ -189,9 +190,19 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Transcripts: stores.Executions, Records: stores.ToolExecutions,
 		Budget: chat.BudgetConfig{Defaults: cfg.Budget.Defaults, FinishReserve: cfg.Budget.FinishReserve, Prices: cfg.LLM.Prices,
-			DefaultModel: cfg.LLM.Model, CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens},
+			DefaultModel: cfg.LLM.Model, CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens,
+			QuotaDay: cfg.Budget.QuotaDay, QuotaMonth: cfg.Budget.QuotaMonth, Usage: quotaUsage(cfg.Budget, stores.Executions)},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
 			Plans: orch.Tools(), Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
+}
+
+// quotaUsage is what the chat's quotas read: the users' usage, only when a
+// quota is configured (else no turn reads it).
+func quotaUsage(b config.Budget, usage *persistence.Executions) func(context.Context, string, time.Time, time.Time) ([]budget.UsageRow, error) {
+	if b.QuotaDay == (budget.Quota{}) && b.QuotaMonth == (budget.Quota{}) {
+		return nil
+	}
+	return usage.Usage
 }
 
 // newRunLog starts the run log's writer, which publishes committed events to

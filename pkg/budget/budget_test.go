@@ -201,3 +201,22 @@ func TestParallelCallersRacingForTheLastOfABudget(t *testing.T) {
 	require.LessOrEqual(t, plan.Spent().OutputTokens, int64(1500))
 	require.NotNil(t, budget.Meter{run, plan}.Exhausted())
 }
+
+func TestQuotas(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 31, 22, 0, 0, 0, time.UTC)
+	start, end := budget.Month.Bounds(now)
+	require.Equal(t, time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), start)
+	require.Equal(t, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), end)
+	used := []budget.UsageRow{{TotalTokens: 600, CostUSD: 0.2}, {TotalTokens: 500, CostUSD: 0.3}}
+	require.NoError(t, budget.Quota{TotalTokens: 2000, CostUSD: 1}.Check(budget.Day, used, now))
+	err := budget.Quota{TotalTokens: 1000}.Check(budget.Day, used, now)
+	require.Equal(t, apperr.QuotaExceeded, apperr.CodeOf(err))
+	var q *budget.QuotaExceeded
+	require.ErrorAs(t, err, &q)
+	require.Equal(t, 2*time.Hour, q.RetryAfter, "the day resets at midnight UTC")
+	require.Equal(t, budget.TotalTokens, q.Limit)
+	err = budget.Quota{CostUSD: 0.5}.Check(budget.Month, used, now)
+	require.ErrorAs(t, err, &q)
+	require.Equal(t, budget.CostUSD, q.Limit)
+}

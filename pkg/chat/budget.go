@@ -1,6 +1,9 @@
 package chat
 
 import (
+	"context"
+	"time"
+
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/budget"
@@ -23,6 +26,40 @@ type BudgetConfig struct {
 	// CallMaxTokens caps each planner call's max_tokens under a budget;
 	// MinCallTokens is the least room such a call starts with.
 	CallMaxTokens, MinCallTokens int
+	// QuotaDay and QuotaMonth are what each user may spend per day and
+	// month (UTC), as Usage counts it (CheckQuota); without Usage there
+	// are no quotas.
+	QuotaDay, QuotaMonth budget.Quota
+	Usage                func(ctx context.Context, userID string, since, until time.Time) ([]budget.UsageRow, error)
+}
+
+// CheckQuota says whether userID may start a turn: an apperr
+// QuotaExceeded error (wrapping a *budget.QuotaExceeded with the reset)
+// once their day's or month's quota is spent. It reads the user's usage,
+// so it is called only when a quota is configured.
+func (s *Service) CheckQuota(ctx context.Context, userID string) error {
+	cfg := s.cfg.Budget
+	if cfg.Usage == nil {
+		return nil
+	}
+	now := s.cfg.Now()
+	for _, q := range []struct {
+		p budget.Period
+		q budget.Quota
+	}{{budget.Day, cfg.QuotaDay}, {budget.Month, cfg.QuotaMonth}} {
+		if q.q == (budget.Quota{}) {
+			continue
+		}
+		since, until := q.p.Bounds(now)
+		used, err := cfg.Usage(ctx, userID, since, until)
+		if err != nil {
+			return err
+		}
+		if err := q.q.Check(q.p, used, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // budgetProblems checks a request's budget: its own limits, none above the

@@ -282,6 +282,11 @@ type Budget struct {
 	// starts with.
 	CallMaxTokens int `yaml:"call_max_tokens"`
 	MinCallTokens int `yaml:"min_call_tokens"`
+	// QuotaDay and QuotaMonth are what each user may spend per day and per
+	// month (UTC): a turn that would start over one is a 429
+	// quota_exceeded with the reset in Retry-After.
+	QuotaDay   budget.Quota `yaml:"quota_day"`
+	QuotaMonth budget.Quota `yaml:"quota_month"`
 }
 
 // Retention says how long records of past work are kept; a sweep deletes

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
 )
@@ -178,6 +180,14 @@ func (c Config) validateBudget(v *validator) {
 	}
 	if b.Defaults.CostUSD > 0 && len(c.LLM.Prices) == 0 {
 		v.add("budget.defaults.cost_usd", "needs llm.prices: without prices no call's cost is known")
+	}
+	for name, q := range map[string]budget.Quota{"budget.quota_day": b.QuotaDay, "budget.quota_month": b.QuotaMonth} {
+		if q.TotalTokens < 0 {
+			v.add(name+".total_tokens", "must not be negative")
+		}
+		if q.CostUSD < 0 || math.IsNaN(q.CostUSD) || math.IsInf(q.CostUSD, 0) {
+			v.add(name+".cost_usd", "must be a number of 0 or more")
+		}
 	}
 	v.countIn("budget.call_max_tokens", int64(b.CallMaxTokens), 1, 1<<20)
 	v.countIn("budget.min_call_tokens", int64(b.MinCallTokens), 1, int64(max(b.CallMaxTokens, 1)))

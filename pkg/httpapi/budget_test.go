@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -200,4 +201,31 @@ func TestAPausedPlanContinuesWhenItsBudgetIsRaised(t *testing.T) {
 			require.Equal(t, 409, status, "a plan that does not wait for its budget")
 		})
 	}
+}
+
+// A user whose quota for the day is spent cannot start a turn: a 429
+// quota_exceeded whose Retry-After is the time until the day resets
+// (UTC); another user still can.
+func TestATurnOverTheUsersQuotaIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newChatEnvWith(t, dbtest.Open(t, dbtest.Drivers[0]), scriptedModel(t, threeParallelSteps),
+		envWiring{Budget: chat.BudgetConfig{QuotaDay: budget.Quota{TotalTokens: 1}}})
+	ctx := context.Background()
+	readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "research three things"}))
+
+	resp := e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "more"})
+	retry := resp.Header.Get("Retry-After")
+	status, body := errorOf(t, resp)
+	require.Equal(t, 429, status)
+	require.Equal(t, "quota_exceeded", body.Error.Code)
+	require.Contains(t, body.Error.Message, "day quota")
+	now := time.Now().UTC()
+	reset := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)
+	secs, err := strconv.Atoi(retry)
+	require.NoError(t, err)
+	require.InDelta(t, reset.Sub(now).Seconds(), float64(secs), 60, "Retry-After is when the day resets")
+
+	resp = e.request(t, ctx, "bob", "POST", "/api/agent/stream", map[string]any{"message": "hi", "stream": false})
+	require.Equal(t, 200, resp.StatusCode, "bob has spent nothing")
+	resp.Body.Close()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
@@ -128,7 +129,8 @@ type envWiring struct {
 	// MCPApproval offers approve_plan on the env's /mcp (as
 	// mcp_server.allow_approval does).
 	MCPApproval bool
-	// Budget is how turns spend (configuration's budget.*).
+	// Budget is how turns spend (configuration's budget.*); its quotas
+	// read the env's usage.
 	Budget chat.BudgetConfig
 }
 
@@ -191,6 +193,9 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	// The worker is built after the chat service, which cancels turns
 	// through it (multitask interrupt), as cmd's turnCanceller does.
 	var worker *runs.Service
+	if w.Budget.QuotaDay != (budget.Quota{}) || w.Budget.QuotaMonth != (budget.Quota{}) {
+		w.Budget.Usage = stores.Executions.Usage
+	}
 	ccfg := chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runLog,
 		CancelTurn: func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
 			return worker.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})

@@ -120,6 +120,9 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	}
 	// Reserve touches no database: validation, the per-user limit and a
 	// running duplicate are answered with a status before the stream opens.
+	if err := h.chat.CheckQuota(c.Request().Context(), p.UserID); err != nil {
+		return err
+	}
 	limits, onExhausted := body.Budget.limits()
 	turn, err := h.chat.Reserve(chat.Request{
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
@@ -163,6 +166,9 @@ func (a *API) StartTurn(ctx context.Context, p auth.Principal, req chat.Request)
 
 func (h *turnHandlers) start(ctx context.Context, p auth.Principal, req chat.Request) (event.Run, error) {
 	req.UserID, req.Operator, req.UserBudget = p.UserID, p.Role == auth.RoleOperator, p.Budget
+	if err := h.chat.CheckQuota(ctx, p.UserID); err != nil {
+		return event.Run{}, err
+	}
 	turn, err := h.chat.Reserve(req)
 	if err != nil {
 		return event.Run{}, err
