@@ -26,6 +26,7 @@ var bodyRoutes = []struct {
 	{"POST", "/api/plans/{id}/reject", `"reason": "no"`, "Reason"},
 	{"POST", "/api/plans/{id}/cancel", "", "Reason"},
 	{"POST", "/api/plans/{id}/resume", `"stream": false`, "Stream"},
+	{"POST", "/api/plans/{id}/budget", `"model_calls": 10`, "Model_Calls"},
 	{"POST", "/api/agent-definitions", `"name": "helper"`, "Name"},
 	{"PATCH", "/api/agent-definitions/{id}", `"name": "helper"`, "NAME"},
 }
@@ -83,6 +84,8 @@ func TestBodiesAreDecodedStrictly(t *testing.T) {
 		{"focus: unknown", "POST", "/api/agent/stream", `{"message": "x", "project_focus": {"projectid": "p"}}`, "project_focus.projectid", "unknown field"},
 		{"focus: mis-cased", "POST", "/api/agent/stream", `{"message": "x", "project_focus": {"Project_ID": "p"}}`, "project_focus.Project_ID", `did you mean "project_id"?`},
 		{"mis-cased top level", "POST", "/api/agent/stream", `{"Message": "x"}`, "Message", `did you mean "message"?`},
+		{"budget: unknown", "POST", "/api/agent/stream", `{"message": "x", "budget": {"total_token": 100}}`, "budget.total_token", "unknown field"},
+		{"budget: mis-cased", "POST", "/api/agent/stream", `{"message": "x", "budget": {"Total_Tokens": 100}}`, "budget.Total_Tokens", `did you mean "total_tokens"?`},
 		{"edited step: mis-cased", "POST", "/api/plans/{id}/approve", `{"steps": [{"title": "a", "description": "b"}, {"Title": "c"}]}`, "steps[1].Title", `did you mean "title"?`},
 		{"edited step: unknown", "POST", "/api/plans/{id}/approve", `{"steps": [{"title": "a", "executor": true}]}`, "steps[0].executor", "unknown field"},
 		{"definition: mis-cased", "POST", "/api/agent-definitions", `{"name": "n", "systemPrompt": "p"}`, "systemPrompt", "unknown field"},
