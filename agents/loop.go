@@ -26,6 +26,9 @@ type run struct {
 	defs  []llm.ToolDef
 	// budget counts the turn's time limit.
 	budget *turnBudget
+	// final: the next model call writes the answer after a budget ran out,
+	// and may spend the finish reserve (Task.Budget).
+	final bool
 
 	conv       conversation
 	res        Result          // what Run returns
@@ -84,8 +87,15 @@ func (s *run) run(system string) (Result, error) {
 				return s.callFailed(ctx, text, resp.Usage, err)
 			}
 			calls := s.nameCalls(resp.ToolCalls)
+			ex := s.chargeTools(len(calls))
+			if ex != nil {
+				calls = nil // not run: the budget has no room for them
+			}
 			if err := s.conv.add(llm.Message{Role: llm.RoleAssistant, Content: text, ToolCalls: calls}, resp.Usage, false); err != nil {
 				return s.fail(err)
+			}
+			if ex != nil {
+				return s.outOfBudget(ex)
 			}
 			if len(calls) == 0 {
 				s.res.Finished = FinishCompleted
@@ -168,7 +178,6 @@ func (s *run) reframe(passed []tools.Effect) {
 // the response (with usage taken from the stream when the response has
 // none), the text emitted for this call, and the model's error.
 func (s *run) call(ctx context.Context, defs []llm.ToolDef) (llm.Response, string, error) {
-	s.res.Rounds++
 	req := llm.Request{
 		Role:        string(s.role.Name),
 		Model:       s.role.Model,
@@ -176,6 +185,11 @@ func (s *run) call(ctx context.Context, defs []llm.ToolDef) (llm.Response, strin
 		Tools:       defs,
 		Temperature: s.role.Temperature,
 	}
+	hold, err := s.reserve(ctx, &req)
+	if err != nil {
+		return llm.Response{}, "", err // not started: nothing spent
+	}
+	s.res.Rounds++
 	var text strings.Builder
 	var streamed event.Usage
 	resp, err := s.r.model.Generate(ctx, req, func(p llm.Part) {
@@ -192,6 +206,7 @@ func (s *run) call(ctx context.Context, defs []llm.ToolDef) (llm.Response, strin
 	if resp.Usage == (event.Usage{}) {
 		resp.Usage = streamed
 	}
+	settle(hold, resp.Usage, text.String(), err)
 	s.res.Usage = addUsage(s.res.Usage, resp.Usage)
 	if err == nil && text.Len() == 0 && resp.Text != "" {
 		// A model that does not stream: the whole text is one delta.
@@ -239,11 +254,13 @@ func (s *run) callFailed(ctx context.Context, text string, usage event.Usage, er
 			return s.fail(terr)
 		}
 	}
-	switch {
+	switch ex := exhausted(err); {
 	case s.ctx.Err() != nil:
 		return s.interrupted()
 	case isTimeLimit(ctx):
 		return s.finalize(LimitTime, s.reason(LimitTime), nil)
+	case ex != nil:
+		return s.outOfBudget(ex)
 	}
 	s.log.Warn().Ctx(s.ctx).Err(err).Int("round", s.res.Rounds).Msg("agent model call failed")
 	return s.fail(fmt.Errorf("agents: %s model call %d: %w", s.role.Name, s.res.Rounds, err))

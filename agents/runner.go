@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/telemetry"
@@ -161,6 +162,9 @@ type Task struct {
 	// start commits meanwhile). An error ends the run with it, before any
 	// tool runs.
 	Ready func(ctx context.Context) error
+	// Budget, when set, is what the run's model and tool calls spend
+	// against (see Budget); a run it stops ends with LimitBudget.
+	Budget *Budget
 }
 
 // Resume is what an earlier attempt of a run left: the run continues from
@@ -289,6 +293,8 @@ type Result struct {
 	Finished      Finish
 	// Limit is the limit reached, if any.
 	Limit Limit
+	// Budget is the exhaustion that stopped the run (Limit is LimitBudget).
+	Budget *budget.Exhausted
 	// Cause says why a cancelled run was cancelled.
 	Cause CancelCause
 	// Interrupted says the run was cut short by cancellation; Text is the

@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"gorm.io/gorm"
@@ -24,13 +25,18 @@ type apiKeyRow struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Budget     jsonCol
 }
 
 func (apiKeyRow) TableName() string { return "api_keys" }
 
 func (r apiKeyRow) key() auth.Key {
-	return auth.Key{ID: r.ID, UserID: r.UserID, Role: auth.Role(r.Role), Name: r.Name, Prefix: r.Prefix,
+	k := auth.Key{ID: r.ID, UserID: r.UserID, Role: auth.Role(r.Role), Name: r.Name, Prefix: r.Prefix,
 		Hash: r.Hash, CreatedAt: r.CreatedAt.UTC(), LastUsedAt: utcPtr(r.LastUsedAt), RevokedAt: utcPtr(r.RevokedAt)}
+	if len(r.Budget) > 0 {
+		_ = json.Unmarshal(r.Budget, &k.Budget) // written by CreateKey
+	}
+	return k
 }
 
 func utcPtr(t *time.Time) *time.Time {
@@ -44,7 +50,7 @@ func utcPtr(t *time.Time) *time.Time {
 // CreateKey stores a new API key (its hash, never its secret).
 func (s *Keys) CreateKey(ctx context.Context, k auth.Key) error {
 	row := apiKeyRow{ID: k.ID, UserID: k.UserID, Role: string(k.Role), Name: k.Name, Prefix: k.Prefix, Hash: k.Hash,
-		CreatedAt: Timestamp(k.CreatedAt), LastUsedAt: stampPtr(k.LastUsedAt), RevokedAt: stampPtr(k.RevokedAt)}
+		CreatedAt: Timestamp(k.CreatedAt), LastUsedAt: stampPtr(k.LastUsedAt), RevokedAt: stampPtr(k.RevokedAt), Budget: mustJSON(k.Budget)}
 	if row.CreatedAt.IsZero() {
 		row.CreatedAt = s.stamp()
 	}

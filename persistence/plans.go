@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
@@ -52,6 +53,14 @@ type planRow struct {
 	ApprovalVia       string
 	CancelledBy       string
 	CancelledByUserID string
+	Budget            jsonCol
+	OnExhausted       string
+	SpentInputTokens  int64 `gorm:"column:spent_input_tokens"`
+	SpentOutputTokens int64 `gorm:"column:spent_output_tokens"`
+	SpentModelCalls   int64 `gorm:"column:spent_model_calls"`
+	SpentToolCalls    int64 `gorm:"column:spent_tool_calls"`
+	SpentWallMS       int64 `gorm:"column:spent_wall_ms"`
+	SpentCostNanoUSD  int64 `gorm:"column:spent_cost_nano_usd"`
 }
 
 func (planRow) TableName() string { return "agent_plans" }
@@ -101,6 +110,9 @@ func planToRow(p planning.Plan) planRow {
 	if c := p.CancelledBy; c != nil {
 		r.CancelledBy, r.CancelledByUserID = string(c.By), c.UserID
 	}
+	r.Budget, r.OnExhausted = mustJSON(p.Budget), string(p.OnExhausted)
+	r.SpentInputTokens, r.SpentOutputTokens, r.SpentModelCalls, r.SpentToolCalls = p.Spent.InputTokens, p.Spent.OutputTokens, p.Spent.ModelCalls, p.Spent.ToolCalls
+	r.SpentWallMS, r.SpentCostNanoUSD = p.Spent.Wall.Milliseconds(), p.Spent.CostNanoUSD
 	return r
 }
 
@@ -124,6 +136,12 @@ func (r planRow) plan(steps []stepRow) planning.Plan {
 		}
 		p.CancelledBy = c
 	}
+	if len(r.Budget) > 0 {
+		_ = json.Unmarshal(r.Budget, &p.Budget) // written by planToRow
+	}
+	p.OnExhausted = budget.OnExhausted(r.OnExhausted)
+	p.Spent = budget.Spent{InputTokens: r.SpentInputTokens, OutputTokens: r.SpentOutputTokens, ModelCalls: r.SpentModelCalls,
+		ToolCalls: r.SpentToolCalls, Wall: time.Duration(r.SpentWallMS) * time.Millisecond, CostNanoUSD: r.SpentCostNanoUSD}
 	for _, s := range steps {
 		p.Steps = append(p.Steps, s.step())
 	}
@@ -208,7 +226,7 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 			p.Steps[i].Status = planning.StepPending
 		}
 	}
-	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		planArgs(planToRow(*p))}}
 	if len(p.Steps) > 0 {
 		stmts = append(stmts, stepsInsert(p.ID, p.Steps))
@@ -247,7 +265,8 @@ type rawStmt struct {
 const (
 	planCols = `id, session_id, user_id, goal, mode, status, version, review_round, reason, stream_run_id, tool_call_id,
 		input_tokens, output_tokens, created_at, updated_at, started_at, completed_at,
-		approval_by, approval_user_id, approved_at, approval_note, approval_version, approval_via, cancelled_by, cancelled_by_user_id, cost_usd`
+		approval_by, approval_user_id, approved_at, approval_note, approval_version, approval_via, cancelled_by, cancelled_by_user_id, cost_usd,
+		budget, on_exhausted, spent_input_tokens, spent_output_tokens, spent_model_calls, spent_tool_calls, spent_wall_ms, spent_cost_nano_usd`
 	stepCols = `(plan_id, number, title, description, tools, executor_required, depends_on, tool, args, status, result, error,
 		started_at, completed_at)`
 )
@@ -255,7 +274,8 @@ const (
 func planArgs(r planRow) []any {
 	return []any{r.ID, r.SessionID, r.UserID, r.Goal, r.Mode, r.Status, r.Version, r.ReviewRound, r.Reason, r.StreamRunID, r.ToolCallID,
 		r.InputTokens, r.OutputTokens, r.CreatedAt, r.UpdatedAt, r.StartedAt, r.CompletedAt,
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, r.CostUSD}
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, r.CostUSD,
+		r.Budget, r.OnExhausted, r.SpentInputTokens, r.SpentOutputTokens, r.SpentModelCalls, r.SpentToolCalls, r.SpentWallMS, r.SpentCostNanoUSD}
 }
 
 func scanPlan(rows *sql.Rows) (planRow, error) {
@@ -263,7 +283,8 @@ func scanPlan(rows *sql.Rows) (planRow, error) {
 	err := rows.Scan(&r.ID, &r.SessionID, &r.UserID, &r.Goal, &r.Mode, &r.Status, &r.Version, &r.ReviewRound, &r.Reason, &r.StreamRunID,
 		&r.ToolCallID, &r.InputTokens, &r.OutputTokens, &r.CreatedAt, &r.UpdatedAt, &r.StartedAt, &r.CompletedAt,
 		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.ApprovalVersion, &r.ApprovalVia, &r.CancelledBy, &r.CancelledByUserID,
-		&r.CostUSD)
+		&r.CostUSD, &r.Budget, &r.OnExhausted, &r.SpentInputTokens, &r.SpentOutputTokens, &r.SpentModelCalls, &r.SpentToolCalls,
+		&r.SpentWallMS, &r.SpentCostNanoUSD)
 	return r, err
 }
 
@@ -416,11 +437,13 @@ func (s *Plans) transition(ctx context.Context, tx *gorm.DB, id string, from []p
 	statuses := statusStrings(from)
 	q := `UPDATE agent_plans SET status = ?, goal = ?, mode = ?, version = ?, review_round = ?, reason = ?, updated_at = ?,
 		started_at = ?, completed_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
-		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, approval_via = ?, cancelled_by = ?, cancelled_by_user_id = ?
+		approval_by = ?, approval_user_id = ?, approved_at = ?, approval_note = ?, approval_version = ?, approval_via = ?, cancelled_by = ?, cancelled_by_user_id = ?,
+		budget = ?, on_exhausted = ?
 		WHERE id = ? AND status IN (?` + strings.Repeat(",?", len(statuses)-1) + `) RETURNING input_tokens, output_tokens, cost_usd`
 	args := []any{r.Status, r.Goal, r.Mode, r.Version, r.ReviewRound, r.Reason, r.UpdatedAt, r.StartedAt, r.CompletedAt,
 		p.Usage.InputTokens - before.InputTokens, p.Usage.OutputTokens - before.OutputTokens, p.Usage.CostUSD - before.CostUSD,
-		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, id}
+		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID,
+		r.Budget, r.OnExhausted, id}
 	for _, st := range statuses {
 		args = append(args, st)
 	}
@@ -479,13 +502,14 @@ func (s *Plans) ApprovePlan(ctx context.Context, id string, a planning.Approval,
 	return out, nil
 }
 
-// ResumePlan moves a failed, cancelled or interrupted plan that had an
+// ResumePlan moves a failed, cancelled, interrupted or budget-stopped plan that had an
 // approval back to executing and resets the steps that did not complete,
 // in one transaction. A plan that never had an approval stays as it is: a
 // Conflict saying it was never approved.
 func (s *Plans) ResumePlan(ctx context.Context, id string, at time.Time) (planning.Plan, error) {
 	var out planning.Plan
-	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted}
+	resumable := []planning.Status{planning.StatusFailed, planning.StatusCancelled, planning.StatusInterrupted,
+		planning.StatusStoppedBudget, planning.StatusWaitingBudget}
 	err := s.transact(ctx, func(tx *gorm.DB) error {
 		cur, err := s.getPlan(ctx, tx, AnyUser, id)
 		if err != nil {
@@ -695,7 +719,8 @@ func (s *Plans) EndPlan(ctx context.Context, e planning.PlanEnd) error {
 	}
 	stateArgs := []any{pending, running, e.ID}
 	updateArgs := []any{string(e.Status), e.Reason, Timestamp(e.CompletedAt), by, byUser, s.stamp(),
-		e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD, e.ID, string(planning.StatusExecuting), e.ID, pending, running}
+		e.Usage.InputTokens, e.Usage.OutputTokens, e.Usage.CostUSD, e.Spent.InputTokens, e.Spent.OutputTokens, e.Spent.ModelCalls,
+		e.Spent.ToolCalls, e.Spent.Wall.Milliseconds(), e.Spent.CostNanoUSD, e.ID, string(planning.StatusExecuting), e.ID, pending, running}
 	if b := batchOf(ctx); b != nil {
 		if err := b.read(ctx, s.db.rebind(endPlanStateSQL), stateArgs, state); err != nil {
 			return err
@@ -720,8 +745,40 @@ const endPlanStateSQL = `SELECT p.status, s.number, s.status FROM agent_plans p
 // endPlanSQL ends an executing plan none of whose steps is pending or
 // running.
 const endPlanSQL = `UPDATE agent_plans SET status = ?, reason = ?, completed_at = ?, cancelled_by = ?, cancelled_by_user_id = ?,
-		updated_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?
+		updated_at = ?, input_tokens = input_tokens + ?, output_tokens = output_tokens + ?, cost_usd = cost_usd + ?,
+		` + addSpent + `
 	WHERE id = ? AND status = ? AND NOT EXISTS (SELECT 1 FROM agent_plan_steps WHERE plan_id = ? AND status IN (?, ?))`
+
+// addSpent adds to what a plan spent against its budget (its arguments:
+// tokens in and out, model and tool calls, wall milliseconds, nano-dollars).
+const addSpent = `spent_input_tokens = spent_input_tokens + ?, spent_output_tokens = spent_output_tokens + ?,
+		spent_model_calls = spent_model_calls + ?, spent_tool_calls = spent_tool_calls + ?, spent_wall_ms = spent_wall_ms + ?,
+		spent_cost_nano_usd = spent_cost_nano_usd + ?`
+
+// AddPlanSpend adds d to what plan planID spent against its budget
+// (planning.SpendStore). Inside a run log's batch it is sent with the batch.
+func (s *Plans) AddPlanSpend(ctx context.Context, planID string, d budget.Spent) error {
+	if !validID(planID) {
+		return notFound("plan", planID)
+	}
+	q := s.db.rebind(`UPDATE agent_plans SET ` + addSpent + ` WHERE id = ?`)
+	args := []any{d.InputTokens, d.OutputTokens, d.ModelCalls, d.ToolCalls, d.Wall.Milliseconds(), d.CostNanoUSD, planID}
+	end := func(n int64, err error) error {
+		switch {
+		case err != nil:
+			return dbErr("add plan spend", err)
+		case n == 0:
+			return notFound("plan", planID)
+		}
+		return nil
+	}
+	if b := batchOf(ctx); b != nil {
+		return b.write(ctx, q, args, end)
+	}
+	return s.transact(ctx, func(tx *gorm.DB) error {
+		return direct{tx.Statement.ConnPool}.exec(ctx, q, args, end)
+	})
+}
 
 // ListRevisions lists a plan's revisions, oldest first.
 func (s *Plans) ListRevisions(ctx context.Context, planID string) ([]planning.Revision, error) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -116,6 +117,30 @@ func (c *Control) Resume(ctx context.Context, planID string, em event.Emitter) (
 // (cancelled while it waited for review) is a Conflict saying so.
 func (c *Control) ClaimResume(ctx context.Context, planID string) (Plan, error) {
 	return c.cfg.Store.ResumePlan(ctx, planID, c.cfg.Now())
+}
+
+// RaiseBudget raises the budget of a plan waiting for it (waiting_budget)
+// by the limits to sets — each at least the plan's own — and claims the
+// plan to run again as ClaimResume does: completed steps keep their
+// results, the others run, and the plan continues from what it spent. A
+// limit below the plan's is Invalid naming it; a plan that does not wait
+// for its budget is a Conflict naming its status.
+func (c *Control) RaiseBudget(ctx context.Context, planID string, to budget.Limits) (Plan, error) {
+	_, err := c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusWaitingBudget}, StatusWaitingBudget, func(q *Plan) error {
+		raised := q.Budget.Raised(to)
+		if probs := q.Budget.Above(raised, "budget"); len(probs) > 0 {
+			for i := range probs {
+				probs[i].Message = "is below the plan's limit: a budget can only be raised"
+			}
+			return apperr.Invalidf(probs, "the plan's budget can only be raised")
+		}
+		q.Budget = raised
+		return nil
+	})
+	if err != nil {
+		return Plan{}, err
+	}
+	return c.ClaimResume(ctx, planID)
 }
 
 // Run runs an executing plan (claimed by ClaimApproval or ClaimResume) to

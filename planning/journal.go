@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/textcut"
 )
@@ -240,11 +241,27 @@ func (j journal) stepEnded(ctx context.Context, sys event.Emitter, planID string
 // hears how the write ended (from the log's goroutine, or before
 // stepEnding returns without a log); what is recorded next commits with
 // the end or after it.
-func (j journal) stepEnding(ctx context.Context, sys event.Emitter, planID string, s Step, done func(error)) {
+func (j journal) stepEnding(ctx context.Context, sys event.Emitter, planID string, s Step, spent budget.Spent, done func(error)) {
 	wctx, cancel := j.persist(ctx) // without a log, the write is made before Submit returns
 	defer cancel()
 	stepEmitter(sys, planID, s.Number).Submit(wctx, event.StepComplete{PlanID: planID, Step: stepState(s)},
-		func(ctx context.Context) error { return j.cfg.Store.UpdateStep(ctx, planID, s) }, done)
+		func(ctx context.Context) error {
+			if err := j.cfg.Store.UpdateStep(ctx, planID, s); err != nil {
+				return err
+			}
+			return j.addSpend(ctx, planID, spent)
+		}, done)
+}
+
+// addSpend stores what a plan spent against its budget since it last did,
+// with the step end that commits next (a store that keeps no spend keeps
+// it only with the plan's end).
+func (j journal) addSpend(ctx context.Context, planID string, d budget.Spent) error {
+	ss, ok := j.cfg.Store.(SpendStore)
+	if !ok || d.IsZero() {
+		return nil
+	}
+	return ss.AddPlanSpend(ctx, planID, d)
 }
 
 // executorStarting stores an executor's agent, its conversation and its

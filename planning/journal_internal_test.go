@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -46,7 +47,7 @@ func TestJournal(t *testing.T) {
 		}},
 		{"a step ends, unwaited", "UpdateStep", event.TypeStepComplete, true, func(ctx context.Context, j journal, em event.Emitter) error {
 			done := make(chan error, 1)
-			j.stepEnding(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted}, func(err error) { done <- err })
+			j.stepEnding(ctx, em, "p1", Step{StepDefinition: event.StepDefinition{Number: 1}, Status: StepCompleted}, budget.Spent{}, func(err error) { done <- err })
 			return <-done
 		}},
 		{"an executor starts", "StartExecution", event.TypeExecutorSpawned, true, func(ctx context.Context, j journal, em event.Emitter) error {

@@ -74,6 +74,8 @@ type Config struct {
 	Now            func() time.Time
 	NewID          func() string
 	Logger         zerolog.Logger
+	// Budget is how plans spend against their budgets.
+	Budget BudgetConfig
 	// TracerProvider traces each run of a plan (plan {goal}) and each of
 	// its steps (step {number}); nil: no-op.
 	TracerProvider trace.TracerProvider
@@ -223,6 +225,9 @@ type Origin struct {
 	ContextType string
 	EntityID    string
 	ProjectID   string
+	// Budget, when set, is the turn's budget: the plans it runs spend
+	// against it too, and a plan it creates is given its limits.
+	Budget *RunBudget
 }
 
 // planEmitter binds em to the plan and tees its events to the plan's

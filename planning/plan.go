@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 )
@@ -56,6 +57,10 @@ const (
 	StatusCancelled     = event.PlanCancelled
 	StatusRejected      = event.PlanRejected
 	StatusInterrupted   = event.PlanInterrupted // the process stopped while it ran
+	// A budget ran out: the plan ended with an answer from what was done,
+	// or waits for a human to raise its budget.
+	StatusStoppedBudget = event.PlanStoppedBudget
+	StatusWaitingBudget = event.PlanWaitingBudget
 )
 
 // StepStatus is a step's state (event.StepStatus).
@@ -98,6 +103,12 @@ type Plan struct {
 	// CancelledBy records who cancelled the plan through its cancel route.
 	CancelledBy *Cancellation
 	Usage       event.Usage
+	// Budget is the plan's budget (zero: none), OnExhausted what the plan
+	// does when it runs out (empty: the configured default), and Spent what
+	// the plan spent against it across its runs, as stored.
+	Budget      budget.Limits
+	OnExhausted budget.OnExhausted
+	Spent       budget.Spent
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   *time.Time

@@ -66,7 +66,7 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 func (r *runner) runPlan(ctx context.Context, p Plan, origin Origin, em event.Emitter, created *creation, active *activeRun) (Plan, error) {
 	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
 		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
-		unsaved: map[int]Step{}, lost: map[int]Execution{}, started: map[int]tools.Execution{}}
+		unsaved: map[int]Step{}, lost: map[int]Execution{}, started: map[int]tools.Execution{}, spend: r.spendingOf(p, origin)}
 	state := event.AgentState{State: event.StateExecutingPlan, Details: p.Goal}
 	if created == nil {
 		pr.sys.Emit(ctx, state)
@@ -107,6 +107,8 @@ type planRun struct {
 	// usage is what this run's steps spent: added to the plan's, never
 	// overwriting it.
 	usage event.Usage
+	// spend is what the run spends against (nil: no budget).
+	spend *spending
 
 	// lost are the executions an earlier owner of the run left running, by
 	// step (takeOver): the step's executor continues from them.
@@ -139,7 +141,7 @@ func (pr *planRun) drive() {
 	var ended *Step // a step end not stored yet
 	for {
 		pr.settleReplans()
-		next := ScheduleReplanning(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil, pr.replan.held)
+		next := ScheduleReplanning(pr.p.Steps, pr.cfg.MaxParallelSteps, pr.ctx.Err() != nil || pr.spend.exhausted() != nil, pr.replan.held)
 		if ended != nil {
 			pr.submitEnd(*ended)
 			ended = nil
@@ -210,6 +212,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 	if snapshot.Tool == "" {
 		start := pr.journal.stepStarting(pr.ctx, pr.sys, pr.p.ID, snapshot)
 		x = pr.coordinator.startExecutor(pr.ctx, pr.p, pr.origin, snapshot, deps, start, pr.em, commit)
+		if pr.spend != nil {
+			x.budget = pr.spend.executor
+		}
 	}
 	go func() {
 		if x == nil {
@@ -230,7 +235,9 @@ func (pr *planRun) launch(st *Step, commit bool) {
 		// more of by-value plans and steps keeps its stack from shrinking.
 		out := stepOutcome{number: snapshot.Number, step: snapshot}
 		sctx, span := pr.startStep(snapshot, lost != nil)
-		if snapshot.Tool != "" {
+		if stopped, ok := pr.spend.chargeDirect(snapshot); ok {
+			out.step = stopped // the budget has no room for its tool call
+		} else if snapshot.Tool != "" {
 			out.step = pr.coordinator.runDirect(sctx, plan, pr.origin, snapshot, deps, prior, pr.em)
 		} else {
 			out.step, out.usage = pr.coordinator.runExecutor(sctx, plan, pr.origin, snapshot, lost, x)
@@ -308,9 +315,11 @@ func (pr *planRun) submitEnd(s Step) {
 		return // another process owns the run now: the row stays for it
 	}
 	pr.pending.Add(1)
-	pr.journal.stepEnding(pr.ctx, pr.sys, pr.p.ID, s, func(err error) {
+	spent := pr.spend.unsaved()
+	pr.journal.stepEnding(pr.ctx, pr.sys, pr.p.ID, s, spent, func(err error) {
 		defer pr.pending.Done()
 		if err != nil {
+			pr.spend.unsave(spent)
 			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Int("step", s.Number).Msg("store step state; not announced")
 			pr.unsavedMu.Lock()
 			pr.unsaved[s.Number] = s
@@ -344,8 +353,11 @@ func (pr *planRun) end() (Plan, error) {
 	shutdown := cancelled && cause == agents.Shutdown
 	for _, n := range Unfinished(pr.p.Steps) {
 		why := "cancelled: the plan was cancelled before this step ran"
-		if shutdown {
+		switch {
+		case shutdown:
 			why = "cancelled: the service shut down before this step ran"
+		case !cancelled && pr.spend.exhausted() != nil:
+			why = "not run: the budget ran out before this step ran"
 		}
 		pr.finish(pr.steps[n], StepCancelled, why)
 	}
@@ -383,9 +395,17 @@ func (pr *planRun) recordEnd(shutdown bool) (Plan, error) {
 	}
 	end := pr.cfg.Now()
 	reason, cancelledBy := pr.reason(final, counts, end)
-	return pr.journal.planEnded(pr.ctx, pr.sys, pr.p, PlanEnd{ID: pr.p.ID, Status: final, Reason: reason, CompletedAt: end,
-		CancelledBy: cancelledBy, Usage: pr.usage}, event.PlanComplete{PlanID: pr.p.ID, Status: final, Completed: counts[StepCompleted], Failed: counts[StepFailed],
+	if ex := pr.spend.exhausted(); ex != nil && pr.ctx.Err() == nil && final != StatusCompleted {
+		final, reason = pr.budgetEnd(pr.p, ex)
+	}
+	spent := pr.spend.unsaved()
+	ended, err := pr.journal.planEnded(pr.ctx, pr.sys, pr.p, PlanEnd{ID: pr.p.ID, Status: final, Reason: reason, CompletedAt: end,
+		CancelledBy: cancelledBy, Usage: pr.usage, Spent: spent}, event.PlanComplete{PlanID: pr.p.ID, Status: final, Completed: counts[StepCompleted], Failed: counts[StepFailed],
 		Skipped: counts[StepSkipped], DurationMS: end.Sub(pr.start).Milliseconds()})
+	if err != nil {
+		pr.spend.unsave(spent)
+	}
+	return ended, err
 }
 
 // reason says why a plan ended as it did, and who cancelled it through

@@ -104,6 +104,8 @@ type executorStart struct {
 	// when its start is not stored; stop ends it.
 	ctx  context.Context
 	stop context.CancelCauseFunc
+	// budget is what the executor spends against (nil: none).
+	budget *agents.Budget
 }
 
 // startExecutor submits the start of executor step s's executor (start is
@@ -177,6 +179,7 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 			Transcript: &Transcript{Store: r.cfg.Store, AgentSessionID: exec.AgentSessionID, ExecutionID: exec.ID, Now: r.cfg.Now, gate: gate},
 			Resume:     resume,
 			Ready:      gate.wait,
+			Budget:     x.budget,
 		})
 	}
 	usage := res.Usage.Counted()
@@ -206,6 +209,10 @@ func (r *stepRunner) runExecutor(ctx context.Context, p Plan, origin Origin, s S
 	case res.Interrupted || (runErr != nil && ctx.Err() != nil):
 		exec.Status, exec.Error = ExecutionCancelled, "cancelled"
 		s.Status, s.Error = StepCancelled, "cancelled while running"
+	case res.Limit == agents.LimitBudget:
+		// Not done: a resume (or a raised budget) runs the step again.
+		exec.Status, exec.Error = ExecutionCancelled, "stopped: the budget ran out"
+		s.Status, s.Error = StepCancelled, exec.Error
 	case runErr != nil:
 		// Clients and the planner see only caller-safe text; the detail
 		// (a driver's or provider's own words) goes to the log.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 )
 
@@ -51,7 +52,7 @@ type PlanStore interface {
 	// edits.Version - 1) as the transaction reads it, else a Conflict
 	// naming its version.
 	ApprovePlan(ctx context.Context, id string, a Approval, edits *Revision) (Plan, error)
-	// ResumePlan moves a failed, cancelled or interrupted plan that had an
+	// ResumePlan moves a failed, cancelled, interrupted or budget-stopped plan that had an
 	// approval back to executing (started at) and resets the steps that did
 	// not complete, in one transaction. A plan that never had an approval is
 	// a Conflict saying so.
@@ -110,6 +111,17 @@ type PlanEnd struct {
 	CancelledBy *Cancellation
 	// Usage is what the plan's run used, added to the plan's usage.
 	Usage event.Usage
+	// Spent is what the run spent against the plan's budget and did not
+	// store yet (SpendStore), added to the plan's.
+	Spent budget.Spent
+}
+
+// SpendStore is a Store that can add to what a plan spent against its
+// budget on its own (persistence implements it): a step's end stores the
+// plan's spend with it, so a run that takes the plan over continues from
+// it. Inside a run log's batch it needs no answer before the batch commits.
+type SpendStore interface {
+	AddPlanSpend(ctx context.Context, planID string, d budget.Spent) error
 }
 
 // ErrEndsNotStored is why Store.EndPlan refuses a plan's end while one of
@@ -124,5 +136,6 @@ func (e PlanEnd) applied(p Plan) Plan {
 	p.Status, p.Reason, p.CompletedAt, p.CancelledBy, p.UpdatedAt = e.Status, e.Reason, &at, e.CancelledBy, at
 	p.Usage.InputTokens += e.Usage.InputTokens
 	p.Usage.OutputTokens += e.Usage.OutputTokens
+	p.Spent = p.Spent.Add(e.Spent)
 	return p
 }

@@ -204,6 +204,7 @@ func (o *Orchestrator) draft(origin Origin, d Draft) Plan {
 	for i := range p.Steps {
 		p.Steps[i].Status = StepPending
 	}
+	budgeted(&p, origin)
 	if mode == planmode.AutoExecute {
 		p.StartedAt = &now
 		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute", Version: 1}

@@ -146,10 +146,10 @@ func follow(ctx context.Context, env Env, c *client.Client, planID string, asJSO
 func newPlansCommand(env Env, flags *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plans",
-		Short: "List, show, watch, approve, reject, cancel and resume plans on a running server",
+		Short: "List, show, watch, approve, reject, cancel, resume and raise the budget of plans on a running server",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("%w: plans needs a subcommand: list, show, watch, approve, reject, cancel or resume", errUsage)
+			return fmt.Errorf("%w: plans needs a subcommand: list, show, watch, approve, reject, cancel, resume or budget", errUsage)
 		},
 	}
 	p := &plansCLI{env: env, flags: flags}
@@ -292,7 +292,7 @@ func (p *plansCLI) approve() *cobra.Command {
 	return approve
 }
 
-// decisions are plans reject, cancel and resume.
+// decisions are plans reject, cancel, resume and budget.
 func (p *plansCLI) decisions() []*cobra.Command {
 	env, withClient := p.env, p.withClient
 	var reason string
@@ -329,7 +329,23 @@ func (p *plansCLI) decisions() []*cobra.Command {
 			})
 		}),
 	}
-	return []*cobra.Command{reject, cancel, resume}
+	var limits string
+	raise := &cobra.Command{
+		Use:   "budget ID --raise JSON",
+		Short: "Raise the budget of a plan waiting for it (waiting_budget), and follow it as it continues",
+		Args:  cobra.ExactArgs(1),
+		RunE: withClient(func(ctx context.Context, c *client.Client, args []string) error {
+			if !json.Valid([]byte(limits)) {
+				return fmt.Errorf("%w: --raise must be a JSON object of limits, such as {\"total_tokens\": 50000}", errUsage)
+			}
+			return follow(ctx, env, c, args[0], p.asJSON, func(ctx context.Context, h client.Handler) (*event.Done, error) {
+				return c.RaiseBudget(ctx, args[0], json.RawMessage(limits), h)
+			})
+		}),
+	}
+	raise.Flags().StringVar(&limits, "raise", "", `the limits to raise, a JSON object of input_tokens, output_tokens, total_tokens, model_calls, tool_calls, wall_time ("10m"), cost_usd (required)`)
+	_ = raise.MarkFlagRequired("raise")
+	return []*cobra.Command{reject, cancel, resume, raise}
 }
 
 // planDone prints the plan a reject or cancel answered.

@@ -23,6 +23,7 @@ import (
 	"github.com/planwright/planwright/pkg/a2a"
 	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/event"
@@ -190,7 +191,9 @@ func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *a
 		Replan: replanMode(p), MaxReplans: max(p.MaxReplans, 1), ReplanApproval: planning.ReplanApproval(p.ReplanApproval),
 		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
-		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp})
+		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp,
+		Budget: planning.BudgetConfig{OnExhausted: cfg.Budget.OnExhausted, Prices: cfg.LLM.Prices, DefaultModel: cfg.LLM.Model,
+			CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens}})
 }
 
 // replanMode is planning.replan, off when planning.max_replans is 0.
@@ -220,8 +223,20 @@ func newChatService(cfg config.Config, stores persistence.Stores, runner *agents
 		Multitask: cfg.Server.MultitaskStrategy, Turns: runs, CancelTurn: cancel.Cancel,
 		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
 		Transcripts: stores.Executions, Records: stores.ToolExecutions,
+		Budget: chat.BudgetConfig{Defaults: cfg.Budget.Defaults, FinishReserve: cfg.Budget.FinishReserve, Prices: cfg.LLM.Prices,
+			DefaultModel: cfg.LLM.Model, CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens,
+			QuotaDay: cfg.Budget.QuotaDay, QuotaMonth: cfg.Budget.QuotaMonth, Usage: quotaUsage(cfg.Budget, stores.Executions)},
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: reg.Resolve, Profiles: profiles.Profiles,
 			Plans: orch.Tools(), Gateway: rt.Gateway, AlwaysGateway: cfg.Tools.Gateway, GatewayShare: cfg.Tools.GatewayShare})})
+}
+
+// quotaUsage is what the chat's quotas read: the users' usage, only when a
+// quota is configured (else no turn reads it).
+func quotaUsage(b config.Budget, usage *persistence.Executions) func(context.Context, string, time.Time, time.Time) ([]budget.UsageRow, error) {
+	if b.QuotaDay == (budget.Quota{}) && b.QuotaMonth == (budget.Quota{}) {
+		return nil
+	}
+	return usage.Usage
 }
 
 // newRunLog starts the run log's writer, which publishes committed events to
@@ -283,6 +298,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		Plans:       orch.Control(),
 		Definitions: stores.Definitions,
 		Projects:    stores.Workspace,
+		Usage:       stores.Executions,
 		KnownTool: func(name string) bool {
 			_, err := reg.Resolve(name)
 			return err == nil

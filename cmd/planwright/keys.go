@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -24,13 +26,20 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 		},
 	}
 	var spec auth.KeySpec
-	var role string
+	var role, limits string
 	create := &cobra.Command{
-		Use:   "create --user U --role user|operator [--name N]",
+		Use:   "create --user U --role user|operator [--name N] [--budget JSON]",
 		Short: "Create an API key and print it (it is shown only once)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Role = auth.Role(role)
+			if limits != "" {
+				dec := json.NewDecoder(strings.NewReader(limits))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(&spec.Budget); err != nil {
+					return fmt.Errorf("%w: --budget: %v (a JSON object such as {\"total_tokens\": 100000, \"cost_usd\": 5})", errUsage, err)
+				}
+			}
 			return withKeys(cmd.Context(), env, flags, func(ctx context.Context, s auth.KeyStore) error {
 				secret, key, err := auth.NewKey(spec, persistence.NewID(), time.Now())
 				if err != nil {
@@ -51,6 +60,7 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 	create.Flags().StringVar(&spec.UserID, "user", "", "the user the key acts as (required)")
 	create.Flags().StringVar(&role, "role", string(auth.RoleUser), "user or operator")
 	create.Flags().StringVar(&spec.Name, "name", "", "a label for the key")
+	create.Flags().StringVar(&limits, "budget", "", `the user's limits, a JSON object of input_tokens, output_tokens, total_tokens, model_calls, tool_calls, wall_time ("10m"), cost_usd`)
 	var user string
 	list := &cobra.Command{
 		Use:   "list [--user U]",

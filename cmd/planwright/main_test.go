@@ -686,3 +686,16 @@ func TestStopDuringStart(t *testing.T) {
 			strings.Count(errOut.String(), `"message":"database closed"`), errOut.String())
 	}
 }
+
+func TestKeysCreateWithABudget(t *testing.T) {
+	t.Parallel()
+	vars, _ := sqliteEnv(t)
+	code, _, stderr := runCLI(t, vars, "keys", "create", "--user", "carol", "--budget", `{"total_tokens": 100000, "wall_time": "10m", "cost_usd": 5}`)
+	require.Equal(t, 0, code, stderr)
+	code, _, stderr = runCLI(t, vars, "keys", "create", "--user", "carol", "--budget", `{"total_token": 100000}`)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, `unknown field "total_token"`)
+	code, _, stderr = runCLI(t, vars, "keys", "create", "--user", "carol", "--budget", `{"model_calls": -3}`)
+	require.Equal(t, 1, code, stderr)
+	require.Contains(t, stderr, "budget.model_calls")
+}

@@ -36,6 +36,10 @@ const (
 	Internal     Code = "internal"               // 500
 )
 
+// QuotaExceeded: a user's quota for a period (a day, a month) is spent
+// (429, its Retry-After when the period resets).
+const QuotaExceeded Code = "quota_exceeded"
+
 // Sentinels for errors.Is. They match any *Error with the same code.
 var (
 	ErrInvalid      = &Error{Code: Invalid, Message: "invalid input"}

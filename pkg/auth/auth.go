@@ -5,6 +5,8 @@ package auth
 import (
 	"context"
 	"time"
+
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // Role is what a principal may do.
@@ -21,6 +23,9 @@ type Principal struct {
 	UserID string
 	Role   Role
 	KeyID  string
+	// Budget is the user's limits (their key's): a request may narrow
+	// them, never widen them.
+	Budget budget.Limits
 }
 
 type principalKey struct{}
@@ -49,6 +54,9 @@ type Key struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	// Budget is the user's limits for every run and plan of theirs
+	// (narrowing the configured defaults; zero: none of their own).
+	Budget budget.Limits
 }
 
 // KeyStore keeps API keys (persistence implements it): the HTTP middleware

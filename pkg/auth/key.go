@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // SecretPrefix starts every API key, so a leaked key is recognisable.
@@ -36,6 +37,8 @@ type KeySpec struct {
 	UserID string
 	Role   Role
 	Name   string
+	// Budget is the user's limits (Key.Budget).
+	Budget budget.Limits
 }
 
 // NewKey generates a key for spec. It returns the secret, to be shown once,
@@ -48,6 +51,7 @@ func NewKey(spec KeySpec, id string, now time.Time) (secret string, key Key, err
 	if _, err := ParseRole(string(spec.Role)); err != nil {
 		problems = append(problems, apperr.FieldError{Field: "role", Message: apperr.MessageOf(err)})
 	}
+	problems = append(problems, spec.Budget.Check("budget")...)
 	if len(problems) > 0 {
 		return "", Key{}, apperr.Invalidf(problems, "invalid key")
 	}
@@ -66,6 +70,7 @@ func NewKey(spec KeySpec, id string, now time.Time) (secret string, key Key, err
 		ID:        id,
 		UserID:    spec.UserID,
 		Role:      spec.Role,
+		Budget:    spec.Budget,
 		Name:      spec.Name,
 		Prefix:    secret[:displayChars],
 		Hash:      HashSecret(secret),

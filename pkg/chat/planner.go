@@ -30,6 +30,9 @@ type TurnInfo struct {
 	// is on its first attempt: its planner agent is new, so nothing of an
 	// earlier attempt (a plan its create_plan call made) is to be found.
 	FirstAttempt func() bool
+	// Budget is the turn's budget, if it has one: the plans its planner
+	// creates get its limits and spend against its ledger too.
+	Budget *planning.RunBudget
 }
 
 // Planner is what a turn's planner runs with.
@@ -128,7 +131,7 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
 			RequestMode: t.PlanMode, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
-			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt}
+			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt, Budget: t.Budget}
 		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.RequestApprovalTool()}
 		visible, gateway := cfg.fitTools(role, offered, plans)
 		all := append(visible, plans...)

@@ -26,6 +26,10 @@ type plannerRun struct {
 	history []Message          // the messages before the turn's
 	first   bool               // the run's planner agent was created by this attempt
 	resumed bool               // the planner resumed an earlier attempt of the run
+	// spend and runBudget are the turn's budget (nil: none): the planner's
+	// and the one its plans are given (turnBudget).
+	spend     *agents.Budget
+	runBudget *planning.RunBudget
 }
 
 // frame is what the planner runs with in one context: its role, the tools
@@ -45,7 +49,7 @@ func (p *plannerRun) frame(ctx context.Context, facts []Fact) (frame, error) {
 	meta := SessionMetadata(t.Session)
 	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
 		EntityID: t.Session.EntityID, PlanMode: p.mode, Definition: p.def, Focus: meta.Focus,
-		FirstAttempt: p.firstAttempt}
+		FirstAttempt: p.firstAttempt, Budget: p.runBudget}
 	info.ProjectID = ProjectOf(info.ContextType, info.EntityID, meta.Focus)
 	planner, err := s.cfg.Planner(ctx, info)
 	if err != nil {
@@ -102,6 +106,7 @@ func (p *plannerRun) run(ctx context.Context, em event.Emitter) (agents.Result, 
 	sys := em.With(event.Source{Role: event.RoleSystem})
 	prepared := f.built.Prepared
 	return s.cfg.Runner.Run(ctx, agents.Task{
+		Budget:     s.cfg.Budget.priced(p.spend, f.role.Model),
 		Role:       f.role,
 		System:     f.built.System,
 		History:    f.built.History,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/multitask"
 )
@@ -33,12 +34,17 @@ type RunSpec struct {
 	NewSession bool `json:"new_session,omitempty"`
 	// Approve is the request's approval of a plan, if any.
 	Approve *PlanApproval `json:"approve,omitempty"`
+	// Budget is the turn's budget (resolved) and OnExhausted what its
+	// plans do when a budget runs out.
+	Budget      budget.Limits      `json:"budget,omitzero"`
+	OnExhausted budget.OnExhausted `json:"on_exhausted,omitempty"`
 }
 
 // Spec is the opened turn's RunSpec.
 func (t *Turn) Spec() RunSpec {
 	s := RunSpec{MessageID: t.User.ID, Message: t.User.Content, ClientTurnID: t.User.ClientTurnID, PlanMode: t.req.PlanMode,
-		Operator: t.operator, Multitask: t.multitask, NewSession: t.newSession, Approve: t.req.Approve}
+		Operator: t.operator, Multitask: t.multitask, NewSession: t.newSession, Approve: t.req.Approve,
+		Budget: t.req.Budget, OnExhausted: t.req.OnExhausted}
 	switch f := t.FocusEvent.(type) {
 	case event.FocusActive:
 		s.FocusActive = &f.Focus
@@ -64,7 +70,7 @@ func (s *Service) Rebuild(ctx context.Context, runID, userID, sessionID string, 
 	}
 	t := &Turn{svc: s, RunID: runID, userID: userID, operator: rs.Operator, announced: true, Session: sess,
 		req: Request{UserID: userID, Message: rs.Message, SessionID: sessionID, PlanMode: rs.PlanMode, ClientTurnID: rs.ClientTurnID,
-			StreamRunID: runID, Operator: rs.Operator, Approve: rs.Approve},
+			StreamRunID: runID, Operator: rs.Operator, Approve: rs.Approve, Budget: rs.Budget, OnExhausted: rs.OnExhausted},
 		User: Message{ID: rs.MessageID, SessionID: sessionID, UserID: userID, Role: RoleUser, Content: rs.Message,
 			ClientTurnID: rs.ClientTurnID, StreamRunID: runID},
 		multitask: rs.Multitask, newSession: rs.NewSession,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
@@ -118,6 +119,8 @@ type Config struct {
 	// review and counts the planner's tokens on the plan). It returns the
 	// last plan's status after ("" when unknown: the turn reads it).
 	AfterTurn func(ctx context.Context, planIDs []string, planner event.Usage) (last string)
+	// Budget is how turns spend against their budgets.
+	Budget BudgetConfig
 	// Plans and Synthesizer, when set, continue a conversation after a plan
 	// approved or resumed outside its turn (ContinuePlan): Plans runs it
 	// (planning.Control), Synthesizer answers from it (planning.Synthesizer).
@@ -224,6 +227,14 @@ type Request struct {
 	// version and runs it instead of running the planner. Message may then
 	// be empty.
 	Approve *PlanApproval
+	// Budget is the request's budget; UserBudget the user's limits (their
+	// API key's), which it may narrow, never widen (above them is Invalid
+	// naming the limit). Reserve replaces Budget by the turn's: the
+	// configured defaults narrowed by both. OnExhausted is what a plan of
+	// the turn does when a budget runs out (empty: the configured default).
+	Budget      budget.Limits
+	UserBudget  budget.Limits
+	OnExhausted budget.OnExhausted
 }
 
 // Validate checks a request and lists every problem.
@@ -254,6 +265,7 @@ func (s *Service) Validate(req Request) error {
 		problems = append(problems, apperr.FieldError{Field: "multitask_strategy", Message: err.Error()})
 	}
 	problems = append(problems, approvalProblems(req.Approve)...)
+	problems = append(problems, s.budgetProblems(req)...)
 	if len(problems) > 0 {
 		return apperr.Invalidf(problems, "invalid chat request")
 	}
@@ -314,6 +326,7 @@ func (s *Service) Reserve(req Request) (*Turn, error) {
 	if req.Approve != nil && strings.TrimSpace(req.Message) == "" {
 		req.Message = approvalMessage(*req.Approve)
 	}
+	s.resolveBudget(&req)
 	t := &Turn{svc: s, RunID: req.StreamRunID, userID: req.UserID, operator: req.Operator, req: req,
 		multitask: req.Multitask} // validated
 	if t.multitask == "" {

@@ -358,6 +358,12 @@ func (c *Client) Resume(ctx context.Context, id string, h Handler) (*event.Done,
 	return c.stream(ctx, "POST", "/api/plans/"+url.PathEscape(id)+"/resume", struct{}{}, h)
 }
 
+// RaiseBudget raises the budget of a plan that waits for it (limits: the
+// JSON object of the limits to raise) and streams the plan as it continues.
+func (c *Client) RaiseBudget(ctx context.Context, id string, limits json.RawMessage, h Handler) (*event.Done, error) {
+	return c.stream(ctx, "POST", "/api/plans/"+url.PathEscape(id)+"/budget", limits, h)
+}
+
 // Watch streams a plan's events: live while it runs, else its history.
 func (c *Client) Watch(ctx context.Context, id string, h Handler) (*event.Done, error) {
 	return c.stream(ctx, "GET", "/api/plans/"+url.PathEscape(id)+"/events", nil, h)

@@ -17,6 +17,7 @@ package config
 import (
 	"time"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
@@ -36,6 +37,7 @@ type Config struct {
 	Planning  Planning    `yaml:"planning"`
 	Context   Context     `yaml:"context"`
 	Limits    Limits      `yaml:"limits"`
+	Budget    Budget      `yaml:"budget"`
 	Retention Retention   `yaml:"retention"`
 	Runs      Runs        `yaml:"runs"`
 	Log       Log         `yaml:"log"`
@@ -294,6 +296,31 @@ type Limits struct {
 	MaxConsecutiveFailures int `yaml:"max_consecutive_failures"`
 }
 
+// Budget configures what runs and plans may spend (tokens, calls, wall
+// time, cost): the defaults every run and plan gets, narrowed by a user's
+// limits (their API key's) and a request's own budget.
+type Budget struct {
+	// Defaults are the limits of every run and plan; zero limits nothing.
+	Defaults budget.Limits `yaml:"defaults"`
+	// OnExhausted is what a plan does when a budget runs out: finish (the
+	// planner answers from what is known; the plan ends stopped_budget) or
+	// pause (the plan waits as waiting_budget until its budget is raised).
+	OnExhausted budget.OnExhausted `yaml:"on_exhausted"`
+	// FinishReserve is kept back from a run's budget for the answer the
+	// planner writes once a budget has run out.
+	FinishReserve budget.Limits `yaml:"finish_reserve"`
+	// CallMaxTokens caps the max_tokens a call under a budget is sent (it
+	// is lowered to what remains); MinCallTokens is the least room a call
+	// starts with.
+	CallMaxTokens int `yaml:"call_max_tokens"`
+	MinCallTokens int `yaml:"min_call_tokens"`
+	// QuotaDay and QuotaMonth are what each user may spend per day and per
+	// month (UTC): a turn that would start over one is a 429
+	// quota_exceeded with the reset in Retry-After.
+	QuotaDay   budget.Quota `yaml:"quota_day"`
+	QuotaMonth budget.Quota `yaml:"quota_month"`
+}
+
 // Retention says how long records of past work are kept; a sweep deletes
 // what is older (plans, steps, executions' summaries and chat messages are
 // kept).
@@ -444,6 +471,8 @@ func Default() Config {
 			TurnTimeout:            90 * time.Second,
 			MaxConsecutiveFailures: 2,
 		},
+		Budget: Budget{OnExhausted: budget.Finish, FinishReserve: budget.Limits{TotalTokens: 2000, ModelCalls: 1},
+			CallMaxTokens: 4096, MinCallTokens: 16},
 		Retention: Retention{Events: 720 * time.Hour, Transcripts: 720 * time.Hour, ToolExecutions: 720 * time.Hour},
 		Log:       Log{Level: "info", Format: FormatAuto},
 		Telemetry: Telemetry{ServiceName: "planwright", SampleRatio: 1},

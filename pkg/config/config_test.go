@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/config"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
@@ -724,4 +725,37 @@ tools:
 
 	_, err = config.Parse([]byte("tools:\n  aproval: {x: always}\n"))
 	require.Error(t, err, "a misspelled key is refused")
+}
+
+func TestBudgetConfig(t *testing.T) {
+	t.Parallel()
+	c, err := config.Parse([]byte("budget:\n  defaults: {total_tokens: 5000, wall_time: 10m}\n  on_exhausted: pause\n"))
+	require.NoError(t, err)
+	require.Equal(t, budget.Limits{TotalTokens: 5000, WallTime: budget.Duration(10 * time.Minute)}, c.Budget.Defaults)
+	require.Equal(t, budget.Pause, c.Budget.OnExhausted)
+	require.NoError(t, c.Validate())
+
+	for _, tc := range []struct {
+		name string
+		set  func(*config.Config)
+		want string
+	}{
+		{"negative", func(c *config.Config) { c.Budget.Defaults.ModelCalls = -1 }, "budget.defaults.model_calls: must not be negative"},
+		{"on_exhausted", func(c *config.Config) { c.Budget.OnExhausted = "stop" }, `budget.on_exhausted: is "stop"; want finish or pause`},
+		{"reserve above the budget", func(c *config.Config) { c.Budget.Defaults.TotalTokens = 1000 },
+			"budget.finish_reserve.total_tokens: is above budget.defaults"},
+		{"cost without prices", func(c *config.Config) { c.Budget.Defaults.CostUSD = 1 }, "budget.defaults.cost_usd: needs llm.prices"},
+		{"call_max_tokens", func(c *config.Config) { c.Budget.CallMaxTokens = 0 }, "budget.call_max_tokens"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c := config.Default()
+			tc.set(&c)
+			require.ErrorContains(t, c.Validate(), tc.want)
+		})
+	}
+	_, err = config.Parse([]byte("budget:\n  defaults: {wall_time: 10}\n"))
+	require.ErrorContains(t, err, "budget.defaults.wall_time")
+	_, err = config.Parse([]byte("budget:\n  defaults: {total_token: 10}\n"))
+	require.ErrorContains(t, err, "budget.defaults.total_token: unknown key")
 }

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // LoadOptions says where Load reads from. The zero value reads the real
@@ -211,11 +212,13 @@ func decode(node *yaml.Node, v reflect.Value, path string, probs *[]apperr.Field
 	}
 }
 
+var budgetDurationType = reflect.TypeFor[budget.Duration]()
+
 // setScalar parses s into v by v's type: the rules shared by YAML values and
 // environment variables.
 func setScalar(v reflect.Value, s string) error {
 	switch {
-	case v.Type() == durationType:
+	case v.Type() == durationType || v.Type() == budgetDurationType:
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			if _, nerr := strconv.ParseFloat(s, 64); nerr == nil {

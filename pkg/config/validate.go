@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/pkg/planmode"
 )
@@ -42,6 +44,7 @@ func (c Config) Validate() error {
 	c.validateTools(&v)
 	c.validatePlanning(&v)
 	c.validateRetention(&v)
+	c.validateBudget(&v)
 	v.oneOf("log.level", "level", c.Log.Level, levels)
 	v.oneOf("log.format", "format", c.Log.Format, formats)
 	v.telemetry(c.Telemetry)
@@ -186,6 +189,33 @@ func (c Config) validatePlanning(v *validator) {
 	v.countIn("limits.max_tool_calls", int64(c.Limits.MaxToolCalls), 1, 1000)
 	v.durationIn("limits.turn_timeout", c.Limits.TurnTimeout, time.Second, 24*time.Hour)
 	v.countIn("limits.max_consecutive_failures", int64(c.Limits.MaxConsecutiveFailures), 1, 100)
+}
+
+// validateBudget checks budget.*.
+func (c Config) validateBudget(v *validator) {
+	b := c.Budget
+	for _, p := range append(b.Defaults.Check("budget.defaults"), b.FinishReserve.Check("budget.finish_reserve")...) {
+		v.add(p.Field, p.Message)
+	}
+	if b.OnExhausted == "" || !b.OnExhausted.Valid() {
+		v.add("budget.on_exhausted", fmt.Sprintf("is %q; want finish or pause", b.OnExhausted))
+	}
+	for _, p := range b.FinishReserve.Above(b.Defaults, "budget.finish_reserve") {
+		v.add(p.Field, "is above budget.defaults: the reserve is kept back from the budget")
+	}
+	if b.Defaults.CostUSD > 0 && len(c.LLM.Prices) == 0 {
+		v.add("budget.defaults.cost_usd", "needs llm.prices: without prices no call's cost is known")
+	}
+	for name, q := range map[string]budget.Quota{"budget.quota_day": b.QuotaDay, "budget.quota_month": b.QuotaMonth} {
+		if q.TotalTokens < 0 {
+			v.add(name+".total_tokens", "must not be negative")
+		}
+		if q.CostUSD < 0 || math.IsNaN(q.CostUSD) || math.IsInf(q.CostUSD, 0) {
+			v.add(name+".cost_usd", "must be a number of 0 or more")
+		}
+	}
+	v.countIn("budget.call_max_tokens", int64(b.CallMaxTokens), 1, 1<<20)
+	v.countIn("budget.min_call_tokens", int64(b.MinCallTokens), 1, int64(max(b.CallMaxTokens, 1)))
 }
 
 // validateRetention checks retention.*.

@@ -53,6 +53,7 @@ const (
 	TypeClarifyingQuestions Type = "clarifying_questions"
 	TypeDuplicateDetected   Type = "duplicate_detected"
 	TypeForcedFinalize      Type = "forced_finalize"
+	TypeBudgetExhausted     Type = "budget_exhausted"
 	TypeLastTurnContext     Type = "last_turn_context"
 	TypeError               Type = "error"
 	TypeDone                Type = "done"
@@ -238,12 +239,17 @@ const (
 	PlanCancelled     PlanStatus = "cancelled"
 	PlanRejected      PlanStatus = "rejected"
 	PlanInterrupted   PlanStatus = "interrupted" // the process stopped while it ran
+	// A budget ran out: stopped_budget ends the plan with an answer from
+	// what was done; waiting_budget waits for a human to raise it.
+	PlanStoppedBudget PlanStatus = "stopped_budget"
+	PlanWaitingBudget PlanStatus = "waiting_budget"
 )
 
 // Valid reports whether s is a known plan status ("" is not).
 func (s PlanStatus) Valid() bool {
 	switch s {
-	case PlanPendingReview, PlanInReview, PlanExecuting, PlanCompleted, PlanFailed, PlanCancelled, PlanRejected, PlanInterrupted:
+	case PlanPendingReview, PlanInReview, PlanExecuting, PlanCompleted, PlanFailed, PlanCancelled, PlanRejected, PlanInterrupted,
+		PlanStoppedBudget, PlanWaitingBudget:
 		return true
 	}
 	return false
@@ -474,6 +480,16 @@ type ForcedFinalize struct {
 	Reason    string          `json:"reason"`
 }
 
+// BudgetExhausted says a budget has no room left: Scope is run, plan or
+// user, Limit the limit that ran out, Used what it spent in the limit's
+// unit (tokens, calls, seconds, dollars) and Max the limit.
+type BudgetExhausted struct {
+	Scope string  `json:"scope"`
+	Limit string  `json:"limit"`
+	Used  float64 `json:"used"`
+	Max   float64 `json:"max"`
+}
+
 // LastTurnContext summarises a turn for the next one.
 type LastTurnContext struct {
 	Summary     string   `json:"summary"`
@@ -539,6 +555,7 @@ func (FocusChanged) Type() Type          { return TypeFocusChanged }
 func (ClarifyingQuestions) Type() Type   { return TypeClarifyingQuestions }
 func (DuplicateDetected) Type() Type     { return TypeDuplicateDetected }
 func (ForcedFinalize) Type() Type        { return TypeForcedFinalize }
+func (BudgetExhausted) Type() Type       { return TypeBudgetExhausted }
 func (LastTurnContext) Type() Type       { return TypeLastTurnContext }
 func (Error) Type() Type                 { return TypeError }
 func (Done) Type() Type                  { return TypeDone }
@@ -568,6 +585,7 @@ var registry = map[Type]func([]byte) (Event, error){
 	TypeClarifyingQuestions: decode[ClarifyingQuestions],
 	TypeDuplicateDetected:   decode[DuplicateDetected],
 	TypeForcedFinalize:      decode[ForcedFinalize],
+	TypeBudgetExhausted:     decode[BudgetExhausted],
 	TypeLastTurnContext:     decode[LastTurnContext],
 	TypeError:               decode[Error],
 	TypeDone:                decode[Done],

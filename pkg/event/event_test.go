@@ -42,6 +42,7 @@ var samples = []event.Event{
 	event.ToolApprovalRequested{ToolHold: event.ToolHold{RunID: "r1", CallID: "c1", Tool: "mail.send",
 		Arguments: json.RawMessage(`{"to":"a@b"}`), Effect: "side_effect", StepNumber: 2, Reason: "side effects need approval"}},
 	event.ToolCallInDoubt{ToolHold: event.ToolHold{RunID: "r1", CallID: "c2", Tool: "pay", Arguments: json.RawMessage(`{}`), Effect: "side_effect"}},
+	event.BudgetExhausted{Scope: "plan", Limit: "total_tokens", Used: 4990, Max: 5000},
 	event.LastTurnContext{Summary: "Created 3 tasks", ContextType: "project", EntityID: "pr1"},
 	event.Error{Error: event.ErrorInfo{Code: "internal", Message: "internal error"}},
 	event.Done{FinishedReason: event.FinishedCompleted, Usage: event.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}, SessionID: "s1"},

@@ -36,6 +36,8 @@ type APIConfig struct {
 	Plans PlanControl
 	// Projects, when set, serves GET /api/projects (the chat's focus picker).
 	Projects ProjectLister
+	// Usage, when set, serves GET /api/usage.
+	Usage UsageReader
 	// Definitions, when set, serves /api/agent-definitions.
 	Definitions DefinitionStore
 	// KnownTool, when set, checks the tool and tool set names of agent
@@ -102,6 +104,7 @@ type API struct {
 	planEvents  *planEvents         // nil like control
 	definitions *definitionHandlers // nil without Definitions
 	holds       *holdHandlers       // nil without ToolHolds
+	usage       *usageHandlers      // nil without Usage
 }
 
 // NewAPI validates cfg and returns the API; register it with Routes. The
@@ -169,6 +172,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if cfg.ToolHolds != nil {
 		a.holds = &holdHandlers{deps: d, runs: cfg.Runs, holds: cfg.ToolHolds}
 	}
+	if cfg.Usage != nil {
+		a.usage = &usageHandlers{deps: d, store: cfg.Usage}
+	}
 	return a, nil
 }
 
@@ -199,10 +205,14 @@ func (a *API) Routes(e *echo.Echo) {
 		g.POST("/plans/:id/reject", a.control.reject)
 		g.POST("/plans/:id/cancel", a.control.cancel)
 		g.POST("/plans/:id/resume", a.control.resume)
+		g.POST("/plans/:id/budget", a.control.raiseBudget)
 		g.GET("/plans/:id/events", a.planEvents.watch)
 	}
 	if a.me.projects != nil {
 		g.GET("/projects", a.me.listProjects)
+	}
+	if a.usage != nil {
+		g.GET("/usage", a.usage.get)
 	}
 	if a.metrics != nil {
 		// Metrics name users, tools and plan outcomes: operators only.

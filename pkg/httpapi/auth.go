@@ -89,7 +89,7 @@ func authenticator(cfg AuthConfig, bad *apperr.Problems) echo.MiddlewareFunc {
 			if err := cfg.Keys.TouchKey(c.Request().Context(), key.ID, cfg.Now()); err != nil {
 				cfg.Logger.Warn().Err(err).Str("key_id", key.ID).Msg("record api key use")
 			}
-			return next(withPrincipal(c, auth.Principal{UserID: key.UserID, Role: key.Role, KeyID: key.ID}))
+			return next(withPrincipal(c, auth.Principal{UserID: key.UserID, Role: key.Role, KeyID: key.ID, Budget: key.Budget}))
 		}
 	}
 }

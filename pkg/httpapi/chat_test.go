@@ -25,6 +25,7 @@ import (
 	"github.com/planwright/planwright/pkg/agui"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
@@ -134,6 +135,9 @@ type envWiring struct {
 	// a call in doubt then waits for a decision.
 	Holds    bool
 	Approval tools.ApprovalRules
+	// Budget is how turns spend (configuration's budget.*); its quotas
+	// read the env's usage.
+	Budget chat.BudgetConfig
 }
 
 func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWiring) chatEnv {
@@ -200,11 +204,14 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	// The worker is built after the chat service, which cancels turns
 	// through it (multitask interrupt), as cmd's turnCanceller does.
 	var worker *runs.Service
+	if w.Budget.QuotaDay != (budget.Quota{}) || w.Budget.QuotaMonth != (budget.Quota{}) {
+		w.Budget.Usage = stores.Executions.Usage
+	}
 	ccfg := chat.Config{Store: stores.Chats, Runner: runner, Definitions: stores.Definitions, Turns: runLog,
 		CancelTurn: func(ctx context.Context, userID, runID string, cause agents.CancelCause) error {
 			return worker.Cancel(ctx, userID, runID, runs.CancelRequest{Cause: string(cause)})
 		},
-		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(),
+		AfterTurn: orch.Settler().AfterTurn, Plans: orch.Control(), Synthesizer: orch.Synthesizer(), Budget: w.Budget,
 		Planner: chat.NewPlanner(chat.PlannerConfig{Role: roles.Planner, Resolve: registry.Resolve, Plans: orch.Tools(),
 			Profiles: chat.Profiles{chat.ContextGlobal: global,
 				chat.ContextProject: {Prompt: "You work in one project.", ToolSets: []string{"facts"}}}})}
@@ -228,7 +235,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
 		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
-		Runs: runLog, Feed: feed, ToolHolds: holds}
+		Runs: runLog, Feed: feed, ToolHolds: holds, Usage: stores.Executions}
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/runs"
@@ -25,6 +27,9 @@ import (
 type PlanControl interface {
 	ClaimApproval(ctx context.Context, planID string, a planning.HumanApproval, em event.Emitter) (planning.Plan, error)
 	ClaimResume(ctx context.Context, planID string) (planning.Plan, error)
+	// RaiseBudget raises a plan's budget while it waits for it, and claims
+	// the plan to continue as ClaimResume does.
+	RaiseBudget(ctx context.Context, planID string, to budget.Limits) (planning.Plan, error)
 	Reject(ctx context.Context, planID, reason string) (planning.Plan, error)
 	Cancel(ctx context.Context, planID string, by planning.Actor) (planning.Plan, error)
 	// Watch starts watching a plan's events and says whether it runs in
@@ -48,6 +53,14 @@ type ApproveRequest struct {
 
 // ResumeRequest is the body of POST /api/plans/{id}/resume.
 type ResumeRequest struct {
+	Stream *bool `json:"stream,omitempty"`
+}
+
+// RaiseBudgetRequest is the body of POST /api/plans/{id}/budget: the
+// limits to raise (each at least the plan's, at most the user's own), and
+// whether to stream the plan's continued run.
+type RaiseBudgetRequest struct {
+	budget.Limits
 	Stream *bool `json:"stream,omitempty"`
 }
 
@@ -208,6 +221,34 @@ func (h *planControl) resume(c echo.Context) error {
 	return h.runPlan(c, claimed, body.Stream)
 }
 
+// raiseBudget raises the budget of the caller's plan waiting for it and
+// continues the plan (only its owner may: anyone else's plan is a 404).
+func (h *planControl) raiseBudget(c echo.Context) error {
+	var body RaiseBudgetRequest
+	if err := decode(c, &body); err != nil {
+		return err
+	}
+	p := PrincipalOf(c)
+	if probs := append(body.Limits.Check(""), body.Limits.Above(p.Budget, "")...); len(probs) > 0 {
+		for i := range probs {
+			probs[i].Field = strings.TrimPrefix(probs[i].Field, ".")
+		}
+		return apperr.Invalidf(probs, "the budget is not allowed")
+	}
+	if body.Limits.IsZero() {
+		return apperr.Invalidf([]apperr.FieldError{{Field: "total_tokens", Message: "at least one limit is required"}}, "no limit to raise")
+	}
+	plan, err := planFor(c, h.store, p.UserID)
+	if err != nil {
+		return err
+	}
+	claimed, err := h.plans.RaiseBudget(c.Request().Context(), plan.ID, body.Limits)
+	if err != nil {
+		return err
+	}
+	return h.runPlan(c, claimed, body.Stream)
+}
+
 // linkOrigin links the request's span — the parent of the plan's new run —
 // to the trace of the plan's first traced run (the turn that made it).
 func (h *planControl) linkOrigin(ctx context.Context, p planning.Plan) {
@@ -234,8 +275,8 @@ func (h *planControl) linkOrigin(ctx context.Context, p planning.Plan) {
 // end).
 func (h *planControl) runPlan(c echo.Context, p planning.Plan, stream *bool) error {
 	kind := "approve"
-	if c.Path() == "/api/plans/:id/resume" {
-		kind = "resume"
+	if c.Path() == "/api/plans/:id/resume" || c.Path() == "/api/plans/:id/budget" {
+		kind = "resume" // a raised budget continues the plan as a resume does
 	}
 	r, first := h.planRun(c.Request().Context(), PrincipalOf(c).UserID, p, kind)
 	c.Set(LogRunID, r.ID)

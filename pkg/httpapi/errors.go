@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/planwright/planwright/pkg/apperr"
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // ErrorResponse is the body of every error response:
@@ -55,7 +57,7 @@ func statusOf(code apperr.Code) int {
 		return http.StatusUnsupportedMediaType
 	case apperr.Misdirected:
 		return http.StatusMisdirectedRequest
-	case apperr.TooMany:
+	case apperr.TooMany, apperr.QuotaExceeded:
 		return http.StatusTooManyRequests
 	case apperr.Unavailable:
 		return http.StatusServiceUnavailable
@@ -128,6 +130,16 @@ func classify(err error) (int, ErrorDetail) {
 	return http.StatusInternalServerError, ErrorDetail{Code: string(apperr.Internal), Message: "internal error"}
 }
 
+// retryAfter is the Retry-After of a 429, in seconds: when err says
+// (budget.QuotaExceeded: the quota's reset), else RetryAfterSeconds.
+func retryAfter(err error) int {
+	var q *budget.QuotaExceeded
+	if errors.As(err, &q) {
+		return max(int(math.Ceil(q.RetryAfter.Seconds())), 1)
+	}
+	return RetryAfterSeconds
+}
+
 // handleError is echo's HTTPErrorHandler: it writes the JSON error body of
 // err and logs server-side failures with their cause and the request id.
 func (s requests) handleError(err error, c echo.Context) {
@@ -153,7 +165,7 @@ func (s requests) handleError(err error, c echo.Context) {
 		c.Response().Header().Set(echo.HeaderWWWAuthenticate, "Bearer")
 	}
 	if status == http.StatusTooManyRequests {
-		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(RetryAfterSeconds))
+		c.Response().Header().Set(echo.HeaderRetryAfter, strconv.Itoa(retryAfter(err)))
 	}
 	var werr error
 	if c.Request().Method == http.MethodHead {

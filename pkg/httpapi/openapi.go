@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"gopkg.in/yaml.v3"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/multitask"
 	"github.com/planwright/planwright/planning"
@@ -103,6 +104,10 @@ var operations = []operation{
 	{method: "POST", path: "/api/plans/{id}/cancel", summary: "Cancel a running or waiting plan (owners and operators)", response: PlanView{}, errors: []int{http.StatusBadRequest, http.StatusConflict}},
 	{method: "POST", path: "/api/plans/{id}/resume", summary: "Rerun the steps of a failed, cancelled or interrupted plan that did not complete; streams",
 		request: ResumeRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
+	{method: "GET", path: "/api/usage", summary: "Tokens, model calls and cost by day (UTC) and model of the caller's model calls (operators: everyone's, by user too, or user_id's), from since (default: 30 days ago) until until (default: now)",
+		response: UsageReport{}, query: []string{"since", "until", "user_id"}, errors: []int{http.StatusBadRequest}},
+	{method: "POST", path: "/api/plans/{id}/budget", summary: "Raise the budget of the caller's plan waiting for it (waiting_budget; each limit at least the plan's, at most the caller's own) and continue it where it stopped: completed steps do not rerun; streams",
+		request: RaiseBudgetRequest{}, response: PlanRunResult{}, stream: true, errors: []int{http.StatusConflict, http.StatusServiceUnavailable}},
 	{method: "GET", path: "/api/plans/{id}/events", summary: "A plan's whole history across its runs (SSE ids <run>:<seq>; resume with the Last-Event-ID header or ?after=<run>:<seq>), then live through review and later runs until the plan ended; then done, with an id of its own (<run>:<seq>:done)",
 		stream: true, query: []string{"after"}, errors: []int{http.StatusBadRequest, http.StatusTooManyRequests}},
 	{method: "GET", path: "/api/runs/{id}", summary: "One of the caller's runs (operators: anyone's; a chat turn, or a plan's approval or resume): kind, status, user, last seq, owner, lease and attempts", response: RunView{}},
@@ -311,6 +316,8 @@ var forOptions = withStepInput(&jsonschema.ForOptions{
 			string(tools.SideEffect)}},
 		reflect.TypeFor[tools.CallState](): {Type: "string", Enum: []any{string(tools.CallStarted), string(tools.CallFinished),
 			string(tools.CallInDoubt)}},
+		reflect.TypeFor[budget.Duration]():    {Type: "string", Description: "a Go duration such as 10m or 90s"},
+		reflect.TypeFor[budget.OnExhausted](): {Type: "string", Enum: []any{string(budget.Finish), string(budget.Pause)}},
 	},
 })
 

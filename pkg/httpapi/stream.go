@@ -11,6 +11,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/logctx"
@@ -47,6 +48,24 @@ type StreamRequest struct {
 	// current, or a plan that no longer waits, is a 409 before the stream
 	// opens. message may be left out.
 	Approve *chat.PlanApproval `json:"approve,omitempty" jsonschema:"the user's approval of a plan waiting for review: its id and the version they saw"`
+	// Budget narrows the turn's budget (and its plans'): above the user's
+	// limits is a 400 naming the limit.
+	Budget *BudgetRequest `json:"budget,omitempty" jsonschema:"limits for this turn and its plans, within the user's"`
+}
+
+// BudgetRequest is a request's budget: any of its limits, and what the
+// turn's plans do when one runs out.
+type BudgetRequest struct {
+	budget.Limits
+	OnExhausted budget.OnExhausted `json:"on_exhausted,omitempty"`
+}
+
+// limits are the request's limits and exhaustion mode (none when b is nil).
+func (b *BudgetRequest) limits() (budget.Limits, budget.OnExhausted) {
+	if b == nil {
+		return budget.Limits{}, ""
+	}
+	return b.Limits, b.OnExhausted
 }
 
 // TurnResult is the JSON answer of a turn with "stream": false.
@@ -101,11 +120,15 @@ func (h *turnHandlers) stream(c echo.Context) error {
 	}
 	// Reserve touches no database: validation, the per-user limit and a
 	// running duplicate are answered with a status before the stream opens.
+	if err := h.chat.CheckQuota(c.Request().Context(), p.UserID); err != nil {
+		return err
+	}
+	limits, onExhausted := body.Budget.limits()
 	turn, err := h.chat.Reserve(chat.Request{
 		UserID: p.UserID, Message: body.Message, SessionID: body.SessionID, ContextType: body.ContextType,
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
 		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
-		Multitask: body.MultitaskStrategy, Approve: body.Approve,
+		Multitask: body.MultitaskStrategy, Approve: body.Approve, Budget: limits, UserBudget: p.Budget, OnExhausted: onExhausted,
 	})
 	if err != nil {
 		return err
@@ -142,7 +165,10 @@ func (a *API) StartTurn(ctx context.Context, p auth.Principal, req chat.Request)
 }
 
 func (h *turnHandlers) start(ctx context.Context, p auth.Principal, req chat.Request) (event.Run, error) {
-	req.UserID, req.Operator = p.UserID, p.Role == auth.RoleOperator
+	req.UserID, req.Operator, req.UserBudget = p.UserID, p.Role == auth.RoleOperator, p.Budget
+	if err := h.chat.CheckQuota(ctx, p.UserID); err != nil {
+		return event.Run{}, err
+	}
 	turn, err := h.chat.Reserve(req)
 	if err != nil {
 		return event.Run{}, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
@@ -41,6 +42,38 @@ type PlanView struct {
 	StartedAt   *time.Time        `json:"started_at,omitempty"`
 	CompletedAt *time.Time        `json:"completed_at,omitempty"`
 	DurationMS  int64             `json:"duration_ms,omitempty"`
+	// Budget is the plan's budget and what it spent against it (absent: the
+	// plan has no budget).
+	Budget *BudgetView `json:"budget,omitempty"`
+}
+
+// BudgetView is a plan's budget: its limits, what it does when one runs
+// out, and what it spent across its runs.
+type BudgetView struct {
+	Limits      budget.Limits      `json:"limits"`
+	OnExhausted budget.OnExhausted `json:"on_exhausted,omitempty"`
+	Spent       SpentView          `json:"spent"`
+}
+
+// SpentView is what a plan spent against its budget.
+type SpentView struct {
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	TotalTokens  int64   `json:"total_tokens"`
+	ModelCalls   int64   `json:"model_calls"`
+	ToolCalls    int64   `json:"tool_calls"`
+	WallTimeMS   int64   `json:"wall_time_ms"`
+	CostUSD      float64 `json:"cost_usd"`
+}
+
+func budgetView(p planning.Plan) *BudgetView {
+	if p.Budget.IsZero() && p.Spent.IsZero() {
+		return nil
+	}
+	s := p.Spent
+	return &BudgetView{Limits: p.Budget, OnExhausted: p.OnExhausted, Spent: SpentView{InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
+		TotalTokens: s.InputTokens + s.OutputTokens, ModelCalls: s.ModelCalls, ToolCalls: s.ToolCalls, WallTimeMS: s.Wall.Milliseconds(),
+		CostUSD: s.CostUSD()}}
 }
 
 // ApprovalView records who let a plan run: by is user or operator (a
@@ -87,6 +120,7 @@ func planView(p planning.Plan) PlanView {
 	if p.StartedAt != nil && p.CompletedAt != nil {
 		v.DurationMS = p.CompletedAt.Sub(*p.StartedAt).Milliseconds()
 	}
+	v.Budget = budgetView(p)
 	return v
 }
 

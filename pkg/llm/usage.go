@@ -53,6 +53,17 @@ func toInt(v any) (int, bool) {
 // estimateUsage guesses tokens, about four characters each, when the
 // provider reports none; the result is marked Estimated.
 func estimateUsage(req Request, resp Response) event.Usage {
+	out := len(resp.Text)
+	for _, c := range resp.ToolCalls {
+		out += len(c.Name) + len(c.Arguments)
+	}
+	return event.Usage{InputTokens: EstimateInputTokens(req), OutputTokens: (out + 3) / 4, Estimated: true}
+}
+
+// EstimateInputTokens is the estimate of a request's prompt tokens, about
+// four characters each: what the usage of a call whose provider reports
+// none counts, and what a budget reserves for the prompt before a call.
+func EstimateInputTokens(req Request) int {
 	in := 0
 	for _, m := range req.Messages {
 		in += len(m.Content) + 16 // role and framing
@@ -63,9 +74,5 @@ func estimateUsage(req Request, resp Response) event.Usage {
 	for _, t := range req.Tools {
 		in += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
-	out := len(resp.Text)
-	for _, c := range resp.ToolCalls {
-		out += len(c.Name) + len(c.Arguments)
-	}
-	return event.Usage{InputTokens: (in + 3) / 4, OutputTokens: (out + 3) / 4, Estimated: true}
+	return (in + 3) / 4
 }

@@ -238,6 +238,8 @@ func (r *Renderer) Event(ev client.Event) {
 		r.line(fmt.Sprintf("  ! %s: %s", Who(src), e.Reason))
 	case event.ForcedFinalize:
 		r.line(fmt.Sprintf("  ! %s: %s", Who(src), e.Reason))
+	case event.BudgetExhausted:
+		r.line(fmt.Sprintf("  ! the %s budget's %s limit ran out (%g of %g)", e.Scope, e.Limit, e.Used, e.Max))
 	case event.Error:
 		r.failed = e.Error.Code + ": " + e.Error.Message
 		r.line("error: " + r.failed)

@@ -20,6 +20,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/apperr/apperrtest"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
@@ -72,6 +73,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"a turn's plan is found by its run and create_plan call", planOfCall},
 		{"SettlePlan sends a plan left in review to a human and counts usage", settlePlan},
 		{"ListExecutions lists a plan's executions by step, then start", listExecutions},
+		{"a plan's budget is stored with it, and what it spent is only added to", planBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -766,4 +768,46 @@ func settlePlan(t *testing.T, s planning.Store, _ string) {
 	apperrtest.RequireCode(t, err, apperr.NotFound)
 	_, err = s.SettlePlan(ctx, "not-an-id", why, event.Usage{})
 	apperrtest.RequireCode(t, err, apperr.NotFound)
+}
+
+func planBudget(t *testing.T, s planning.Store, _ string) {
+	ctx := context.Background()
+	p := SamplePlan("alice", "s1")
+	p.Budget = budget.Limits{TotalTokens: 5000, ToolCalls: 4, WallTime: budget.Duration(10 * time.Minute), CostUSD: 0.5}
+	p.OnExhausted = budget.Pause
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	stored, err := s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, p.Budget, stored.Budget)
+	require.Equal(t, budget.Pause, stored.OnExhausted)
+	require.Zero(t, stored.Spent)
+
+	spend, ok := s.(planning.SpendStore)
+	require.True(t, ok, "the store keeps what plans spent")
+	d := budget.Spent{InputTokens: 100, OutputTokens: 20, ModelCalls: 2, ToolCalls: 1, Wall: 1500 * time.Millisecond, CostNanoUSD: 7}
+	require.NoError(t, spend.AddPlanSpend(ctx, p.ID, d))
+	require.NoError(t, spend.AddPlanSpend(ctx, p.ID, d))
+	apperrtest.RequireCode(t, spend.AddPlanSpend(ctx, NewID(), d), apperr.NotFound)
+
+	run := runningPlanOf(t, s, p)
+	now := time.Now()
+	for _, st := range run.Steps {
+		st.Status, st.CompletedAt = planning.StepCompleted, &now
+		require.NoError(t, s.UpdateStep(ctx, p.ID, st))
+	}
+	require.NoError(t, s.EndPlan(ctx, planning.PlanEnd{ID: p.ID, Status: planning.StatusCompleted, CompletedAt: now, Spent: d}))
+	stored, err = s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, d.Add(d).Add(d), stored.Spent)
+	require.Equal(t, p.Budget, stored.Budget, "ending does not change the budget")
+}
+
+// runningPlanOf is p (stored) with its first step running.
+func runningPlanOf(t *testing.T, s planning.Store, p planning.Plan) planning.Plan {
+	t.Helper()
+	now := time.Now()
+	st := p.Steps[0]
+	st.Status, st.StartedAt = planning.StepRunning, &now
+	require.NoError(t, s.UpdateStep(context.Background(), p.ID, st))
+	return p
 }

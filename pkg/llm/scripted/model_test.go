@@ -474,3 +474,36 @@ func TestKeepCalls(t *testing.T) {
 		})
 	}
 }
+
+// A call sent max_tokens gets no more, as from a real model: the reported
+// output tokens are capped, and the text and then whole tool calls are cut
+// to what four bytes a token allow.
+func TestAReplyKeepsToMaxTokens(t *testing.T) {
+	t.Parallel()
+	m := parse(t, `
+default:
+  reply:
+    text: "0123456789abcdefghij"
+    tool_calls: [{name: a, args: {x: 1}}, {name: b, args: {y: 2}}]
+    usage: {input_tokens: 10, output_tokens: 50}
+`)
+	ctx := llm.WithRole(context.Background(), "planner")
+	resp, err := m.GenerateContent(ctx, []llms.MessageContent{human("go")}, offer("a", "b"), llms.WithMaxTokens(7))
+	require.NoError(t, err)
+	ch := resp.Choices[0]
+	require.Equal(t, "0123456789abcdefghij", ch.Content, "20 bytes fit in 28")
+	require.Len(t, ch.ToolCalls, 1, "a (1 + 7 bytes) fits in what is left, b does not")
+	require.Equal(t, "length", ch.StopReason)
+	require.Equal(t, 7, ch.GenerationInfo["CompletionTokens"])
+	require.Equal(t, 7, m.Calls()[0].MaxTokens, "the call records what it was sent")
+
+	resp, err = m.GenerateContent(ctx, []llms.MessageContent{human("go")}, offer("a", "b"), llms.WithMaxTokens(2))
+	require.NoError(t, err)
+	require.Equal(t, "01234567", resp.Choices[0].Content)
+	require.Empty(t, resp.Choices[0].ToolCalls)
+
+	resp, err = m.GenerateContent(ctx, []llms.MessageContent{human("go")}, offer("a", "b"))
+	require.NoError(t, err)
+	require.Len(t, resp.Choices[0].ToolCalls, 2, "without max_tokens nothing is cut")
+	require.Equal(t, 50, resp.Choices[0].GenerationInfo["CompletionTokens"])
+}

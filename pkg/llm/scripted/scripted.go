@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tmc/langchaingo/llms"
 	"gopkg.in/yaml.v3"
@@ -144,6 +145,9 @@ type Call struct {
 	// Rule is the index of the rule that answered, RuleDefault for the
 	// default, or RuleNone when nothing matched.
 	Rule int
+	// MaxTokens is the max_tokens the call was sent (0: none); the reply
+	// was cut to it.
+	MaxTokens int
 }
 
 // Message is one message of a request as the scripted model received it.
@@ -310,7 +314,7 @@ func (m *Model) GenerateContent(ctx context.Context, messages []llms.MessageCont
 	for _, o := range options {
 		o(&opts)
 	}
-	call := Call{Role: llm.RoleFrom(ctx)}
+	call := Call{Role: llm.RoleFrom(ctx), MaxTokens: opts.MaxTokens}
 	for _, m := range messages {
 		msg := Message{Role: string(m.Role)}
 		for _, part := range m.Parts {
@@ -429,6 +433,7 @@ func matches(r Rule, c Call) bool {
 }
 
 func (m *Model) play(ctx context.Context, rep Reply, c Call, opts llms.CallOptions) (*llms.ContentResponse, error) {
+	rep, cut := withinMaxTokens(rep, c, opts.MaxTokens)
 	if rep.DelayMS > 0 {
 		t := time.NewTimer(time.Duration(rep.DelayMS) * time.Millisecond)
 		defer t.Stop()
@@ -478,6 +483,9 @@ func (m *Model) play(ctx context.Context, rep Reply, c Call, opts llms.CallOptio
 			FunctionCall: &llms.FunctionCall{Name: name, Arguments: string(args)}})
 		choice.StopReason = "tool_calls"
 	}
+	if cut {
+		choice.StopReason = "length"
+	}
 	if rep.Usage != nil {
 		choice.GenerationInfo["PromptTokens"] = rep.Usage.InputTokens
 		choice.GenerationInfo["CompletionTokens"] = rep.Usage.OutputTokens
@@ -485,6 +493,50 @@ func (m *Model) play(ctx context.Context, rep Reply, c Call, opts llms.CallOptio
 		choice.GenerationInfo["output_tokens"] = rep.Usage.OutputTokens
 	}
 	return &llms.ContentResponse{Choices: []*llms.ContentChoice{choice}}, nil
+}
+
+// withinMaxTokens cuts a reply to the max_tokens a call is sent, as a real
+// model's answer is cut: its reported output tokens, and its text and tool
+// calls to what the llm adapter's estimate (four bytes a token) counts as
+// at most max tokens — the text first, then whole tool calls in order. It
+// reports whether it cut anything.
+func withinMaxTokens(rep Reply, c Call, max int) (Reply, bool) {
+	if max <= 0 {
+		return rep, false
+	}
+	cut := false
+	if rep.Usage != nil && rep.Usage.OutputTokens > max {
+		u := *rep.Usage
+		u.OutputTokens, rep.Usage, cut = max, &u, true
+	}
+	room := 4 * max
+	if len(rep.Text) > room {
+		end := room
+		for end > 0 && !utf8.RuneStart(rep.Text[end]) {
+			end--
+		}
+		rep.Text, cut = rep.Text[:end], true
+	}
+	room -= len(rep.Text)
+	for i, tc := range rep.ToolCalls {
+		args, _ := json.Marshal(normalize(tc.Args))
+		if tc.Args == nil {
+			args = []byte("{}")
+		}
+		name := tc.Name
+		for _, offered := range c.Tools {
+			if sameName(offered, tc.Name) {
+				name = offered
+			}
+		}
+		if n := len(name) + len(args); n <= room {
+			room -= n
+			continue
+		}
+		rep.ToolCalls, cut = rep.ToolCalls[:i:i], true
+		break
+	}
+	return rep, cut
 }
 
 func (m *Model) nextID() string {

@@ -648,7 +648,7 @@ export class ChatView {
         h("span", { class: "inline-field" }, h("label", { for: `reject-${p.id}`, text: "Reason" }), reason, reject),
       ];
     }
-    if (["failed", "cancelled", "interrupted"].includes(p.status) && mine && !this.running) {
+    if (["failed", "cancelled", "interrupted", "stopped_budget"].includes(p.status) && mine && !this.running) {
       return [h("button", { type: "button", onclick: () => this.resume(p.id) }, "Resume")];
     }
     return [];

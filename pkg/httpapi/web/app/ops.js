@@ -7,7 +7,7 @@ import { h, s, append, clear, when, duration, tokens, statusBadge, jsonText, ann
 import { PlanCard } from "./plancard.js";
 import { approvalLine, reviewsBlock, revisionsBlock } from "./shared.js";
 
-const STATUSES = ["pending_review", "in_review", "executing", "completed", "failed", "cancelled", "rejected", "interrupted"];
+const STATUSES = ["pending_review", "in_review", "executing", "completed", "failed", "cancelled", "rejected", "interrupted", "stopped_budget", "waiting_budget"];
 const MODES = ["auto_execute", "draft_only", "agent_review"];
 const REFRESH_MS = 5000;
 
@@ -139,7 +139,7 @@ export class OpsView {
     const p = d.plan;
     const mine = p.user_id === this.app.me.user_id;
     const canCancel = ["executing", "pending_review", "in_review"].includes(p.status) && (mine || this.app.isOperator());
-    const canResume = ["failed", "cancelled", "interrupted"].includes(p.status) && mine;
+    const canResume = ["failed", "cancelled", "interrupted", "stopped_budget"].includes(p.status) && mine;
     const status = h("p", { class: "action-status", role: "status" });
     const card = new PlanCard({ ...p, executions: d.executions }, { title: "Graph" });
     const actions = h("div", { class: "actions" },
