@@ -125,3 +125,21 @@ func (r *runner) budgetEnd(p Plan, ex *budget.Exhausted) (Status, string) {
 	}
 	return StatusStoppedBudget, why
 }
+
+// agentBudget is how another agent of a run spends (the replanner): against
+// the same ledgers as its executors, priced by the agent's own model; nil
+// when the run has no budget.
+func (r *runner) agentBudget(sp *spending, model string) *agents.Budget {
+	if sp == nil {
+		return nil
+	}
+	b := *sp.executor
+	if model == "" {
+		model = r.cfg.Budget.DefaultModel
+	}
+	b.Price = nil
+	if pr, ok := r.cfg.Budget.Prices[model]; ok {
+		b.Price = &pr
+	}
+	return &b
+}

@@ -163,7 +163,7 @@ func (pr *planRun) settleReplans() {
 	if r.awaiting != nil && pr.ctx.Err() == nil {
 		return // the held failures wait with the revision
 	}
-	if r.active == nil && len(r.held) > 0 && (!r.enabled || r.count >= r.max || pr.ctx.Err() != nil) {
+	if r.active == nil && len(r.held) > 0 && (!r.enabled || r.count >= r.max || pr.ctx.Err() != nil || pr.spend.exhausted() != nil) {
 		clear(r.held)
 	}
 }
@@ -317,7 +317,8 @@ func (pr *planRun) runReplanner(w *replanWork, input string) replanEnd {
 		return fmt.Sprintf("Revision stored as version %d of the plan; its steps run as their dependencies complete.", ans.plan.Version), nil
 	})
 	res, err := pr.cfg.Runner.Run(pr.ctx, agents.Task{Role: pr.cfg.Replanner, Data: agents.PromptData{Goal: pr.p.Goal}, Input: input,
-		Tools: []tools.Tool{tool}, Scope: tools.Scope{UserID: pr.p.UserID, SessionID: pr.p.SessionID}, Events: em})
+		Tools: []tools.Tool{tool}, Scope: tools.Scope{UserID: pr.p.UserID, SessionID: pr.p.SessionID}, Events: em,
+		Budget: pr.agentBudget(pr.spend, pr.cfg.Replanner.Model)})
 	mu.Lock()
 	defer mu.Unlock()
 	end := replanEnd{usage: res.Usage.Counted().Add(spent), gaveUp: gaveUp}
