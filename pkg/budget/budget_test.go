@@ -220,3 +220,17 @@ func TestQuotas(t *testing.T) {
 	require.ErrorAs(t, err, &q)
 	require.Equal(t, budget.CostUSD, q.Limit)
 }
+
+// A finish reserve within a budget keeps back only what it sets, lowered
+// to the budget's limits: a budget limiting what the reserve does not
+// (wall time, output tokens) keeps all of it for the work.
+func TestAFinishReserveCappedByABudget(t *testing.T) {
+	t.Parallel()
+	reserve := budget.Limits{TotalTokens: 2000, ModelCalls: 1}
+	b := budget.Limits{TotalTokens: 1500, OutputTokens: 5000, WallTime: budget.Duration(10 * time.Minute)}
+	require.Equal(t, budget.Limits{TotalTokens: 1500, ModelCalls: 1}, reserve.Cap(b))
+	require.Equal(t, reserve, reserve.Cap(budget.Limits{}))
+
+	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: b, Reserve: reserve.Cap(b)})
+	require.Nil(t, l.Exhausted(), "the work has room")
+}

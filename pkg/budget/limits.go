@@ -156,6 +156,25 @@ func (l Limits) Narrow(o Limits) Limits {
 		WallTime: Duration(n(int64(l.WallTime), int64(o.WallTime))), CostUSD: cost}
 }
 
+// Cap is l with each limit it sets lowered to o's where o sets one; a
+// limit l does not set stays unset (a finish reserve within a budget: no
+// reserve of wall time is not a reserve of all of it).
+func (l Limits) Cap(o Limits) Limits {
+	c := func(a, b int64) int64 {
+		if a != 0 && b != 0 && b < a {
+			return b
+		}
+		return a
+	}
+	cost := l.CostUSD
+	if cost != 0 && o.CostUSD != 0 && o.CostUSD < cost {
+		cost = o.CostUSD
+	}
+	return Limits{InputTokens: c(l.InputTokens, o.InputTokens), OutputTokens: c(l.OutputTokens, o.OutputTokens),
+		TotalTokens: c(l.TotalTokens, o.TotalTokens), ModelCalls: c(l.ModelCalls, o.ModelCalls), ToolCalls: c(l.ToolCalls, o.ToolCalls),
+		WallTime: Duration(c(int64(l.WallTime), int64(o.WallTime))), CostUSD: cost}
+}
+
 // Raised is l with every limit o sets replaced by o's.
 func (l Limits) Raised(o Limits) Limits {
 	pick := func(a, b int64) int64 {

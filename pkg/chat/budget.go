@@ -89,7 +89,7 @@ func (t *Turn) turnBudget() (*agents.Budget, *planning.RunBudget) {
 		return nil, nil
 	}
 	cfg := t.svc.cfg.Budget
-	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: t.req.Budget, Reserve: cfg.FinishReserve.Narrow(t.req.Budget),
+	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: t.req.Budget, Reserve: cfg.FinishReserve.Cap(t.req.Budget),
 		Now: t.svc.cfg.Now})
 	return &agents.Budget{Meter: budget.Meter{l}, MaxOutput: cfg.CallMaxTokens, MinOutput: cfg.MinCallTokens, Answer: true},
 		&planning.RunBudget{Ledger: l, Limits: t.req.Budget, OnExhausted: t.req.OnExhausted}

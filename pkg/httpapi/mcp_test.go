@@ -337,3 +337,27 @@ func TestMCPProgressOnlyWhenAsked(t *testing.T) {
 	require.Contains(t, joined, "planner calls create_plan")
 	require.Contains(t, joined, "waits for review")
 }
+
+// start_task takes a budget as POST /api/agent/stream does: its plan is
+// given it, a bad one is a tool error naming the field, and none may widen
+// the user's limits.
+func TestMCPStartTaskTakesABudget(t *testing.T) {
+	t.Parallel()
+	e := newChatEnv(t, persistence.DriverSQLite, scriptedModel(t, mcpScript), nil)
+	cs := mcpSession(t, e, "alice", nil)
+	out := call[mcpserver.RunResult](t, cs, "start_task", map[string]any{"message": "plan the launch", "plan_mode": "auto_execute",
+		"wait_seconds": 20, "budget": map[string]any{"total_tokens": 1_000_000, "wall_time": "10m", "on_exhausted": "pause"}})
+	require.NotEmpty(t, out.PlanID, "%+v", out)
+	plan := decodeBody[httpapi.PlanDetail](t, e.request(t, context.Background(), "alice", "GET", "/api/plans/"+out.PlanID, nil)).Plan
+	require.NotNil(t, plan.Budget)
+	require.Equal(t, int64(1_000_000), plan.Budget.Limits.TotalTokens)
+	require.Equal(t, 10*time.Minute, time.Duration(plan.Budget.Limits.WallTime))
+	require.Equal(t, "pause", string(plan.Budget.OnExhausted))
+
+	bad := toolError(t, cs, "start_task", map[string]any{"message": "plan the launch",
+		"budget": map[string]any{"wall_time": "soon", "on_exhausted": "stop"}})
+	require.Contains(t, bad, "budget.wall_time")
+	require.Contains(t, bad, "budget.on_exhausted")
+	require.Contains(t, toolError(t, cs, "start_task", map[string]any{"message": "plan the launch",
+		"budget": map[string]any{"total_tokenz": 5}}), "total_tokenz", "a misspelled limit is refused")
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/runs"
 	"github.com/planwright/planwright/planning"
@@ -19,10 +20,50 @@ import (
 
 // StartTaskInput is start_task's arguments.
 type StartTaskInput struct {
-	Message     string `json:"message" jsonschema:"the task, in words"`
-	SessionID   string `json:"session_id,omitempty" jsonschema:"the chat session to continue (from an earlier start_task); empty: a new session"`
-	PlanMode    string `json:"plan_mode,omitempty" jsonschema:"auto_execute, draft_only (a plan waits for a person's review) or agent_review; empty: the planner's choice or the server's default"`
-	WaitSeconds int    `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to end before answering with its id (0: do not wait); progress notifications are sent meanwhile when the request has a progressToken"`
+	Message     string      `json:"message" jsonschema:"the task, in words"`
+	SessionID   string      `json:"session_id,omitempty" jsonschema:"the chat session to continue (from an earlier start_task); empty: a new session"`
+	PlanMode    string      `json:"plan_mode,omitempty" jsonschema:"auto_execute, draft_only (a plan waits for a person's review) or agent_review; empty: the planner's choice or the server's default"`
+	WaitSeconds int         `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to end before answering with its id (0: do not wait); progress notifications are sent meanwhile when the request has a progressToken"`
+	Budget      *TaskBudget `json:"budget,omitempty" jsonschema:"what the run and the plans it starts may spend, within your API key's limits; empty: the server's defaults"`
+}
+
+// TaskBudget is start_task's budget, as POST /api/agent/stream takes it.
+type TaskBudget struct {
+	InputTokens  int64   `json:"input_tokens,omitempty" jsonschema:"input tokens"`
+	OutputTokens int64   `json:"output_tokens,omitempty" jsonschema:"output tokens"`
+	TotalTokens  int64   `json:"total_tokens,omitempty" jsonschema:"input and output tokens"`
+	ModelCalls   int64   `json:"model_calls,omitempty" jsonschema:"model calls"`
+	ToolCalls    int64   `json:"tool_calls,omitempty" jsonschema:"tool calls"`
+	WallTime     string  `json:"wall_time,omitempty" jsonschema:"wall time, as a duration such as 10m"`
+	CostUSD      float64 `json:"cost_usd,omitempty" jsonschema:"cost in US dollars"`
+	OnExhausted  string  `json:"on_exhausted,omitempty" jsonschema:"finish (the planner answers from what is known) or pause (the plan waits for a person to raise its budget)"`
+}
+
+// limits is b as a turn's budget; a bad wall time or on_exhausted is
+// Invalid naming the field (the turn checks the rest against the user's
+// limits).
+func (b *TaskBudget) limits() (budget.Limits, budget.OnExhausted, error) {
+	if b == nil {
+		return budget.Limits{}, "", nil
+	}
+	l := budget.Limits{InputTokens: b.InputTokens, OutputTokens: b.OutputTokens, TotalTokens: b.TotalTokens,
+		ModelCalls: b.ModelCalls, ToolCalls: b.ToolCalls, CostUSD: b.CostUSD}
+	var problems []apperr.FieldError
+	if b.WallTime != "" {
+		d, err := time.ParseDuration(b.WallTime)
+		if err != nil || d < 0 {
+			problems = append(problems, apperr.FieldError{Field: "budget.wall_time", Message: "must be a duration such as 10m"})
+		}
+		l.WallTime = budget.Duration(d)
+	}
+	mode := budget.OnExhausted(b.OnExhausted)
+	if !mode.Valid() {
+		problems = append(problems, apperr.FieldError{Field: "budget.on_exhausted", Message: "must be finish or pause"})
+	}
+	if len(problems) > 0 {
+		return budget.Limits{}, "", apperr.Invalidf(problems, "invalid budget")
+	}
+	return l, mode, nil
 }
 
 // RunInput names a run.
@@ -107,8 +148,13 @@ func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, in Sta
 	if err != nil {
 		return nil, RunResult{}, s.toolError(ctx, err)
 	}
+	limits, mode, err := in.Budget.limits()
+	if err != nil {
+		return nil, RunResult{}, s.toolError(ctx, err)
+	}
 	p := caller(ctx)
-	run, err := s.cfg.Turns.StartTurn(ctx, p, chat.Request{Message: in.Message, SessionID: in.SessionID, PlanMode: in.PlanMode})
+	run, err := s.cfg.Turns.StartTurn(ctx, p, chat.Request{Message: in.Message, SessionID: in.SessionID, PlanMode: in.PlanMode,
+		Budget: limits, OnExhausted: mode})
 	if err != nil {
 		return nil, RunResult{}, s.toolError(ctx, err)
 	}
