@@ -33,6 +33,11 @@ func (f turns) StartTurn(ctx context.Context, p auth.Principal, req chat.Request
 type runLog struct{ event.Log }
 type canceller struct{ a2a.Canceller }
 type messages struct{ a2a.Messages }
+
+// TurnMessage finds no earlier message: a conflict is not a repeat.
+func (messages) TurnMessage(context.Context, string, string, chat.MessageRole) (chat.Message, error) {
+	return chat.Message{}, apperr.New(apperr.NotFound, "no such message")
+}
 type plans struct{ a2a.Plans }
 
 func TestNewNamesEveryMissingField(t *testing.T) {

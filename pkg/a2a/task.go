@@ -70,6 +70,8 @@ func (s *Server) endingOf(ctx context.Context, r event.Run) (ending, error) {
 			end.err = &info
 		case event.AgentState:
 			end.waiting = ev.State == event.StateWaitingOnUser
+		case event.ToolResult, event.ToolCall:
+			end.waiting = false // a call that waited on a person was decided
 		case event.ClarifyingQuestions:
 			end.questions = ev.Questions
 		case event.LastTurnContext:

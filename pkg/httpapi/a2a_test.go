@@ -442,3 +442,42 @@ func TestA2AMessageSentAgainWhileItsTaskWorks(t *testing.T) {
 	require.Equal(t, a2a.StateWorking, again.Status.State)
 	require.Equal(t, a2a.StateCanceled, rpcOK[a2a.Task](t, e, "alice", "CancelTask", map[string]any{"id": task.ID}).Status.State)
 }
+
+// A task whose run has a tool call waiting on a person is input required:
+// the stream ends there with a status message naming the call and how to
+// decide, GetTask says the same, and once decided the task goes on.
+func TestA2AToolCallWaitingIsInputRequired(t *testing.T) {
+	t.Parallel()
+	mail := &mailTools{}
+	e := holdsEnv(t, persistence.DriverSQLite, &requestLog{next: scriptedModel(t, holdsScript)}, mail)
+	events := collect(t, a2aStream(t, context.Background(), e, "alice", "SendStreamingMessage",
+		map[string]any{"message": userMessage("mail my friends", nil)}))
+	last := events[len(events)-1].StatusUpdate
+	require.NotNil(t, last)
+	require.Equal(t, a2a.StateInputRequired, last.Status.State)
+	text := textOfParts(last.Status.Message.Parts)
+	require.Contains(t, text, "send_mail")
+	require.Contains(t, text, "waits for approval")
+	require.Contains(t, text, "/tool-approvals")
+	taskID := events[0].Task.ID
+
+	held := pendingHolds(t, e, "alice", taskID, 3)
+	got := rpcOK[a2a.Task](t, e, "alice", "GetTask", map[string]any{"id": taskID})
+	require.Equal(t, a2a.StateInputRequired, got.Status.State)
+	require.Empty(t, mail.sentTo())
+	require.Equal(t, a2a.CodeTaskNotFound, rpcErr(t, e, "bob", "GetTask", map[string]any{"id": taskID}).Code)
+
+	var decisions []map[string]any
+	for _, h := range held {
+		decisions = append(decisions, map[string]any{"call_id": h.CallID, "decision": "approve"})
+	}
+	resp := e.request(t, context.Background(), "alice", "POST", "/api/runs/"+taskID+"/tool-approvals", map[string]any{"decisions": decisions})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp.Body.Close()
+	var final a2a.Task
+	require.Eventually(t, func() bool {
+		final = rpcOK[a2a.Task](t, e, "alice", "GetTask", map[string]any{"id": taskID})
+		return final.Status.State == a2a.StateCompleted
+	}, 20*time.Second, 20*time.Millisecond, "%+v", &final)
+	require.Len(t, mail.sentTo(), 3, "each approved call ran once")
+}

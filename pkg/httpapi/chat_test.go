@@ -276,7 +276,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Plans: stores.PlanRecords, Logger: logger})
 	require.NoError(t, err)
 	a2aSrv, err := a2a.New(a2a.Config{Turns: api, Runs: runLog, Feed: feed, Canceller: worker, Messages: stores.Chats,
-		Plans: stores.PlanRecords, Poll: 50 * time.Millisecond, MaxWait: 30 * time.Second, Logger: logger})
+		Plans: stores.PlanRecords, Holds: holds, Poll: 50 * time.Millisecond, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
 	routes := []httpapi.Routes{api.Routes, api.Mount("/mcp", mcpSrv.Handler()), api.MountFunc("/api/ag-ui", aguiSrv.Serve),
 		api.Mount("/a2a", a2aSrv.Handler()), httpapi.Public("/.well-known/agent-card.json", a2aSrv.CardHandler())}
