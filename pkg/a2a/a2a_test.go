@@ -38,6 +38,7 @@ type messages struct{ a2a.Messages }
 func (messages) TurnMessage(context.Context, string, string, chat.MessageRole) (chat.Message, error) {
 	return chat.Message{}, apperr.New(apperr.NotFound, "no such message")
 }
+
 type plans struct{ a2a.Plans }
 
 func TestNewNamesEveryMissingField(t *testing.T) {
