@@ -319,7 +319,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 	if err != nil {
 		return nil, err
 	}
-	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runs, Feed: feed, Plans: plans, Poll: remotePoll(db), KeepAlive: cfg.Server.KeepaliveInterval,
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runs, Feed: feed, Plans: plans, Holds: holds, Poll: remotePoll(db), KeepAlive: cfg.Server.KeepaliveInterval,
 		Logger: log.With().Str("component", "agui").Logger()})
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"github.com/planwright/planwright/pkg/chat"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/planning"
-	"github.com/planwright/planwright/tools"
 	"github.com/planwright/planwright/tools/approval"
 )
 
@@ -205,7 +204,7 @@ func (s *Server) held(ctx context.Context, t *Task) error {
 	var waits []string
 	for _, h := range holds {
 		if h.State == approval.Pending {
-			waits = append(waits, describeHold(h))
+			waits = append(waits, h.Describe())
 		}
 	}
 	if len(waits) == 0 {
@@ -215,20 +214,6 @@ func (s *Server) held(ctx context.Context, t *Task) error {
 	t.Status.Message = s.agentMessage(t, strings.Join(waits, " ")+fmt.Sprintf(
 		" Decide with POST /api/runs/%s/tool-approvals {\"decisions\": [{\"call_id\", \"decision\"}]}; the task goes on once decided.", t.ID))
 	return nil
-}
-
-// describeHold is what a waiting call needs, in a sentence.
-func describeHold(h approval.Record) string {
-	who := "The planner's"
-	if h.Source.StepNumber > 0 {
-		who = fmt.Sprintf("Step %d's", h.Source.StepNumber)
-	}
-	if h.Kind == tools.HoldInDoubt {
-		return fmt.Sprintf("%s call %s to %s (%s) may or may not have run before a restart: retry, mark_done (with its result) or fail it.",
-			who, h.CallID, h.Tool, h.Effect)
-	}
-	return fmt.Sprintf("%s call %s to %s (%s) with %s waits for approval: approve (optionally with edited arguments) or reject (with a reason).",
-		who, h.CallID, h.Tool, h.Effect, h.Arguments)
 }
 
 func (s *Server) agentMessage(t *Task, text string) *Message {

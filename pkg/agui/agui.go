@@ -19,10 +19,20 @@
 // 404; runId is the run's id (stream_run_id's rule: letters, digits and
 // . _ : -). forwardedProps.plan_mode picks the plan mode. state and
 // context are not read (the plan is the server's state, sent as
-// STATE_SNAPSHOT); tools are refused (planwright runs its own tools). A
-// plan waiting for review ends the run with RUN_FINISHED's interrupt
-// outcome; the next run resumes it: resume status "resolved" approves the
-// plan's version and runs it, "cancelled" leaves it waiting.
+// STATE_SNAPSHOT); tools are refused (planwright runs its own tools).
+//
+// A person's decisions are interrupts (holds.go). A plan waiting for
+// review ends the run with RUN_FINISHED's interrupt outcome; the next run
+// resumes it: resume status "resolved" approves the plan's version and
+// runs it, "cancelled" leaves it waiting. A tool call waiting for
+// approval (or in doubt after a restart) ends the stream the same way
+// while the run goes on with its other steps, one interrupt per waiting
+// call (reason tool_approval or tool_call_in_doubt); the next run's
+// resume answers them — "resolved" with a payload of the tool-approvals
+// route's decision, arguments, reason and result (no payload approves),
+// "cancelled" refuses the call — and follows the same run on from the
+// holds it answered, under the new runId. Only the run's owner answers;
+// nothing a model or a tool writes is a resume.
 //
 // Authentication is the HTTP API's (it mounts the handler behind it): the
 // caller is the auth.Principal in the request's context, and sees only
@@ -74,7 +84,10 @@ type Config struct {
 	// KeepAlive is the interval of the SSE comment that keeps an idle
 	// stream open (default 15 s).
 	KeepAlive time.Duration
-	Logger    zerolog.Logger
+	// Holds, when set, makes a tool call that waits on a person an
+	// interrupt, answered by the next run's resume.
+	Holds  Holds
+	Logger zerolog.Logger
 }
 
 // Server is planwright's AG-UI endpoint. It is safe for concurrent use.
@@ -113,34 +126,50 @@ func (s *Server) Serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	run, err := s.runOf(r.Context(), p, in)
+	v, err := s.viewOf(r.Context(), p, in)
 	if err != nil {
 		return err
 	}
-	return s.stream(r.Context(), w, run, in)
+	return s.stream(r.Context(), w, v)
 }
 
-// runOf is the run the request names when it is the caller's (a rejoin),
-// or the turn it starts.
-func (s *Server) runOf(ctx context.Context, p auth.Principal, in RunAgentInput) (event.Run, error) {
+// view is what one AG-UI run shows: a run's log under the AG-UI runId,
+// from its first event or, for a run that resumes held tool calls, from
+// where the run that asked for them ended.
+type view struct {
+	run   event.Run
+	runID string
+	// after, when set, is the event the view starts after: the log up to
+	// it was another AG-UI run's, which ended there asking for the calls
+	// this one answered.
+	after int64
+}
+
+// viewOf is the run the request names when it is the caller's (a
+// rejoin), the run whose held calls it answers, or the turn it starts.
+func (s *Server) viewOf(ctx context.Context, p auth.Principal, in RunAgentInput) (view, error) {
 	run, err := s.cfg.Runs.GetRun(ctx, p.UserID, in.RunID)
 	switch {
 	case err == nil:
 		if in.ThreadID != "" && in.ThreadID != run.SessionID {
-			return event.Run{}, apperr.Invalidf([]apperr.FieldError{{Field: "runId", Message: "is a run of another thread"}}, "invalid RunAgentInput")
+			return view{}, apperr.Invalidf([]apperr.FieldError{{Field: "runId", Message: "is a run of another thread"}}, "invalid RunAgentInput")
 		}
-		return run, nil
+		return view{run: run, runID: run.ID}, nil
 	case apperr.CodeOf(err) != apperr.NotFound:
-		return event.Run{}, err
+		return view{}, err
+	}
+	if tr, ok := in.toolResumes(); ok {
+		return s.decideHolds(ctx, p, in, tr)
 	}
 	req, err := in.turn()
 	if err != nil {
-		return event.Run{}, err
+		return view{}, err
 	}
 	if err := s.checkApproval(ctx, p, &req); err != nil {
-		return event.Run{}, err
+		return view{}, err
 	}
-	return s.cfg.Turns.StartTurn(ctx, p, req)
+	run, err = s.cfg.Turns.StartTurn(ctx, p, req)
+	return view{run: run, runID: run.ID}, err
 }
 
 // checkApproval answers a resume that approves a plan before the stream

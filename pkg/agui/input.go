@@ -86,17 +86,42 @@ func decodeInput(body io.Reader) (RunAgentInput, error) {
 		problems = append(problems, apperr.FieldError{Field: "tools",
 			Message: "are not supported: planwright's agents call its own tools; send none"})
 	}
-	for i, r := range in.Resume {
-		if r.Status != "resolved" && r.Status != "cancelled" {
-			problems = append(problems, apperr.FieldError{Field: fmt.Sprintf("resume[%d].status", i), Message: "must be resolved or cancelled"})
-		} else if _, _, ok := parseInterruptID(r.InterruptID); !ok {
-			problems = append(problems, apperr.FieldError{Field: fmt.Sprintf("resume[%d].interruptId", i), Message: "is not an interrupt of planwright's"})
-		}
-	}
+	problems = append(problems, checkResume(in.Resume)...)
 	if len(problems) > 0 {
 		return RunAgentInput{}, apperr.Invalidf(problems, "invalid RunAgentInput")
 	}
 	return in, nil
+}
+
+// checkResume reports what is wrong with the resume entries: each answers
+// a plan's review or a tool call's hold, and one input answers either a
+// review or calls of one run.
+func checkResume(entries []ResumeEntry) []apperr.FieldError {
+	var problems []apperr.FieldError
+	var reviews, calls int
+	var callRun string
+	for i, r := range entries {
+		if r.Status != "resolved" && r.Status != "cancelled" {
+			problems = append(problems, apperr.FieldError{Field: fmt.Sprintf("resume[%d].status", i), Message: "must be resolved or cancelled"})
+			continue
+		}
+		if _, _, ok := parseInterruptID(r.InterruptID); ok {
+			reviews++
+			continue
+		}
+		run, _, _, ok := parseToolInterruptID(r.InterruptID)
+		if !ok {
+			problems = append(problems, apperr.FieldError{Field: fmt.Sprintf("resume[%d].interruptId", i), Message: "is not an interrupt of planwright's"})
+			continue
+		}
+		problems = append(problems, checkToolResume(i, r, callRun)...)
+		calls++
+		callRun = run
+	}
+	if reviews > 0 && calls > 0 {
+		problems = append(problems, apperr.FieldError{Field: "resume", Message: "answers a plan's review and tool calls: answer one at a time"})
+	}
+	return problems
 }
 
 // decodeError is a decoding failure as a 400 naming the field.
@@ -133,7 +158,10 @@ func (in RunAgentInput) turn() (chat.Request, error) {
 		if r.Status != "resolved" {
 			continue // the plan goes on waiting
 		}
-		planID, version, _ := parseInterruptID(r.InterruptID)
+		planID, version, ok := parseInterruptID(r.InterruptID)
+		if !ok {
+			continue // a tool call's: answered by decideHolds
+		}
 		req.Approve = &chat.PlanApproval{PlanID: planID, Version: version}
 	}
 	if req.Message == "" && req.Approve == nil {

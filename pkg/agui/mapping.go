@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/tools/approval"
 )
 
 // Event is one AG-UI event as it is sent: its type and fields.
@@ -277,13 +278,7 @@ func (m *mapper) stepFinished(ev event.StepComplete) []Event {
 // RUN_FINISHED (with the review interrupt when a plan waits for a person,
 // cancelled when the run was) or RUN_ERROR.
 func (m *mapper) finish(d event.Done) []Event {
-	var out []Event
-	for _, n := range m.stepOrder {
-		if name, ok := m.steps[n]; ok {
-			delete(m.steps, n)
-			out = append(out, Event{"type": StepFinished, "stepName": name})
-		}
-	}
+	out := m.closeSteps()
 	switch d.FinishedReason {
 	case event.FinishedCompleted:
 		fin := Event{"type": RunFinished, "threadId": m.threadID, "runId": m.runID}
@@ -303,6 +298,52 @@ func (m *mapper) finish(d event.Done) []Event {
 		code, msg = m.err.Code, m.err.Message
 	}
 	return append(out, Event{"type": RunError, "message": msg, "code": code})
+}
+
+// closeSteps finishes the steps still open, in the order they started.
+func (m *mapper) closeSteps() []Event {
+	var out []Event
+	for _, n := range m.stepOrder {
+		if name, ok := m.steps[n]; ok {
+			delete(m.steps, n)
+			out = append(out, Event{"type": StepFinished, "stepName": name})
+		}
+	}
+	return out
+}
+
+// holdsInterrupt ends the AG-UI run while the planwright run goes on:
+// its text and steps close, and RUN_FINISHED asks for the waiting calls.
+// The steps stay in the mapper's order, so a view that resumes them
+// starts them again (resumed).
+func (m *mapper) holdsInterrupt(holds []approval.Record, seq int64) []Event {
+	out := m.closeText()
+	for _, n := range m.stepOrder {
+		if name, ok := m.steps[n]; ok {
+			out = append(out, Event{"type": StepFinished, "stepName": name})
+		}
+	}
+	interrupts := make([]any, len(holds))
+	for i, h := range holds {
+		interrupts[i] = holdInterrupt(h, seq)
+	}
+	return append(out, Event{"type": RunFinished, "threadId": m.threadID, "runId": m.runID,
+		"outcome": map[string]any{"type": "interrupt", "interrupts": interrupts}})
+}
+
+// resumed is how a view that starts inside the log begins: the plan's
+// state as the log has it so far, and the steps still running.
+func (m *mapper) resumed() []Event {
+	var out []Event
+	if m.plan != nil {
+		out = append(out, Event{"type": StateSnapshot, "snapshot": map[string]any{"plan": m.plan}})
+	}
+	for _, n := range m.stepOrder {
+		if name, ok := m.steps[n]; ok {
+			out = append(out, Event{"type": StepStarted, "stepName": name})
+		}
+	}
+	return out
 }
 
 // interrupt is what a plan waiting for review needs, or nil.

@@ -35,10 +35,10 @@ func (s sse) send(evs ...Event) error {
 	return nil
 }
 
-// stream sends RUN_STARTED, then run's log mapped to AG-UI events as it
-// commits, until done or the run is over. The client going away ends the
-// stream, not the run.
-func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Run, in RunAgentInput) error {
+// stream sends RUN_STARTED, then the view's run log mapped to AG-UI
+// events as it commits, until done, the run is over, or a call of the run
+// waits on a person. The client going away ends the stream, not the run.
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, v view) error {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -49,8 +49,8 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 			f.Flush()
 		}
 	}}
-	m := newMapper(run.SessionID, run.ID, func(planID string) (event.Plan, bool) {
-		p, err := s.cfg.Plans.PlanFor(ctx, run.UserID, planID)
+	m := newMapper(v.run.SessionID, v.runID, func(planID string) (event.Plan, bool) {
+		p, err := s.cfg.Plans.PlanFor(ctx, v.run.UserID, planID)
 		if err != nil {
 			return event.Plan{}, false
 		}
@@ -59,9 +59,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 	if err := out.send(m.started()); err != nil {
 		return nil
 	}
-	err := s.follower.Follow(ctx, run, 0, func(e event.Envelope) (bool, error) {
-		evs, done := m.next(e)
-		return done, out.send(evs...)
+	f := &follow{s: s, m: m, out: out, runID: v.run.ID, after: v.after}
+	err := s.follower.Follow(ctx, v.run, 0, func(e event.Envelope) (bool, error) {
+		return f.next(ctx, e)
 	}, func() error {
 		// A comment line alone (event.WriteComment): no parser sees a message.
 		_ = event.WriteComment(w, "keep-alive")
@@ -73,11 +73,61 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, run event.Ru
 		return nil
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, errClientGone) {
-		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", run.ID).Msg("ag-ui stream")
+		s.cfg.Logger.Error().Ctx(ctx).Err(err).Str("run_id", v.run.ID).Msg("ag-ui stream")
 		_ = out.send(m.closeText()...)
 		_ = out.send(Event{"type": RunError, "message": "internal error", "code": string(apperr.Internal)})
 	}
 	return nil // the stream is open: errors are RUN_ERROR, not a status
+}
+
+// follow maps one view's log event by event and sends what it shows.
+type follow struct {
+	s     *Server
+	m     *mapper
+	out   sse
+	runID string
+	// after, until the view passes it, is the event before which the
+	// mapper reads the log without sending it (another AG-UI run showed it).
+	after int64
+}
+
+// next maps e; true ends the stream.
+func (f *follow) next(ctx context.Context, e event.Envelope) (bool, error) {
+	evs, done := f.m.next(e)
+	if f.after > 0 {
+		at := f.after
+		switch {
+		case done:
+			f.after = 0
+			return true, f.out.send(append(f.m.resumed(), evs...)...)
+		case e.Seq < at:
+			return false, nil
+		case e.Seq == at:
+			// Where the run that asked ended: the state as it is, then the
+			// run on from here, unless calls still wait.
+			f.after = 0
+			return f.unlessHeld(ctx, f.m.resumed(), at)
+		}
+		f.after = 0
+		evs = append(f.m.resumed(), evs...)
+	}
+	if isHold(e) && !done {
+		return f.unlessHeld(ctx, evs, e.Seq)
+	}
+	return done, f.out.send(evs...)
+}
+
+// unlessHeld sends evs and, when calls of the run wait on a person, the
+// interrupt that ends the stream after event seq.
+func (f *follow) unlessHeld(ctx context.Context, evs []Event, seq int64) (bool, error) {
+	pending, err := f.s.pendingHolds(ctx, f.runID)
+	if err != nil {
+		return true, err
+	}
+	if len(pending) > 0 {
+		evs = append(evs, f.m.holdsInterrupt(pending, seq)...)
+	}
+	return len(pending) > 0, f.out.send(evs...)
 }
 
 // eventPlan is a stored plan as plan events carry it.

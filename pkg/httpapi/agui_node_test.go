@@ -120,3 +120,50 @@ func compactTypes(types []string) []string {
 	}
 	return out
 }
+
+// TestAGUIOfficialClientAnswersToolCalls drives calls that wait for
+// approval through @ag-ui/client's HttpAgent: each run ends with the
+// interrupts of the calls waiting, the client holds them and resumes with
+// its answers, until the run ends; every approved call ran once.
+func TestAGUIOfficialClientAnswersToolCalls(t *testing.T) {
+	t.Parallel()
+	npmInstall(t, aguiClientDir, "@ag-ui/client", "the AG-UI client test")
+	mail := &mailTools{}
+	e := holdsEnv(t, persistence.DriverSQLite, &requestLog{next: scriptedModel(t, holdsScript)}, mail)
+
+	stdout := runNodeClient(t, aguiClientDir, e.url+"/api/ag-ui", e.keys["alice"], e.keys["bob"], "tools")
+	var got struct {
+		Rounds []struct {
+			Types   []string
+			Outcome struct {
+				Type       string
+				Interrupts []struct{ ID, Reason, ToolCallID string }
+			}
+			Error string
+			Text  string
+		}
+		Pending      []string
+		ToolMessages []string
+	}
+	require.NoError(t, json.Unmarshal(stdout, &got), string(stdout))
+	require.GreaterOrEqual(t, len(got.Rounds), 2, string(stdout))
+	asked := 0
+	for i, r := range got.Rounds {
+		require.Empty(t, r.Error, "round %d", i)
+		if i < len(got.Rounds)-1 {
+			require.Equal(t, "interrupt", r.Outcome.Type, "round %d", i)
+			for _, in := range r.Outcome.Interrupts {
+				require.Equal(t, "tool_approval", in.Reason)
+				require.NotEmpty(t, in.ToolCallID)
+			}
+			asked += len(r.Outcome.Interrupts)
+		}
+	}
+	final := got.Rounds[len(got.Rounds)-1]
+	require.Equal(t, "success", final.Outcome.Type)
+	require.Contains(t, final.Text, "Done.")
+	require.Equal(t, 3, asked, "each waiting call asked for once")
+	require.Empty(t, got.Pending)
+	require.ElementsMatch(t, []string{"bob@example.com", "carol@example.com", "eve@example.com"}, mail.sentTo())
+	require.Contains(t, got.ToolMessages, "sent to eve@example.com", "the results reached the client's messages")
+}

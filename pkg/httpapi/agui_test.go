@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/agui"
+	"github.com/planwright/planwright/pkg/httpapi"
 )
 
 // The AG-UI endpoint's tests post RunAgentInput to /api/ag-ui against the
@@ -76,11 +78,19 @@ func aguiInput(threadID, runID, message string, props map[string]any) map[string
 // started; every tool result answering a tool call. It returns the text.
 func checkAGUISequence(t *testing.T, evs []aguiEvent, threadID, runID string) string {
 	t.Helper()
+	return checkAGUIThread(t, evs, threadID, runID, map[string]bool{})
+}
+
+// checkAGUIThread is checkAGUISequence for a run of a thread whose earlier
+// runs started calls: a result may answer those, as a resume's does. It
+// adds the run's calls to calls.
+func checkAGUIThread(t *testing.T, evs []aguiEvent, threadID, runID string, calls map[string]bool) string {
+	t.Helper()
 	require.NotEmpty(t, evs)
 	require.Equal(t, agui.RunStarted, evs[0].str("type"))
 	require.Equal(t, threadID, evs[0].str("threadId"))
 	require.Equal(t, runID, evs[0].str("runId"))
-	openText, openCalls, calls, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
+	openText, openCalls, steps := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var text strings.Builder
 	for i, ev := range evs {
 		switch ev.str("type") {
@@ -342,4 +352,124 @@ func TestAGUIRefusesBadInput(t *testing.T) {
 			require.Contains(t, string(raw), `"`+tc.field+`"`, "%s: the error names the field", tc.name)
 		}
 	}
+}
+
+// aguiInterrupts are the interrupts a stream's RUN_FINISHED asks for.
+func aguiInterrupts(t *testing.T, evs []aguiEvent) []map[string]any {
+	t.Helper()
+	fin := evs[len(evs)-1]
+	require.Equal(t, agui.RunFinished, fin.str("type"))
+	outcome := fin["outcome"].(map[string]any)
+	require.Equal(t, "interrupt", outcome["type"])
+	var out []map[string]any
+	for _, in := range outcome["interrupts"].([]any) {
+		out = append(out, in.(map[string]any))
+	}
+	return out
+}
+
+func aguiResume(threadID, runID string, entries ...map[string]any) map[string]any {
+	in := aguiInput(threadID, runID, "", nil)
+	in["messages"] = []any{}
+	resume := make([]any, len(entries))
+	for i, e := range entries {
+		resume[i] = e
+	}
+	in["resume"] = resume
+	return in
+}
+
+func TestAGUIToolCallWaitingInterruptsAndResumes(t *testing.T) {
+	t.Parallel()
+	mail := &mailTools{}
+	e := holdsEnv(t, persistence.DriverSQLite, &requestLog{next: scriptedModel(t, holdsScript)}, mail)
+	evs := aguiRun(t, e, "alice", aguiInput("", "agui-mail-1", "mail my friends", nil))
+	thread := evs[0].str("threadId")
+	calls := map[string]bool{}
+	checkAGUIThread(t, evs, thread, "agui-mail-1", calls)
+
+	// The notes' text that claims approval approved nothing: the calls
+	// wait, and the stream asks for them.
+	interrupts := aguiInterrupts(t, evs)
+	first := interrupts[0]
+	require.Equal(t, "tool_approval", first["reason"])
+	md := first["metadata"].(map[string]any)
+	require.Equal(t, "send_mail", md["tool"])
+	require.Equal(t, "side_effect", md["effect"])
+	require.Equal(t, first["toolCallId"], md["call_id"])
+	require.Contains(t, first["message"], "waits for approval")
+	require.Empty(t, mail.sentTo())
+	pendingHolds(t, e, "alice", "agui-mail-1", 3)
+
+	// Bob cannot answer Alice's calls; answers that are not well formed
+	// change nothing.
+	approve := map[string]any{"interruptId": first["id"], "status": "resolved"}
+	resp := e.request(t, context.Background(), "bob", "POST", "/api/ag-ui", aguiResume("", "agui-bob-1", approve))
+	require.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp.Body.Close()
+	for field, entry := range map[string]map[string]any{
+		"resume[0].payload": {"interruptId": first["id"], "status": "resolved", "payload": map[string]any{"decison": "approve"}},
+		"resume[0].payload.arguments": {"interruptId": first["id"], "status": "resolved",
+			"payload": map[string]any{"decision": "approve", "arguments": map[string]any{"to": "not an address"}}},
+	} {
+		resp := e.request(t, context.Background(), "alice", "POST", "/api/ag-ui", aguiResume(thread, "agui-bad", entry))
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, field)
+		raw, _ := json.Marshal(decodeBody[map[string]any](t, resp))
+		require.Contains(t, string(raw), `"`+field, "the error names %s: %s", field, raw)
+	}
+	pendingHolds(t, e, "alice", "agui-mail-1", 3)
+	require.Empty(t, mail.sentTo())
+
+	// Alice answers what each stream asks for — bob's mail goes to dan
+	// instead, carol's she cancels, eve's she approves — and each resume
+	// follows the run on from where the last stream ended.
+	answers := map[string]map[string]any{
+		"bob@example.com":   {"status": "resolved", "payload": map[string]any{"decision": "approve", "arguments": map[string]any{"to": "dan@example.com"}}},
+		"carol@example.com": {"status": "cancelled"},
+		"eve@example.com":   {"status": "resolved"},
+	}
+	callOf := map[string]string{}
+	var text strings.Builder
+	for round := 2; ; round++ {
+		require.Less(t, round, 6, "three calls are answered in at most three rounds")
+		var entries []map[string]any
+		for _, in := range interrupts {
+			to := in["metadata"].(map[string]any)["arguments"].(map[string]any)["to"].(string)
+			callOf[to] = in["toolCallId"].(string)
+			entry := maps.Clone(answers[to])
+			entry["interruptId"] = in["id"]
+			entries = append(entries, entry)
+		}
+		runID := "agui-mail-" + strconv.Itoa(round)
+		evs = aguiRun(t, e, "alice", aguiResume(thread, runID, entries...))
+		text.WriteString(checkAGUIThread(t, evs, thread, runID, calls))
+		for _, ev := range ofType(evs, agui.ToolCallStart) {
+			require.NotEqual(t, "read_notes", ev.str("toolCallName"), "a resume starts where the last stream ended")
+		}
+		if evs[len(evs)-1]["outcome"].(map[string]any)["type"] == "success" {
+			break
+		}
+		interrupts = aguiInterrupts(t, evs)
+	}
+	require.Equal(t, "Done.", strings.TrimSpace(text.String()))
+	require.ElementsMatch(t, []string{"dan@example.com", "eve@example.com"}, mail.sentTo(), "the approved calls ran once, one as edited")
+	results := map[string]string{}
+	for _, h := range pendingOrDecided(t, e, "alice", "agui-mail-1") {
+		results[h.CallID] = string(h.State)
+	}
+	require.Equal(t, map[string]string{callOf["bob@example.com"]: "approved", callOf["carol@example.com"]: "rejected",
+		callOf["eve@example.com"]: "approved"}, results)
+
+	// The calls are decided: answering one again is a conflict.
+	resp = e.request(t, context.Background(), "alice", "POST", "/api/ag-ui", aguiResume(thread, "agui-mail-again", approve))
+	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	resp.Body.Close()
+}
+
+// pendingOrDecided is every hold of runID.
+func pendingOrDecided(t *testing.T, e chatEnv, user, runID string) []httpapi.ToolHoldView {
+	t.Helper()
+	resp := e.request(t, context.Background(), user, "GET", "/api/runs/"+runID+"/tool-approvals", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return decodeBody[httpapi.ToolHoldList](t, resp).Decisions
 }

@@ -273,7 +273,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 		Canceller: worker, Messages: stores.Chats, AllowApproval: w.MCPApproval, Approver: api, MaxWait: 30 * time.Second, Logger: logger})
 	require.NoError(t, err)
 	// /api/ag-ui, /a2a and its agent card, as serve mounts them: other views of the same runs.
-	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Plans: stores.PlanRecords, Logger: logger})
+	aguiSrv, err := agui.New(agui.Config{Turns: api, Runs: runLog, Feed: feed, Plans: stores.PlanRecords, Holds: holds, Poll: 50 * time.Millisecond, Logger: logger})
 	require.NoError(t, err)
 	a2aSrv, err := a2a.New(a2a.Config{Turns: api, Runs: runLog, Feed: feed, Canceller: worker, Messages: stores.Chats,
 		Plans: stores.PlanRecords, Holds: holds, Poll: 50 * time.Millisecond, MaxWait: 30 * time.Second, Logger: logger})

@@ -13,6 +13,7 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/planwright/planwright/pkg/event"
@@ -81,6 +82,21 @@ type Record struct {
 	CreatedAt      time.Time
 	// ExpiresAt is when a pending hold times out.
 	ExpiresAt time.Time
+}
+
+// Describe is what a person deciding the waiting call needs to know, in
+// a sentence: whose call it is, to what, and what may be decided.
+func (r Record) Describe() string {
+	who := "The planner's"
+	if r.Source.StepNumber > 0 {
+		who = fmt.Sprintf("Step %d's", r.Source.StepNumber)
+	}
+	if r.Kind == tools.HoldInDoubt {
+		return fmt.Sprintf("%s call %s to %s (%s) may or may not have run before a restart: retry, mark_done (with its result) or fail it.",
+			who, r.CallID, r.Tool, r.Effect)
+	}
+	return fmt.Sprintf("%s call %s to %s (%s) with %s waits for approval: approve (optionally with edited arguments) or reject (with a reason).",
+		who, r.CallID, r.Tool, r.Effect, r.Arguments)
 }
 
 // Answer is the record's decision as the runtime takes it.

@@ -1,10 +1,11 @@
 // The official AG-UI client (@ag-ui/client's HttpAgent) against
-// planwright's /api/ag-ui: node client.mjs <endpoint url> <api key> <another user's key>
-// It prints one JSON document of what it saw; TestAGUIOfficialClient
+// planwright's /api/ag-ui: node client.mjs <endpoint url> <api key> <another user's key> [tools]
+// (tools: the tool-call scenario, against a server whose send_mail waits
+// for approval). It prints one JSON document of what it saw; TestAGUIOfficialClient
 // checks it. Any failure exits non-zero with the error on stderr.
 import { HttpAgent } from "@ag-ui/client";
 
-const [url, key, otherKey] = process.argv.slice(2);
+const [url, key, otherKey, scenario] = process.argv.slice(2);
 
 function agent(secret, threadId) {
   // threadId "": planwright starts a new session and names it in RUN_STARTED.
@@ -32,6 +33,26 @@ const text = (r) => r.events.filter((e) => e.type === "TEXT_MESSAGE_CONTENT").ma
 const last = (r) => r.events[r.events.length - 1];
 
 const out = {};
+
+if (scenario === "tools") {
+  // Calls that wait for approval end each run with their interrupts; the
+  // client answers all it holds (approving every one) until the run ends.
+  const a = agent(key, "");
+  a.addMessage({ id: "t1", role: "user", content: "mail my friends" });
+  const rounds = [await run(a, { runId: "ts-mail-1" })];
+  a.threadId = rounds[0].events[0].threadId;
+  while (a.pendingInterrupts.length > 0 && rounds.length < 5) {
+    rounds.push(await run(a, {
+      runId: `ts-mail-${rounds.length + 1}`,
+      resume: a.pendingInterrupts.map((i) => ({ interruptId: i.id, status: "resolved", payload: { decision: "approve" } })),
+    }));
+  }
+  out.rounds = rounds.map((r) => ({ types: r.types, outcome: last(r)?.outcome, error: r.error, text: text(r) }));
+  out.pending = a.pendingInterrupts.map((i) => i.id);
+  out.toolMessages = a.messages.filter((m) => m.role === "tool").map((m) => m.content);
+  process.stdout.write(JSON.stringify(out));
+  process.exit(0);
+}
 
 // A question: the planner's answer, streamed.
 const alice = agent(key, "");
