@@ -464,6 +464,7 @@ func TestReplanGiveUpFailsThePlanWithTheReason(t *testing.T) {
 			stored, err := e.store.GetPlan(context.Background(), p.ID)
 			require.NoError(t, err)
 			require.Equal(t, p.Reason, stored.Reason)
+			noCompletedStepTwice(t, e, stored)
 		})
 	}
 }
@@ -506,7 +507,7 @@ func requireNotReplanned(t *testing.T, e env, model *scripted.Model, p planning.
 // replan: off — configured, or the plan's own over a configured auto —
 // keeps today's behaviour: the failed step's dependents are skipped, an
 // independent step completes, the replanner is never asked. The plan's own
-// auto replans under a configured off.
+// auto replans under a configured off, within max_replans (0: none).
 func TestReplanOffSkipsDependents(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
@@ -515,15 +516,19 @@ func TestReplanOffSkipsDependents(t *testing.T) {
 			for _, tc := range []struct {
 				name             string
 				configured, plan planning.ReplanMode
+				maxReplans       int
 				replanned        bool
 			}{
-				{"configured off", planning.ReplanOff, "", false},
-				{"the plan's off over a configured auto", planning.ReplanAuto, planning.ReplanOff, false},
-				{"the plan's auto over a configured off", planning.ReplanOff, planning.ReplanAuto, true},
+				{"configured off", planning.ReplanOff, "", 0, false},
+				{"the plan's off over a configured auto", planning.ReplanAuto, planning.ReplanOff, 0, false},
+				{"the plan's auto over a configured off", planning.ReplanOff, planning.ReplanAuto, 0, true},
+				{"max_replans 0 bounds the plan's own auto", planning.ReplanAuto, planning.ReplanAuto, planning.NoReplans, false},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					e, model := replanEnv(t, driver, `rules:`+executorRules+mirrorReplanner, func(c *planning.Config) { c.Replan = tc.configured })
+					e, model := replanEnv(t, driver, `rules:`+executorRules+mirrorReplanner, func(c *planning.Config) {
+						c.Replan, c.MaxReplans = tc.configured, tc.maxReplans
+					})
 					o := origin("")
 					o.Replan = tc.plan
 					ctx := context.Background()
@@ -860,23 +865,28 @@ func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
 // step.
 func TestReplanOfATwelveStepPlanCostsTheReplacementOnly(t *testing.T) {
 	t.Parallel()
-	var calls sync.Map
-	e := newEnv(t, persistence.DriverSQLite, layersReplanned(0, &calls), nil)
-	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "layers", Steps: layers()}, e.em)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
-	require.Len(t, res.Plan.Steps, 12)
-	load := func(role string) int32 {
-		n, ok := calls.Load(role)
-		if !ok {
-			return 0
-		}
-		return n.(*atomic.Int32).Load()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var calls sync.Map
+			e := newEnv(t, driver, layersReplanned(0, &calls), nil)
+			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "layers", Steps: layers()}, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
+			require.Len(t, res.Plan.Steps, 12)
+			load := func(role string) int32 {
+				n, ok := calls.Load(role)
+				if !ok {
+					return 0
+				}
+				return n.(*atomic.Int32).Load()
+			}
+			require.Equal(t, int32(13), load("executor"), "12 steps and one replacement")
+			require.Equal(t, int32(1), load("replanner"))
+			noCompletedStepTwice(t, e, res.Plan)
+			require.Equal(t, 12*10+100, res.Plan.Usage.InputTokens, "the executors' and the replanner's tokens")
+		})
 	}
-	require.Equal(t, int32(13), load("executor"), "12 steps and one replacement")
-	require.Equal(t, int32(1), load("replanner"))
-	noCompletedStepTwice(t, e, res.Plan)
-	require.Equal(t, 12*10+100, res.Plan.Usage.InputTokens, "the executors' and the replanner's tokens")
 }
 
 // A plan cancelled through its cancel route while its replanner works ends
@@ -934,10 +944,14 @@ func createdPlan(rec *event.Recorder) string {
 }
 
 // A replanner that calls revise_plan twice in one round (the calls run at
-// once) gets one revision: the call that comes second is refused.
+// once) gets one revision: the call that comes second is refused, and no
+// completed step runs again.
 func TestReplanTakesOneRevisionPerReplan(t *testing.T) {
 	t.Parallel()
-	e, _ := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules+`
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e, _ := replanEnv(t, driver, `rules:`+executorRules+`
   - when: {role: replanner, after_tool: none}
     reply:
       tool_calls:
@@ -946,20 +960,23 @@ func TestReplanTakesOneRevisionPerReplan(t *testing.T) {
         - name: revise_plan
           args: {steps: [{number: 2, title: "Cache", description: "Fetch from the cache", executor_required: true, depends_on: [1]}]}
 `, nil)
-	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
-		task(1, "List the shops"), task(2, "FLAKY fetch", 1)}}, e.em)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
-	require.Len(t, revisedEvents(e.rec), 1)
-	require.Equal(t, 2, res.Plan.Version)
-	var refused int
-	for _, env := range e.rec.Events() {
-		if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && !ev.Success {
-			require.Contains(t, ev.Error, "already taken")
-			refused++
-		}
+			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+				task(1, "List the shops"), task(2, "FLAKY fetch", 1)}}, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
+			require.Len(t, revisedEvents(e.rec), 1)
+			require.Equal(t, 2, res.Plan.Version)
+			var refused int
+			for _, env := range e.rec.Events() {
+				if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && !ev.Success {
+					require.Contains(t, ev.Error, "already taken")
+					refused++
+				}
+			}
+			require.Equal(t, 1, refused)
+			noCompletedStepTwice(t, e, res.Plan)
+		})
 	}
-	require.Equal(t, 1, refused)
 }
 
 // gated runs every agent on next, each once its gate (nil: none) is open.
