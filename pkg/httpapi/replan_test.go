@@ -3,12 +3,16 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/scripted"
@@ -162,4 +166,90 @@ func TestMCPStartTaskTakesReplan(t *testing.T) {
 	p, err := e.stores.PlanRecords.GetPlan(context.Background(), out.Plan.ID)
 	require.NoError(t, err)
 	require.Equal(t, planning.ReplanOff, p.Replan)
+}
+
+// stallsReplanner is a model whose replanner, the first time it is
+// called, waits until its run is taken away; reached is closed then.
+type stallsReplanner struct {
+	next    agents.Model
+	reached chan struct{}
+	calls   atomic.Int64
+}
+
+func (m *stallsReplanner) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
+	if req.Role == string(event.RoleReplanner) && m.calls.Add(1) == 1 {
+		close(m.reached)
+		<-ctx.Done()
+		return llm.Response{}, context.Cause(ctx)
+	}
+	return m.next.Generate(ctx, req, onPart)
+}
+
+// A turn's run handed over while its plan's replanner works is taken over
+// and finished: the new attempt replans again (the plan's own replan
+// setting, auto, holds), the plan completes as version 2, and no
+// completed step ran twice — the independent step that completed before
+// the hand-over is not run again.
+func TestReplanTakenOverMidReplan(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			model, client := replanTurnModel(t)
+			m := &stallsReplanner{next: client, reached: make(chan struct{})}
+			e := newChatEnvWith(t, dbtest.Open(t, driver), m, envWiring{Records: true})
+			const runID = "run-replan-takeover"
+			done := make(chan []frame, 1)
+			go func() {
+				done <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+					map[string]any{"message": "price report", "replan": "auto", "stream_run_id": runID}))
+			}()
+			select {
+			case <-m.reached:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the replanner was never called")
+			}
+			// Handed over once the independent step 3 completed: what the
+			// first attempt did is stored, and the takeover goes on from it.
+			require.Eventually(t, func() bool {
+				evs, err := e.runs.Events(ctx, runID, 0, 0)
+				require.NoError(t, err)
+				for _, env := range evs {
+					if x, ok := env.Event.(event.StepComplete); ok && x.Step.Number == 3 && x.Step.Status == planning.StepCompleted {
+						return true
+					}
+				}
+				return false
+			}, 30*time.Second, 10*time.Millisecond)
+			require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over")
+			require.Eventually(t, func() bool {
+				r, err := e.runs.GetRun(ctx, persistence.AnyUser, runID)
+				return err == nil && r.FinishedAt != nil
+			}, 30*time.Second, 20*time.Millisecond)
+			r, err := e.runs.GetRun(ctx, persistence.AnyUser, runID)
+			require.NoError(t, err)
+			require.Equal(t, persistence.RunCompleted, r.Status)
+			require.Equal(t, 2, r.Attempts, "taken over once")
+			<-done
+
+			plans, _, err := e.stores.PlanRecords.ListPlans(ctx, planning.ListQuery{UserID: "alice", StreamRunID: runID, Limit: 2})
+			require.NoError(t, err)
+			require.Len(t, plans, 1, "the takeover found the plan its first attempt created")
+			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+plans[0].ID, nil))
+			require.Equal(t, planning.StatusCompleted, detail.Plan.Status, detail.Plan.Reason)
+			require.Equal(t, 2, detail.Plan.Version)
+			require.Equal(t, planning.ReplanAuto, detail.Plan.Replan)
+			requireCompletedOnce(t, detail)
+			require.Equal(t, int64(2), m.calls.Load(), "the stalled replanner, then the new attempt's")
+			answered := 0
+			for _, c := range model.Calls() {
+				if c.Role == "replanner" {
+					answered++
+					require.Contains(t, c.Last, "3. Shops", "the new attempt's replanner sees step 3 completed")
+				}
+			}
+			require.Equal(t, 1, answered)
+		})
+	}
 }
