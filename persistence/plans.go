@@ -61,6 +61,8 @@ type planRow struct {
 	SpentToolCalls    int64 `gorm:"column:spent_tool_calls"`
 	SpentWallMS       int64 `gorm:"column:spent_wall_ms"`
 	SpentCostNanoUSD  int64 `gorm:"column:spent_cost_nano_usd"`
+	// Replan is the plan's own replan setting (empty: the configured one).
+	Replan string
 }
 
 func (planRow) TableName() string { return "agent_plans" }
@@ -113,6 +115,7 @@ func planToRow(p planning.Plan) planRow {
 	r.Budget, r.OnExhausted = mustJSON(p.Budget), string(p.OnExhausted)
 	r.SpentInputTokens, r.SpentOutputTokens, r.SpentModelCalls, r.SpentToolCalls = p.Spent.InputTokens, p.Spent.OutputTokens, p.Spent.ModelCalls, p.Spent.ToolCalls
 	r.SpentWallMS, r.SpentCostNanoUSD = p.Spent.Wall.Milliseconds(), p.Spent.CostNanoUSD
+	r.Replan = string(p.Replan)
 	return r
 }
 
@@ -142,6 +145,7 @@ func (r planRow) plan(steps []stepRow) planning.Plan {
 	p.OnExhausted = budget.OnExhausted(r.OnExhausted)
 	p.Spent = budget.Spent{InputTokens: r.SpentInputTokens, OutputTokens: r.SpentOutputTokens, ModelCalls: r.SpentModelCalls,
 		ToolCalls: r.SpentToolCalls, Wall: time.Duration(r.SpentWallMS) * time.Millisecond, CostNanoUSD: r.SpentCostNanoUSD}
+	p.Replan = planning.ReplanMode(r.Replan)
 	for _, s := range steps {
 		p.Steps = append(p.Steps, s.step())
 	}
@@ -226,7 +230,7 @@ func (s *Plans) CreatePlan(ctx context.Context, p *planning.Plan) error {
 			p.Steps[i].Status = planning.StepPending
 		}
 	}
-	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	stmts := []rawStmt{{`INSERT INTO agent_plans (` + planCols + `) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		planArgs(planToRow(*p))}}
 	if len(p.Steps) > 0 {
 		stmts = append(stmts, stepsInsert(p.ID, p.Steps))
@@ -266,7 +270,7 @@ const (
 	planCols = `id, session_id, user_id, goal, mode, status, version, review_round, reason, stream_run_id, tool_call_id,
 		input_tokens, output_tokens, created_at, updated_at, started_at, completed_at,
 		approval_by, approval_user_id, approved_at, approval_note, approval_version, approval_via, cancelled_by, cancelled_by_user_id, cost_usd,
-		budget, on_exhausted, spent_input_tokens, spent_output_tokens, spent_model_calls, spent_tool_calls, spent_wall_ms, spent_cost_nano_usd`
+		budget, on_exhausted, spent_input_tokens, spent_output_tokens, spent_model_calls, spent_tool_calls, spent_wall_ms, spent_cost_nano_usd, replan`
 	stepCols = `(plan_id, number, title, description, tools, executor_required, depends_on, tool, args, status, result, error,
 		started_at, completed_at)`
 )
@@ -275,7 +279,8 @@ func planArgs(r planRow) []any {
 	return []any{r.ID, r.SessionID, r.UserID, r.Goal, r.Mode, r.Status, r.Version, r.ReviewRound, r.Reason, r.StreamRunID, r.ToolCallID,
 		r.InputTokens, r.OutputTokens, r.CreatedAt, r.UpdatedAt, r.StartedAt, r.CompletedAt,
 		r.ApprovalBy, r.ApprovalUserID, r.ApprovedAt, r.ApprovalNote, r.ApprovalVersion, r.ApprovalVia, r.CancelledBy, r.CancelledByUserID, r.CostUSD,
-		r.Budget, r.OnExhausted, r.SpentInputTokens, r.SpentOutputTokens, r.SpentModelCalls, r.SpentToolCalls, r.SpentWallMS, r.SpentCostNanoUSD}
+		r.Budget, r.OnExhausted, r.SpentInputTokens, r.SpentOutputTokens, r.SpentModelCalls, r.SpentToolCalls, r.SpentWallMS, r.SpentCostNanoUSD,
+		r.Replan}
 }
 
 func scanPlan(rows *sql.Rows) (planRow, error) {
@@ -284,7 +289,7 @@ func scanPlan(rows *sql.Rows) (planRow, error) {
 		&r.ToolCallID, &r.InputTokens, &r.OutputTokens, &r.CreatedAt, &r.UpdatedAt, &r.StartedAt, &r.CompletedAt,
 		&r.ApprovalBy, &r.ApprovalUserID, &r.ApprovedAt, &r.ApprovalNote, &r.ApprovalVersion, &r.ApprovalVia, &r.CancelledBy, &r.CancelledByUserID,
 		&r.CostUSD, &r.Budget, &r.OnExhausted, &r.SpentInputTokens, &r.SpentOutputTokens, &r.SpentModelCalls, &r.SpentToolCalls,
-		&r.SpentWallMS, &r.SpentCostNanoUSD)
+		&r.SpentWallMS, &r.SpentCostNanoUSD, &r.Replan)
 	return r, err
 }
 

@@ -41,9 +41,11 @@ type Config struct {
 	// (its name defaults to replanner).
 	Executor, Reviewer, Synthesizer, Replanner agents.Role
 	// Replan says whether a failed step's plan is replanned (ReplanAuto,
-	// the default) or its dependents skipped (ReplanOff); MaxReplans bounds
-	// the replans of a plan (default 2); ReplanApproval says who lets a
-	// replanned plan's revision run (default ReplanSameAsPlan).
+	// the default) or its dependents skipped (ReplanOff), for a plan that
+	// does not say (Plan.Replan); MaxReplans bounds the replans of every
+	// plan, whatever it says (default 2; NoReplans: none);
+	// ReplanApproval says who lets a replanned plan's revision run
+	// (default ReplanSameAsPlan).
 	Replan         ReplanMode
 	MaxReplans     int
 	ReplanApproval ReplanApproval
@@ -130,12 +132,14 @@ func NewOrchestrator(cfg Config) (*Orchestrator, error) {
 	apperr.Positive(&bad, "MaxParallelSteps", &cfg.MaxParallelSteps, 4)
 	apperr.Positive(&bad, "ReviewRounds", &cfg.ReviewRounds, 2)
 	apperr.Positive(&bad, "SummaryChars", &cfg.SummaryChars, 2000)
-	apperr.Positive(&bad, "MaxReplans", &cfg.MaxReplans, 2)
+	if cfg.MaxReplans != NoReplans {
+		apperr.Positive(&bad, "MaxReplans", &cfg.MaxReplans, 2)
+	}
+	if _, err := ParseReplanMode(string(cfg.Replan)); err != nil {
+		bad.Add("Replan", "%s", err.Error())
+	}
 	if cfg.Replan == "" {
 		cfg.Replan = ReplanAuto
-	}
-	if cfg.Replan != ReplanAuto && cfg.Replan != ReplanOff {
-		bad.Add("Replan", "unknown replan mode %q (want auto or off)", cfg.Replan)
 	}
 	if cfg.ReplanApproval == "" {
 		cfg.ReplanApproval = ReplanSameAsPlan
@@ -228,6 +232,9 @@ type Origin struct {
 	// Budget, when set, is the turn's budget: the plans it runs spend
 	// against it too, and a plan it creates is given its limits.
 	Budget *RunBudget
+	// Replan is the request's replan setting, if any: a plan the turn
+	// creates keeps it (Plan.Replan).
+	Replan ReplanMode
 }
 
 // planEmitter binds em to the plan and tees its events to the plan's

@@ -109,6 +109,10 @@ type Plan struct {
 	Budget      budget.Limits
 	OnExhausted budget.OnExhausted
 	Spent       budget.Spent
+	// Replan is the plan's own replan setting, from the request that
+	// created it (empty: Config.Replan). It is the plan's for good: its
+	// approvals, resumes and takeovers replan, or not, as it says.
+	Replan      ReplanMode
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 	StartedAt   *time.Time

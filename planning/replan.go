@@ -30,6 +30,21 @@ const (
 	ReplanOff ReplanMode = "off"
 )
 
+// NoReplans as Config.MaxReplans: no plan is replanned, whatever its
+// replan setting says (planning.max_replans: 0).
+const NoReplans = -1
+
+// ParseReplanMode reads a replan setting: auto, off, or empty (none: the
+// plan follows the configured default). Anything else is an error that
+// names the valid values.
+func ParseReplanMode(s string) (ReplanMode, error) {
+	switch m := ReplanMode(s); m {
+	case "", ReplanAuto, ReplanOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown replan mode %q (want auto or off)", s)
+}
+
 // ReplanApproval says who lets a replanned plan's revision run.
 type ReplanApproval string
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/planwright/planwright/persistence"
+	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 	"github.com/planwright/planwright/planning"
@@ -42,7 +42,8 @@ func replannerCalls(model *scripted.Model) int {
 
 // The replanner spends against the plan's budget like its executors: what
 // it spent is the plan's stored spend; a budget with no room left for it
-// stops the plan (stopped_budget) without a replan.
+// stops the plan (stopped_budget) without a replan. No completed step runs
+// twice.
 func TestReplannerSpendsAgainstThePlansBudget(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -50,27 +51,30 @@ func TestReplannerSpendsAgainstThePlansBudget(t *testing.T) {
 		return planning.Draft{Goal: "Price report", Steps: []planning.Step{
 			task(1, "List the shops"), task(2, "FLAKY fetch the prices", 1), task(3, "Summarise the prices", 2)}}
 	}
-
-	t.Run("room", func(t *testing.T) {
-		t.Parallel()
-		e, model := replanEnv(t, persistence.DriverSQLite, replanRules, nil)
-		res, err := e.orch.Submit(ctx, budgetedOrigin(budget.Limits{TotalTokens: 1_000_000}), draft(), e.em)
-		require.NoError(t, err)
-		p, err := e.store.GetPlan(ctx, res.Plan.ID)
-		require.NoError(t, err)
-		require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
-		require.Equal(t, 1, replannerCalls(model))
-		require.GreaterOrEqual(t, p.Spent.InputTokens, int64(700), "the replanner's tokens are spent from the plan's budget")
-	})
-	t.Run("no room", func(t *testing.T) {
-		t.Parallel()
-		e, model := replanEnv(t, persistence.DriverSQLite, replanRules, nil)
-		res, err := e.orch.Submit(ctx, budgetedOrigin(budget.Limits{ModelCalls: 2}), draft(), e.em)
-		require.NoError(t, err)
-		p, err := e.store.GetPlan(ctx, res.Plan.ID)
-		require.NoError(t, err)
-		require.Equal(t, planning.StatusStoppedBudget, p.Status, p.Reason)
-		require.Zero(t, replannerCalls(model), "the replanner has no room for a call")
-		require.Equal(t, int64(2), p.Spent.ModelCalls, "step 1's call and step 2's")
-	})
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver+"/room", func(t *testing.T) {
+			t.Parallel()
+			e, model := replanEnv(t, driver, replanRules, nil)
+			res, err := e.orch.Submit(ctx, budgetedOrigin(budget.Limits{TotalTokens: 1_000_000}), draft(), e.em)
+			require.NoError(t, err)
+			p, err := e.store.GetPlan(ctx, res.Plan.ID)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
+			require.Equal(t, 1, replannerCalls(model))
+			require.GreaterOrEqual(t, p.Spent.InputTokens, int64(700), "the replanner's tokens are spent from the plan's budget")
+			noCompletedStepTwice(t, e, p)
+		})
+		t.Run(driver+"/no room", func(t *testing.T) {
+			t.Parallel()
+			e, model := replanEnv(t, driver, replanRules, nil)
+			res, err := e.orch.Submit(ctx, budgetedOrigin(budget.Limits{ModelCalls: 2}), draft(), e.em)
+			require.NoError(t, err)
+			p, err := e.store.GetPlan(ctx, res.Plan.ID)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusStoppedBudget, p.Status, p.Reason)
+			require.Zero(t, replannerCalls(model), "the replanner has no room for a call")
+			require.Equal(t, int64(2), p.Spent.ModelCalls, "step 1's call and step 2's")
+			noCompletedStepTwice(t, e, p)
+		})
+	}
 }

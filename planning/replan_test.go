@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/agents"
@@ -463,30 +464,148 @@ func TestReplanGiveUpFailsThePlanWithTheReason(t *testing.T) {
 			stored, err := e.store.GetPlan(context.Background(), p.ID)
 			require.NoError(t, err)
 			require.Equal(t, p.Reason, stored.Reason)
+			noCompletedStepTwice(t, e, stored)
 		})
 	}
 }
 
-// replan: off keeps today's behaviour: no replanner, dependents skipped.
+// mirrorReplanner replaces a failed step 1 with a fetch from the mirror,
+// step 2 waiting on it.
+const mirrorReplanner = `
+  - when: {role: replanner, after_tool: none}
+    reply:
+      tool_calls:
+        - name: revise_plan
+          args: {steps: [{number: 4, title: "Mirror", description: "Fetch from the mirror", executor_required: true},
+                         {number: 2, title: "Summarise", description: "Summarise the prices", executor_required: true, depends_on: [4]}]}
+`
+
+// offDraft is a plan whose step 1 fails: step 2 waits on it, step 3 does
+// not.
+func offDraft() planning.Draft {
+	return planning.Draft{Goal: "Prices", Steps: []planning.Step{task(1, "FLAKY fetch"), task(2, "Summarise the prices", 1), task(3, "List the shops")}}
+}
+
+// requireNotReplanned: p failed as a plan without replanning does — step 1
+// failed, its dependent skipped, the independent step completed, no
+// version made — and the model was never asked to replan, nor to run the
+// skipped step.
+func requireNotReplanned(t *testing.T, e env, model *scripted.Model, p planning.Plan) {
+	t.Helper()
+	require.Equal(t, planning.StatusFailed, p.Status, p.Reason)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepFailed, 2: planning.StepSkipped, 3: planning.StepCompleted}, stepStatuses(p))
+	require.Equal(t, 1, p.Version)
+	require.NotContains(t, p.Reason, "replan")
+	require.Empty(t, revisedEvents(e.rec))
+	require.Zero(t, replannerCalls(model), "the replanner is never asked")
+	for _, c := range model.Calls() {
+		require.NotContains(t, c.Last, "Summarise the prices", "the skipped step's executor is never asked")
+	}
+	noCompletedStepTwice(t, e, p)
+}
+
+// replan: off — configured, or the plan's own over a configured auto —
+// keeps today's behaviour: the failed step's dependents are skipped, an
+// independent step completes, the replanner is never asked. The plan's own
+// auto replans under a configured off, within max_replans (0: none).
 func TestReplanOffSkipsDependents(t *testing.T) {
 	t.Parallel()
-	e, model := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules, func(c *planning.Config) { c.Replan = planning.ReplanOff })
-	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
-		task(1, "FLAKY fetch"), task(2, "Summarise", 1)}}, e.em)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusFailed, res.Plan.Status)
-	require.Equal(t, map[int]planning.StepStatus{1: planning.StepFailed, 2: planning.StepSkipped}, stepStatuses(res.Plan))
-	for _, c := range model.Calls() {
-		require.NotEqual(t, "replanner", c.Role)
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range []struct {
+				name             string
+				configured, plan planning.ReplanMode
+				maxReplans       int
+				replanned        bool
+			}{
+				{"configured off", planning.ReplanOff, "", 0, false},
+				{"the plan's off over a configured auto", planning.ReplanAuto, planning.ReplanOff, 0, false},
+				{"the plan's auto over a configured off", planning.ReplanOff, planning.ReplanAuto, 0, true},
+				{"max_replans 0 bounds the plan's own auto", planning.ReplanAuto, planning.ReplanAuto, planning.NoReplans, false},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					e, model := replanEnv(t, driver, `rules:`+executorRules+mirrorReplanner, func(c *planning.Config) {
+						c.Replan, c.MaxReplans = tc.configured, tc.maxReplans
+					})
+					o := origin("")
+					o.Replan = tc.plan
+					ctx := context.Background()
+					res, err := e.orch.Submit(ctx, o, offDraft(), e.em)
+					require.NoError(t, err)
+					p, err := e.store.GetPlan(ctx, res.Plan.ID)
+					require.NoError(t, err)
+					require.Equal(t, tc.plan, p.Replan, "the plan keeps its own setting")
+					if !tc.replanned {
+						requireNotReplanned(t, e, model, p)
+						return
+					}
+					require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
+					require.Equal(t, map[int]planning.StepStatus{2: planning.StepCompleted, 3: planning.StepCompleted, 4: planning.StepCompleted}, stepStatuses(p))
+					require.Equal(t, 1, replannerCalls(model))
+					noCompletedStepTwice(t, e, p)
+				})
+			}
+		})
+	}
+}
+
+// A plan's own replan: off holds wherever it runs: approved by a person
+// (draft_only) in a process configured auto, then resumed by another
+// process configured auto, its failed step's dependent is skipped each
+// time and the replanner is never asked; the step that completed in the
+// first run is not run again by the resume.
+func TestReplanOffOfAPlanHoldsAcrossApprovalAndResume(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var runner planning.AgentRunner
+			e, model := replanEnv(t, driver, `rules:`+executorRules+mirrorReplanner, func(c *planning.Config) { runner = c.Runner })
+			ctx := context.Background()
+			o := origin(planmode.DraftOnly)
+			o.Replan = planning.ReplanOff
+			sub, err := e.orch.Submit(ctx, o, offDraft(), e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusPendingReview, sub.Plan.Status)
+			approved, err := e.orch.Control().Approve(ctx, sub.Plan.ID, planning.HumanApproval{By: alice, Version: 1}, e.em)
+			require.NoError(t, err)
+			requireNotReplanned(t, e, model, approved)
+
+			roles, err := agents.LoadRoles("../configs/agents.yaml")
+			require.NoError(t, err)
+			other, err := planning.NewOrchestrator(planning.Config{Store: e.store, Runner: runner, Tools: mustRuntime(t, e.store),
+				Lookup: allowed("web_fetch", "create_task"), Executor: roles.Executor, Replanner: roles.Replanner, Replan: planning.ReplanAuto})
+			require.NoError(t, err)
+			resumed, err := other.Control().Resume(ctx, approved.ID, e.em)
+			require.NoError(t, err)
+			requireNotReplanned(t, e, model, resumed)
+			require.Equal(t, planning.ReplanOff, resumed.Replan)
+			require.Equal(t, map[int]int{1: 2, 3: 1}, executorsOf(t, e, resumed.ID), "the resume reran the failed step only")
+		})
 	}
 }
 
 // An agent_review plan's revision is reviewed by the reviewer agent before
-// it runs (replan_approval: same_as_plan): the reviewer's request for
-// changes goes back to the replanner, whose next revision is approved.
+// it runs (replan_approval: same_as_plan) while a step that does not
+// depend on the failed one runs and completes (the reviewer of the
+// revision answers only once it completed, and the step only once that
+// review began): the reviewer's request for changes goes back to the
+// replanner, whose next revision is approved; no completed step runs
+// again.
 func TestReplanOfAnAgentReviewPlanIsReviewed(t *testing.T) {
 	t.Parallel()
-	e, model := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules+`
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			independent := signal(func(env event.Envelope) bool {
+				ev, ok := env.Event.(event.StepComplete)
+				return ok && ev.Step.Number == 3 && ev.Step.Status == planning.StepCompleted
+			}, 1)
+			reviewing := make(chan struct{})
+			var once sync.Once
+			e, model := replanEnv(t, driver, `rules:`+executorRules+`
   - when: {role: reviewer, contains: "version 1"}
     reply: {tool_calls: [{name: submit_review, args: {verdict: approved, comments: "fine"}}]}
   - when: {role: reviewer, contains: "Retry blindly"}
@@ -503,37 +622,63 @@ func TestReplanOfAnAgentReviewPlanIsReviewed(t *testing.T) {
       tool_calls:
         - name: revise_plan
           args: {steps: [{number: 2, title: "Mirror", description: "Fetch from the mirror", executor_required: true, depends_on: [1]}]}
-`, nil)
-	res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "Prices", Steps: []planning.Step{
-		task(1, "List the shops"), task(2, "FLAKY fetch", 1)}}, e.em)
-	require.NoError(t, err)
-	p := res.Plan
-	require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
-	require.Equal(t, "Mirror", p.Steps[1].Title)
-	var verdicts []event.Verdict
-	for _, env := range e.rec.Events() {
-		if ev, ok := env.Event.(event.PlanReview); ok {
-			verdicts = append(verdicts, ev.Verdict)
-		}
+`, func(c *planning.Config) {
+				c.Runner = gated{next: c.Runner, gate: func(task agents.Task) <-chan struct{} {
+					switch {
+					case task.Role.Name == event.RoleReviewer && strings.Contains(task.Input, "Retry blindly"):
+						once.Do(func() { close(reviewing) })
+						return independent.done
+					case task.Role.Name == event.RoleExecutor && task.Data.StepNumber == 3:
+						return reviewing
+					}
+					return nil
+				}}
+			})
+			e.em = independent.emitter(e)
+			res, err := e.orch.Submit(context.Background(), origin(planmode.AgentReview), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+				task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Check the exchange rate")}}, e.em)
+			require.NoError(t, err)
+			p := res.Plan
+			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
+			require.Equal(t, "Mirror", p.Steps[1].Title)
+			var verdicts []event.Verdict
+			changes := -1
+			for i, env := range e.rec.Events() {
+				if ev, ok := env.Event.(event.PlanReview); ok {
+					verdicts = append(verdicts, ev.Verdict)
+					if ev.Verdict == planning.VerdictChangesRequested {
+						changes = i
+					}
+				}
+			}
+			require.Equal(t, []event.Verdict{planning.VerdictApproved, planning.VerdictChangesRequested, planning.VerdictApproved}, verdicts)
+			require.Less(t, eventIndex(e.rec, event.TypeStepComplete, 3), changes, "step 3 completed while the reviewer had the revision")
+			require.Less(t, eventIndex(e.rec, event.TypeStepComplete, 3), indexOfRevision(e.rec, 2))
+			require.Len(t, revisedEvents(e.rec), 1, "only the approved revision is a version")
+			var reviews []string
+			for _, c := range model.Calls() {
+				if c.Role == "reviewer" {
+					reviews = append(reviews, c.Last)
+				}
+			}
+			require.Len(t, reviews, 3)
+			require.Contains(t, reviews[1], "Retry blindly", "the reviewer is given the revision")
+			require.Contains(t, reviews[2], "Mirror", "and the replanner's next one")
+			noCompletedStepTwice(t, e, p)
+		})
 	}
-	require.Equal(t, []event.Verdict{planning.VerdictApproved, planning.VerdictChangesRequested, planning.VerdictApproved}, verdicts)
-	require.Len(t, revisedEvents(e.rec), 1, "only the approved revision is a version")
-	reviewers := 0
-	for _, c := range model.Calls() {
-		if c.Role == "reviewer" {
-			reviewers++
-		}
-	}
-	require.Equal(t, 3, reviewers)
-	noCompletedStepTwice(t, e, p)
 }
 
 // blockingReplanner runs every role on next but the replanner, which says
-// it started and waits for its run to be cancelled (an owner that dies
-// mid-replan).
+// it started, waits for its run to be cancelled (an owner that dies
+// mid-replan, a plan cancelled) and says it stopped.
 type blockingReplanner struct {
-	next    planning.AgentRunner
-	started chan struct{}
+	next             planning.AgentRunner
+	started, stopped chan struct{}
+}
+
+func newBlockingReplanner() *blockingReplanner {
+	return &blockingReplanner{started: make(chan struct{}), stopped: make(chan struct{})}
 }
 
 func (b *blockingReplanner) Run(ctx context.Context, task agents.Task) (agents.Result, error) {
@@ -542,19 +687,36 @@ func (b *blockingReplanner) Run(ctx context.Context, task agents.Task) (agents.R
 	}
 	close(b.started)
 	<-ctx.Done()
+	close(b.stopped)
 	return agents.Result{Interrupted: true, Finished: agents.FinishCancelled}, context.Cause(ctx)
 }
 
 // A takeover mid-replan: the first owner dies while its replanner works
 // (the failed step stored failed, its dependent pending); the process that
 // takes the run over replans it again and finishes the plan, and the
-// completed step never runs again.
+// completed step never runs again. The plan's own replan setting decides
+// on the new owner as on the first: a plan created with auto is replanned
+// by processes configured off.
 func TestReplanResumesAfterATakeover(t *testing.T) {
 	t.Parallel()
 	for _, driver := range dbtest.Drivers {
-		t.Run(driver, func(t *testing.T) {
-			t.Parallel()
-			script := `rules:` + executorRules + `
+		for _, tc := range []struct {
+			name             string
+			configured, plan planning.ReplanMode
+		}{
+			{"configured auto", planning.ReplanAuto, ""},
+			{"the plan's auto over a configured off", planning.ReplanOff, planning.ReplanAuto},
+		} {
+			t.Run(driver+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				takeOverMidReplan(t, driver, tc.configured, tc.plan)
+			})
+		}
+	}
+}
+
+func takeOverMidReplan(t *testing.T, driver string, configured, own planning.ReplanMode) {
+	script := `rules:` + executorRules + `
   - when: {role: replanner, after_tool: none}
     reply:
       tool_calls:
@@ -562,55 +724,55 @@ func TestReplanResumesAfterATakeover(t *testing.T) {
           args: {steps: [{number: 2, title: "Mirror", description: "Fetch from the mirror", executor_required: true, depends_on: [1]},
                          {number: 3, title: "Summarise", description: "Summarise", executor_required: true, depends_on: [2]}]}
 `
-			roles, err := agents.LoadRoles("../configs/agents.yaml")
-			require.NoError(t, err)
-			block := &blockingReplanner{started: make(chan struct{})}
-			first, model := replanEnv(t, driver, script, func(c *planning.Config) {
-				block.next = c.Runner
-				c.Runner = block
-			})
-			ctx, cancel := context.WithCancelCause(context.Background())
-			go func() {
-				<-block.started
-				cancel(agents.OwnerLost)
-			}()
-			_, _ = first.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
-				task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Summarise", 2)}}, first.em)
-			var planID string
-			for _, env := range first.rec.Events() {
-				if ev, ok := env.Event.(event.PlanCreated); ok {
-					planID = ev.Plan.ID
-				}
-			}
-			left, err := first.store.GetPlan(context.Background(), planID)
-			require.NoError(t, err)
-			require.Equal(t, planning.StatusExecuting, left.Status, "the lost owner leaves the plan running")
-			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepPending}, stepStatuses(left))
+	roles, err := agents.LoadRoles("../configs/agents.yaml")
+	require.NoError(t, err)
+	block := newBlockingReplanner()
+	first, model := replanEnv(t, driver, script, func(c *planning.Config) {
+		block.next, c.Runner, c.Replan = c.Runner, block, configured
+	})
+	// The owner dies once its replanner works and the independent step 4
+	// completed.
+	independent := signal(func(env event.Envelope) bool {
+		ev, ok := env.Event.(event.StepComplete)
+		return ok && ev.Step.Number == 4 && ev.Step.Status == planning.StepCompleted
+	}, 1)
+	first.em = independent.emitter(first)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() {
+		<-block.started
+		<-independent.done
+		cancel(agents.OwnerLost)
+	}()
+	o := origin("")
+	o.Replan = own
+	_, _ = first.orch.Submit(ctx, o, planning.Draft{Goal: "Prices", Steps: []planning.Step{
+		task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Summarise", 2), task(4, "Check the exchange rate")}}, first.em)
+	left, err := first.store.GetPlan(context.Background(), createdPlan(first.rec))
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusExecuting, left.Status, "the lost owner leaves the plan running")
+	require.Equal(t, planning.StepCompleted, left.Steps[0].Status)
+	require.Equal(t, planning.StepFailed, left.Steps[1].Status)
+	require.Equal(t, planning.StepPending, left.Steps[2].Status)
+	require.Equal(t, planning.StepCompleted, left.Steps[3].Status)
+	require.Equal(t, own, left.Replan)
 
-			// The process that takes the run over: the same store, the
-			// scripted replanner.
-			second, err := planning.NewOrchestrator(planning.Config{Store: first.store, Runner: block.next, Tools: mustRuntime(t, first.store),
-				Lookup: allowed("web_fetch", "create_task"), Executor: roles.Executor, Replanner: roles.Replanner})
-			require.NoError(t, err)
-			rec := &event.Recorder{}
-			ended, err := second.Control().Run(context.Background(), left, event.NewEmitter(rec, event.Source{Role: event.RoleSystem}, time.Now))
-			require.NoError(t, err)
-			require.Equal(t, planning.StatusCompleted, ended.Status, ended.Reason)
-			require.Equal(t, 2, ended.Version)
-			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepCompleted, 3: planning.StepCompleted}, stepStatuses(ended))
-			noCompletedStepTwice(t, first, ended)
-			revs := revisedEvents(rec)
-			require.Len(t, revs, 1)
-			require.Equal(t, 2, revs[0].FailedStep)
-			n := 0
-			for _, c := range model.Calls() {
-				if c.Role == "replanner" {
-					n++
-				}
-			}
-			require.Equal(t, 1, n, "the new owner's replanner answered")
-		})
-	}
+	// The process that takes the run over: the same store, the scripted
+	// replanner, the same configuration.
+	second, err := planning.NewOrchestrator(planning.Config{Store: first.store, Runner: block.next, Tools: mustRuntime(t, first.store),
+		Lookup: allowed("web_fetch", "create_task"), Executor: roles.Executor, Replanner: roles.Replanner, Replan: configured})
+	require.NoError(t, err)
+	rec := &event.Recorder{}
+	ended, err := second.Control().Run(context.Background(), left, event.NewEmitter(rec, event.Source{Role: event.RoleSystem}, time.Now))
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, ended.Status, ended.Reason)
+	require.Equal(t, 2, ended.Version)
+	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepCompleted, 3: planning.StepCompleted,
+		4: planning.StepCompleted}, stepStatuses(ended))
+	noCompletedStepTwice(t, first, ended)
+	revs := revisedEvents(rec)
+	require.Len(t, revs, 1)
+	require.Equal(t, 2, revs[0].FailedStep)
+	require.Equal(t, 1, replannerCalls(model), "the new owner's replanner answered")
 }
 
 func mustRuntime(t *testing.T, rec tools.Recorder) *tools.Runtime {
@@ -703,56 +865,93 @@ func TestReplanOfADraftPlanWaitsForApproval(t *testing.T) {
 // step.
 func TestReplanOfATwelveStepPlanCostsTheReplacementOnly(t *testing.T) {
 	t.Parallel()
-	var calls sync.Map
-	e := newEnv(t, persistence.DriverSQLite, layersReplanned(0, &calls), nil)
-	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "layers", Steps: layers()}, e.em)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
-	require.Len(t, res.Plan.Steps, 12)
-	load := func(role string) int32 {
-		n, ok := calls.Load(role)
-		if !ok {
-			return 0
-		}
-		return n.(*atomic.Int32).Load()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			var calls sync.Map
+			e := newEnv(t, driver, layersReplanned(0, &calls), nil)
+			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "layers", Steps: layers()}, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
+			require.Len(t, res.Plan.Steps, 12)
+			load := func(role string) int32 {
+				n, ok := calls.Load(role)
+				if !ok {
+					return 0
+				}
+				return n.(*atomic.Int32).Load()
+			}
+			require.Equal(t, int32(13), load("executor"), "12 steps and one replacement")
+			require.Equal(t, int32(1), load("replanner"))
+			noCompletedStepTwice(t, e, res.Plan)
+			require.Equal(t, 12*10+100, res.Plan.Usage.InputTokens, "the executors' and the replanner's tokens")
+		})
 	}
-	require.Equal(t, int32(13), load("executor"), "12 steps and one replacement")
-	require.Equal(t, int32(1), load("replanner"))
-	noCompletedStepTwice(t, e, res.Plan)
-	require.Equal(t, 12*10+100, res.Plan.Usage.InputTokens, "the executors' and the replanner's tokens")
 }
 
-// A plan cancelled while its replanner works ends cancelled: the replan
-// is dropped, the failed step stays failed, what waited on it is
-// cancelled, and nothing is revised.
+// A plan cancelled through its cancel route while its replanner works ends
+// cancelled: the replanner is stopped before the run ends, the failed step
+// stays failed, what waited on it is cancelled, nothing is revised, and no
+// step ran again.
 func TestReplanCancelledMidReplan(t *testing.T) {
 	t.Parallel()
-	block := &blockingReplanner{started: make(chan struct{})}
-	e, _ := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules, func(c *planning.Config) {
-		block.next = c.Runner
-		c.Runner = block
-	})
-	ctx, cancel := context.WithCancelCause(context.Background())
-	go func() {
-		<-block.started
-		cancel(agents.UserCancelled)
-	}()
-	res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
-		task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Summarise", 2)}}, e.em)
-	require.NoError(t, err)
-	p, err := e.store.GetPlan(context.Background(), res.Plan.ID)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusCancelled, p.Status)
-	require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCancelled}, stepStatuses(p))
-	require.Equal(t, 1, p.Version)
-	require.Empty(t, revisedEvents(e.rec))
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			block := newBlockingReplanner()
+			e, model := replanEnv(t, driver, `rules:`+executorRules, func(c *planning.Config) {
+				block.next = c.Runner
+				c.Runner = block
+			})
+			ctx := context.Background()
+			cancelled := make(chan planning.Plan, 1)
+			go func() {
+				<-block.started
+				p, err := e.orch.Control().Cancel(ctx, createdPlan(e.rec), alice)
+				assert.NoError(t, err)
+				cancelled <- p
+			}()
+			res, err := e.orch.Submit(ctx, origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+				task(1, "List the shops"), task(2, "FLAKY fetch", 1), task(3, "Summarise", 2)}}, e.em)
+			require.NoError(t, err)
+			select {
+			case <-block.stopped:
+			default:
+				t.Fatal("the replanner still runs after its plan's run ended")
+			}
+			p := <-cancelled
+			require.Equal(t, planning.StatusCancelled, p.Status)
+			require.NotNil(t, p.CancelledBy)
+			require.Equal(t, res.Plan.ID, p.ID)
+			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepCancelled}, stepStatuses(p))
+			require.Equal(t, 1, p.Version)
+			require.Empty(t, revisedEvents(e.rec))
+			require.Equal(t, map[int]int{1: 1, 2: 1}, executorsOf(t, e, p.ID), "nothing ran again, nothing started after the cancel")
+			require.Zero(t, replannerCalls(model), "the replanner was stopped before it called the model")
+			noCompletedStepTwice(t, e, p)
+		})
+	}
+}
+
+// createdPlan is the id of the plan whose plan_created rec holds.
+func createdPlan(rec *event.Recorder) string {
+	for _, env := range rec.Events() {
+		if ev, ok := env.Event.(event.PlanCreated); ok {
+			return ev.Plan.ID
+		}
+	}
+	return ""
 }
 
 // A replanner that calls revise_plan twice in one round (the calls run at
-// once) gets one revision: the call that comes second is refused.
+// once) gets one revision: the call that comes second is refused, and no
+// completed step runs again.
 func TestReplanTakesOneRevisionPerReplan(t *testing.T) {
 	t.Parallel()
-	e, _ := replanEnv(t, persistence.DriverSQLite, `rules:`+executorRules+`
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e, _ := replanEnv(t, driver, `rules:`+executorRules+`
   - when: {role: replanner, after_tool: none}
     reply:
       tool_calls:
@@ -761,20 +960,23 @@ func TestReplanTakesOneRevisionPerReplan(t *testing.T) {
         - name: revise_plan
           args: {steps: [{number: 2, title: "Cache", description: "Fetch from the cache", executor_required: true, depends_on: [1]}]}
 `, nil)
-	res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
-		task(1, "List the shops"), task(2, "FLAKY fetch", 1)}}, e.em)
-	require.NoError(t, err)
-	require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
-	require.Len(t, revisedEvents(e.rec), 1)
-	require.Equal(t, 2, res.Plan.Version)
-	var refused int
-	for _, env := range e.rec.Events() {
-		if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && !ev.Success {
-			require.Contains(t, ev.Error, "already taken")
-			refused++
-		}
+			res, err := e.orch.Submit(context.Background(), origin(""), planning.Draft{Goal: "Prices", Steps: []planning.Step{
+				task(1, "List the shops"), task(2, "FLAKY fetch", 1)}}, e.em)
+			require.NoError(t, err)
+			require.Equal(t, planning.StatusCompleted, res.Plan.Status, res.Plan.Reason)
+			require.Len(t, revisedEvents(e.rec), 1)
+			require.Equal(t, 2, res.Plan.Version)
+			var refused int
+			for _, env := range e.rec.Events() {
+				if ev, ok := env.Event.(event.ToolResult); ok && ev.Name == planning.RevisePlanToolName && !ev.Success {
+					require.Contains(t, ev.Error, "already taken")
+					refused++
+				}
+			}
+			require.Equal(t, 1, refused)
+			noCompletedStepTwice(t, e, res.Plan)
+		})
 	}
-	require.Equal(t, 1, refused)
 }
 
 // gated runs every agent on next, each once its gate (nil: none) is open.

@@ -101,10 +101,10 @@ type revisionLister interface {
 // openReplans sets up replanning for the run: whether the plan may be
 // replanned, and how many replans earlier runs of it made.
 func (pr *planRun) openReplans() {
-	r := &replans{held: map[int]bool{}, attempts: map[int]int{}, max: pr.cfg.MaxReplans,
+	r := &replans{held: map[int]bool{}, attempts: map[int]int{}, max: max(pr.cfg.MaxReplans, 0),
 		proposals: make(chan proposal), ends: make(chan replanEnd)}
 	pr.replan = r
-	r.enabled = pr.cfg.Replan == ReplanAuto
+	r.enabled = pr.replanMode() == ReplanAuto && r.max > 0
 	r.review = pr.p.Mode == planmode.AgentReview && pr.cfg.ReplanApproval == ReplanSameAsPlan
 	r.human = pr.p.Mode == planmode.DraftOnly && pr.cfg.ReplanApproval == ReplanSameAsPlan
 	if !r.enabled {
@@ -129,6 +129,15 @@ func (pr *planRun) openReplans() {
 			r.attempts[s.Number] = 1
 		}
 	}
+}
+
+// replanMode is what a failed step does to the plan: the plan's own
+// setting, stored with it, else the configured one.
+func (pr *planRun) replanMode() ReplanMode {
+	if pr.p.Replan != "" {
+		return pr.p.Replan
+	}
+	return pr.cfg.Replan
 }
 
 // failureSkipped says whether a dependent of step n was skipped (its

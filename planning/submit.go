@@ -200,7 +200,8 @@ func (o *Orchestrator) draft(origin Origin, d Draft) Plan {
 	status := map[planmode.Mode]Status{planmode.AutoExecute: StatusExecuting, planmode.DraftOnly: StatusPendingReview, planmode.AgentReview: StatusInReview}[mode]
 	now := o.cfg.Now()
 	p := Plan{ID: o.cfg.NewID(), SessionID: origin.SessionID, UserID: origin.UserID, Goal: strings.TrimSpace(d.Goal), Mode: mode,
-		Status: status, Version: 1, Steps: d.Steps, StreamRunID: origin.StreamRunID, ToolCallID: origin.CallID, CreatedAt: now, UpdatedAt: now}
+		Status: status, Version: 1, Steps: d.Steps, StreamRunID: origin.StreamRunID, ToolCallID: origin.CallID, Replan: origin.Replan,
+		CreatedAt: now, UpdatedAt: now}
 	for i := range p.Steps {
 		p.Steps[i].Status = StepPending
 	}

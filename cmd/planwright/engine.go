@@ -188,7 +188,7 @@ func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *a
 	p := cfg.Planning
 	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get, Records: store,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer, Replanner: roles.Replanner,
-		Replan: replanMode(p), MaxReplans: max(p.MaxReplans, 1), ReplanApproval: planning.ReplanApproval(p.ReplanApproval),
+		Replan: planning.ReplanMode(p.Replan), MaxReplans: maxReplans(p), ReplanApproval: planning.ReplanApproval(p.ReplanApproval),
 		MaxSteps: p.MaxSteps, MaxParallelSteps: p.MaxParallelSteps, ReviewRounds: p.ReviewRounds,
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
 		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp,
@@ -196,12 +196,13 @@ func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *a
 			CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens}})
 }
 
-// replanMode is planning.replan, off when planning.max_replans is 0.
-func replanMode(p config.Planning) planning.ReplanMode {
+// maxReplans is planning.max_replans as planning takes it (0 there is
+// its default; none is planning.NoReplans).
+func maxReplans(p config.Planning) int {
 	if p.MaxReplans == 0 {
-		return planning.ReplanOff
+		return planning.NoReplans
 	}
-	return planning.ReplanMode(p.Replan)
+	return p.MaxReplans
 }
 
 // newContextCache is the planner's context cache (nil when

@@ -33,6 +33,9 @@ type TurnInfo struct {
 	// Budget is the turn's budget, if it has one: the plans its planner
 	// creates get its limits and spend against its ledger too.
 	Budget *planning.RunBudget
+	// Replan is the request's replan setting, if any: the plans its
+	// planner creates keep it.
+	Replan planning.ReplanMode
 }
 
 // Planner is what a turn's planner runs with.
@@ -131,7 +134,8 @@ func NewPlanner(cfg PlannerConfig) PlannerFunc {
 		}
 		origin := planning.Origin{UserID: t.UserID, SessionID: t.SessionID, StreamRunID: t.StreamRunID,
 			RequestMode: t.PlanMode, Allowed: allowed, ContextType: string(t.ContextType), EntityID: t.EntityID,
-			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt, Budget: t.Budget}
+			ProjectID: t.ProjectID, FirstAttempt: t.FirstAttempt, Budget: t.Budget,
+			Replan: t.Replan}
 		plans := []tools.Tool{cfg.Plans.CreatePlanTool(origin), cfg.Plans.RequestApprovalTool()}
 		visible, gateway := cfg.fitTools(role, offered, plans)
 		all := append(visible, plans...)

@@ -49,7 +49,7 @@ func (p *plannerRun) frame(ctx context.Context, facts []Fact) (frame, error) {
 	meta := SessionMetadata(t.Session)
 	info := TurnInfo{UserID: t.User.UserID, SessionID: t.Session.ID, StreamRunID: t.RunID, ContextType: t.Session.ContextType,
 		EntityID: t.Session.EntityID, PlanMode: p.mode, Definition: p.def, Focus: meta.Focus,
-		FirstAttempt: p.firstAttempt, Budget: p.runBudget}
+		FirstAttempt: p.firstAttempt, Budget: p.runBudget, Replan: t.req.Replan}
 	info.ProjectID = ProjectOf(info.ContextType, info.EntityID, meta.Focus)
 	planner, err := s.cfg.Planner(ctx, info)
 	if err != nil {

@@ -123,9 +123,10 @@ func TestNewPlannerOrigin(t *testing.T) {
 	planner := chat.NewPlanner(chat.PlannerConfig{Role: agents.Role{Name: event.RolePlanner}, Resolve: resolveSets, Plans: plans,
 		Profiles: chat.Profiles{chat.ContextProject: {ToolSets: []string{"write"}}}})
 	_, err := planner(context.Background(), chat.TurnInfo{UserID: "alice", SessionID: "s-1", StreamRunID: "run-1", ContextType: chat.ContextProject,
-		EntityID: "p-1", ProjectID: "p-1", PlanMode: planmode.DraftOnly})
+		EntityID: "p-1", ProjectID: "p-1", PlanMode: planmode.DraftOnly, Replan: planning.ReplanOff})
 	require.NoError(t, err)
 	o := plans.last()
+	require.Equal(t, planning.ReplanOff, o.Replan, "a plan the turn creates keeps the request's replan")
 	require.Equal(t, "alice", o.UserID)
 	require.Equal(t, "s-1", o.SessionID)
 	require.Equal(t, "run-1", o.StreamRunID)

@@ -8,6 +8,7 @@ import (
 	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/multitask"
+	"github.com/planwright/planwright/planning"
 )
 
 // A turn runs as a job: the handler that received it opens it (its
@@ -38,13 +39,16 @@ type RunSpec struct {
 	// plans do when a budget runs out.
 	Budget      budget.Limits      `json:"budget,omitzero"`
 	OnExhausted budget.OnExhausted `json:"on_exhausted,omitempty"`
+	// Replan is the request's replan setting, for the plans the turn
+	// creates.
+	Replan planning.ReplanMode `json:"replan,omitempty"`
 }
 
 // Spec is the opened turn's RunSpec.
 func (t *Turn) Spec() RunSpec {
 	s := RunSpec{MessageID: t.User.ID, Message: t.User.Content, ClientTurnID: t.User.ClientTurnID, PlanMode: t.req.PlanMode,
 		Operator: t.operator, Multitask: t.multitask, NewSession: t.newSession, Approve: t.req.Approve,
-		Budget: t.req.Budget, OnExhausted: t.req.OnExhausted}
+		Budget: t.req.Budget, OnExhausted: t.req.OnExhausted, Replan: t.req.Replan}
 	switch f := t.FocusEvent.(type) {
 	case event.FocusActive:
 		s.FocusActive = &f.Focus
@@ -70,7 +74,8 @@ func (s *Service) Rebuild(ctx context.Context, runID, userID, sessionID string, 
 	}
 	t := &Turn{svc: s, RunID: runID, userID: userID, operator: rs.Operator, announced: true, Session: sess,
 		req: Request{UserID: userID, Message: rs.Message, SessionID: sessionID, PlanMode: rs.PlanMode, ClientTurnID: rs.ClientTurnID,
-			StreamRunID: runID, Operator: rs.Operator, Approve: rs.Approve, Budget: rs.Budget, OnExhausted: rs.OnExhausted},
+			StreamRunID: runID, Operator: rs.Operator, Approve: rs.Approve, Budget: rs.Budget, OnExhausted: rs.OnExhausted,
+			Replan: rs.Replan},
 		User: Message{ID: rs.MessageID, SessionID: sessionID, UserID: userID, Role: RoleUser, Content: rs.Message,
 			ClientTurnID: rs.ClientTurnID, StreamRunID: runID},
 		multitask: rs.Multitask, newSession: rs.NewSession,

@@ -235,6 +235,10 @@ type Request struct {
 	Budget      budget.Limits
 	UserBudget  budget.Limits
 	OnExhausted budget.OnExhausted
+	// Replan is what a step that fails does to a plan the turn creates
+	// (planning.ReplanAuto or ReplanOff, kept by the plan for good; empty:
+	// the configured planning.replan).
+	Replan planning.ReplanMode
 }
 
 // Validate checks a request and lists every problem.
@@ -254,6 +258,9 @@ func (s *Service) Validate(req Request) error {
 	}
 	if _, err := planmode.Parse(req.PlanMode); err != nil {
 		problems = append(problems, apperr.FieldError{Field: "plan_mode", Message: err.Error()})
+	}
+	if _, err := planning.ParseReplanMode(string(req.Replan)); err != nil {
+		problems = append(problems, apperr.FieldError{Field: "replan", Message: err.Error()})
 	}
 	if msg := CheckClientID(req.ClientTurnID); msg != "" {
 		problems = append(problems, apperr.FieldError{Field: "client_turn_id", Message: msg})

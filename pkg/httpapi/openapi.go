@@ -316,8 +316,9 @@ var forOptions = withStepInput(&jsonschema.ForOptions{
 			string(tools.SideEffect)}},
 		reflect.TypeFor[tools.CallState](): {Type: "string", Enum: []any{string(tools.CallStarted), string(tools.CallFinished),
 			string(tools.CallInDoubt)}},
-		reflect.TypeFor[budget.Duration]():    {Type: "string", Description: "a Go duration such as 10m or 90s"},
-		reflect.TypeFor[budget.OnExhausted](): {Type: "string", Enum: []any{string(budget.Finish), string(budget.Pause)}},
+		reflect.TypeFor[budget.Duration]():     {Type: "string", Description: "a Go duration such as 10m or 90s"},
+		reflect.TypeFor[budget.OnExhausted]():  {Type: "string", Enum: []any{string(budget.Finish), string(budget.Pause)}},
+		reflect.TypeFor[planning.ReplanMode](): {Type: "string", Enum: []any{string(planning.ReplanAuto), string(planning.ReplanOff)}},
 	},
 })
 

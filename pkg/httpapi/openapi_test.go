@@ -220,3 +220,23 @@ func TestOpenAPIToolCallEffects(t *testing.T) {
 	require.Equal(t, []any{"started", "finished", "in_doubt"}, props["state"].(map[string]any)["enum"])
 	require.Contains(t, props, "idempotency_key")
 }
+
+// The stream route takes replan (auto or off), and a plan shows its own.
+func TestOpenAPIReplan(t *testing.T) {
+	t.Parallel()
+	raw, err := httpapi.OpenAPI("test")
+	require.NoError(t, err)
+	var doc struct {
+		Components struct {
+			Schemas map[string]map[string]any `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	for _, schema := range []string{"StreamRequest", "PlanView"} {
+		replan, ok := doc.Components.Schemas[schema]["properties"].(map[string]any)["replan"].(map[string]any)
+		require.True(t, ok, "%s has replan", schema)
+		require.Equal(t, []any{"auto", "off"}, replan["enum"], schema)
+		required, _ := doc.Components.Schemas[schema]["required"].([]any)
+		require.NotContains(t, required, "replan", "%s: replan may be left out", schema)
+	}
+}

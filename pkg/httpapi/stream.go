@@ -51,6 +51,9 @@ type StreamRequest struct {
 	// Budget narrows the turn's budget (and its plans'): above the user's
 	// limits is a 400 naming the limit.
 	Budget *BudgetRequest `json:"budget,omitempty" jsonschema:"limits for this turn and its plans, within the user's"`
+	// Replan is what a step that fails does to the plans the turn creates,
+	// kept by each plan through its approvals, resumes and takeovers.
+	Replan planning.ReplanMode `json:"replan,omitempty" jsonschema:"what a failed step does to the plans this turn creates: auto (the replanner revises what is left) or off (its dependents are skipped); kept by each plan; empty: the server's planning.replan"`
 }
 
 // BudgetRequest is a request's budget: any of its limits, and what the
@@ -129,6 +132,7 @@ func (h *turnHandlers) stream(c echo.Context) error {
 		EntityID: body.EntityID, ProjectFocus: body.ProjectFocus, PlanMode: body.PlanMode, ClientTurnID: body.ClientTurnID,
 		StreamRunID: body.StreamRunID, AgentDefinitionID: body.AgentDefinitionID, Operator: PrincipalOf(c).Role == auth.RoleOperator,
 		Multitask: body.MultitaskStrategy, Approve: body.Approve, Budget: limits, UserBudget: p.Budget, OnExhausted: onExhausted,
+		Replan: body.Replan,
 	})
 	if err != nil {
 		return err

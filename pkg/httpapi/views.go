@@ -45,6 +45,9 @@ type PlanView struct {
 	// Budget is the plan's budget and what it spent against it (absent: the
 	// plan has no budget).
 	Budget *BudgetView `json:"budget,omitempty"`
+	// Replan is the plan's own replan setting, from the request that
+	// created it (absent: the server's planning.replan).
+	Replan planning.ReplanMode `json:"replan,omitempty" jsonschema:"the plan's own replan setting, from the request that created it: auto or off; absent: the server's planning.replan"`
 }
 
 // BudgetView is a plan's budget: its limits, what it does when one runs
@@ -107,7 +110,7 @@ func stepView(s planning.Step) StepView {
 func planView(p planning.Plan) PlanView {
 	v := PlanView{ID: p.ID, SessionID: p.SessionID, UserID: p.UserID, Goal: p.Goal, Mode: p.Mode, Status: p.Status,
 		Version: p.Version, ReviewRound: p.ReviewRound, Reason: p.Reason, Steps: make([]StepView, 0, len(p.Steps)), Usage: p.Usage,
-		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, StartedAt: p.StartedAt, CompletedAt: p.CompletedAt}
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, StartedAt: p.StartedAt, CompletedAt: p.CompletedAt, Replan: p.Replan}
 	for _, s := range p.Steps {
 		v.Steps = append(v.Steps, stepView(s))
 	}

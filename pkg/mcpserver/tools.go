@@ -25,6 +25,7 @@ type StartTaskInput struct {
 	PlanMode    string      `json:"plan_mode,omitempty" jsonschema:"auto_execute, draft_only (a plan waits for a person's review) or agent_review; empty: the planner's choice or the server's default"`
 	WaitSeconds int         `json:"wait_seconds,omitempty" jsonschema:"how long to wait for the run to end before answering with its id (0: do not wait); progress notifications are sent meanwhile when the request has a progressToken"`
 	Budget      *TaskBudget `json:"budget,omitempty" jsonschema:"what the run and the plans it starts may spend, within your API key's limits; empty: the server's defaults"`
+	Replan      string      `json:"replan,omitempty" jsonschema:"what a failed step does to the plans the run creates: auto (a replanner revises what is left) or off (its dependents are skipped and the plan fails); empty: the server's default"`
 }
 
 // TaskBudget is start_task's budget, as POST /api/agent/stream takes it.
@@ -154,7 +155,7 @@ func (s *Server) startTask(ctx context.Context, req *mcp.CallToolRequest, in Sta
 	}
 	p := caller(ctx)
 	run, err := s.cfg.Turns.StartTurn(ctx, p, chat.Request{Message: in.Message, SessionID: in.SessionID, PlanMode: in.PlanMode,
-		Budget: limits, OnExhausted: mode})
+		Budget: limits, OnExhausted: mode, Replan: planning.ReplanMode(in.Replan)})
 	if err != nil {
 		return nil, RunResult{}, s.toolError(ctx, err)
 	}

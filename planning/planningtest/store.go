@@ -74,6 +74,7 @@ func StoreSuite(t *testing.T, newStore func(t *testing.T) planning.Store, anyUse
 		{"SettlePlan sends a plan left in review to a human and counts usage", settlePlan},
 		{"ListExecutions lists a plan's executions by step, then start", listExecutions},
 		{"a plan's budget is stored with it, and what it spent is only added to", planBudget},
+		{"a plan's replan setting is stored with it and kept through approval, revision and resume", planReplan},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -800,6 +801,42 @@ func planBudget(t *testing.T, s planning.Store, _ string) {
 	require.NoError(t, err)
 	require.Equal(t, d.Add(d).Add(d), stored.Spent)
 	require.Equal(t, p.Budget, stored.Budget, "ending does not change the budget")
+}
+
+func planReplan(t *testing.T, s planning.Store, anyUser string) {
+	ctx := context.Background()
+	plain := SamplePlan("alice", "s1")
+	require.NoError(t, s.CreatePlan(ctx, &plain))
+	stored, err := s.GetPlan(ctx, plain.ID)
+	require.NoError(t, err)
+	require.Empty(t, stored.Replan, "a plan that does not say follows the configuration")
+
+	p := SamplePlan("alice", "s1")
+	p.Status, p.Replan = planning.StatusPendingReview, planning.ReplanOff
+	require.NoError(t, s.CreatePlan(ctx, &p))
+	edits := &planning.Revision{Author: "user", Steps: []planning.Step{
+		{StepDefinition: event.StepDefinition{Number: 1, Title: "draft only", ExecutorRequired: true}}}}
+	ran, err := s.ApprovePlan(ctx, p.ID, planning.Approval{By: planning.ByUser, UserID: "alice", At: time.Now()}, edits)
+	require.NoError(t, err)
+	require.Equal(t, planning.ReplanOff, ran.Replan, "approved with edits")
+	_, err = s.RevisePlan(ctx, p.ID, planning.Revision{Author: planning.AuthorReplanner, Steps: ran.Steps, KeepState: true})
+	require.NoError(t, err)
+	_, err = s.TransitionPlan(ctx, p.ID, []planning.Status{planning.StatusExecuting}, planning.StatusFailed, nil)
+	require.NoError(t, err)
+	resumed, err := s.ResumePlan(ctx, p.ID, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, planning.ReplanOff, resumed.Replan, "resumed")
+	stored, err = s.GetPlan(ctx, p.ID)
+	require.NoError(t, err)
+	require.Equal(t, 3, stored.Version)
+	require.Equal(t, planning.ReplanOff, stored.Replan, "revised, failed and resumed")
+	listed, _, err := s.ListPlans(ctx, planning.ListQuery{UserID: anyUser, Limit: 10})
+	require.NoError(t, err)
+	byID := map[string]planning.ReplanMode{}
+	for _, l := range listed {
+		byID[l.ID] = l.Replan
+	}
+	require.Equal(t, map[string]planning.ReplanMode{plain.ID: "", p.ID: planning.ReplanOff}, byID)
 }
 
 // runningPlanOf is p (stored) with its first step running.
