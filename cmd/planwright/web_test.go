@@ -935,6 +935,13 @@ func TestWebAppBudgetsUsageAndToolApprovals(t *testing.T) {
 		}
 		require.Len(t, read("table.usage tbody tr"), len(models))
 		require.Equal(t, []row{total}, read("table.usage tfoot tr"))
+		b.run(chromedp.EmulateViewport(390, 844))
+		defer b.run(chromedp.EmulateViewport(1280, 900))
+		b.fits("the usage page on a phone")
+		b.run(b.open("#/ops/plan/" + b.attr("#view-chat .plan-card", "data-plan-id")))
+		b.until(`!!document.querySelector('#view-ops .plan-card .budget-limit[data-limit="model_calls"]')`)
+		b.fits("a plan's budget on a phone")
+		b.shot("phone-budget")
 	})
 
 	t.Run("the review inbox approves and rejects tool calls", func(t *testing.T) {
