@@ -778,6 +778,26 @@ func requireRaisedAndCompleted(t *testing.T, d budgetedPlan, to int) {
 	require.Equal(t, 3, d.Plan.Budget.Spent.ModelCalls, "the plan went on from what it had spent")
 }
 
+// turnAside sends alice's message as a turn that answers JSON, in the
+// background; the channel gets the answer's status (0: no answer).
+func (p people) turnAside(message string) <-chan int {
+	done := make(chan int, 1)
+	body, _ := json.Marshal(map[string]any{"message": message, "stream": false})
+	go func() {
+		req, _ := http.NewRequest("POST", p.url+"/api/agent/stream", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+p.alice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	return done
+}
+
 // cost is how the web app writes a cost of a cent or more.
 func cost(usd float64) string { return fmt.Sprintf("$%.2f", usd) }
 
@@ -946,22 +966,7 @@ func TestWebAppBudgetsUsageAndToolApprovals(t *testing.T) {
 
 	t.Run("the review inbox approves and rejects tool calls", func(t *testing.T) {
 		b.t = t
-		turns := make(chan int, 2)
-		for _, msg := range []string{"write the memo", "write the note"} {
-			go func() {
-				body, _ := json.Marshal(map[string]any{"message": msg, "stream": false})
-				req, _ := http.NewRequest("POST", p.url+"/api/agent/stream", strings.NewReader(string(body)))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+p.alice)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					turns <- 0
-					return
-				}
-				resp.Body.Close()
-				turns <- resp.StatusCode
-			}()
-		}
+		turns := []<-chan int{p.turnAside("write the memo"), p.turnAside("write the note")}
 		var pending struct {
 			Decisions []struct {
 				RunID string `json:"run_id"`
@@ -994,9 +999,9 @@ func TestWebAppBudgetsUsageAndToolApprovals(t *testing.T) {
 		b.run(chromedp.SendKeys(hold("Back at two.")+`//input[@name="note"]`, "not today", chromedp.BySearch),
 			chromedp.Click(hold("Back at two.")+`//button[@data-decision="reject"]`, chromedp.BySearch))
 		b.until(`[...document.querySelectorAll("#view-review form.hold")].map((f) => f.dataset.decided).sort().join() === "approve,reject"`)
-		for range 2 {
+		for _, turn := range turns {
 			select {
-			case code := <-turns:
+			case code := <-turn:
 				require.Equal(t, http.StatusOK, code)
 			case <-time.After(30 * time.Second):
 				t.Fatal("a turn did not end after its call was decided")
@@ -1020,5 +1025,73 @@ func TestWebAppBudgetsUsageAndToolApprovals(t *testing.T) {
 		require.Equal(t, []string{"rejected", "alice", "not today"}, []string{state, by, reason})
 		b.run(b.open("#/review"))
 		b.until(`!!document.querySelector("#view-review .empty")`)
+	})
+
+	t.Run("an operator reads every user's calls and usage", func(t *testing.T) {
+		b.t = t
+		turn := p.turnAside("write the memo again")
+		var pending struct {
+			Decisions []struct {
+				RunID  string `json:"run_id"`
+				CallID string `json:"call_id"`
+			} `json:"decisions"`
+		}
+		require.Eventually(t, func() bool {
+			return p.call(t, p.alice, "GET", "/api/tool-approvals", "", &pending) == http.StatusOK && len(pending.Decisions) == 1
+		}, 30*time.Second, 50*time.Millisecond)
+		b.run(b.open("#/ops"), chromedp.WaitVisible("#who button", chromedp.ByQuery), chromedp.Click("#who button", chromedp.ByQuery),
+			chromedp.WaitVisible("#api-key", chromedp.ByQuery), chromedp.SendKeys("#api-key", p.ops+"\n", chromedp.ByQuery),
+			chromedp.WaitVisible("#message", chromedp.ByQuery))
+		// alice's call shows, with whose it is, and nothing to press.
+		b.run(b.open("#/review"))
+		b.until(`document.querySelectorAll("#view-review form.hold").length === 1`)
+		var shown struct {
+			Notice, Where string
+			Buttons       int
+		}
+		b.eval(`({Notice: document.querySelector("#view-review form.hold .notice")?.textContent || "",
+			Where: document.querySelector("#view-review .hold-where").textContent,
+			Buttons: document.querySelectorAll("#view-review form.hold button").length})`, &shown)
+		require.Equal(t, "Only alice, who owns this call, can decide it.", shown.Notice)
+		require.Contains(t, shown.Where, "alice")
+		require.Zero(t, shown.Buttons)
+		b.noStrayText("another user's call")
+
+		// The usage page by user: alice's figures, as the API gives them to an operator.
+		var usage struct {
+			Usage []struct {
+				UserID      string  `json:"user_id"`
+				ModelCalls  int     `json:"model_calls"`
+				TotalTokens int     `json:"total_tokens"`
+				CostUSD     float64 `json:"cost_usd"`
+			} `json:"usage"`
+		}
+		require.Equal(t, http.StatusOK, p.call(t, p.ops, "GET", "/api/usage", "", &usage))
+		var calls, tokens int
+		var usd float64
+		for _, u := range usage.Usage {
+			require.Equal(t, "alice", u.UserID, "operators see usage by user")
+			calls, tokens, usd = calls+u.ModelCalls, tokens+u.TotalTokens, usd+u.CostUSD
+		}
+		b.run(b.open("#/ops/usage"))
+		b.until(`!!document.querySelector('#u-group option[value="user"]') && !!document.querySelector("table.usage tfoot")`)
+		b.run(chromedp.SetValue("#u-group", "user", chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelector("#u-group").dispatchEvent(new Event("change")), true`, nil))
+		b.until(`document.querySelector("table.usage thead th")?.textContent === "User"`)
+		var rows []string
+		b.eval(`[...document.querySelectorAll("table.usage tbody tr")].map((tr) => [tr.dataset.key, ...["model_calls", "total_tokens", "cost_usd"]
+			.map((c) => tr.querySelector('[data-col="' + c + '"]').textContent)].join(" "))`, &rows)
+		require.Equal(t, []string{fmt.Sprintf("alice %d %d %s", calls, tokens, cost(usd))}, rows)
+		b.labelled("the usage page of an operator")
+
+		body, err := json.Marshal(map[string]any{"decisions": []map[string]any{{"call_id": pending.Decisions[0].CallID, "decision": "approve"}}})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, p.call(t, p.alice, "POST", "/api/runs/"+pending.Decisions[0].RunID+"/tool-approvals", string(body), nil))
+		select {
+		case code := <-turn:
+			require.Equal(t, http.StatusOK, code)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the turn did not end after its call was approved")
+		}
 	})
 }

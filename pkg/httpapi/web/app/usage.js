@@ -17,7 +17,7 @@ const filters = { since: "", until: "", group: "day,model", user_id: "" };
 const isoOf = (local) => new Date(local).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 // grouped adds up the rows that share the keys.
-export function grouped(rows, keys) {
+function grouped(rows, keys) {
   const out = new Map();
   for (const r of rows) {
     const key = keys.map((k) => r[k] || "").join("\u0000");
