@@ -41,18 +41,7 @@ func startApprovals(t *testing.T) (people, string) {
 	cfgPath, script := filepath.Join(dir, "planwright.yaml"), filepath.Join(dir, "script.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 	require.NoError(t, os.WriteFile(script, []byte(approvalsScript), 0o600))
-	vars, _ := sqliteEnv(t)
-	vars["PLANWRIGHT_LLM_PROVIDER"] = "scripted"
-	vars["PLANWRIGHT_LLM_SCRIPT"] = script
-	vars["PLANWRIGHT_AUTH_MODE"] = "apikey"
-	key := func(user, role string) string {
-		code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", user, "--role", role, "--config", cfgPath)
-		require.Equal(t, 0, code, stderr)
-		return strings.TrimSpace(stdout)
-	}
-	p := people{vars: vars, alice: key("alice", "user"), ops: key("ops", "operator")}
-	p.served = startServe(t, vars, "--config", cfgPath)
-	return p, cfgPath
+	return startScripted(t, nil, cfgPath, script), cfgPath
 }
 
 var heldRE = regexp.MustCompile(`run (\S+) call (\S+) \(needs approval, planner\): create_document`)

@@ -50,19 +50,26 @@ type people struct {
 
 func startPeople(t *testing.T, vars map[string]string) people {
 	t.Helper()
+	return startScripted(t, vars, shippedConfig, filepath.Join("testdata", "people.yaml"))
+}
+
+// startScripted is startPeople with the configuration file cfgPath and the
+// scripted model's script.
+func startScripted(t *testing.T, vars map[string]string, cfgPath, script string) people {
+	t.Helper()
 	if vars == nil {
 		vars, _ = sqliteEnv(t)
 	}
 	vars["PLANWRIGHT_LLM_PROVIDER"] = "scripted"
-	vars["PLANWRIGHT_LLM_SCRIPT"] = filepath.Join("testdata", "people.yaml")
+	vars["PLANWRIGHT_LLM_SCRIPT"] = script
 	vars["PLANWRIGHT_AUTH_MODE"] = "apikey"
 	key := func(user, role string) string {
-		code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", user, "--role", role, "--config", shippedConfig)
+		code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", user, "--role", role, "--config", cfgPath)
 		require.Equal(t, 0, code, stderr)
 		return strings.TrimSpace(stdout)
 	}
 	p := people{vars: vars, alice: key("alice", "user"), ops: key("ops", "operator")}
-	p.served = startServe(t, vars, "--config", shippedConfig)
+	p.served = startServe(t, vars, "--config", cfgPath)
 	return p
 }
 
@@ -202,6 +209,14 @@ func (b *browser) open(hash string) chromedp.Action {
 func (b *browser) set(sel, value string) chromedp.Action {
 	js := fmt.Sprintf(`(() => { const el = document.querySelector(%q); el.value = %q; el.dispatchEvent(new Event("input", {bubbles: true})); return true; })()`, sel, value)
 	return chromedp.Evaluate(js, nil)
+}
+
+// attr is an attribute of the element sel finds.
+func (b *browser) attr(sel, name string) string {
+	b.t.Helper()
+	var s string
+	b.eval(fmt.Sprintf(`document.querySelector(%q).getAttribute(%q)`, sel, name), &s)
+	return s
 }
 
 func (b *browser) text(sel string) string {
@@ -672,4 +687,411 @@ func TestWebAppWithoutSignIn(t *testing.T) {
 	require.False(t, state.SignIn)
 	require.Contains(t, state.Who, "local · operator")
 	require.False(t, state.Button, "nothing to sign out of")
+}
+
+// budgetsScript has the planner make a plan of three steps, one after the
+// other, and write a memo or a note, calls that need approval under
+// budgetsConfig.
+const budgetsScript = `
+rules:
+  - when: {role: planner, contains: "research the market", after_tool: none}
+    reply:
+      text: "Planning."
+      tool_calls:
+        - name: create_plan
+          args:
+            goal: "Market research"
+            steps:
+              - {number: 1, title: "Size the market", description: "Look into its size", executor_required: true}
+              - {number: 2, title: "List competitors", description: "Look into rivals", executor_required: true, depends_on: [1]}
+              - {number: 3, title: "Write the summary", description: "Sum it up", executor_required: true, depends_on: [2]}
+  - when: {role: executor}
+    reply: {text: "Found it.", usage: {input_tokens: 100, output_tokens: 20}}
+  - when: {role: planner, contains: "write the memo", after_tool: none}
+    reply:
+      tool_calls: [{name: create_document, args: {title: "Memo", content: "Lunch at noon."}}]
+  - when: {role: planner, contains: "write the note", after_tool: none}
+    reply:
+      tool_calls: [{name: create_document, args: {title: "Note", content: "Back at two."}}]
+  - when: {role: planner, after_tool: create_document}
+    reply: {text: "Done with the document."}
+default:
+  reply: {text: "OK."}
+`
+
+// budgetsConfig prices the model (a dollar per thousand input tokens, two
+// per thousand output), gives every run and plan a budget of four model
+// calls that pauses a plan when it runs out, and has create_document wait
+// for approval.
+const budgetsConfig = `llm:
+  prices:
+    priced: {input_per_mtok: 1000, output_per_mtok: 2000}
+tools:
+  approval: {create_document: always}
+budget:
+  defaults: {model_calls: 4}
+  on_exhausted: pause
+`
+
+// budgetedPlan is what the budget tests read of GET /api/plans/{id}.
+type budgetedPlan struct {
+	Plan struct {
+		Status string `json:"status"`
+		Usage  struct {
+			CostUSD float64 `json:"cost_usd"`
+		} `json:"usage"`
+		Budget struct {
+			Limits struct {
+				ModelCalls int `json:"model_calls"`
+			} `json:"limits"`
+			Spent struct {
+				ModelCalls int `json:"model_calls"`
+			} `json:"spent"`
+		} `json:"budget"`
+	} `json:"plan"`
+	Executions []struct {
+		StepNumber int    `json:"step_number"`
+		Status     string `json:"status"`
+	} `json:"executions"`
+}
+
+func (p people) plan(t *testing.T, id string) budgetedPlan {
+	t.Helper()
+	var d budgetedPlan
+	require.Equal(t, http.StatusOK, p.call(t, p.alice, "GET", "/api/plans/"+id, "", &d))
+	return d
+}
+
+// requireRaisedAndCompleted checks that a plan paused by its budget ran on
+// to the end with the raised budget, and that only the step the budget
+// stopped ran again.
+func requireRaisedAndCompleted(t *testing.T, d budgetedPlan, to int) {
+	t.Helper()
+	require.Equal(t, "completed", d.Plan.Status)
+	require.Equal(t, to, d.Plan.Budget.Limits.ModelCalls, "the raised budget")
+	runs := map[int][]string{}
+	for _, e := range d.Executions {
+		runs[e.StepNumber] = append(runs[e.StepNumber], e.Status)
+	}
+	require.Equal(t, map[int][]string{1: {"completed"}, 2: {"completed"}, 3: {"cancelled", "completed"}}, runs,
+		"the completed steps did not run again; the one the budget stopped did")
+	require.Equal(t, 3, d.Plan.Budget.Spent.ModelCalls, "the plan went on from what it had spent")
+}
+
+// turnAside sends alice's message as a turn that answers JSON, in the
+// background; the channel gets the answer's status (0: no answer).
+func (p people) turnAside(message string) <-chan int {
+	done := make(chan int, 1)
+	body, _ := json.Marshal(map[string]any{"message": message, "stream": false})
+	go func() {
+		req, _ := http.NewRequest("POST", p.url+"/api/agent/stream", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+p.alice)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	return done
+}
+
+// cost is how the web app writes a cost of a cent or more.
+func cost(usd float64) string { return fmt.Sprintf("$%.2f", usd) }
+
+// The web app shows a plan's cost and budget, and a plan its budget paused
+// is raised from the chat and from operations; the usage page shows what
+// GET /api/usage says; the review inbox lists the tool calls that wait and
+// approves and rejects them.
+func TestWebAppBudgetsUsageAndToolApprovals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath, script := filepath.Join(dir, "planwright.yaml"), filepath.Join(dir, "script.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(budgetsConfig), 0o600))
+	require.NoError(t, os.WriteFile(script, []byte(budgetsScript), 0o600))
+	vars, _ := sqliteEnv(t)
+	vars["PLANWRIGHT_LLM_MODEL"] = "priced"
+	p := startScripted(t, vars, cfgPath, script)
+	defer func() { require.Equal(t, 0, p.stop(), p.stderr.String()) }()
+	b := newBrowser(t, p.url)
+	defer func() { require.Empty(t, b.pageErrors(), "the page threw or logged errors") }()
+	b.signIn(p.alice)
+
+	t.Run("a paused plan shows its cost and budget and is raised from the chat", func(t *testing.T) {
+		b.t = t
+		b.run(chromedp.SendKeys("#message", "research the market\n", chromedp.ByQuery))
+		// Live: the budget runs out at step 3 and the card says which limit.
+		b.until(`document.querySelector('.turn .plan-card')?.dataset.status === "waiting_budget" &&
+			!!document.querySelector('.turn .plan-card .budget-note[data-exhausted="model_calls"]')`)
+		b.until(`!!document.querySelector(".turn")?.dataset.finished && !!document.querySelector('.turn .plan-card form.raise-budget')`)
+		id := b.attr(".turn .plan-card", "data-plan-id")
+		d := p.plan(t, id)
+		require.Equal(t, "waiting_budget", d.Plan.Status)
+		// The card's cost is the plan's, and a bar shows the limit it spent against.
+		b.until(fmt.Sprintf(`document.querySelector(".turn .plan-card .budget .cost")?.textContent === %q`, cost(d.Plan.Usage.CostUSD)))
+		var bar struct {
+			Limits []string
+			Value  string
+			Now    string
+			Class  string
+			Note   string
+		}
+		b.eval(`(() => { const li = document.querySelector('.turn .plan-card .budget-limit[data-limit="model_calls"]');
+			return {Limits: [...document.querySelectorAll(".turn .plan-card .budget-limit")].map((e) => e.dataset.limit),
+				Value: li.querySelector(".limit-value").textContent, Now: li.querySelector(".bar").getAttribute("aria-valuenow"),
+				Class: li.className, Note: document.querySelector(".turn .plan-card .budget-note").textContent}; })()`, &bar)
+		require.Equal(t, []string{"model_calls"}, bar.Limits, "one bar per limit the plan has")
+		require.Equal(t, fmt.Sprintf("%d of 4 · ran out", d.Plan.Budget.Spent.ModelCalls), bar.Value)
+		require.Equal(t, fmt.Sprint(d.Plan.Budget.Spent.ModelCalls), bar.Now)
+		require.Contains(t, bar.Class, "exhausted")
+		require.Contains(t, bar.Note, "Paused: the run budget's model calls limit ran out (3 of 4). Raise the budget to continue.")
+		b.labelled("a paused plan in the chat")
+		b.noStrayText("a paused plan in the chat")
+		b.fits("a paused plan in the chat")
+		b.shot("chat-budget-paused")
+
+		// Raised, the plan runs on in a turn of its own, to the end.
+		var offered string
+		b.eval(`document.querySelector('.turn .plan-card form.raise-budget input[name="model_calls"]').value`, &offered)
+		require.Equal(t, "8", offered, "the limit that ran out is offered at twice its value")
+		b.run(b.set(`.turn .plan-card form.raise-budget input[name="model_calls"]`, "6"),
+			chromedp.Click(`.turn .plan-card form.raise-budget [data-action="raise-budget"]`, chromedp.ByQuery))
+		b.until(`(() => { const turns = document.querySelectorAll(".turn"); const last = turns[turns.length - 1];
+			return turns.length === 2 && last.dataset.finished === "completed" && last.querySelector(".plan-card")?.dataset.status === "completed"; })()`)
+		requireRaisedAndCompleted(t, p.plan(t, id), 6)
+		b.until(`[...document.querySelectorAll(".turn .plan-card")].every((c) => c.dataset.status === "completed" && !c.querySelector("form.raise-budget"))`)
+		b.until(`document.querySelectorAll(".turn")[1].querySelector('.plan-card .budget-limit[data-limit="model_calls"] .limit-value')?.textContent === "3 of 6"`)
+		b.shot("chat-budget-raised")
+	})
+
+	t.Run("operations shows a paused plan's budget and raises it", func(t *testing.T) {
+		b.t = t
+		var turn struct {
+			Plan struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"plan"`
+		}
+		require.Equal(t, http.StatusOK, p.call(t, p.alice, "POST", "/api/agent/stream", `{"message": "research the market again", "stream": false}`, &turn))
+		require.Equal(t, "waiting_budget", turn.Plan.Status)
+		id := turn.Plan.ID
+		d := p.plan(t, id)
+		b.run(b.open("#/ops/plan/" + id))
+		b.until(`!!document.querySelector('#view-ops .plan-card .budget-note[data-exhausted="model_calls"]') && !!document.querySelector("#view-ops .plan-card form.raise-budget")`)
+		b.until(`document.querySelector(".action-status").textContent.includes("Waiting for its budget")`)
+		var facts string
+		b.eval(`document.querySelector(".facts").textContent`, &facts)
+		require.Contains(t, facts, "Cost"+cost(d.Plan.Usage.CostUSD))
+		require.Equal(t, fmt.Sprintf("%d of 4 · ran out", d.Plan.Budget.Spent.ModelCalls),
+			b.text(`#view-ops .plan-card .budget-limit[data-limit="model_calls"] .limit-value`))
+		b.labelled("a paused plan in operations")
+		b.noStrayText("a paused plan in operations")
+		b.shot("operations-budget-paused")
+		// A lower limit is refused with the server's words, at the form.
+		b.run(b.set(`#view-ops .plan-card form.raise-budget input[name="model_calls"]`, "3"),
+			chromedp.Click(`#view-ops .plan-card form.raise-budget [data-action="raise-budget"]`, chromedp.ByQuery))
+		b.until(`document.querySelector("#view-ops .plan-card .raise-status")?.textContent.includes("budget.model_calls is below the plan's limit")`)
+		require.Equal(t, "waiting_budget", p.plan(t, id).Plan.Status)
+		b.run(b.set(`#view-ops .plan-card form.raise-budget input[name="model_calls"]`, "10"),
+			chromedp.Click(`#view-ops .plan-card form.raise-budget [data-action="raise-budget"]`, chromedp.ByQuery))
+		b.until(`document.querySelector(".facts .badge")?.textContent === "completed"`)
+		requireRaisedAndCompleted(t, p.plan(t, id), 10)
+		b.until(`document.querySelector('#view-ops .plan-card .budget-limit[data-limit="model_calls"] .limit-value')?.textContent === "3 of 10"`)
+		b.noStrayText("a raised plan in operations")
+	})
+
+	t.Run("the usage page shows what the API says", func(t *testing.T) {
+		b.t = t
+		var usage struct {
+			Usage []struct {
+				Day          string  `json:"day"`
+				Model        string  `json:"model"`
+				UserID       string  `json:"user_id"`
+				ModelCalls   int     `json:"model_calls"`
+				InputTokens  int     `json:"input_tokens"`
+				OutputTokens int     `json:"output_tokens"`
+				TotalTokens  int     `json:"total_tokens"`
+				CostUSD      float64 `json:"cost_usd"`
+			} `json:"usage"`
+		}
+		require.Equal(t, http.StatusOK, p.call(t, p.alice, "GET", "/api/usage", "", &usage))
+		require.NotEmpty(t, usage.Usage)
+		b.run(b.open("#/ops"), chromedp.WaitVisible(`a[href="#/ops/usage"]`, chromedp.ByQuery), chromedp.Click(`a[href="#/ops/usage"]`, chromedp.ByQuery))
+		b.until(`!!document.querySelector("table.usage tfoot")`)
+		b.labelled("the usage page")
+		b.noStrayText("the usage page")
+		b.fits("the usage page")
+		b.shot("usage")
+		type row struct{ Key, Calls, In, Out, Total, Cost string }
+		read := func(sel string) []row {
+			var rows []row
+			b.eval(fmt.Sprintf(`[...document.querySelectorAll(%q)].map((tr) => { const c = (n) => tr.querySelector('[data-col="' + n + '"]').textContent;
+				return {Key: tr.dataset.key || "", Calls: c("model_calls"), In: c("input_tokens"), Out: c("output_tokens"), Total: c("total_tokens"), Cost: c("cost_usd")}; })`, sel), &rows)
+			return rows
+		}
+		var want []row
+		var total row
+		var calls, in, out, tot int
+		var usd float64
+		for _, u := range usage.Usage {
+			require.Empty(t, u.UserID, "a user's own usage is not by user")
+			want = append(want, row{Key: u.Day + "/" + u.Model, Calls: fmt.Sprint(u.ModelCalls), In: fmt.Sprint(u.InputTokens),
+				Out: fmt.Sprint(u.OutputTokens), Total: fmt.Sprint(u.TotalTokens), Cost: cost(u.CostUSD)})
+			calls, in, out, tot, usd = calls+u.ModelCalls, in+u.InputTokens, out+u.OutputTokens, tot+u.TotalTokens, usd+u.CostUSD
+		}
+		total = row{Calls: fmt.Sprint(calls), In: fmt.Sprint(in), Out: fmt.Sprint(out), Total: fmt.Sprint(tot), Cost: cost(usd)}
+		require.ElementsMatch(t, want, read("table.usage tbody tr"), "by day and model, as the API answers")
+		require.Equal(t, []row{total}, read("table.usage tfoot tr"))
+		require.Positive(t, calls)
+		// Grouped by model: one row each, adding up to the same totals.
+		b.run(chromedp.SetValue("#u-group", "model", chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelector("#u-group").dispatchEvent(new Event("change")), true`, nil))
+		b.until(`!!document.querySelector("table.usage thead") && [...document.querySelectorAll("table.usage thead th")].map((th) => th.textContent)[1] === "Model calls"`)
+		models := map[string]bool{}
+		for _, u := range usage.Usage {
+			models[u.Model] = true
+		}
+		require.Len(t, read("table.usage tbody tr"), len(models))
+		require.Equal(t, []row{total}, read("table.usage tfoot tr"))
+		b.run(chromedp.EmulateViewport(390, 844))
+		defer b.run(chromedp.EmulateViewport(1280, 900))
+		b.fits("the usage page on a phone")
+		b.run(b.open("#/ops/plan/" + b.attr("#view-chat .plan-card", "data-plan-id")))
+		b.until(`!!document.querySelector('#view-ops .plan-card .budget-limit[data-limit="model_calls"]')`)
+		b.fits("a plan's budget on a phone")
+		b.shot("phone-budget")
+	})
+
+	t.Run("the review inbox approves and rejects tool calls", func(t *testing.T) {
+		b.t = t
+		turns := []<-chan int{p.turnAside("write the memo"), p.turnAside("write the note")}
+		var pending struct {
+			Decisions []struct {
+				RunID string `json:"run_id"`
+			} `json:"decisions"`
+		}
+		require.Eventually(t, func() bool {
+			return p.call(t, p.alice, "GET", "/api/tool-approvals", "", &pending) == http.StatusOK && len(pending.Decisions) == 2
+		}, 30*time.Second, 50*time.Millisecond)
+		b.run(b.open("#/review"))
+		b.until(`document.querySelectorAll("#view-review form.hold").length === 2 && document.querySelector("#review-count").textContent === "2"`)
+		hold := func(title string) string {
+			return fmt.Sprintf(`//form[contains(@class, "hold")][.//code[text()="create_document"]][contains(., %q)]`, title)
+		}
+		var shown struct{ Title, Buttons, Run string }
+		b.eval(fmt.Sprintf(`(() => { const f = document.evaluate(%q, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;
+			return {Title: f.querySelector(".hold-title").textContent, Buttons: [...f.querySelectorAll("button")].map((b) => b.textContent).join(","), Run: f.dataset.run}; })()`,
+			hold("Lunch at noon.")), &shown)
+		require.Contains(t, shown.Title, "planner wants to call create_document")
+		require.Contains(t, shown.Title, "side effect")
+		require.Equal(t, "Approve,Reject", shown.Buttons)
+		memoRun := shown.Run
+		var noteRun string
+		b.eval(fmt.Sprintf(`document.evaluate(%q, document, null, XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue.dataset.run`, hold("Back at two.")), &noteRun)
+		b.labelled("the review inbox")
+		b.noStrayText("the review inbox")
+		b.fits("the review inbox")
+		b.shot("review-tool-calls")
+
+		b.run(chromedp.Click(hold("Lunch at noon.")+`//button[@data-decision="approve"]`, chromedp.BySearch))
+		b.run(chromedp.SendKeys(hold("Back at two.")+`//input[@name="note"]`, "not today", chromedp.BySearch),
+			chromedp.Click(hold("Back at two.")+`//button[@data-decision="reject"]`, chromedp.BySearch))
+		b.until(`[...document.querySelectorAll("#view-review form.hold")].map((f) => f.dataset.decided).sort().join() === "approve,reject"`)
+		for _, turn := range turns {
+			select {
+			case code := <-turn:
+				require.Equal(t, http.StatusOK, code)
+			case <-time.After(30 * time.Second):
+				t.Fatal("a turn did not end after its call was decided")
+			}
+		}
+		decided := func(run string) (state, by, reason string) {
+			var list struct {
+				Decisions []struct {
+					State          string `json:"state"`
+					DecidedBy      string `json:"decided_by"`
+					DecisionReason string `json:"decision_reason"`
+				} `json:"decisions"`
+			}
+			require.Equal(t, http.StatusOK, p.call(t, p.alice, "GET", "/api/runs/"+run+"/tool-approvals", "", &list))
+			require.Len(t, list.Decisions, 1)
+			return list.Decisions[0].State, list.Decisions[0].DecidedBy, list.Decisions[0].DecisionReason
+		}
+		state, by, _ := decided(memoRun)
+		require.Equal(t, []string{"approved", "alice"}, []string{state, by})
+		state, by, reason := decided(noteRun)
+		require.Equal(t, []string{"rejected", "alice", "not today"}, []string{state, by, reason})
+		b.run(b.open("#/review"))
+		b.until(`!!document.querySelector("#view-review .empty")`)
+	})
+
+	t.Run("an operator reads every user's calls and usage", func(t *testing.T) {
+		b.t = t
+		turn := p.turnAside("write the memo again")
+		var pending struct {
+			Decisions []struct {
+				RunID  string `json:"run_id"`
+				CallID string `json:"call_id"`
+			} `json:"decisions"`
+		}
+		require.Eventually(t, func() bool {
+			return p.call(t, p.alice, "GET", "/api/tool-approvals", "", &pending) == http.StatusOK && len(pending.Decisions) == 1
+		}, 30*time.Second, 50*time.Millisecond)
+		b.run(b.open("#/ops"), chromedp.WaitVisible("#who button", chromedp.ByQuery), chromedp.Click("#who button", chromedp.ByQuery),
+			chromedp.WaitVisible("#api-key", chromedp.ByQuery), chromedp.SendKeys("#api-key", p.ops+"\n", chromedp.ByQuery),
+			chromedp.WaitVisible("#message", chromedp.ByQuery))
+		// alice's call shows, with whose it is, and nothing to press.
+		b.run(b.open("#/review"))
+		b.until(`document.querySelectorAll("#view-review form.hold").length === 1`)
+		var shown struct {
+			Notice, Where string
+			Buttons       int
+		}
+		b.eval(`({Notice: document.querySelector("#view-review form.hold .notice")?.textContent || "",
+			Where: document.querySelector("#view-review .hold-where").textContent,
+			Buttons: document.querySelectorAll("#view-review form.hold button").length})`, &shown)
+		require.Equal(t, "Only alice, who owns this call, can decide it.", shown.Notice)
+		require.Contains(t, shown.Where, "alice")
+		require.Zero(t, shown.Buttons)
+		b.noStrayText("another user's call")
+
+		// The usage page by user: alice's figures, as the API gives them to an operator.
+		var usage struct {
+			Usage []struct {
+				UserID      string  `json:"user_id"`
+				ModelCalls  int     `json:"model_calls"`
+				TotalTokens int     `json:"total_tokens"`
+				CostUSD     float64 `json:"cost_usd"`
+			} `json:"usage"`
+		}
+		require.Equal(t, http.StatusOK, p.call(t, p.ops, "GET", "/api/usage", "", &usage))
+		var calls, tokens int
+		var usd float64
+		for _, u := range usage.Usage {
+			require.Equal(t, "alice", u.UserID, "operators see usage by user")
+			calls, tokens, usd = calls+u.ModelCalls, tokens+u.TotalTokens, usd+u.CostUSD
+		}
+		b.run(b.open("#/ops/usage"))
+		b.until(`!!document.querySelector('#u-group option[value="user"]') && !!document.querySelector("table.usage tfoot")`)
+		b.run(chromedp.SetValue("#u-group", "user", chromedp.ByQuery),
+			chromedp.Evaluate(`document.querySelector("#u-group").dispatchEvent(new Event("change")), true`, nil))
+		b.until(`document.querySelector("table.usage thead th")?.textContent === "User"`)
+		var rows []string
+		b.eval(`[...document.querySelectorAll("table.usage tbody tr")].map((tr) => [tr.dataset.key, ...["model_calls", "total_tokens", "cost_usd"]
+			.map((c) => tr.querySelector('[data-col="' + c + '"]').textContent)].join(" "))`, &rows)
+		require.Equal(t, []string{fmt.Sprintf("alice %d %d %s", calls, tokens, cost(usd))}, rows)
+		b.labelled("the usage page of an operator")
+
+		body, err := json.Marshal(map[string]any{"decisions": []map[string]any{{"call_id": pending.Decisions[0].CallID, "decision": "approve"}}})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, p.call(t, p.alice, "POST", "/api/runs/"+pending.Decisions[0].RunID+"/tool-approvals", string(body), nil))
+		select {
+		case code := <-turn:
+			require.Equal(t, http.StatusOK, code)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the turn did not end after its call was approved")
+		}
+	})
 }

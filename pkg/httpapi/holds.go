@@ -46,8 +46,10 @@ type ToolDecision struct {
 
 // ToolHoldView is a tool call that waits, or waited, on a person.
 type ToolHoldView struct {
-	ID     string         `json:"id"`
-	RunID  string         `json:"run_id"`
+	ID    string `json:"id"`
+	RunID string `json:"run_id"`
+	// UserID owns the run: only they decide the call.
+	UserID string         `json:"user_id" jsonschema:"who owns the run (only they decide its calls)"`
 	CallID string         `json:"call_id"`
 	Kind   tools.HoldKind `json:"kind"`
 	Tool   string         `json:"tool"`
@@ -58,6 +60,7 @@ type ToolHoldView struct {
 	Reason          string            `json:"reason,omitempty"`
 	SessionID       string            `json:"session_id,omitempty"`
 	PlanID          string            `json:"plan_id,omitempty"`
+	Role            event.Role        `json:"role,omitempty" jsonschema:"the role of the agent that made the call (planner, executor, …)"`
 	StepNumber      int               `json:"step_number,omitempty"`
 	ExecutionID     string            `json:"execution_id,omitempty"`
 	State           approval.State    `json:"state"`
@@ -75,8 +78,8 @@ type ToolHoldList struct {
 }
 
 func holdView(r approval.Record) ToolHoldView {
-	v := ToolHoldView{ID: r.ID, RunID: r.RunID, CallID: r.CallID, Kind: r.Kind, Tool: r.Tool, Arguments: rawOrNil(r.Arguments),
-		Effect: r.Effect, Reason: r.Reason, SessionID: r.SessionID, PlanID: r.Source.PlanID, StepNumber: r.Source.StepNumber,
+	v := ToolHoldView{ID: r.ID, RunID: r.RunID, UserID: r.UserID, CallID: r.CallID, Kind: r.Kind, Tool: r.Tool, Arguments: rawOrNil(r.Arguments),
+		Effect: r.Effect, Reason: r.Reason, SessionID: r.SessionID, PlanID: r.Source.PlanID, Role: r.Source.Role, StepNumber: r.Source.StepNumber,
 		ExecutionID: r.Source.ExecutionID, State: r.State, DecisionReason: r.DecisionReason, Result: r.Result, DecidedBy: r.DecidedBy,
 		DecidedAt: r.DecidedAt, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt}
 	if len(r.EditedArguments) > 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/planwright/planwright/persistence/dbtest"
+	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/httpapi"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/tools"
@@ -174,6 +175,8 @@ func TestToolApprovalsDecideWhatRuns(t *testing.T) {
 				require.Equal(t, tools.HoldApproval, h.Kind)
 				require.Equal(t, "send_mail", h.Tool)
 				require.Equal(t, tools.SideEffect, h.Effect)
+				require.Equal(t, "alice", h.UserID, "whose call it is: only they decide it")
+				require.Equal(t, event.RolePlanner, h.Role)
 				args, _ := json.Marshal(h.Arguments)
 				var a mailArgs
 				require.NoError(t, json.Unmarshal(args, &a))

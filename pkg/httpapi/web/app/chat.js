@@ -8,6 +8,7 @@ import { api, stream, newId, ApiError } from "./api.js";
 import { h, clear, announce, tokens, jsonText, sourceLabel, when } from "./dom.js";
 import { PlanCard } from "./plancard.js";
 import * as runs from "./runs.js";
+import { holdForm, raiseActions } from "./shared.js";
 
 // CONTEXT_TYPES are the chat context types the server knows (a Go test
 // checks this list against configs/contexts.yaml).
@@ -169,6 +170,12 @@ class Turn {
         if (ev.type === "plan_review") this.note(src, `verdict ${ev.verdict}: ${ev.comments || ""}`, "review");
         break;
       }
+      case "budget_exhausted": {
+        const card = this.cards.get(src.plan_id);
+        if (card) card.apply(ev);
+        this.note(src, `the ${ev.scope} budget's ${ev.limit.replaceAll("_", " ")} limit ran out (${ev.used} of ${ev.max})`, "warn");
+        break;
+      }
       case "clarifying_questions":
         this.ask(ev.questions);
         break;
@@ -203,46 +210,9 @@ class Turn {
     this.setState("");
   }
 
-  // hold shows a tool call that waits on the user, inline: Approve or
-  // Reject (with a reason) a call that needs approval; Retry, Mark done
-  // (with the result the agent gets) or Fail a call in doubt. The answer
-  // goes to the run's tool-approvals route; the run goes on by itself.
+  // hold shows a tool call that waits on the user, inline (shared.js).
   hold(src, ev) {
-    const inDoubt = ev.type === "tool_call_in_doubt";
-    const id = `hold-${newId()}`;
-    const note = h("input", { id, type: "text", name: "note", placeholder: inDoubt ? "result, or why it failed" : "reason (for Reject)" });
-    const status = h("p", { class: "hold-status", role: "status" });
-    const form = h("form", { class: "hold", "data-call": ev.call_id, "data-kind": inDoubt ? "in_doubt" : "approval",
-      "aria-label": inDoubt ? "A tool call in doubt" : "A tool call waits for your approval" },
-      h("p", { class: "hold-title" }, h("span", { class: "src", text: sourceLabel(src) }), " ",
-        inDoubt ? "was cut off while calling " : "wants to call ", h("code", { text: ev.tool }),
-        h("span", { class: "args", text: "(" + jsonText(ev.arguments, 200) + ")" }), ` · ${ev.effect.replace("_", " ")}`),
-      ev.reason ? h("p", { class: "muted", text: ev.reason }) : "",
-      h("div", { class: "field" }, h("label", { for: id, text: inDoubt ? "Result or reason" : "Reason" }), note));
-    const decide = async (decision) => {
-      const d = { call_id: ev.call_id, decision };
-      const text = note.value.trim();
-      if (decision === "mark_done") d.result = text;
-      else if (text && decision !== "approve" && decision !== "retry") d.reason = text;
-      for (const b of form.querySelectorAll("button")) b.disabled = true;
-      try {
-        await api(`/api/runs/${encodeURIComponent(ev.run_id)}/tool-approvals`, { method: "POST", body: { decisions: [d] } });
-        form.dataset.decided = decision;
-        status.textContent = { approve: "Approved.", reject: "Rejected.", retry: "Run again.", mark_done: "Marked done.", fail: "Marked failed." }[decision];
-        note.disabled = true;
-      } catch (err) {
-        status.textContent = err.message;
-        for (const b of form.querySelectorAll("button")) b.disabled = false;
-      }
-    };
-    const buttons = inDoubt ? [["retry", "Retry"], ["mark_done", "Mark done"], ["fail", "Fail"]] : [["approve", "Approve"], ["reject", "Reject"]];
-    form.append(h("div", { class: "hold-actions" }, buttons.map(([d, label]) => {
-      const b = h("button", { type: "button", "data-decision": d }, label);
-      b.addEventListener("click", () => decide(d));
-      return b;
-    })), status);
-    form.addEventListener("submit", (e) => e.preventDefault());
-    this.extra.append(form);
+    this.extra.append(holdForm({ ...ev, kind: ev.type === "tool_call_in_doubt" ? "in_doubt" : "approval" }, sourceLabel(src)));
   }
 
   // ask shows clarifying questions with an answer field each; the answers
@@ -528,6 +498,7 @@ export class ChatView {
     } finally {
       this.running = null;
       if (!this.unloading) runs.forget();
+      for (const card of turn.cards.values()) card.render(); // what it offers now that nothing runs
       this.setBusy(false);
       this.loadSessions();
       this.app.refreshInbox();
@@ -651,6 +622,7 @@ export class ChatView {
     if (["failed", "cancelled", "interrupted", "stopped_budget"].includes(p.status) && mine && !this.running) {
       return [h("button", { type: "button", onclick: () => this.resume(p.id) }, "Resume")];
     }
+    if (mine && !this.running) return raiseActions(card, (limits) => this.raise(p.id, limits));
     return [];
   }
 
@@ -668,15 +640,43 @@ export class ChatView {
     this.refreshCards(planId);
   }
 
-  async resume(planId) {
+  resume(planId) {
+    return this.goOn(planId, "resume", {}, "Resumed the plan.");
+  }
+
+  // raise raises a paused plan's budget, which runs it on.
+  async raise(planId, limits) {
+    // A refused raise (400) is the form's to show, before any turn.
+    await this.goOn(planId, "budget", limits, "You raised the budget; the plan goes on.", true);
+  }
+
+  // goOn runs a plan on through one of its control routes (resume, budget),
+  // streaming the run into a turn of its own; with rethrow an answer that
+  // refuses it is thrown before the turn is drawn.
+  async goOn(planId, route, body, label, rethrow) {
     if (this.running) return;
-    const turn = new Turn(this, { label: "Resumed the plan." });
-    this.transcript.append(turn.el);
-    this.startFollowing();
+    const turn = new Turn(this, { label });
     const detail = await api(`/api/plans/${planId}`).catch(() => null);
     if (detail) turn.card(detail.plan);
-    await this.run({ kind: "plan", planId }, turn, (signal, onEvent) =>
-      stream(`/api/plans/${planId}/resume`, { body: {}, signal, onEvent }));
+    let shown = false;
+    const show = () => {
+      if (shown) return;
+      shown = true;
+      this.transcript.append(turn.el);
+      this.startFollowing();
+    };
+    if (!rethrow) show();
+    let refused = null;
+    await this.run({ kind: "plan", planId }, turn, async (signal, onEvent) => {
+      try {
+        await stream(`/api/plans/${planId}/${route}`, { body, signal, onEvent: (ev, id) => { show(); onEvent(ev, id); } });
+      } catch (err) {
+        if (!rethrow || shown || !(err instanceof ApiError)) throw err;
+        refused = err;
+        turn.ended = true;
+      }
+    });
+    if (refused) throw refused; // nothing changed: the cards stay as they are
     this.refreshCards(planId);
   }
 

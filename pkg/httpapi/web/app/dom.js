@@ -63,6 +63,30 @@ export function when(iso) {
   return sameDay ? d.toLocaleTimeString() : d.toLocaleString();
 }
 
+// money writes US dollars: cents from a cent up, the first digits that
+// count below it.
+export function money(usd) {
+  if (typeof usd !== "number" || Number.isNaN(usd)) return "";
+  if (usd === 0 || usd >= 0.01) return `$${usd.toFixed(2)}`;
+  if (usd < 0.000001) return "< $0.000001";
+  return `$${usd.toFixed(6).replace(/0+$/, "")}`;
+}
+
+// goDuration reads a Go duration ("1h2m3.5s", "90s", "500ms") as
+// milliseconds; NaN when it is not one.
+export function goDuration(text) {
+  const t = String(text || "").trim();
+  if (t === "0") return 0;
+  const unit = { h: 3600000, m: 60000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 0.000001 };
+  const re = /(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)/gy;
+  let ms = 0, m, end = 0;
+  while ((m = re.exec(t))) {
+    ms += Number(m[1]) * unit[m[2]];
+    end = re.lastIndex;
+  }
+  return end > 0 && end === t.length ? ms : NaN;
+}
+
 export const tokens = (u) => (u ? `${(u.input_tokens || 0) + (u.output_tokens || 0)} tokens (${u.input_tokens || 0} in, ${u.output_tokens || 0} out)` : "");
 
 // count says how many of a thing there are: "1 step", "3 steps".

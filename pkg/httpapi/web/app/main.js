@@ -1,6 +1,6 @@
 // The web app: sign-in, the three sections (chat, review, operations) and
 // the hash router (#/chat/ID, #/review/ID, #/ops, #/ops/plan/ID,
-// #/ops/exec/ID). Each section is built once and kept, so a chat turn that
+// #/ops/exec/ID, #/ops/usage). Each section is built once and kept, so a chat turn that
 // streams goes on while another section is open.
 import { api, apiKey, setApiKey, clearApiKey, ApiError } from "./api.js";
 import { h, clear } from "./dom.js";
@@ -90,8 +90,8 @@ window.addEventListener("planwright:unauthorized", () => showSignIn("Your key is
 async function refreshInbox() {
   if (!app.me) return;
   try {
-    const list = await api("/api/plans?status=pending_review&limit=100");
-    const n = list.plans.length;
+    const [list, holds] = await Promise.all([api("/api/plans?status=pending_review&limit=100"), api("/api/tool-approvals")]);
+    const n = list.plans.length + holds.decisions.length;
     const badge = $("review-count");
     badge.hidden = n === 0;
     badge.textContent = n >= 100 ? "99+" : String(n);

@@ -1,11 +1,14 @@
 // Operations: plans across users with filters and paging, refreshed on
-// their own; a plan's timeline, steps, executions, usage, reviews and
-// revisions, watched live while it runs, with cancel and resume; and an
-// execution's transcript with its tool calls.
+// their own; a plan's timeline, steps, executions, usage, cost, budget,
+// reviews and revisions, watched live while it runs or waits for its
+// budget, with cancel, resume and a raise of the budget; an execution's
+// transcript with its tool calls; and the usage page (tokens, calls and
+// cost by day, model and user).
 import { api, stream } from "./api.js";
-import { h, s, append, clear, when, duration, tokens, statusBadge, jsonText, announce, count } from "./dom.js";
+import { h, s, append, clear, when, duration, tokens, money, statusBadge, jsonText, announce, count } from "./dom.js";
 import { PlanCard } from "./plancard.js";
-import { approvalLine, reviewsBlock, revisionsBlock } from "./shared.js";
+import { approvalLine, reviewsBlock, revisionsBlock, raiseActions } from "./shared.js";
+import { usagePage } from "./usage.js";
 
 const STATUSES = ["pending_review", "in_review", "executing", "completed", "failed", "cancelled", "rejected", "interrupted", "stopped_budget", "waiting_budget"];
 const MODES = ["auto_execute", "draft_only", "agent_review"];
@@ -26,6 +29,7 @@ export class OpsView {
     this.leave();
     if (params[0] === "plan" && params[1]) this.plan(params[1]);
     else if (params[0] === "exec" && params[1]) this.execution(params[1]);
+    else if (params[0] === "usage") usagePage(this.root, this.app);
     else this.list();
   }
 
@@ -69,6 +73,7 @@ export class OpsView {
     this.root.append(
       h("div", { class: "ops-head" }, h("h1", { text: "Plans" }),
         h("span", { class: "muted whose", text: this.app.isOperator() ? "every user's plans" : "your plans" }),
+        h("a", { href: "#/ops/usage" }, "Usage and cost"),
         h("span", { class: "inline-field" }, auto, h("label", { for: "auto-refresh", text: " refresh every 5 s" }))),
       form, this.table, this.pager);
     this.load();
@@ -141,7 +146,10 @@ export class OpsView {
     const canCancel = ["executing", "pending_review", "in_review"].includes(p.status) && (mine || this.app.isOperator());
     const canResume = ["failed", "cancelled", "interrupted", "stopped_budget"].includes(p.status) && mine;
     const status = h("p", { class: "action-status", role: "status" });
-    const card = new PlanCard({ ...p, executions: d.executions }, { title: "Graph" });
+    // A plan waiting for its budget offers the raise on its card; one form
+    // while it waits, kept as the card redraws.
+    const card = new PlanCard({ ...p, executions: d.executions }, { title: "Graph",
+      actions: (c) => (mine ? raiseActions(c, (limits) => this.raise(p, limits)) : []) });
     const actions = h("div", { class: "actions" },
       canCancel ? h("button", { type: "button", class: "danger", "data-action": "cancel", onclick: () => this.cancel(p.id, status) }, "Cancel plan") : null,
       canResume ? h("button", { type: "button", class: "primary", "data-action": "resume", onclick: () => this.resume(p, card, status) }, "Resume") : null,
@@ -156,6 +164,7 @@ export class OpsView {
         p.started_at ? fact("Started", when(p.started_at)) : null,
         p.duration_ms ? fact("Duration", duration(p.duration_ms)) : null,
         fact("Usage", tokens(p.usage)),
+        p.usage.cost_usd || p.usage.cost_unknown ? fact("Cost", p.usage.cost_unknown ? `${money(p.usage.cost_usd)} and some unpriced` : money(p.usage.cost_usd)) : null,
         p.session_id ? fact("Session", h("a", { href: `#/chat/${p.session_id}`, text: p.session_id })) : null,
         traceFact(d.runs, this.app.me)),
       ...approvalLine(p, this.app),
@@ -166,7 +175,7 @@ export class OpsView {
       executionsTable(d.executions),
       reviewsBlock(d.reviews) || "",
       revisionsBlock(d.revisions) || "");
-    if (p.status === "executing") this.follow(p.id, card, status);
+    if (p.status === "executing" || p.status === "waiting_budget") this.follow(p.id, card, status);
   }
 
   // follow watches a running plan live (GET /api/plans/{id}/events).
@@ -174,7 +183,7 @@ export class OpsView {
     if (this.watch) this.watch.abort();
     const controller = new AbortController();
     this.watch = controller;
-    status.textContent = "Watching live…";
+    status.textContent = card.plan.status === "waiting_budget" ? "Waiting for its budget to be raised; watching live…" : "Watching live…";
     try {
       await stream(`/api/plans/${id}/events`, { method: "GET", signal: controller.signal, onEvent: (ev) => card.apply(ev) });
     } catch (err) {
@@ -218,6 +227,15 @@ export class OpsView {
     }
     this.watch = null;
     if (!this.root.hidden) this.plan(p.id);
+  }
+
+  // raise raises the budget of a plan that waits for it. The page already
+  // watches the plan, and so shows the run it goes on in; the answer comes
+  // at the run's end ("stream": false), a refusal at once (the raise form
+  // shows it).
+  async raise(p, limits) {
+    await api(`/api/plans/${p.id}/budget`, { method: "POST", body: { ...limits, stream: false } });
+    announce("budget raised");
   }
 
   async execution(id) {

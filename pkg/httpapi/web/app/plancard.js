@@ -1,8 +1,12 @@
 // A plan card: the plan drawn as a dependency graph (SVG) with a step list
 // beside it, updated live from the plan's events — each step pending,
 // running (with its elapsed time), completed, failed, skipped or cancelled.
-// Chat turns, the review page and the operations page all use it.
+// Under it, what the plan used and cost and a bar per budget limit, read
+// again from the plan when a step ends or the budget runs out. Chat turns,
+// the review page and the operations page all use it.
+import { api } from "./api.js";
 import { h, s, clear, duration, statusBadge, announce, count } from "./dom.js";
+import { budgetBlock } from "./shared.js";
 
 const GLYPH = { pending: "○", running: "◔", completed: "✓", failed: "✗", skipped: "↷", cancelled: "■" };
 
@@ -119,6 +123,7 @@ export class PlanCard {
         Object.assign(st, { status: ev.step.status, result: ev.step.result, error: ev.step.error, endedAt: at });
         if (st.startedAt === undefined) st.startedAt = at;
         this.render();
+        this.reloadSpend();
         announce(`step ${st.number} ${st.status}`);
         break;
       }
@@ -138,11 +143,39 @@ export class PlanCard {
           if (st.status === "running") st.status = ev.status === "cancelled" ? "cancelled" : st.status;
         }
         this.render();
+        this.reloadSpend();
         announce(`plan ${ev.status}`);
+        break;
+      case "budget_exhausted":
+        this.exhausted = ev;
+        this.render();
+        this.reloadSpend();
+        announce(`the ${ev.scope} budget's ${ev.limit.replaceAll("_", " ")} limit ran out`);
         break;
       default:
         break;
     }
+  }
+
+  // reloadSpend reads the plan's usage, budget and reason again (events do
+  // not carry what it spent), once for a burst of events.
+  reloadSpend() {
+    if (!this.plan.id || this.reloading) return;
+    this.reloading = setTimeout(async () => {
+      let d = null;
+      try {
+        d = await api(`/api/plans/${this.plan.id}`);
+      } catch {
+        // the figures stay as they were
+      }
+      this.reloading = null;
+      if (!d) return;
+      const { usage, budget, reason } = d.plan;
+      this.plan = { ...this.plan, usage, budget, reason };
+      // The stored status is newer than a step's event, not than the end's.
+      if (["waiting_budget", "stopped_budget", "completed", "failed", "cancelled"].includes(d.plan.status)) this.plan.status = d.plan.status;
+      this.render();
+    }, 200);
   }
 
   step(state) {
@@ -193,6 +226,8 @@ export class PlanCard {
     for (const r of this.reviews) {
       extra.push(h("p", { class: "review-note" }, h("strong", {}, `Reviewer, round ${r.round}: `), statusBadge(r.verdict), " ", r.comments || ""));
     }
+    const spend = budgetBlock(p, this.exhausted);
+    if (spend) extra.unshift(spend);
     const actions = this.opts.actions ? this.opts.actions(this) : [];
     this.el.append(head, body, ...extra, actions.length ? h("div", { class: "actions" }, actions) : "");
     if (steps.some((st) => st.status === "running")) startTicking(this);

@@ -1,12 +1,14 @@
-// Review: the inbox of plans waiting for a human, and one plan's review —
+// Review: the inbox of plans and tool calls waiting for a human (a call
+// that needs approval is approved or rejected there, one in doubt retried,
+// marked done or failed), and one plan's review —
 // its steps, tools and dependencies, the reviewer's comments, the revision
 // diffs — approved as it is, approved with edits made in a step editor
 // (the server validates them; its errors show at the step they name), or
 // rejected with a reason.
 import { api, stream, ApiError } from "./api.js";
-import { h, append, clear, when, statusBadge, announce, count } from "./dom.js";
+import { h, append, clear, when, statusBadge, announce, count, sourceLabel } from "./dom.js";
 import { PlanCard } from "./plancard.js";
-import { approvalLine, reviewsBlock, revisionsBlock } from "./shared.js";
+import { approvalLine, reviewsBlock, revisionsBlock, holdForm } from "./shared.js";
 
 const nums = (text) => text.split(/[\s,]+/).filter(Boolean).map((x) => (/^\d+$/.test(x) ? Number(x) : x));
 const list = (text) => text.split(",").map((x) => x.trim()).filter(Boolean);
@@ -26,24 +28,49 @@ export class ReviewView {
   async inbox() {
     clear(this.root);
     const heading = h("h1", { text: "Waiting for review" });
-    const note = h("p", { class: "muted", text: this.app.isOperator() ? "Every user's plans that wait for a human." : "Your plans that wait for your decision." });
+    const note = h("p", { class: "muted", text: this.app.isOperator() ? "Every user's plans and tool calls that wait for a human." : "Your plans and tool calls that wait for your decision." });
     this.root.append(heading, note);
-    let data;
+    let data, holds;
     try {
-      data = await api("/api/plans?status=pending_review&limit=100");
+      [data, holds] = await Promise.all([api("/api/plans?status=pending_review&limit=100"), api("/api/tool-approvals")]);
     } catch (err) {
       this.root.append(h("p", { class: "error", role: "alert", text: err.message }));
       return;
     }
-    if (data.plans.length === 0) {
+    if (data.plans.length === 0 && holds.decisions.length === 0) {
       this.root.append(h("p", { class: "empty", text: "Nothing waits for review." }));
       return;
     }
-    this.root.append(h("ul", { class: "inbox" }, data.plans.map((p) => h("li", {},
-      h("a", { href: `#/review/${p.id}`, class: "inbox-item" },
-        h("span", { class: "goal", text: p.goal }),
-        h("span", { class: "muted", text: ` · ${count(p.steps.length, "step")} · ${p.mode.replaceAll("_", " ")} · ${when(p.created_at)}` }),
-        h("span", { class: "owner", text: ` · ${this.app.whose(p.user_id)}` }))))));
+    this.root.append(h("section", { class: "inbox-plans", "aria-labelledby": "inbox-plans" }, h("h2", { id: "inbox-plans", text: "Plans" }),
+      data.plans.length === 0 ? h("p", { class: "muted", text: "No plan waits for review." }) :
+        h("ul", { class: "inbox" }, data.plans.map((p) => h("li", {},
+          h("a", { href: `#/review/${p.id}`, class: "inbox-item" },
+            h("span", { class: "goal", text: p.goal }),
+            h("span", { class: "muted", text: ` · ${count(p.steps.length, "step")} · ${p.mode.replaceAll("_", " ")} · ${when(p.created_at)}` }),
+            h("span", { class: "owner", text: ` · ${this.app.whose(p.user_id)}` })))))));
+    if (holds.decisions.length) this.root.append(this.holds(holds.decisions));
+  }
+
+  // holds lists the tool calls that wait: each with where it comes from
+  // and the buttons that decide it (shared with the chat's inline ones);
+  // another user's, shown to an operator, only to read.
+  holds(list) {
+    const items = list.map((r) => {
+      const mine = r.user_id === this.app.me.user_id;
+      const where = [
+        r.plan_id ? h("a", { href: `#/ops/plan/${r.plan_id}`, text: "its plan" }) : null,
+        r.session_id ? h("a", { href: `#/chat/${r.session_id}`, text: "its chat" }) : null,
+      ].filter(Boolean);
+      const owner = this.app.whose(r.user_id);
+      const form = holdForm(r, sourceLabel({ role: r.role || "planner", step_number: r.step_number }),
+        { readOnly: mine ? "" : `Only ${r.user_id}, who owns this call, can decide it.`, onDecided: () => this.app.refreshInbox() });
+      return h("li", { class: "inbox-hold", "data-call": r.call_id },
+        form,
+        h("p", { class: "muted hold-where" }, `${r.kind === "in_doubt" ? "in doubt" : "waits for approval"} since ${when(r.created_at)}`,
+          ` · ${owner}`, where.length ? [" · ", where.flatMap((a, i) => (i ? [" · ", a] : [a]))] : ""));
+    });
+    return h("section", { class: "inbox-holds", "aria-labelledby": "inbox-holds" }, h("h2", { id: "inbox-holds", text: "Tool calls" }),
+      h("ul", { class: "inbox" }, items));
   }
 
   // plan shows one plan's review; ran is what an approval made on this
