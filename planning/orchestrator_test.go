@@ -667,3 +667,25 @@ func TestReviewerErrorsAreCallerSafe(t *testing.T) {
 	}
 	require.NotContains(t, res.Outcome, "svc_secret", "what the planner is told")
 }
+
+// A draft's steps are the caller's: two plans submitted from one draft
+// each run every step, and the caller's steps stay as they were given.
+func TestPlansOfOneDraftShareNoSteps(t *testing.T) {
+	t.Parallel()
+	var runs atomic.Int32
+	e := newEnv(t, persistence.DriverSQLite, &runner{Executor: func(ctx context.Context, task agents.Task) (agents.Result, error) {
+		runs.Add(1)
+		return answers(0)(ctx, task)
+	}}, nil)
+	d := planning.Draft{Goal: "g", Steps: []planning.Step{exec(1), exec(2, 1)}}
+	for i := range 2 {
+		res, err := e.orch.Submit(context.Background(), origin(""), d, e.em)
+		require.NoError(t, err)
+		require.Equal(t, planning.StatusCompleted, res.Plan.Status, "plan %d", i)
+		require.EqualValues(t, 2*(i+1), runs.Load(), "plan %d ran both its steps", i)
+	}
+	for _, s := range d.Steps {
+		require.Empty(t, s.Status, "the caller's step %d is untouched", s.Number)
+		require.Empty(t, s.Result)
+	}
+}

@@ -40,6 +40,7 @@ func (s Submission) AwaitsUser() bool { return s.Plan.Status == StatusPendingRev
 // runs it once it may run. It returns where the plan stands (see
 // Submission), or (as an error) every problem of an invalid plan.
 func (o *Orchestrator) Submit(ctx context.Context, origin Origin, d Draft, em event.Emitter) (Submission, error) {
+	d.Steps = cloneSteps(d.Steps) // the plan's own: its run writes their states
 	lookup := origin.Allowed
 	if lookup == nil {
 		lookup = o.cfg.Lookup
@@ -211,4 +212,14 @@ func (o *Orchestrator) draft(origin Origin, d Draft) Plan {
 		p.Approval = &Approval{By: ByAuto, At: now, Note: "mode auto_execute", Version: 1}
 	}
 	return p
+}
+
+// cloneSteps is a copy of steps that shares nothing with them.
+func cloneSteps(steps []Step) []Step {
+	out := make([]Step, len(steps))
+	for i, s := range steps {
+		out[i] = s
+		out[i].StepDefinition = s.StepDefinition.Clone()
+	}
+	return out
 }

@@ -310,6 +310,12 @@ type StepDefinition struct {
 	Args             json.RawMessage `json:"args,omitempty"`
 }
 
+// Clone is a copy of d that shares no slice with it.
+func (d StepDefinition) Clone() StepDefinition {
+	d.Tools, d.DependsOn, d.Args = slices.Clone(d.Tools), slices.Clone(d.DependsOn), bytes.Clone(d.Args)
+	return d
+}
+
 // Equal reports whether d and o define the same step: equal fields, with
 // nil and empty lists alike and Args compared as written.
 func (d StepDefinition) Equal(o StepDefinition) bool {
