@@ -299,6 +299,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		Definitions: stores.Definitions,
 		Projects:    stores.Workspace,
 		Usage:       stores.Executions,
+		Keys:        stores.Keys,
 		KnownTool: func(name string) bool {
 			_, err := reg.Resolve(name)
 			return err == nil

@@ -234,7 +234,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	env.runs, env.feed = runLog, feed
 	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
-		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
+		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser, Keys: stores.Keys,
 		Runs: runLog, Feed: feed, ToolHolds: holds, Usage: stores.Executions}
 	if mutate != nil {
 		mutate(&cfg)
