@@ -174,6 +174,10 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	if w.Records {
 		pcfg.Records = stores.PlanRecords
 	}
+	if w.Budget.QuotaDay != (budget.Quota{}) || w.Budget.QuotaMonth != (budget.Quota{}) { // as serve wires them
+		pcfg.Budget.Quotas = budget.Quotas{Day: w.Budget.QuotaDay, Month: w.Budget.QuotaMonth, Usage: stores.Executions.Usage,
+			Reserve: w.Budget.FinishReserve}
+	}
 	orch, err := planning.NewOrchestrator(pcfg)
 	require.NoError(t, err)
 	require.NoError(t, registry.Register(tools.New(tools.Spec{Name: "lookup_fact", Description: "look a fact up"},
