@@ -279,3 +279,22 @@ func TestQuotaLedgersStartFromTheUsersStoredUsage(t *testing.T) {
 	err = budget.Quotas{Day: budget.Quota{TotalTokens: 8000}, Usage: q.Usage, Now: q.Now}.Check(context.Background(), "alice")
 	require.Equal(t, apperr.QuotaExceeded, apperr.CodeOf(err), "%v", err)
 }
+
+// A ledger restored with what an earlier attempt spent counts it against
+// its limits, and does not hand it out again to be stored.
+func TestARestoredLedgerCountsWhatWasSpentBefore(t *testing.T) {
+	t.Parallel()
+	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: budget.Limits{ModelCalls: 3}})
+	l.Restore(budget.CallSpent(event.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}))
+	l.Restore(budget.Spent{ModelCalls: 1})
+	require.Equal(t, int64(2), l.Spent().ModelCalls)
+	require.InDelta(t, 0.5, l.Spent().CostUSD(), 1e-9)
+	require.Equal(t, int64(0), l.TakeUnsaved().ModelCalls, "what was restored is stored already")
+	h, err := budget.Meter{l}.Reserve(context.Background(), budget.Ask{InputTokens: 1})
+	require.NoError(t, err)
+	h.Settle(event.Usage{InputTokens: 1})
+	_, err = budget.Meter{l}.Reserve(context.Background(), budget.Ask{InputTokens: 1})
+	var ex *budget.Exhausted
+	require.ErrorAs(t, err, &ex)
+	require.Equal(t, budget.ModelCalls, ex.Limit)
+}

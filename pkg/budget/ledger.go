@@ -215,6 +215,15 @@ func (l *Ledger) Raise(to Limits) {
 	l.mu.Unlock()
 }
 
+// Restore adds s, what the scope spent in an earlier attempt as it was
+// recorded (a run taken over), to what it spent; it counts as saved.
+func (l *Ledger) Restore(s Spent) {
+	l.mu.Lock()
+	l.spent, l.saved = l.spent.Add(s), l.saved.Add(s)
+	l.signal()
+	l.mu.Unlock()
+}
+
 // TakeUnsaved returns what was spent and not taken before (wall time
 // included) and counts it as stored: the caller stores it, and gives it
 // back with Unsave when the write fails.
