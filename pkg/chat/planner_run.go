@@ -230,7 +230,9 @@ func (p *plannerRun) restoreSpend(ctx context.Context) error {
 			spent.ToolCalls += int64(len(m.ToolCalls))
 		}
 	}
-	spent.Wall = max(s.cfg.Now().Sub(p.recorded[0].CreatedAt), 0)
+	if first := p.recorded[0].CreatedAt; !first.IsZero() {
+		spent.Wall = max(s.cfg.Now().Sub(first), 0)
+	}
 	if s.cfg.Plans != nil {
 		plans, err := s.cfg.Plans.PlansOfRun(ctx, t.User.UserID, t.RunID)
 		if err != nil {
