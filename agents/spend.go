@@ -3,7 +3,6 @@ package agents
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
@@ -29,6 +28,9 @@ type Budget struct {
 	// answer), or, when false, at once without another model call (an
 	// executor: its plan's planner writes the answer).
 	Answer bool
+	// Final lets every call spend the finish reserve: the run is itself
+	// the answer written once the work ended (the synthesizer's).
+	Final bool
 }
 
 // LimitBudget: a budget (Task.Budget) had no room for the next model call
@@ -43,7 +45,7 @@ func (s *run) reserve(ctx context.Context, req *llm.Request) (*budget.Hold, erro
 		return nil, nil
 	}
 	h, err := b.Meter.Reserve(ctx, budget.Ask{Model: req.Model, Price: b.Price,
-		InputTokens: budget.PromptTokens(llm.EstimateInputTokens(*req)), MaxOutput: b.MaxOutput, MinOutput: b.MinOutput, Final: s.final})
+		InputTokens: budget.PromptTokens(llm.EstimateInputTokens(*req)), MaxOutput: b.MaxOutput, MinOutput: b.MinOutput, Final: s.final || b.Final})
 	if err != nil {
 		return nil, err
 	}
@@ -89,12 +91,13 @@ func exhausted(err error) *budget.Exhausted {
 func (s *run) outOfBudget(ex *budget.Exhausted) (Result, error) {
 	s.res.Budget = ex
 	if ex.First {
-		s.task.Events.Emit(s.ctx, event.BudgetExhausted{Scope: string(ex.Scope), Limit: string(ex.Limit), Used: ex.Used, Max: ex.Max})
+		s.task.Events.Emit(s.ctx, event.BudgetExhausted{Scope: string(ex.Scope), Period: string(ex.Period), Limit: string(ex.Limit),
+			Used: ex.Used, Max: ex.Max})
 	}
-	s.log.Info().Ctx(s.ctx).Str("scope", string(ex.Scope)).Str("limit", string(ex.Limit)).Msg("agent stopped by its budget")
+	s.log.Info().Ctx(s.ctx).Str("scope", string(ex.Scope)).Str("period", string(ex.Period)).Str("limit", string(ex.Limit)).Msg("agent stopped by its budget")
 	if s.task.Budget != nil && s.task.Budget.Answer && !s.final {
 		s.final = true
-		return s.finalize(LimitBudget, fmt.Sprintf("the %s budget's %s limit was reached", ex.Scope, ex.Limit), nil)
+		return s.finalize(LimitBudget, ex.What()+" was reached", nil)
 	}
 	s.res.Limit, s.res.Finished = LimitBudget, FinishLimit
 	return s.done(nil)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // Keys stores API keys (api_keys) — their hashes, never their secrets: it
@@ -123,6 +124,28 @@ func (s *Keys) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Key, erro
 	})
 	if err != nil {
 		return auth.Key{}, dbErr("revoke api key", err)
+	}
+	return row.key(), nil
+}
+
+// SetKeyBudget replaces the user limits of the live key with this id.
+func (s *Keys) SetKeyBudget(ctx context.Context, id string, limits budget.Limits) (auth.Key, error) {
+	if !validID(id) {
+		return auth.Key{}, notFound("api key", id)
+	}
+	var row apiKeyRow
+	err := s.transact(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("id = ? AND revoked_at IS NULL", id).Take(&row).Error; err != nil {
+			return err
+		}
+		row.Budget = mustJSON(limits)
+		return tx.Model(&apiKeyRow{}).Where("id = ?", id).Update("budget", row.Budget).Error
+	})
+	if err != nil {
+		if apperr.CodeOf(dbErr("", err)) == apperr.NotFound {
+			return auth.Key{}, notFound("api key", id)
+		}
+		return auth.Key{}, dbErr("set api key budget", err)
 	}
 	return row.key(), nil
 }

@@ -1,6 +1,7 @@
 package planning
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/planwright/planwright/agents"
@@ -20,13 +21,20 @@ type BudgetConfig struct {
 	// CallMaxTokens caps each executor call's max_tokens under a budget;
 	// MinCallTokens is the least room such a call starts with.
 	CallMaxTokens, MinCallTokens int
+	// Quotas are the users' quotas: a plan's run that is not a turn's
+	// spends against its user's quota ledgers (a turn's run brings its
+	// own, RunBudget.Quota), so a plan that reaches a quota stops or
+	// pauses as at its own budget.
+	Quotas budget.Quotas
 }
 
-// RunBudget is a chat turn's budget (Origin.Budget): its ledger, which the
+// RunBudget is a chat turn's budget (Origin.Budget): its ledger (nil when
+// the turn has no limits) and its user's quota ledgers, which the
 // executors of the plans it runs spend against too, and the limits and the
 // exhaustion mode a plan it creates is given.
 type RunBudget struct {
 	Ledger      *budget.Ledger
+	Quota       budget.Meter
 	Limits      budget.Limits
 	OnExhausted budget.OnExhausted
 }
@@ -48,11 +56,19 @@ type spending struct {
 	executor *agents.Budget
 }
 
-// spendingOf makes a run's spending for plan p.
-func (r *runner) spendingOf(p Plan, origin Origin) *spending {
+// spendingOf makes a run's spending for plan p: the turn's ledgers when
+// the run is a turn's, else its user's quota ledgers (reading their
+// usage, which may fail).
+func (r *runner) spendingOf(ctx context.Context, p Plan, origin Origin) (*spending, error) {
 	var m budget.Meter
 	if origin.Budget != nil {
-		m = m.With(origin.Budget.Ledger)
+		m = append(m.With(origin.Budget.Ledger), origin.Budget.Quota...)
+	} else {
+		quota, err := r.cfg.Budget.Quotas.Ledgers(ctx, p.UserID)
+		if err != nil {
+			return nil, err
+		}
+		m = quota
 	}
 	sp := &spending{}
 	if !p.Budget.IsZero() {
@@ -60,7 +76,7 @@ func (r *runner) spendingOf(p Plan, origin Origin) *spending {
 		m = m.With(sp.plan)
 	}
 	if len(m) == 0 {
-		return nil
+		return nil, nil
 	}
 	b := r.cfg.Budget
 	model := r.cfg.Executor.Model
@@ -72,7 +88,7 @@ func (r *runner) spendingOf(p Plan, origin Origin) *spending {
 		price = &pr
 	}
 	sp.executor = &agents.Budget{Meter: m, Price: price, MaxOutput: b.CallMaxTokens, MinOutput: b.MinCallTokens}
-	return sp
+	return sp, nil
 }
 
 // exhausted is the exhaustion that stops the run, if any.
@@ -119,8 +135,11 @@ func (r *runner) budgetEnd(p Plan, ex *budget.Exhausted) (Status, string) {
 	if mode == "" {
 		mode = r.cfg.Budget.OnExhausted
 	}
-	why := fmt.Sprintf("the %s budget's %s limit ran out (%g of %g)", ex.Scope, ex.Limit, ex.Used, ex.Max)
-	if mode == budget.Pause {
+	why := fmt.Sprintf("%s ran out (%g of %g)", ex.What(), ex.Used, ex.Max)
+	switch {
+	case mode == budget.Pause && ex.Period != "":
+		return StatusWaitingBudget, why + "; raise the budget to continue once the quota has room again"
+	case mode == budget.Pause:
 		return StatusWaitingBudget, why + "; raise the budget to continue"
 	}
 	return StatusStoppedBudget, why
@@ -142,4 +161,23 @@ func (r *runner) agentBudget(sp *spending, model string) *agents.Budget {
 		b.Price = &pr
 	}
 	return &b
+}
+
+// quotaBudget is how an answer written after a plan's run spends (the
+// synthesizer's): against userID's quota ledgers, each call from the finish
+// reserve, priced by model; nil when no quota is set.
+func (b *base) quotaBudget(ctx context.Context, userID, model string) (*agents.Budget, error) {
+	quota, err := b.cfg.Budget.Quotas.Ledgers(ctx, userID)
+	if err != nil || len(quota) == 0 {
+		return nil, err
+	}
+	c := b.cfg.Budget
+	if model == "" {
+		model = c.DefaultModel
+	}
+	spend := &agents.Budget{Meter: quota, MaxOutput: c.CallMaxTokens, MinOutput: c.MinCallTokens, Final: true}
+	if pr, ok := c.Prices[model]; ok {
+		spend.Price = &pr
+	}
+	return spend, nil
 }

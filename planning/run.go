@@ -64,9 +64,13 @@ func (r *runner) run(ctx context.Context, p Plan, origin Origin, em event.Emitte
 
 // runPlan is run's part within the plan's span.
 func (r *runner) runPlan(ctx context.Context, p Plan, origin Origin, em event.Emitter, created *creation, active *activeRun) (Plan, error) {
+	spend, err := r.spendingOf(ctx, p, origin)
+	if err != nil {
+		return p, err
+	}
 	pr := &planRun{runner: r, ctx: ctx, active: active, p: p, origin: origin, em: em, start: r.cfg.Now(),
 		sys: r.planEmitter(em, p.ID, event.RoleSystem), steps: map[int]*Step{}, results: make(chan stepOutcome),
-		unsaved: map[int]Step{}, lost: map[int]Execution{}, started: map[int]tools.Execution{}, spend: r.spendingOf(p, origin)}
+		unsaved: map[int]Step{}, lost: map[int]Execution{}, started: map[int]tools.Execution{}, spend: spend}
 	state := event.AgentState{State: event.StateExecutingPlan, Details: p.Goal}
 	if created == nil {
 		pr.sys.Emit(ctx, state)

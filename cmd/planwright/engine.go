@@ -183,8 +183,8 @@ func newAgentRunner(model agents.Model, rt *tools.Runtime, log zerolog.Logger, t
 	return agents.New(agents.Config{Model: model, Tools: rt, Logger: log.With().Str("component", "agents").Logger(), TracerProvider: tp})
 }
 
-func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *agents.Runner, rt *tools.Runtime, reg *tools.Registry,
-	roles agents.Roles, m *metrics.Metrics, log zerolog.Logger, tp trace.TracerProvider) (*planning.Orchestrator, error) {
+func newOrchestrator(cfg config.Config, store persistence.PlanRecords, stores persistence.Stores, runner *agents.Runner, rt *tools.Runtime,
+	reg *tools.Registry, roles agents.Roles, m *metrics.Metrics, log zerolog.Logger, tp trace.TracerProvider) (*planning.Orchestrator, error) {
 	p := cfg.Planning
 	return planning.NewOrchestrator(planning.Config{Store: store, Runner: runner, Tools: rt, Lookup: reg.Get, Records: store,
 		Executor: roles.Executor, Reviewer: roles.Reviewer, Synthesizer: roles.Synthesizer, Replanner: roles.Replanner,
@@ -193,7 +193,9 @@ func newOrchestrator(cfg config.Config, store persistence.PlanRecords, runner *a
 		DefaultMode: p.DefaultMode, MinMode: p.MinMode, Observer: m.ObservedSink(event.Discard),
 		Logger: log.With().Str("component", "planning").Logger(), TracerProvider: tp,
 		Budget: planning.BudgetConfig{OnExhausted: cfg.Budget.OnExhausted, Prices: cfg.LLM.Prices, DefaultModel: cfg.LLM.Model,
-			CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens}})
+			CallMaxTokens: cfg.Budget.CallMaxTokens, MinCallTokens: cfg.Budget.MinCallTokens,
+			Quotas: budget.Quotas{Day: cfg.Budget.QuotaDay, Month: cfg.Budget.QuotaMonth, Usage: quotaUsage(cfg.Budget, stores.Executions),
+				Reserve: cfg.Budget.FinishReserve}}})
 }
 
 // maxReplans is planning.max_replans as planning takes it (0 there is
@@ -300,6 +302,7 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 		Definitions: stores.Definitions,
 		Projects:    stores.Workspace,
 		Usage:       stores.Executions,
+		Keys:        stores.Keys,
 		KnownTool: func(name string) bool {
 			_, err := reg.Resolve(name)
 			return err == nil

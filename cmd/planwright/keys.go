@@ -12,6 +12,7 @@ import (
 
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // newKeysCommand manages API keys directly in the database: create prints
@@ -19,10 +20,10 @@ import (
 func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "keys",
-		Short: "Create, list and revoke API keys",
+		Short: "Create, list and revoke API keys, and set their users' limits",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			return fmt.Errorf("%w: keys needs a subcommand: create, list or revoke", errUsage)
+			return fmt.Errorf("%w: keys needs a subcommand: create, list, revoke or budget", errUsage)
 		},
 	}
 	var spec auth.KeySpec
@@ -34,10 +35,9 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			spec.Role = auth.Role(role)
 			if limits != "" {
-				dec := json.NewDecoder(strings.NewReader(limits))
-				dec.DisallowUnknownFields()
-				if err := dec.Decode(&spec.Budget); err != nil {
-					return fmt.Errorf("%w: --budget: %v (a JSON object such as {\"total_tokens\": 100000, \"cost_usd\": 5})", errUsage, err)
+				var err error
+				if spec.Budget, err = parseLimits(limits); err != nil {
+					return err
 				}
 			}
 			return withKeys(cmd.Context(), env, flags, func(ctx context.Context, s auth.KeyStore) error {
@@ -77,7 +77,7 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 					return err
 				}
 				w := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "ID\tPREFIX\tUSER\tROLE\tNAME\tCREATED\tLAST USED\tSTATUS")
+				fmt.Fprintln(w, "ID\tPREFIX\tUSER\tROLE\tNAME\tCREATED\tLAST USED\tSTATUS\tBUDGET")
 				for _, k := range keys {
 					status, used := "active", "-"
 					if k.RevokedAt != nil {
@@ -86,8 +86,13 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 					if k.LastUsedAt != nil {
 						used = k.LastUsedAt.Format(time.RFC3339)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.UserID, k.Role, k.Name,
-						k.CreatedAt.Format(time.RFC3339), used, status)
+					limits := "-"
+					if !k.Budget.IsZero() {
+						b, _ := json.Marshal(k.Budget)
+						limits = string(b)
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Prefix, k.UserID, k.Role, k.Name,
+						k.CreatedAt.Format(time.RFC3339), used, status, limits)
 				}
 				return w.Flush()
 			})
@@ -109,8 +114,53 @@ func newKeysCommand(env Env, flags *globalFlags) *cobra.Command {
 			})
 		},
 	}
-	cmd.AddCommand(create, list, revoke)
+	cmd.AddCommand(create, list, revoke, newKeyBudgetCommand(env, flags))
 	return cmd
+}
+
+// newKeyBudgetCommand sets a live key's user limits (replacing them as a
+// whole; {} clears them): the user's next turn is narrowed by them.
+func newKeyBudgetCommand(env Env, flags *globalFlags) *cobra.Command {
+	var limits string
+	cmd := &cobra.Command{
+		Use:   "budget ID --budget JSON",
+		Short: "Set the user limits of an API key (by id; {} clears them)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !cmd.Flags().Changed("budget") {
+				return fmt.Errorf("%w: keys budget needs --budget (a JSON object; {} clears the limits)", errUsage)
+			}
+			b, err := parseLimits(limits)
+			if err != nil {
+				return err
+			}
+			if err := auth.CheckBudget(b); err != nil {
+				return err
+			}
+			return withKeys(cmd.Context(), env, flags, func(ctx context.Context, s auth.KeyStore) error {
+				k, err := s.SetKeyBudget(ctx, args[0], b)
+				if err != nil {
+					return err
+				}
+				set, _ := json.Marshal(k.Budget)
+				_, err = fmt.Fprintf(env.Stdout, "set the budget of %s (%s, %s): %s\n", k.ID, k.Prefix, k.UserID, set)
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&limits, "budget", "", `the user's limits, a JSON object of input_tokens, output_tokens, total_tokens, model_calls, tool_calls, wall_time ("10m"), cost_usd`)
+	return cmd
+}
+
+// parseLimits reads a --budget flag: a JSON object of limits, strictly.
+func parseLimits(s string) (budget.Limits, error) {
+	var b budget.Limits
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&b); err != nil {
+		return budget.Limits{}, fmt.Errorf("%w: --budget: %v (a JSON object such as {\"total_tokens\": 100000, \"cost_usd\": 5})", errUsage, err)
+	}
+	return b, nil
 }
 
 // withKeys opens and migrates the configured database and runs fn on its

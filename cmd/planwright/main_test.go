@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/config"
 )
 
@@ -698,4 +700,48 @@ func TestKeysCreateWithABudget(t *testing.T) {
 	code, _, stderr = runCLI(t, vars, "keys", "create", "--user", "carol", "--budget", `{"model_calls": -3}`)
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "budget.model_calls")
+}
+
+// keys budget sets a key's limits by its id: what the key then carries
+// (the next request's principal) is what it was given.
+func TestKeysBudgetSetsAKeysLimits(t *testing.T) {
+	t.Parallel()
+	vars, dbPath := sqliteEnv(t)
+	code, stdout, stderr := runCLI(t, vars, "keys", "create", "--user", "carol")
+	require.Equal(t, 0, code, stderr)
+	secret := strings.TrimSpace(stdout)
+	id := regexp.MustCompile(`created key (\S+) `).FindStringSubmatch(stderr)
+	require.Len(t, id, 2, stderr)
+
+	code, stdout, stderr = runCLI(t, vars, "keys", "budget", id[1], "--budget", `{"total_tokens": 5000, "wall_time": "10m"}`)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, `"total_tokens":5000`)
+	require.Contains(t, stdout, `"wall_time":"10m0s"`)
+	code, stdout, stderr = runCLI(t, vars, "keys", "list")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, `{"total_tokens":5000,"wall_time":"10m0s"}`, "the list shows the limits")
+	db, err := persistence.Open(context.Background(), persistence.Config{Driver: "sqlite", DSN: dbPath})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	keys := dbtest.NewStores(t, db).Keys
+	k, err := keys.KeyByHash(context.Background(), auth.HashSecret(secret))
+	require.NoError(t, err)
+	require.Equal(t, budget.Limits{TotalTokens: 5000, WallTime: budget.Duration(10 * time.Minute)}, k.Budget)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{id[1], "--budget", `{"total_token": 1}`}, `unknown field "total_token"`},
+		{[]string{id[1], "--budget", `{"model_calls": -1}`}, "budget.model_calls"},
+		{[]string{id[1]}, "needs --budget"},
+		{[]string{persistence.NewID(), "--budget", `{}`}, "not found"},
+	} {
+		code, _, stderr = runCLI(t, vars, append([]string{"keys", "budget"}, tc.args...)...)
+		require.Equal(t, 1, code, stderr)
+		require.Contains(t, stderr, tc.want)
+	}
+	k, err = keys.KeyByHash(context.Background(), auth.HashSecret(secret))
+	require.NoError(t, err)
+	require.Equal(t, int64(5000), k.Budget.TotalTokens, "a refused change changes nothing")
 }

@@ -79,4 +79,9 @@ type KeyStore interface {
 	// returns it: none is apperr NotFound (a revoked key too), a prefix
 	// that names several keys is apperr Conflict.
 	RevokeKey(ctx context.Context, idOrPrefix string) (Key, error)
+	// SetKeyBudget replaces the user limits of the live key with this id
+	// (zero limits: none of the user's own) and returns the key as
+	// stored: none is apperr NotFound (a revoked key too). The limits are
+	// checked by the caller (CheckBudget).
+	SetKeyBudget(ctx context.Context, id string, limits budget.Limits) (Key, error)
 }

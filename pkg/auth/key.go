@@ -78,6 +78,15 @@ func NewKey(spec KeySpec, id string, now time.Time) (secret string, key Key, err
 	}, nil
 }
 
+// CheckBudget checks a key's user limits: an apperr Invalid error naming
+// each bad one under "budget" (budget.model_calls).
+func CheckBudget(limits budget.Limits) error {
+	if probs := limits.Check("budget"); len(probs) > 0 {
+		return apperr.Invalidf(probs, "invalid budget")
+	}
+	return nil
+}
+
 // HashSecret returns the hex SHA-256 of a key secret: what is stored and
 // looked up. API keys carry 238 bits of entropy, so a fast hash is enough.
 func HashSecret(secret string) string {

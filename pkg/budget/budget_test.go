@@ -234,3 +234,67 @@ func TestAFinishReserveCappedByABudget(t *testing.T) {
 	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: b, Reserve: reserve.Cap(b)})
 	require.Nil(t, l.Exhausted(), "the work has room")
 }
+
+// A user's quota ledgers are seeded with what their stored usage of the
+// period counts: a run reserves only what the quota has left (less the
+// finish reserve, which only the final answer may spend), and the quota
+// that runs out is named with its period.
+func TestQuotaLedgersStartFromTheUsersStoredUsage(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 14, 15, 0, 0, 0, time.UTC)
+	var asked [][2]time.Time
+	q := budget.Quotas{Day: budget.Quota{TotalTokens: 10000}, Month: budget.Quota{CostUSD: 5}, Reserve: budget.Limits{TotalTokens: 1000, ModelCalls: 1},
+		Now: func() time.Time { return now },
+		Usage: func(_ context.Context, userID string, since, until time.Time) ([]budget.UsageRow, error) {
+			require.Equal(t, "alice", userID)
+			asked = append(asked, [2]time.Time{since, until})
+			return []budget.UsageRow{{TotalTokens: 6000, InputTokens: 5000, OutputTokens: 1000, CostUSD: 1.5}, {TotalTokens: 2000, CostUSD: 0.5}}, nil
+		}}
+	m, err := q.Ledgers(context.Background(), "alice")
+	require.NoError(t, err)
+	require.Len(t, m, 2, "one ledger per quota set")
+	require.Equal(t, [][2]time.Time{{time.Date(2026, 3, 14, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 15, 0, 0, 0, 0, time.UTC)},
+		{time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)}}, asked)
+	require.Equal(t, budget.ScopeUser, m[0].Scope())
+	require.Equal(t, int64(8000), m[0].Spent().InputTokens+m[0].Spent().OutputTokens, "the day's usage")
+	require.InDelta(t, 2.0, m[1].Spent().CostUSD(), 1e-9, "the month's cost")
+
+	h, err := m.Reserve(context.Background(), budget.Ask{InputTokens: 100, Price: &llm.Price{InputPerMTok: 1, OutputPerMTok: 1}})
+	require.NoError(t, err)
+	require.Equal(t, 900, h.MaxTokens, "10000 - 8000 used - 1000 reserve - 100 in")
+	h.Settle(event.Usage{InputTokens: 100, OutputTokens: 900})
+	_, err = m.Reserve(context.Background(), budget.Ask{InputTokens: 100, Price: &llm.Price{}})
+	var ex *budget.Exhausted
+	require.ErrorAs(t, err, &ex)
+	require.Equal(t, budget.Exhausted{Scope: budget.ScopeUser, Period: budget.Day, Limit: budget.TotalTokens, Used: 9000, Max: 10000, First: true}, *ex)
+	require.Contains(t, ex.Error(), "the day quota's total_tokens limit")
+	h, err = m.Reserve(context.Background(), budget.Ask{InputTokens: 100, Price: &llm.Price{}, Final: true})
+	require.NoError(t, err, "the final answer spends the reserve")
+	require.Equal(t, 900, h.MaxTokens)
+
+	off, err := budget.Quotas{Day: budget.Quota{TotalTokens: 1}}.Ledgers(context.Background(), "alice")
+	require.NoError(t, err)
+	require.Nil(t, off, "no usage reader: no quotas")
+	require.NoError(t, budget.Quotas{Usage: q.Usage}.Check(context.Background(), "alice"), "no quota set")
+	err = budget.Quotas{Day: budget.Quota{TotalTokens: 8000}, Usage: q.Usage, Now: q.Now}.Check(context.Background(), "alice")
+	require.Equal(t, apperr.QuotaExceeded, apperr.CodeOf(err), "%v", err)
+}
+
+// A ledger restored with what an earlier attempt spent counts it against
+// its limits, and does not hand it out again to be stored.
+func TestARestoredLedgerCountsWhatWasSpentBefore(t *testing.T) {
+	t.Parallel()
+	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: budget.Limits{ModelCalls: 3}})
+	l.Restore(budget.CallSpent(event.Usage{InputTokens: 10, OutputTokens: 5, CostUSD: 0.5}))
+	l.Restore(budget.Spent{ModelCalls: 1})
+	require.Equal(t, int64(2), l.Spent().ModelCalls)
+	require.InDelta(t, 0.5, l.Spent().CostUSD(), 1e-9)
+	require.Equal(t, int64(0), l.TakeUnsaved().ModelCalls, "what was restored is stored already")
+	h, err := budget.Meter{l}.Reserve(context.Background(), budget.Ask{InputTokens: 1})
+	require.NoError(t, err)
+	h.Settle(event.Usage{InputTokens: 1})
+	_, err = budget.Meter{l}.Reserve(context.Background(), budget.Ask{InputTokens: 1})
+	var ex *budget.Exhausted
+	require.ErrorAs(t, err, &ex)
+	require.Equal(t, budget.ModelCalls, ex.Limit)
+}

@@ -66,7 +66,9 @@ var ErrExhausted = errors.New("budget exhausted")
 // Exhausted says a budget has no room left for what was asked.
 type Exhausted struct {
 	Scope Scope
-	Limit Limit
+	// Period is the quota's period when Scope is ScopeUser (a quota).
+	Period Period
+	Limit  Limit
 	// Used and Max are the limit's spent amount and its value, in its unit
 	// (tokens, calls, seconds, dollars).
 	Used, Max float64
@@ -77,7 +79,16 @@ type Exhausted struct {
 }
 
 func (e *Exhausted) Error() string {
-	return fmt.Sprintf("the %s budget's %s limit is exhausted (%g of %g)", e.Scope, e.Limit, e.Used, e.Max)
+	return fmt.Sprintf("%s is exhausted (%g of %g)", e.What(), e.Used, e.Max)
+}
+
+// What names the limit that ran out: "the run budget's model_calls
+// limit", "the day quota's total_tokens limit".
+func (e *Exhausted) What() string {
+	if e.Period != "" {
+		return fmt.Sprintf("the %s quota's %s limit", e.Period, e.Limit)
+	}
+	return fmt.Sprintf("the %s budget's %s limit", e.Scope, e.Limit)
 }
 
 // Is makes errors.Is(err, ErrExhausted) true.
@@ -98,7 +109,9 @@ var ledgerSeq atomic.Uint64
 
 // LedgerConfig configures a Ledger.
 type LedgerConfig struct {
-	Scope  Scope
+	Scope Scope
+	// Period is the period of a quota's ledger (ScopeUser).
+	Period Period
 	Limits Limits
 	// Reserve is kept back for the final answer: only a reservation with
 	// Ask.Final may spend it.
@@ -117,6 +130,7 @@ type LedgerConfig struct {
 type Ledger struct {
 	seq     uint64 // lock order across ledgers
 	scope   Scope
+	period  Period
 	now     func() time.Time
 	reserve Limits
 
@@ -136,7 +150,7 @@ func NewLedger(cfg LedgerConfig) *Ledger {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Ledger{seq: ledgerSeq.Add(1), scope: cfg.Scope, now: cfg.Now, reserve: cfg.Reserve, limits: cfg.Limits,
+	return &Ledger{seq: ledgerSeq.Add(1), scope: cfg.Scope, period: cfg.Period, now: cfg.Now, reserve: cfg.Reserve, limits: cfg.Limits,
 		spent: cfg.Spent, saved: cfg.Spent, since: cfg.Now(), changed: make(chan struct{})}
 }
 
@@ -197,6 +211,15 @@ func (l *Ledger) Overshoot() []Limit {
 func (l *Ledger) Raise(to Limits) {
 	l.mu.Lock()
 	l.limits, l.exhausted = to, nil
+	l.signal()
+	l.mu.Unlock()
+}
+
+// Restore adds s, what the scope spent in an earlier attempt as it was
+// recorded (a run taken over), to what it spent; it counts as saved.
+func (l *Ledger) Restore(s Spent) {
+	l.mu.Lock()
+	l.spent, l.saved = l.spent.Add(s), l.saved.Add(s)
 	l.signal()
 	l.mu.Unlock()
 }
@@ -267,7 +290,7 @@ func (l *Ledger) exhaust(name Limit) *Exhausted {
 		}
 	}
 	used := l.total().of(name)
-	l.exhausted = &Exhausted{Scope: l.scope, Limit: name, Used: inUnit(name, used), Max: inUnit(name, max)}
+	l.exhausted = &Exhausted{Scope: l.scope, Period: l.period, Limit: name, Used: inUnit(name, used), Max: inUnit(name, max)}
 	e := *l.exhausted
 	e.First = true
 	return &e

@@ -200,7 +200,12 @@ func outCost(p *llm.Price, tokens int64) int64 {
 // and releases the rest of its reservation. It may be called once; later
 // calls do nothing.
 func (h *Hold) Settle(u event.Usage) {
-	h.settle(Spent{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens), ModelCalls: 1, CostNanoUSD: nanos(u.CostUSD)})
+	h.settle(CallSpent(u))
+}
+
+// CallSpent is what one model call of usage u spent.
+func CallSpent(u event.Usage) Spent {
+	return Spent{InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens), ModelCalls: 1, CostNanoUSD: nanos(u.CostUSD)}
 }
 
 // SettleAll charges the whole reservation: a call that failed after it

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -70,4 +71,101 @@ func (q Quota) Check(p Period, used []UsageRow, now time.Time) error {
 		return over(CostUSD, cost, q.CostUSD)
 	}
 	return nil
+}
+
+// Quotas are what each user may spend per day and per month (UTC), and how
+// what they spent is read: a turn does not start over a quota (Check), and
+// a run spends against a ledger per quota (Ledgers), so work that reaches
+// a quota while it runs stops as at any other exhausted budget.
+type Quotas struct {
+	Day, Month Quota
+	// Usage reads a user's stored usage from since until until; without it
+	// there are no quotas.
+	Usage func(ctx context.Context, userID string, since, until time.Time) ([]UsageRow, error)
+	// Reserve is kept back in each quota's ledger for the final answer of
+	// a run a budget ended (the finish reserve, capped to the quota's
+	// limits).
+	Reserve Limits
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// On reports whether a quota is set and its usage is read.
+func (q Quotas) On() bool { return q.Usage != nil && (q.Day != Quota{} || q.Month != Quota{}) }
+
+// periodQuota is a quota with its period.
+type periodQuota struct {
+	p     Period
+	quota Quota
+}
+
+// periods are q's quotas that are set.
+func (q Quotas) periods() []periodQuota {
+	var out []periodQuota
+	for _, pq := range []periodQuota{{Day, q.Day}, {Month, q.Month}} {
+		if pq.quota != (Quota{}) {
+			out = append(out, pq)
+		}
+	}
+	return out
+}
+
+func (q Quotas) now() time.Time {
+	if q.Now == nil {
+		return time.Now()
+	}
+	return q.Now()
+}
+
+// Check says whether userID may start a turn: an apperr QuotaExceeded
+// error (wrapping a *QuotaExceeded with the reset) once their day's or
+// month's quota is spent.
+func (q Quotas) Check(ctx context.Context, userID string) error {
+	if !q.On() {
+		return nil
+	}
+	now := q.now()
+	for _, pq := range q.periods() {
+		since, until := pq.p.Bounds(now)
+		used, err := q.Usage(ctx, userID, since, until)
+		if err != nil {
+			return err
+		}
+		if err := pq.quota.Check(pq.p, used, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Ledgers are userID's quota ledgers for a run starting now, one per quota
+// that is set (scope user, with its period), each seeded with what the
+// user's stored usage of the period counts: the run's model calls reserve
+// against them with its other budgets. Work running at once in other runs
+// is seen as far as it is stored when the run starts. None (nil) when no
+// quota is set.
+func (q Quotas) Ledgers(ctx context.Context, userID string) (Meter, error) {
+	if !q.On() {
+		return nil, nil
+	}
+	now := q.now()
+	var m Meter
+	for _, pq := range q.periods() {
+		since, until := pq.p.Bounds(now)
+		used, err := q.Usage(ctx, userID, since, until)
+		if err != nil {
+			return nil, err
+		}
+		var spent Spent
+		var cost float64
+		for _, r := range used {
+			spent.InputTokens += r.TotalTokens // the quota counts tokens in and out together
+			cost += r.CostUSD
+		}
+		spent.CostNanoUSD = nanos(cost)
+		limits := Limits{TotalTokens: pq.quota.TotalTokens, CostUSD: pq.quota.CostUSD}
+		m = append(m, NewLedger(LedgerConfig{Scope: ScopeUser, Period: pq.p, Limits: limits, Reserve: q.Reserve.Cap(limits),
+			Spent: spent, Now: q.Now}))
+	}
+	return m, nil
 }

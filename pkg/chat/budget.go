@@ -38,28 +38,14 @@ type BudgetConfig struct {
 // once their day's or month's quota is spent. It reads the user's usage,
 // so it is called only when a quota is configured.
 func (s *Service) CheckQuota(ctx context.Context, userID string) error {
+	return s.quotas().Check(ctx, userID)
+}
+
+// quotas are the users' quotas as budget.Quotas: their ledgers keep the
+// finish reserve back for the planner's answer.
+func (s *Service) quotas() budget.Quotas {
 	cfg := s.cfg.Budget
-	if cfg.Usage == nil {
-		return nil
-	}
-	now := s.cfg.Now()
-	for _, q := range []struct {
-		p budget.Period
-		q budget.Quota
-	}{{budget.Day, cfg.QuotaDay}, {budget.Month, cfg.QuotaMonth}} {
-		if q.q == (budget.Quota{}) {
-			continue
-		}
-		since, until := q.p.Bounds(now)
-		used, err := cfg.Usage(ctx, userID, since, until)
-		if err != nil {
-			return err
-		}
-		if err := q.q.Check(q.p, used, now); err != nil {
-			return err
-		}
-	}
-	return nil
+	return budget.Quotas{Day: cfg.QuotaDay, Month: cfg.QuotaMonth, Usage: cfg.Usage, Reserve: cfg.FinishReserve, Now: s.cfg.Now}
 }
 
 // budgetProblems checks a request's budget: its own limits, none above the
@@ -82,17 +68,27 @@ func (s *Service) resolveBudget(req *Request) {
 }
 
 // turnBudget is what a turn's planner and the plans it runs spend against:
-// the run's ledger (nil, nil without a budget). The run's ledger counts
-// this attempt's spend; a plan's own ledger is stored with the plan.
-func (t *Turn) turnBudget() (*agents.Budget, *planning.RunBudget) {
-	if t.req.Budget.IsZero() {
-		return nil, nil
+// the run's ledger (when the turn has limits) and the user's quota ledgers
+// (when quotas are set; reading the user's usage may fail); nil, nil
+// without either. The run's ledger counts this attempt's spend; a plan's
+// own ledger is stored with the plan.
+func (t *Turn) turnBudget(ctx context.Context) (*agents.Budget, *planning.RunBudget, error) {
+	quota, err := t.svc.quotas().Ledgers(ctx, t.req.UserID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.req.Budget.IsZero() && len(quota) == 0 {
+		return nil, nil, nil
 	}
 	cfg := t.svc.cfg.Budget
-	l := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: t.req.Budget, Reserve: cfg.FinishReserve.Cap(t.req.Budget),
-		Now: t.svc.cfg.Now})
-	return &agents.Budget{Meter: budget.Meter{l}, MaxOutput: cfg.CallMaxTokens, MinOutput: cfg.MinCallTokens, Answer: true},
-		&planning.RunBudget{Ledger: l, Limits: t.req.Budget, OnExhausted: t.req.OnExhausted}
+	var run *budget.Ledger
+	if !t.req.Budget.IsZero() {
+		run = budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: t.req.Budget, Reserve: cfg.FinishReserve.Cap(t.req.Budget),
+			Now: t.svc.cfg.Now})
+	}
+	m := append(budget.Meter{}.With(run), quota...)
+	return &agents.Budget{Meter: m, MaxOutput: cfg.CallMaxTokens, MinOutput: cfg.MinCallTokens, Answer: true},
+		&planning.RunBudget{Ledger: run, Quota: quota, Limits: t.req.Budget, OnExhausted: t.req.OnExhausted}, nil
 }
 
 // priced sets the price of the planner's model on b.

@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/planwright/planwright/agents"
+	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/event"
+	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/planmode"
 	"github.com/planwright/planwright/planning"
 	"github.com/planwright/planwright/tools"
@@ -26,6 +28,8 @@ type plannerRun struct {
 	history []Message          // the messages before the turn's
 	first   bool               // the run's planner agent was created by this attempt
 	resumed bool               // the planner resumed an earlier attempt of the run
+	// recorded is the planner's transcript an earlier attempt recorded.
+	recorded []planning.AgentMessage
 	// spend and runBudget are the turn's budget (nil: none): the planner's
 	// and the one its plans are given (turnBudget).
 	spend     *agents.Budget
@@ -103,6 +107,9 @@ func (p *plannerRun) run(ctx context.Context, em event.Emitter) (agents.Result, 
 	if err != nil {
 		return agents.Result{}, err
 	}
+	if err := p.restoreSpend(ctx); err != nil {
+		return agents.Result{}, err
+	}
 	sys := em.With(event.Source{Role: event.RoleSystem})
 	prepared := f.built.Prepared
 	return s.cfg.Runner.Run(ctx, agents.Task{
@@ -162,6 +169,7 @@ func (p *plannerRun) open(ctx context.Context, role agents.Role) (string, agents
 	if err != nil || len(msgs) == 0 {
 		return a.ID, transcript, nil, err
 	}
+	p.recorded = msgs
 	resume := &agents.Resume{Transcript: planning.TranscriptEntries(msgs), Recorded: map[string]tools.Execution{}}
 	if s.cfg.Records != nil {
 		recs, err := s.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{AgentID: a.ID})
@@ -202,3 +210,42 @@ func (p *plannerRun) loadHistory(ctx context.Context) ([]Message, error) {
 // planner agent was created by this one (false before the planner is
 // opened, and without Config.Transcripts, which keeps no agents).
 func (p *plannerRun) firstAttempt() bool { return p.first }
+
+// restoreSpend gives the run's ledger, in an attempt that resumes an
+// earlier one, what that attempt spent as it was recorded: the planner's
+// answers in its transcript (tokens, cost, the tool calls they made), what
+// the plans the run created stored as spent (their executors spent against
+// the run too), and the wall time since the planner's first recorded
+// message. What an attempt spent and did not record (a call cut short by
+// the takeover) is not known, and not counted.
+func (p *plannerRun) restoreSpend(ctx context.Context) error {
+	t, s := p.turn, p.turn.svc
+	if p.runBudget == nil || p.runBudget.Ledger == nil || len(p.recorded) == 0 {
+		return nil
+	}
+	var spent budget.Spent
+	for _, m := range p.recorded {
+		if m.Role == string(llm.RoleAssistant) {
+			spent = spent.Add(budget.CallSpent(m.Usage))
+			spent.ToolCalls += int64(len(m.ToolCalls))
+		}
+	}
+	if first := p.recorded[0].CreatedAt; !first.IsZero() {
+		spent.Wall = max(s.cfg.Now().Sub(first), 0)
+	}
+	if s.cfg.Plans != nil {
+		plans, err := s.cfg.Plans.PlansOfRun(ctx, t.User.UserID, t.RunID)
+		if err != nil {
+			return err
+		}
+		for _, pl := range plans {
+			ps := pl.Spent
+			ps.Wall = 0 // within the run's own
+			spent = spent.Add(ps)
+		}
+	}
+	p.runBudget.Ledger.Restore(spent)
+	s.cfg.Logger.Info().Ctx(ctx).Int64("model_calls", spent.ModelCalls).Int64("tokens", spent.InputTokens+spent.OutputTokens).
+		Msg("the run's budget restored from what its earlier attempt recorded")
+	return nil
+}

@@ -275,8 +275,10 @@ func (t *Turn) Run(ctx context.Context, em event.Emitter) Outcome {
 	facts := &factCollector{}
 	mode := planmode.Mode(t.req.PlanMode) // validated by Reserve
 	planner := &plannerRun{turn: t, mode: mode, facts: facts}
-	planner.spend, planner.runBudget = t.turnBudget()
 	res, err := agents.Result{}, waitErr // cancelled (or failed) while it waited
+	if err == nil {
+		planner.spend, planner.runBudget, err = t.turnBudget(ctx)
+	}
 	switch {
 	case waitErr != nil:
 	case t.req.Approve != nil:

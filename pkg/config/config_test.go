@@ -745,6 +745,7 @@ func TestBudgetConfig(t *testing.T) {
 		{"reserve above the budget", func(c *config.Config) { c.Budget.Defaults.TotalTokens = 1000 },
 			"budget.finish_reserve.total_tokens: is above budget.defaults"},
 		{"cost without prices", func(c *config.Config) { c.Budget.Defaults.CostUSD = 1 }, "budget.defaults.cost_usd: needs llm.prices"},
+		{"a cost quota without prices", func(c *config.Config) { c.Budget.QuotaMonth.CostUSD = 20 }, "budget.quota_month.cost_usd: needs llm.prices"},
 		{"call_max_tokens", func(c *config.Config) { c.Budget.CallMaxTokens = 0 }, "budget.call_max_tokens"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -213,6 +213,9 @@ func (c Config) validateBudget(v *validator) {
 		if q.CostUSD < 0 || math.IsNaN(q.CostUSD) || math.IsInf(q.CostUSD, 0) {
 			v.add(name+".cost_usd", "must be a number of 0 or more")
 		}
+		if q.CostUSD > 0 && len(c.LLM.Prices) == 0 {
+			v.add(name+".cost_usd", "needs llm.prices: without prices no call's cost is known")
+		}
 	}
 	v.countIn("budget.call_max_tokens", int64(b.CallMaxTokens), 1, 1<<20)
 	v.countIn("budget.min_call_tokens", int64(b.MinCallTokens), 1, int64(max(b.CallMaxTokens, 1)))

@@ -487,13 +487,15 @@ type ForcedFinalize struct {
 }
 
 // BudgetExhausted says a budget has no room left: Scope is run, plan or
-// user, Limit the limit that ran out, Used what it spent in the limit's
-// unit (tokens, calls, seconds, dollars) and Max the limit.
+// user (the user's quota of Period, day or month), Limit the limit that
+// ran out, Used what it spent in the limit's unit (tokens, calls, seconds,
+// dollars) and Max the limit.
 type BudgetExhausted struct {
-	Scope string  `json:"scope"`
-	Limit string  `json:"limit"`
-	Used  float64 `json:"used"`
-	Max   float64 `json:"max"`
+	Scope  string  `json:"scope"`
+	Period string  `json:"period,omitempty"`
+	Limit  string  `json:"limit"`
+	Used   float64 `json:"used"`
+	Max    float64 `json:"max"`
 }
 
 // LastTurnContext summarises a turn for the next one.

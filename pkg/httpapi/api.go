@@ -38,6 +38,9 @@ type APIConfig struct {
 	Projects ProjectLister
 	// Usage, when set, serves GET /api/usage.
 	Usage UsageReader
+	// Keys, when set, serves the operators' key routes: GET /api/keys and
+	// PATCH /api/keys/{id} (a key's user limits).
+	Keys KeyAdmin
 	// Definitions, when set, serves /api/agent-definitions.
 	Definitions DefinitionStore
 	// KnownTool, when set, checks the tool and tool set names of agent
@@ -105,6 +108,7 @@ type API struct {
 	definitions *definitionHandlers // nil without Definitions
 	holds       *holdHandlers       // nil without ToolHolds
 	usage       *usageHandlers      // nil without Usage
+	keys        *keyHandlers        // nil without Keys
 }
 
 // NewAPI validates cfg and returns the API; register it with Routes. The
@@ -175,6 +179,9 @@ func NewAPI(cfg APIConfig) (*API, error) {
 	if cfg.Usage != nil {
 		a.usage = &usageHandlers{deps: d, store: cfg.Usage}
 	}
+	if cfg.Keys != nil {
+		a.keys = &keyHandlers{deps: d, store: cfg.Keys}
+	}
 	return a, nil
 }
 
@@ -213,6 +220,10 @@ func (a *API) Routes(e *echo.Echo) {
 	}
 	if a.usage != nil {
 		g.GET("/usage", a.usage.get)
+	}
+	if a.keys != nil {
+		g.GET("/keys", a.keys.list, operatorsOnly)
+		g.PATCH("/keys/:id", a.keys.patch, operatorsOnly)
 	}
 	if a.metrics != nil {
 		// Metrics name users, tools and plan outcomes: operators only.

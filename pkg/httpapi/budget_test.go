@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,11 +206,14 @@ func TestAPausedPlanContinuesWhenItsBudgetIsRaised(t *testing.T) {
 
 // A user whose quota for the day is spent cannot start a turn: a 429
 // quota_exceeded whose Retry-After is the time until the day resets
-// (UTC); another user still can.
+// (UTC); another user still can. (The executor's provider counts more
+// input than the reservation estimated: its answer spends the quota.)
 func TestATurnOverTheUsersQuotaIsRefused(t *testing.T) {
 	t.Parallel()
-	e := newChatEnvWith(t, dbtest.Open(t, dbtest.Drivers[0]), scriptedModel(t, threeParallelSteps),
-		envWiring{Budget: chat.BudgetConfig{QuotaDay: budget.Quota{TotalTokens: 1}}})
+	script := strings.Replace(threeParallelSteps, `reply: {text: "Found it."}`,
+		`reply: {text: "Found it.", usage: {input_tokens: 6000, output_tokens: 10}}`, 1)
+	e := newChatEnvWith(t, dbtest.Open(t, dbtest.Drivers[0]), scriptedModel(t, script),
+		envWiring{Budget: chat.BudgetConfig{QuotaDay: budget.Quota{TotalTokens: 5000}}})
 	ctx := context.Background()
 	readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream", map[string]any{"message": "research three things"}))
 

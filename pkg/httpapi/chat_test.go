@@ -174,6 +174,10 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	if w.Records {
 		pcfg.Records = stores.PlanRecords
 	}
+	if w.Budget.QuotaDay != (budget.Quota{}) || w.Budget.QuotaMonth != (budget.Quota{}) { // as serve wires them
+		pcfg.Budget.Quotas = budget.Quotas{Day: w.Budget.QuotaDay, Month: w.Budget.QuotaMonth, Usage: stores.Executions.Usage,
+			Reserve: w.Budget.FinishReserve}
+	}
 	orch, err := planning.NewOrchestrator(pcfg)
 	require.NoError(t, err)
 	require.NoError(t, registry.Register(tools.New(tools.Spec{Name: "lookup_fact", Description: "look a fact up"},
@@ -234,7 +238,7 @@ func newChatEnvWith(t testing.TB, db *persistence.DB, m agents.Model, w envWirin
 	env.runs, env.feed = runLog, feed
 	env.db = db
 	cfg := httpapi.APIConfig{Auth: httpapi.AuthConfig{Mode: httpapi.AuthAPIKey, Keys: stores.Keys}, Chat: svc, Sessions: stores.Chats,
-		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser,
+		PlanStore: stores.PlanRecords, Plans: orch.Control(), Definitions: stores.Definitions, Projects: stores.Workspace, AnyUser: persistence.AnyUser, Keys: stores.Keys,
 		Runs: runLog, Feed: feed, ToolHolds: holds, Usage: stores.Executions}
 	if mutate != nil {
 		mutate(&cfg)

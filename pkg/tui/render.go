@@ -239,7 +239,11 @@ func (r *Renderer) Event(ev client.Event) {
 	case event.ForcedFinalize:
 		r.line(fmt.Sprintf("  ! %s: %s", Who(src), e.Reason))
 	case event.BudgetExhausted:
-		r.line(fmt.Sprintf("  ! the %s budget's %s limit ran out (%g of %g)", e.Scope, e.Limit, e.Used, e.Max))
+		what := fmt.Sprintf("the %s budget's %s limit", e.Scope, e.Limit)
+		if e.Period != "" {
+			what = fmt.Sprintf("the %s quota's %s limit", e.Period, e.Limit)
+		}
+		r.line(fmt.Sprintf("  ! %s ran out (%g of %g)", what, e.Used, e.Max))
 	case event.Error:
 		r.failed = e.Error.Code + ": " + e.Error.Message
 		r.line("error: " + r.failed)

@@ -15,6 +15,7 @@ import (
 	"github.com/planwright/planwright/pkg/apperr"
 	"github.com/planwright/planwright/pkg/apperr/apperrtest"
 	"github.com/planwright/planwright/pkg/auth"
+	"github.com/planwright/planwright/pkg/budget"
 )
 
 // KeyStoreSuite runs the contract of auth.KeyStore. newStore returns an
@@ -29,6 +30,7 @@ func KeyStoreSuite(t *testing.T, newStore func(t *testing.T) auth.KeyStore, anyU
 		{"a key is found by its secret's hash until revoked", keyLifecycle},
 		{"ListKeys lists a user's keys, or every key", listKeys},
 		{"RevokeKey by an ambiguous prefix is a Conflict", ambiguousPrefix},
+		{"SetKeyBudget replaces a live key's limits", keyBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -115,4 +117,35 @@ func ambiguousPrefix(t *testing.T, s auth.KeyStore, _ string) {
 	apperrtest.RequireCode(t, err, apperr.Conflict)
 	_, err = s.RevokeKey(ctx, a.ID)
 	require.NoError(t, err, "revoking by id is always possible")
+}
+
+func keyBudget(t *testing.T, s auth.KeyStore, _ string) {
+	ctx := context.Background()
+	secret, key := newKey(t, s, "alice", auth.RoleUser)
+	_, other := newKey(t, s, "bob", auth.RoleUser)
+	limits := budget.Limits{TotalTokens: 5000, WallTime: budget.Duration(10 * time.Minute), CostUSD: 2.5}
+	got, err := s.SetKeyBudget(ctx, key.ID, limits)
+	require.NoError(t, err)
+	require.Equal(t, key.ID, got.ID)
+	require.Equal(t, limits, got.Budget, "the key as stored")
+	found, err := s.KeyByHash(ctx, auth.HashSecret(secret))
+	require.NoError(t, err)
+	require.Equal(t, limits, found.Budget, "the next request's principal has the new limits")
+	keys, err := s.ListKeys(ctx, "bob")
+	require.NoError(t, err)
+	require.Equal(t, other.ID, keys[0].ID)
+	require.True(t, keys[0].Budget.IsZero(), "another key is left alone")
+
+	got, err = s.SetKeyBudget(ctx, key.ID, budget.Limits{})
+	require.NoError(t, err)
+	require.True(t, got.Budget.IsZero(), "zero limits clear the user's own")
+
+	_, err = s.SetKeyBudget(ctx, uuid.Must(uuid.NewV7()).String(), limits)
+	apperrtest.RequireCode(t, err, apperr.NotFound)
+	_, err = s.SetKeyBudget(ctx, key.Prefix, limits)
+	apperrtest.RequireCode(t, err, apperr.NotFound) // by id only
+	_, err = s.RevokeKey(ctx, key.ID)
+	require.NoError(t, err)
+	_, err = s.SetKeyBudget(ctx, key.ID, limits)
+	apperrtest.RequireCode(t, err, apperr.NotFound) // a revoked key
 }
