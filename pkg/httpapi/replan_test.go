@@ -3,13 +3,11 @@ package httpapi_test
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/planwright/planwright/agents"
 	"github.com/planwright/planwright/persistence"
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/event"
@@ -168,23 +166,6 @@ func TestMCPStartTaskTakesReplan(t *testing.T) {
 	require.Equal(t, planning.ReplanOff, p.Replan)
 }
 
-// stallsReplanner is a model whose replanner, the first time it is
-// called, waits until its run is taken away; reached is closed then.
-type stallsReplanner struct {
-	next    agents.Model
-	reached chan struct{}
-	calls   atomic.Int64
-}
-
-func (m *stallsReplanner) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
-	if req.Role == string(event.RoleReplanner) && m.calls.Add(1) == 1 {
-		close(m.reached)
-		<-ctx.Done()
-		return llm.Response{}, context.Cause(ctx)
-	}
-	return m.next.Generate(ctx, req, onPart)
-}
-
 // A turn's run handed over while its plan's replanner works is taken over
 // and finished: the new attempt replans again (the plan's own replan
 // setting, auto, holds), the plan completes as version 2, and no
@@ -197,7 +178,8 @@ func TestReplanTakenOverMidReplan(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			model, client := replanTurnModel(t)
-			m := &stallsReplanner{next: client, reached: make(chan struct{})}
+			m := &stallsOnce{next: client, reached: make(chan struct{}),
+				when: func(req llm.Request) bool { return req.Role == string(event.RoleReplanner) }}
 			e := newChatEnvWith(t, dbtest.Open(t, driver), m, envWiring{Records: true})
 			const runID = "run-replan-takeover"
 			done := make(chan []frame, 1)

@@ -11,7 +11,6 @@ import (
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/budget"
 	"github.com/planwright/planwright/pkg/chat"
-	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
 	"github.com/planwright/planwright/pkg/llm/scripted"
 )
@@ -72,16 +71,7 @@ func TestARunsBudgetCountsWhatItSpentBeforeATakeover(t *testing.T) {
 			case <-time.After(30 * time.Second):
 				t.Fatal("the Review step's executor was never called")
 			}
-			require.Eventually(t, func() bool {
-				evs, err := e.runs.Events(ctx, runID, 0, 0)
-				require.NoError(t, err)
-				for _, env := range evs {
-					if x, ok := env.Event.(event.ExecutorSpawned); ok && x.StepNumber == 2 {
-						return true
-					}
-				}
-				return false
-			}, 30*time.Second, 10*time.Millisecond)
+			awaitExecutorOf(t, e, runID, 2)
 			require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over")
 			frames := <-streamed
 			r, err := e.runs.GetRun(ctx, persistence.AnyUser, runID)

@@ -39,23 +39,45 @@ rules:
     reply: {text: "summary"}
 `
 
-// stallsOnce is a model whose executor of the "Review" step waits, the
-// first time it is called, until its run is taken away; reached is closed
-// then.
+// stallsOnce is a model that, the first time a request matches when,
+// waits until its run is taken away; reached is closed then. When unset,
+// it stalls the executor of the "Review" step (step 2).
 type stallsOnce struct {
 	next    agents.Model
+	when    func(llm.Request) bool
 	reached chan struct{}
 	calls   atomic.Int64
 }
 
 func (m *stallsOnce) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
-	last := req.Messages[len(req.Messages)-1]
-	if req.Role == string(event.RoleExecutor) && strings.Contains(last.Content, "Your step (2)") && m.calls.Add(1) == 1 {
+	when := m.when
+	if when == nil {
+		when = func(req llm.Request) bool {
+			last := req.Messages[len(req.Messages)-1]
+			return req.Role == string(event.RoleExecutor) && strings.Contains(last.Content, "Your step (2)")
+		}
+	}
+	if when(req) && m.calls.Add(1) == 1 {
 		close(m.reached)
 		<-ctx.Done()
 		return llm.Response{}, context.Cause(ctx)
 	}
 	return m.next.Generate(ctx, req, onPart)
+}
+
+// awaitExecutorOf waits until runID's log says step's executor started.
+func awaitExecutorOf(t *testing.T, e chatEnv, runID string, step int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		evs, err := e.runs.Events(context.Background(), runID, 0, 0)
+		require.NoError(t, err)
+		for _, env := range evs {
+			if x, ok := env.Event.(event.ExecutorSpawned); ok && x.StepNumber == step {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond)
 }
 
 // A turn whose run is handed over while its plan's second step runs is
@@ -100,16 +122,7 @@ func TestTakeoverLogTellsEachThingOnce(t *testing.T) {
 			}
 			// Handed over once step 2's start is committed: what the first
 			// attempt did is stored, and the takeover continues from it.
-			require.Eventually(t, func() bool {
-				evs, err := e.runs.Events(ctx, runID, 0, 0)
-				require.NoError(t, err)
-				for _, env := range evs {
-					if x, ok := env.Event.(event.ExecutorSpawned); ok && x.StepNumber == 2 {
-						return true
-					}
-				}
-				return false
-			}, 30*time.Second, 10*time.Millisecond)
+			awaitExecutorOf(t, e, runID, 2)
 			require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over")
 			require.Eventually(t, func() bool {
 				r, err := e.runs.GetRun(ctx, persistence.AnyUser, runID)
