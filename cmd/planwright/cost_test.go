@@ -2,9 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -81,6 +84,19 @@ func TestCostsAddUpThroughATurn(t *testing.T) {
 	for _, e := range detail.Executions {
 		priced("an execution", e.Usage)
 	}
+
+	// Prometheus counts what the turn cost by model and user.
+	resp, err := http.Get(url + "/metrics")
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^planwright_usage_cost_usd_total\{model="priced",user="[^"]+"\} (\S+)$`).FindStringSubmatch(string(raw))
+	require.NotNil(t, m, "no cost counter for the priced model:\n%s", raw)
+	counted, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, counted+1e-9, turn.Usage.Cost, "every call's cost is counted")
+	require.Regexp(t, `planwright_usage_tokens_total\{direction="output",model="priced",user="[^"]+"\} [1-9]`, string(raw))
 
 	// The same turn on a model the table does not price: tokens counted,
 	// cost unknown.

@@ -111,7 +111,7 @@ func newModel(rc runContext, cfg config.Config, log zerolog.Logger, m *metrics.M
 		return nil, err
 	}
 	traced := telemetry.NewTracer(tp, cfg.Telemetry.CaptureContent).TraceModel(client, c.Provider, c.Model)
-	return m.ObservedModel(traced, c.Provider), nil
+	return m.ObservedModel(traced, c.Provider, c.Model), nil
 }
 
 // retries maps the configuration's count (0: none) to the client's (0:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/tools"
 )
 
@@ -34,6 +35,8 @@ type Metrics struct {
 	modelCalls    *prometheus.CounterVec
 	modelDuration *prometheus.HistogramVec
 	modelTokens   *prometheus.CounterVec
+	usageTokens   *prometheus.CounterVec
+	usageCost     *prometheus.CounterVec
 	toolCalls     *prometheus.CounterVec
 	toolDuration  *prometheus.HistogramVec
 	plans         *prometheus.CounterVec
@@ -69,6 +72,11 @@ func New() *Metrics {
 		[]string{"role", "provider"})
 	m.modelTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "planwright_model_tokens_total",
 		Help: "Tokens by agent role, provider and direction (input, output)."}, []string{"role", "provider", "direction"})
+	m.usageTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "planwright_usage_tokens_total",
+		Help: "Tokens by model, user and direction (input, output)."}, []string{"model", "user", "direction"})
+	m.usageCost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "planwright_usage_cost_usd_total",
+		Help: "What model calls cost in US dollars by the configured prices, by model and user (unpriced calls add nothing)."},
+		[]string{"model", "user"})
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "planwright_tool_calls_total",
 		Help: "Tool calls by tool and outcome (ok, error)."}, []string{"tool", "outcome"})
 	m.toolDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "planwright_tool_call_duration_seconds",
@@ -81,7 +89,7 @@ func New() *Metrics {
 		Help: "Plan step duration from step_start to step_complete.", Buckets: prometheus.ExponentialBuckets(0.01, 3, 10)})
 	m.runLog = newRunLogMetrics()
 	for _, c := range []prometheus.Collector{m.httpRequests, m.httpDuration, m.activeStreams, m.modelCalls, m.modelDuration,
-		m.modelTokens, m.toolCalls, m.toolDuration, m.plans, m.steps, m.stepDuration,
+		m.modelTokens, m.usageTokens, m.usageCost, m.toolCalls, m.toolDuration, m.plans, m.steps, m.stepDuration,
 		m.runLog.batches, m.runLog.events, m.runLog.rows, m.runLog.retries, m.runLog.duration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -127,15 +135,18 @@ type Model interface {
 }
 
 // ObservedModel counts and times every call of next, labelled with the
-// request's role and provider.
-func (m *Metrics) ObservedModel(next Model, provider string) Model {
-	return observedModel{next: next, m: m, provider: provider}
+// request's role and provider, and adds its usage and cost to the
+// counters by model (the request's, else model) and user (the run's, as
+// logctx carries it; "unknown" without one).
+func (m *Metrics) ObservedModel(next Model, provider, model string) Model {
+	return observedModel{next: next, m: m, provider: provider, model: model}
 }
 
 type observedModel struct {
 	next     Model
 	m        *Metrics
 	provider string
+	model    string
 }
 
 func (o observedModel) Generate(ctx context.Context, req llm.Request, onPart func(llm.Part)) (llm.Response, error) {
@@ -156,6 +167,16 @@ func (o observedModel) Generate(ctx context.Context, req llm.Request, onPart fun
 	o.m.modelDuration.WithLabelValues(role, o.provider).Observe(time.Since(start).Seconds())
 	o.m.modelTokens.WithLabelValues(role, o.provider, "input").Add(float64(resp.Usage.InputTokens))
 	o.m.modelTokens.WithLabelValues(role, o.provider, "output").Add(float64(resp.Usage.OutputTokens))
+	model, user := req.Model, logctx.Fields(ctx)["user"]
+	if model == "" {
+		model = o.model
+	}
+	if user == "" {
+		user = "unknown"
+	}
+	o.m.usageTokens.WithLabelValues(model, user, "input").Add(float64(resp.Usage.InputTokens))
+	o.m.usageTokens.WithLabelValues(model, user, "output").Add(float64(resp.Usage.OutputTokens))
+	o.m.usageCost.WithLabelValues(model, user).Add(resp.Usage.CostUSD)
 	return resp, err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planwright/planwright/pkg/event"
 	"github.com/planwright/planwright/pkg/llm"
+	"github.com/planwright/planwright/pkg/logctx"
 	"github.com/planwright/planwright/pkg/metrics"
 	"github.com/planwright/planwright/tools"
 )
@@ -40,13 +41,18 @@ func TestModelToolAndPlanMetrics(t *testing.T) {
 	t.Parallel()
 	m := metrics.New()
 	ok := m.ObservedModel(model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
-		return llm.Response{Usage: event.Usage{InputTokens: 10, OutputTokens: 4}}, nil
-	}}, "scripted")
+		return llm.Response{Usage: event.Usage{InputTokens: 10, OutputTokens: 4, CostUSD: 0.25}}, nil
+	}}, "scripted", "small")
 	failing := m.ObservedModel(model{GenerateFunc: func(context.Context, llm.Request, func(llm.Part)) (llm.Response, error) {
 		return llm.Response{}, errors.New("boom")
-	}}, "scripted")
+	}}, "scripted", "small")
 	_, err := ok.Generate(context.Background(), llm.Request{Role: "planner"}, nil)
 	require.NoError(t, err)
+	alice := logctx.With(context.Background(), "user", "alice")
+	for range 2 {
+		_, err = ok.Generate(alice, llm.Request{Role: "executor", Model: "large"}, nil)
+		require.NoError(t, err)
+	}
 	_, err = failing.Generate(context.Background(), llm.Request{Role: "executor"}, nil)
 	require.Error(t, err)
 
@@ -69,6 +75,10 @@ func TestModelToolAndPlanMetrics(t *testing.T) {
 		`planwright_model_calls_total{outcome="ok",provider="scripted",role="planner"} 1`,
 		`planwright_model_calls_total{outcome="error",provider="scripted",role="executor"} 1`,
 		`planwright_model_tokens_total{direction="input",provider="scripted",role="planner"} 10`,
+		`planwright_usage_tokens_total{direction="input",model="small",user="unknown"} 10`,
+		`planwright_usage_tokens_total{direction="output",model="large",user="alice"} 8`,
+		`planwright_usage_cost_usd_total{model="large",user="alice"} 0.5`,
+		`planwright_usage_cost_usd_total{model="small",user="unknown"} 0.25`,
 		`planwright_tool_calls_total{outcome="ok",tool="web_fetch"} 1`,
 		`planwright_tool_calls_total{outcome="error",tool="web_fetch"} 1`,
 		`planwright_plan_steps_total{status="completed"} 1`,

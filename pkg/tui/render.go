@@ -339,6 +339,28 @@ func (r *Renderer) done(e event.Done) {
 	default:
 		r.line("(" + string(e.FinishedReason) + ")")
 	}
+	if spent := spentLine(e.Usage); spent != "" {
+		r.line(spent)
+	}
+}
+
+// spentLine is what a turn spent, in a line: its tokens and, with a price
+// table, its cost ("" when it spent nothing, as a replay).
+func spentLine(u event.Usage) string {
+	total := u.InputTokens + u.OutputTokens
+	if total == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("spent %d tokens (%d in, %d out)", total, u.InputTokens, u.OutputTokens)
+	switch {
+	case u.CostUnknown && u.CostUSD > 0:
+		line += fmt.Sprintf(", $%.4f and some at no known price", u.CostUSD)
+	case u.CostUnknown:
+		line += ", cost unknown (no price for the model)"
+	case u.CostUSD > 0:
+		line += fmt.Sprintf(", $%.4f", u.CostUSD)
+	}
+	return line
 }
 
 // planHead announces a plan made or revised, lists its steps (plain), and

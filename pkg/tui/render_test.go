@@ -176,3 +176,23 @@ plan completed: 1 completed, 0 failed, 0 skipped in 10ms
   ✓ planner: create_plan {"goal":"Launch"}
 `, out.String())
 }
+
+// A turn's done says what it spent: its tokens, and its cost when the
+// server prices its model.
+func TestRendererPrintsWhatATurnSpent(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		usage event.Usage
+		want  string
+	}{
+		{event.Usage{InputTokens: 1200, OutputTokens: 34, CostUSD: 0.01234}, "spent 1234 tokens (1200 in, 34 out), $0.0123\n"},
+		{event.Usage{InputTokens: 10, OutputTokens: 2, CostUnknown: true}, "spent 12 tokens (10 in, 2 out), cost unknown (no price for the model)\n"},
+		{event.Usage{InputTokens: 10, OutputTokens: 2}, "spent 12 tokens (10 in, 2 out)\n"},
+		{event.Usage{}, ""},
+	} {
+		var out bytes.Buffer
+		r := tui.NewRenderer(&out, false, 80, func() time.Time { return t0 })
+		r.Event(ev(0, system, event.Done{FinishedReason: "completed", Usage: tc.usage}))
+		require.Equal(t, tc.want, out.String())
+	}
+}
