@@ -145,9 +145,12 @@ type view struct {
 	after int64
 }
 
-// viewOf is the run the request names when it is the caller's (a
-// rejoin), the run whose held calls it answers, or the turn it starts.
+// viewOf is the run whose held calls the request answers, the run it
+// names when that is the caller's (a rejoin), or the turn it starts.
 func (s *Server) viewOf(ctx context.Context, p auth.Principal, in RunAgentInput) (view, error) {
+	if tr, ok := in.toolResumes(); ok {
+		return s.decideHolds(ctx, p, in, tr)
+	}
 	run, err := s.cfg.Runs.GetRun(ctx, p.UserID, in.RunID)
 	switch {
 	case err == nil:
@@ -157,9 +160,6 @@ func (s *Server) viewOf(ctx context.Context, p auth.Principal, in RunAgentInput)
 		return view{run: run, runID: run.ID}, nil
 	case apperr.CodeOf(err) != apperr.NotFound:
 		return view{}, err
-	}
-	if tr, ok := in.toolResumes(); ok {
-		return s.decideHolds(ctx, p, in, tr)
 	}
 	req, err := in.turn()
 	if err != nil {
