@@ -73,7 +73,12 @@ func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, fou
 
 // resumeOf is what the executor that reruns a step continues from: the
 // transcript of the execution the earlier owner lost, and the tool calls
-// that execution recorded (answered from their records, not made again).
+// the step's executions recorded (answered from their records, not made
+// again). Every execution of the step, not only the lost one: a transcript
+// copied from execution to execution carries a round whose calls an
+// earlier one made, and an execution lost before it reached that round
+// (or while a call of it waited on a person) recorded nothing of it, so
+// the side effect its first execution started is in doubt still.
 // It copies that transcript into the new execution's conversation, so the
 // new execution's transcript is whole. Without a lost execution, or when
 // it cannot be read, the executor starts afresh.
@@ -90,7 +95,7 @@ func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, e
 	}
 	res := &agents.Resume{Transcript: TranscriptEntries(msgs), Recorded: map[string]tools.Execution{}}
 	if r.cfg.Records != nil {
-		recs, err := r.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{AgentID: lost.AgentID})
+		recs, err := r.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{PlanID: lost.PlanID, StepNumber: lost.StepNumber})
 		if err != nil {
 			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", lost.ID).Msg("read the lost execution's tool calls; the executor starts afresh")
 			return nil
