@@ -40,7 +40,7 @@ func (pr *planRun) takeOver() {
 	}
 	for _, st := range running {
 		if lost, ok := pr.closeLost(execs, st.Number); ok {
-			pr.lost[st.Number] = lost
+			pr.lost[st.Number] = pr.furthest(execs, lost)
 		}
 		if st.Tool != "" && pr.fromRecord(st) {
 			continue
@@ -69,6 +69,31 @@ func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, fou
 		last, found = e, true
 	}
 	return last, found
+}
+
+// furthest is the execution of lost's step whose transcript went furthest,
+// among those just closed (lost is the last of them) and the step's earlier
+// executions lost to their owner: the rerun continues from it. Each rerun's transcript starts with a copy of
+// the one it continues, so the chain only grows, except where an owner died
+// while copying (or before it could): that execution's transcript is empty
+// or cut short, and continuing from it would start the step afresh, making
+// again the calls of a round the earlier executions had made.
+func (pr *planRun) furthest(execs []Execution, lost Execution) Execution {
+	best, most := lost, -1
+	for _, e := range execs {
+		if e.StepNumber != lost.StepNumber || e.Status != ExecutionRunning && e.Error != string(agents.OwnerLost) {
+			continue
+		}
+		msgs, err := pr.cfg.Store.ListAgentMessages(pr.ctx, e.AgentSessionID)
+		if err != nil {
+			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("read a lost execution's transcript")
+			continue
+		}
+		if len(msgs) >= most { // the latest of the longest
+			best, most = e, len(msgs)
+		}
+	}
+	return best
 }
 
 // resumeOf is what the executor that reruns a step continues from: the
