@@ -140,8 +140,9 @@ func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, e
 // fromRecord ends a direct step the earlier owner left running from the
 // record of its tool call, when that call finished (recorded after the
 // step started, not cancelled): the tool is not called again. It says
-// whether it did. A call that started and did not finish is kept for the
-// step's rerun (started): a side effect is then in doubt, not repeated.
+// whether it did. A call that started and did not finish — under this
+// start of the step or an earlier owner's — is kept for the step's rerun
+// (started): a side effect is then in doubt, not repeated.
 func (pr *planRun) fromRecord(st *Step) bool {
 	if pr.cfg.Records == nil {
 		return false
@@ -152,16 +153,21 @@ func (pr *planRun) fromRecord(st *Step) bool {
 		return false
 	}
 	for _, r := range slices.Backward(recs) {
-		if r.Source.ExecutionID != "" || r.ToolName != st.Tool ||
-			(st.StartedAt != nil && r.CreatedAt.Before(st.StartedAt.Truncate(time.Microsecond))) {
+		if r.Source.ExecutionID != "" || r.ToolName != st.Tool {
 			continue
 		}
 		if r.Unfinished() {
+			// Whichever start of the step made it: each owner that takes the
+			// run over starts the step again (a later StartedAt), also one
+			// that dies while the call waits on a person.
 			pr.started[st.Number] = r
 			return false
 		}
 		if !r.Answers() {
 			continue
+		}
+		if st.StartedAt != nil && r.CreatedAt.Before(st.StartedAt.Truncate(time.Microsecond)) {
+			return false // an earlier run of the step ended with it; this one recorded nothing
 		}
 		end := pr.cfg.Now()
 		st.CompletedAt = &end

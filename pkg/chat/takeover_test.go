@@ -534,6 +534,40 @@ func TestExecutorTakenOverContinuesFromItsRecords(t *testing.T) {
 	})
 }
 
+// A direct step whose side-effect call was cut, and whose run the next
+// owner lost too after it had started the step again (a later start), is
+// not run again by the third: the call started under the first start is
+// in doubt still.
+func TestDirectStepTakenOverTwiceInsideASideEffect(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnvWith(t, db, tools.SideEffect)
+		now := time.Now()
+		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
+			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
+		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+		runID := persistence.NewID()
+
+		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
+		require.ErrorIs(t, err, agents.OwnerLost)
+		// The second owner started the step again, and died.
+		left, err := e.stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		again := left.Steps[0]
+		later := time.Now().Add(time.Second)
+		again.StartedAt = &later
+		require.NoError(t, e.stores.Plans.UpdateStep(ctx, p.ID, again))
+
+		out, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, e.count("slow"), "the side effect is not repeated")
+		require.Equal(t, planning.StepFailed, out.Plan.Steps[0].Status)
+		require.Contains(t, out.Plan.Steps[0].Error, "outcome of this call to slow is unknown")
+	})
+}
+
 // An executor step lost twice — the second time by an owner that died
 // after it started the rerun's execution and before it copied the lost
 // transcript into it — reruns from the transcript that went furthest, the
