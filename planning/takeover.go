@@ -39,8 +39,9 @@ func (pr *planRun) takeOver() {
 		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Msg("list the executions an earlier owner left; they stay open")
 	}
 	for _, st := range running {
-		if lost, ok := pr.closeLost(execs, st.Number); ok {
-			pr.lost[st.Number] = pr.furthest(execs, lost)
+		pr.closeLost(execs, st.Number)
+		if from, ok := pr.furthest(execs, st.Number); ok {
+			pr.lost[st.Number] = from
 		}
 		if st.Tool != "" && pr.fromRecord(st) {
 			continue
@@ -51,9 +52,8 @@ func (pr *planRun) takeOver() {
 
 // closeLost closes the executions of step number that an earlier owner
 // left running: cancelled, with the cause agents.OwnerLost, and announced
-// (executor_result). It returns the last one: the step's executor
-// continues from its transcript.
-func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, found bool) {
+// (executor_result).
+func (pr *planRun) closeLost(execs []Execution, number int) {
 	for _, e := range execs {
 		if e.StepNumber != number || e.Status != ExecutionRunning {
 			continue
@@ -66,24 +66,32 @@ func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, fou
 		if err := pr.journal.executorFinished(pr.ctx, xem, e); err != nil {
 			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("close an execution an earlier owner left running")
 		}
-		last, found = e, true
 	}
-	return last, found
 }
 
-// furthest is the execution of lost's step whose transcript went furthest,
-// among those just closed (lost is the last of them) and the step's earlier
-// executions lost to their owner: the rerun continues from it. Each rerun's transcript starts with a copy of
+// furthest is the execution the step's rerun continues from: of the
+// step's executions lost to their owners since it last ended otherwise
+// (the ones just closed, and those earlier takeovers closed), the one whose
+// transcript went furthest. Each rerun's transcript starts with a copy of
 // the one it continues, so the chain only grows, except where an owner died
-// while copying (or before it could): that execution's transcript is empty
-// or cut short, and continuing from it would start the step afresh, making
-// again the calls of a round the earlier executions had made.
-func (pr *planRun) furthest(execs []Execution, lost Execution) Execution {
-	best, most := lost, -1
+// while copying, or after it closed the lost execution and before it
+// started the rerun: continuing from that execution, or from none, would
+// start the step afresh, making again the calls of a round an earlier
+// execution had made.
+func (pr *planRun) furthest(execs []Execution, number int) (Execution, bool) {
+	var chain []Execution
 	for _, e := range execs {
-		if e.StepNumber != lost.StepNumber || e.Status != ExecutionRunning && e.Error != string(agents.OwnerLost) {
-			continue
+		switch {
+		case e.StepNumber != number:
+		case e.Status == ExecutionRunning || e.Error == string(agents.OwnerLost):
+			chain = append(chain, e)
+		default: // the step ended (or was stopped) otherwise: a new run of it began after
+			chain = nil
 		}
+	}
+	var best Execution
+	most := -1
+	for _, e := range chain {
 		msgs, err := pr.cfg.Store.ListAgentMessages(pr.ctx, e.AgentSessionID)
 		if err != nil {
 			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("read a lost execution's transcript")
@@ -93,7 +101,7 @@ func (pr *planRun) furthest(execs []Execution, lost Execution) Execution {
 			best, most = e, len(msgs)
 		}
 	}
-	return best
+	return best, most >= 0
 }
 
 // resumeOf is what the executor that reruns a step continues from: the

@@ -568,29 +568,46 @@ func TestDirectStepTakenOverTwiceInsideASideEffect(t *testing.T) {
 	})
 }
 
-// An executor step lost twice — the second time by an owner that died
-// after it started the rerun's execution and before it copied the lost
-// transcript into it — reruns from the transcript that went furthest, the
-// first execution's: the call that execution made is answered from its
-// record, not made again, and the step does not start afresh.
-func TestExecutorTakenOverAfterARerunLostItsCopy(t *testing.T) {
+// An executor step lost twice — the second owner dying after it closed
+// the lost execution and before it started the rerun, or after it started
+// the rerun's execution and before it copied the lost transcript into it —
+// reruns from the transcript that went furthest, the first execution's: the
+// call that execution made is answered from its record, not made again, and
+// the step does not start afresh.
+func TestExecutorTakenOverAfterARerunWasLost(t *testing.T) {
 	t.Parallel()
-	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
-		ctx := context.Background()
-		e := newTakeoverEnv(t, db)
-		now := time.Now()
-		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
-			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
-			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
-				ExecutorRequired: true, Tools: []string{"stamp"}}}}}
-		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
-		runID := persistence.NewID()
+	for _, second := range []string{"closed the lost execution", "started an empty rerun"} {
+		t.Run(second, func(t *testing.T) {
+			t.Parallel()
+			dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+				executorTakenOverAfterARerunWasLost(t, db, second)
+			})
+		})
+	}
+}
 
-		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
-		require.ErrorIs(t, err, agents.OwnerLost)
-		require.Equal(t, 1, e.count("stamp"))
-		// The second owner started the rerun's execution and died before
-		// its transcript was copied.
+func executorTakenOverAfterARerunWasLost(t *testing.T, db *persistence.DB, second string) {
+	ctx := context.Background()
+	e := newTakeoverEnv(t, db)
+	now := time.Now()
+	p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
+		Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
+			ExecutorRequired: true, Tools: []string{"stamp"}}}}}
+	require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+	runID := persistence.NewID()
+
+	_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
+	require.ErrorIs(t, err, agents.OwnerLost)
+	require.Equal(t, 1, e.count("stamp"))
+	execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
+	require.NoError(t, err)
+	require.Len(t, execs, 1)
+	first := execs[0]
+	end := time.Now()
+	first.Status, first.Error, first.CompletedAt = planning.ExecutionCancelled, string(agents.OwnerLost), &end
+	require.NoError(t, e.stores.PlanRecords.FinishExecution(ctx, first))
+	if second == "started an empty rerun" {
 		agent := planning.AgentRecord{ID: persistence.NewID(), Role: event.RoleExecutor, UserID: "alice", RunID: runID, PlanID: p.ID,
 			StepNumber: 1, CreatedAt: time.Now()}
 		sess := planning.AgentSession{ID: persistence.NewID(), AgentID: agent.ID, PlanID: p.ID, StepNumber: 1, UserID: "alice",
@@ -598,18 +615,17 @@ func TestExecutorTakenOverAfterARerunLostItsCopy(t *testing.T) {
 		require.NoError(t, e.stores.PlanRecords.StartExecution(ctx, agent, sess, planning.Execution{ID: persistence.NewID(),
 			PlanID: p.ID, StepNumber: 1, AgentID: agent.ID, AgentSessionID: sess.ID, UserID: "alice", Status: planning.ExecutionRunning,
 			Task: "Publish the note", StartedAt: time.Now()}))
+	}
 
-		out, err := e.continuePlan(t, runID, p.ID, nil)
-		require.NoError(t, err)
-		require.Equal(t, planning.StatusCompleted, out.Plan.Status)
-		require.Equal(t, 1, e.count("stamp"), "the recorded call is not made again")
-		execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
-		require.NoError(t, err)
-		require.Len(t, execs, 3)
-		last := execs[2]
-		require.Equal(t, planning.ExecutionCompleted, last.Status)
-		require.Equal(t, "Stamping.\n\npublished", last.Result, "the rerun went on from the first execution's round")
-	})
+	out, err := e.continuePlan(t, runID, p.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, out.Plan.Status)
+	require.Equal(t, 1, e.count("stamp"), "the recorded call is not made again")
+	execs, err = e.stores.Executions.ListExecutions(ctx, p.ID)
+	require.NoError(t, err)
+	last := execs[len(execs)-1]
+	require.Equal(t, planning.ExecutionCompleted, last.Status)
+	require.Equal(t, "Stamping.\n\npublished", last.Result, "the rerun went on from the first execution's round")
 }
 
 // A turn whose request approved a plan (its approve field), running the plan
