@@ -39,8 +39,9 @@ func (pr *planRun) takeOver() {
 		pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("plan_id", pr.p.ID).Msg("list the executions an earlier owner left; they stay open")
 	}
 	for _, st := range running {
-		if lost, ok := pr.closeLost(execs, st.Number); ok {
-			pr.lost[st.Number] = lost
+		pr.closeLost(execs, st.Number)
+		if from, ok := pr.furthest(execs, st.Number); ok {
+			pr.lost[st.Number] = from
 		}
 		if st.Tool != "" && pr.fromRecord(st) {
 			continue
@@ -51,9 +52,8 @@ func (pr *planRun) takeOver() {
 
 // closeLost closes the executions of step number that an earlier owner
 // left running: cancelled, with the cause agents.OwnerLost, and announced
-// (executor_result). It returns the last one: the step's executor
-// continues from its transcript.
-func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, found bool) {
+// (executor_result).
+func (pr *planRun) closeLost(execs []Execution, number int) {
 	for _, e := range execs {
 		if e.StepNumber != number || e.Status != ExecutionRunning {
 			continue
@@ -66,14 +66,52 @@ func (pr *planRun) closeLost(execs []Execution, number int) (last Execution, fou
 		if err := pr.journal.executorFinished(pr.ctx, xem, e); err != nil {
 			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("close an execution an earlier owner left running")
 		}
-		last, found = e, true
 	}
-	return last, found
+}
+
+// furthest is the execution the step's rerun continues from: of the
+// step's executions lost to their owners since it last ended otherwise
+// (the ones just closed, and those earlier takeovers closed), the one whose
+// transcript went furthest. Each rerun's transcript starts with a copy of
+// the one it continues, so the chain only grows, except where an owner died
+// while copying, or after it closed the lost execution and before it
+// started the rerun: continuing from that execution, or from none, would
+// start the step afresh, making again the calls of a round an earlier
+// execution had made.
+func (pr *planRun) furthest(execs []Execution, number int) (Execution, bool) {
+	var chain []Execution
+	for _, e := range execs {
+		switch {
+		case e.StepNumber != number:
+		case e.Status == ExecutionRunning || e.Error == string(agents.OwnerLost):
+			chain = append(chain, e)
+		default: // the step ended (or was stopped) otherwise: a new run of it began after
+			chain = nil
+		}
+	}
+	var best Execution
+	most := -1
+	for _, e := range chain {
+		msgs, err := pr.cfg.Store.ListAgentMessages(pr.ctx, e.AgentSessionID)
+		if err != nil {
+			pr.cfg.Logger.Error().Ctx(pr.ctx).Err(err).Str("execution_id", e.ID).Msg("read a lost execution's transcript")
+			continue
+		}
+		if len(msgs) >= most { // the latest of the longest
+			best, most = e, len(msgs)
+		}
+	}
+	return best, most >= 0
 }
 
 // resumeOf is what the executor that reruns a step continues from: the
 // transcript of the execution the earlier owner lost, and the tool calls
-// that execution recorded (answered from their records, not made again).
+// the step's executions recorded (answered from their records, not made
+// again). Every execution of the step, not only the lost one: a transcript
+// copied from execution to execution carries a round whose calls an
+// earlier one made, and an execution lost before it reached that round
+// (or while a call of it waited on a person) recorded nothing of it, so
+// the side effect its first execution started is in doubt still.
 // It copies that transcript into the new execution's conversation, so the
 // new execution's transcript is whole. Without a lost execution, or when
 // it cannot be read, the executor starts afresh.
@@ -90,7 +128,7 @@ func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, e
 	}
 	res := &agents.Resume{Transcript: TranscriptEntries(msgs), Recorded: map[string]tools.Execution{}}
 	if r.cfg.Records != nil {
-		recs, err := r.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{AgentID: lost.AgentID})
+		recs, err := r.cfg.Records.RecordedCalls(ctx, tools.RecordQuery{PlanID: lost.PlanID, StepNumber: lost.StepNumber})
 		if err != nil {
 			r.cfg.Logger.Error().Ctx(ctx).Err(err).Str("execution_id", lost.ID).Msg("read the lost execution's tool calls; the executor starts afresh")
 			return nil
@@ -110,8 +148,9 @@ func (r *stepRunner) resumeOf(ctx context.Context, lost *Execution, sessionID, e
 // fromRecord ends a direct step the earlier owner left running from the
 // record of its tool call, when that call finished (recorded after the
 // step started, not cancelled): the tool is not called again. It says
-// whether it did. A call that started and did not finish is kept for the
-// step's rerun (started): a side effect is then in doubt, not repeated.
+// whether it did. A call that started and did not finish — under this
+// start of the step or an earlier owner's — is kept for the step's rerun
+// (started): a side effect is then in doubt, not repeated.
 func (pr *planRun) fromRecord(st *Step) bool {
 	if pr.cfg.Records == nil {
 		return false
@@ -122,16 +161,21 @@ func (pr *planRun) fromRecord(st *Step) bool {
 		return false
 	}
 	for _, r := range slices.Backward(recs) {
-		if r.Source.ExecutionID != "" || r.ToolName != st.Tool ||
-			(st.StartedAt != nil && r.CreatedAt.Before(st.StartedAt.Truncate(time.Microsecond))) {
+		if r.Source.ExecutionID != "" || r.ToolName != st.Tool {
 			continue
 		}
 		if r.Unfinished() {
+			// Whichever start of the step made it: each owner that takes the
+			// run over starts the step again (a later StartedAt), also one
+			// that dies while the call waits on a person.
 			pr.started[st.Number] = r
 			return false
 		}
 		if !r.Answers() {
 			continue
+		}
+		if st.StartedAt != nil && r.CreatedAt.Before(st.StartedAt.Truncate(time.Microsecond)) {
+			return false // an earlier run of the step ended with it; this one recorded nothing
 		}
 		end := pr.cfg.Now()
 		st.CompletedAt = &end

@@ -196,6 +196,43 @@ func TestRunRoundValidatesBeforeAsking(t *testing.T) {
 	require.Zero(t, runs.Load())
 }
 
+// cutHolds is a place to wait whose wait is cut: its Await calls cut (the
+// run is lost, or cancelled, while nobody has decided) and waits for ctx.
+type cutHolds struct{ cut func() }
+
+func (h cutHolds) Await(ctx context.Context, _ tools.Hold) (tools.Answer, error) {
+	h.cut()
+	<-ctx.Done()
+	return tools.Answer{}, context.Cause(ctx)
+}
+
+// A call in doubt whose wait for a person is cut stays started, as the
+// earlier attempt left it: the next attempt finds it in doubt again, where
+// a record saying it was cancelled before it ran would have it run again.
+func TestRunRoundKeepsACallInDoubtStartedWhenItsWaitIsCut(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(withRun(context.Background(), "run-1"))
+	defer cancel(nil)
+	f := setup(t, func(c *tools.RuntimeConfig) {
+		c.RunOf = func(ctx context.Context) string { id, _ := ctx.Value(runKey{}).(string); return id }
+		c.Holds = cutHolds{cut: func() { cancel(errors.New("owner lost")) }}
+	})
+	var runs atomic.Int64
+	var got json.RawMessage
+	c := f.call("c1", "mail.send", `{"to":"bob@example.com"}`)
+	c.Prior = &tools.Execution{ID: "rec-1", ToolCallID: "c1", ToolName: "mail.send", Effect: tools.SideEffect, State: tools.CallStarted}
+	out := f.rt.RunRound(ctx, []tools.Tool{sendTool(&runs, &got)}, []tools.Call{c})
+
+	require.Zero(t, runs.Load(), "not run")
+	require.False(t, out[0].Success)
+	require.ErrorIs(t, out[0].Err, tools.ErrCancelled)
+	rec, ok := f.rec.ByCallID("c1")
+	require.True(t, ok)
+	require.Equal(t, "rec-1", rec.ID)
+	require.True(t, rec.Unfinished(), "the record still says started: %+v", rec)
+	require.Equal(t, "rec-1", tools.Deciding([]tools.Execution{rec})["c1"].ID, "and decides the call on the next takeover")
+}
+
 // A side-effect call in doubt after a takeover waits for a person, who
 // says retry (it runs again, with the same idempotency key), mark_done
 // (the model gets their result), or fail (the model gets a tool error);

@@ -397,7 +397,11 @@ func (r *Runtime) execute(ctx context.Context, tool Tool, call Call, start time.
 	x.class = spec.Class()
 	if p := call.Prior; p != nil && p.Unfinished() {
 		if was := cmp.Or(p.Effect, x.class); !was.Repeatable() {
-			x.class = was
+			// The earlier attempt's start stands until a person decides:
+			// a wait that is cut (this attempt lost or cancelled) leaves
+			// the record started, so the next attempt finds the call in
+			// doubt again rather than "cancelled before it ran".
+			x.class, x.started = was, true
 			if again, res, err := r.resolveInDoubt(ctx, call, x); !again {
 				return res, err
 			}

@@ -105,7 +105,13 @@ type fleet struct {
 // their own on TEST_DATABASE_URL for PostgreSQL; a file for SQLite).
 func newFleet(t *testing.T, driver string, cfg fleetConfig) *fleet {
 	t.Helper()
-	f := &fleet{bin: planwrightBinary(t), dir: t.TempDir()}
+	return newFleetOf(t, planwrightBinary(t), driver, cfg)
+}
+
+// newFleetOf is newFleet with processes of binary bin.
+func newFleetOf(t *testing.T, bin, driver string, cfg fleetConfig) *fleet {
+	t.Helper()
+	f := &fleet{bin: bin, dir: t.TempDir()}
 	var dsn string
 	if driver == persistence.DriverPostgres {
 		dsn = dbtest.PostgresDSN(t) // fails when REQUIRE_POSTGRES=1 and there is none

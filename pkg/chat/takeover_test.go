@@ -534,6 +534,100 @@ func TestExecutorTakenOverContinuesFromItsRecords(t *testing.T) {
 	})
 }
 
+// A direct step whose side-effect call was cut, and whose run the next
+// owner lost too after it had started the step again (a later start), is
+// not run again by the third: the call started under the first start is
+// in doubt still.
+func TestDirectStepTakenOverTwiceInsideASideEffect(t *testing.T) {
+	t.Parallel()
+	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+		ctx := context.Background()
+		e := newTakeoverEnvWith(t, db, tools.SideEffect)
+		now := time.Now()
+		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
+			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
+		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+		runID := persistence.NewID()
+
+		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
+		require.ErrorIs(t, err, agents.OwnerLost)
+		// The second owner started the step again, and died.
+		left, err := e.stores.Plans.GetPlan(ctx, p.ID)
+		require.NoError(t, err)
+		again := left.Steps[0]
+		later := time.Now().Add(time.Second)
+		again.StartedAt = &later
+		require.NoError(t, e.stores.Plans.UpdateStep(ctx, p.ID, again))
+
+		out, err := e.continuePlan(t, runID, p.ID, nil)
+		require.NoError(t, err)
+		require.Equal(t, 1, e.count("slow"), "the side effect is not repeated")
+		require.Equal(t, planning.StepFailed, out.Plan.Steps[0].Status)
+		require.Contains(t, out.Plan.Steps[0].Error, "outcome of this call to slow is unknown")
+	})
+}
+
+// An executor step lost twice — the second owner dying after it closed
+// the lost execution and before it started the rerun, or after it started
+// the rerun's execution and before it copied the lost transcript into it —
+// reruns from the transcript that went furthest, the first execution's: the
+// call that execution made is answered from its record, not made again, and
+// the step does not start afresh.
+func TestExecutorTakenOverAfterARerunWasLost(t *testing.T) {
+	t.Parallel()
+	for _, second := range []string{"closed the lost execution", "started an empty rerun"} {
+		t.Run(second, func(t *testing.T) {
+			t.Parallel()
+			dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
+				executorTakenOverAfterARerunWasLost(t, db, second)
+			})
+		})
+	}
+}
+
+func executorTakenOverAfterARerunWasLost(t *testing.T, db *persistence.DB, second string) {
+	ctx := context.Background()
+	e := newTakeoverEnv(t, db)
+	now := time.Now()
+	p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
+		Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
+			ExecutorRequired: true, Tools: []string{"stamp"}}}}}
+	require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
+	runID := persistence.NewID()
+
+	_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
+	require.ErrorIs(t, err, agents.OwnerLost)
+	require.Equal(t, 1, e.count("stamp"))
+	execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
+	require.NoError(t, err)
+	require.Len(t, execs, 1)
+	first := execs[0]
+	end := time.Now()
+	first.Status, first.Error, first.CompletedAt = planning.ExecutionCancelled, string(agents.OwnerLost), &end
+	require.NoError(t, e.stores.PlanRecords.FinishExecution(ctx, first))
+	if second == "started an empty rerun" {
+		agent := planning.AgentRecord{ID: persistence.NewID(), Role: event.RoleExecutor, UserID: "alice", RunID: runID, PlanID: p.ID,
+			StepNumber: 1, CreatedAt: time.Now()}
+		sess := planning.AgentSession{ID: persistence.NewID(), AgentID: agent.ID, PlanID: p.ID, StepNumber: 1, UserID: "alice",
+			CreatedAt: time.Now()}
+		require.NoError(t, e.stores.PlanRecords.StartExecution(ctx, agent, sess, planning.Execution{ID: persistence.NewID(),
+			PlanID: p.ID, StepNumber: 1, AgentID: agent.ID, AgentSessionID: sess.ID, UserID: "alice", Status: planning.ExecutionRunning,
+			Task: "Publish the note", StartedAt: time.Now()}))
+	}
+
+	out, err := e.continuePlan(t, runID, p.ID, nil)
+	require.NoError(t, err)
+	require.Equal(t, planning.StatusCompleted, out.Plan.Status)
+	require.Equal(t, 1, e.count("stamp"), "the recorded call is not made again")
+	execs, err = e.stores.Executions.ListExecutions(ctx, p.ID)
+	require.NoError(t, err)
+	last := execs[len(execs)-1]
+	require.Equal(t, planning.ExecutionCompleted, last.Status)
+	require.Equal(t, "Stamping.\n\npublished", last.Result, "the rerun went on from the first execution's round")
+}
+
 // A turn whose request approved a plan (its approve field), running the plan
 // when its process died, claims again on takeover: the plan this turn
 // approved is run on, not approved twice (nor refused as executing).

@@ -404,6 +404,64 @@ func TestCallsInDoubtWaitForAPerson(t *testing.T) {
 	}
 }
 
+// A call in doubt stays in doubt through a second takeover: the run is
+// handed over while a step's executor is inside a side-effect call, then
+// again while the next attempt waits on the person for it. The third
+// attempt's executor, whose transcript was copied from the second's (which
+// recorded nothing of the call: it only waited), still finds the call
+// started by the first, so it waits on the same hold instead of running
+// the side effect again; the person's mark_done is what the model is told.
+func TestCallsInDoubtSurviveASecondTakeover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	world := &worldTools{reached: make(chan string, 2), keys: map[string][]string{}}
+	m := &requestLog{next: scriptedModel(t, effectsScript)}
+	e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), m, envWiring{Records: true, Holds: true,
+		Tools: func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return world.register(t, reg) }})
+	const runID = "run-in-doubt-twice"
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+			map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
+	}()
+	for range 2 {
+		select {
+		case <-world.reached:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the executor's tools were never called")
+		}
+	}
+	require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over inside the calls")
+	first := pendingHolds(t, e, "alice", runID, 1)[0]
+	require.Equal(t, tools.HoldInDoubt, first.Kind)
+	// (Until the first attempt's work has wound down, this process knows
+	// the run by that attempt, whose token is stale: nothing to hand over.)
+	require.Eventually(t, func() bool { return e.worker.HandOver(ctx) == 1 }, 30*time.Second, 20*time.Millisecond,
+		"the run is handed over while the call in doubt waits")
+	require.Eventually(t, func() bool {
+		r, err := e.runs.GetRun(ctx, "alice", runID)
+		return err == nil && r.Attempts == 3 && r.Owner != ""
+	}, 30*time.Second, 20*time.Millisecond, "the run is taken a third time")
+	again := pendingHolds(t, e, "alice", runID, 1)[0]
+	require.Equal(t, first.ID, again.ID, "the same hold waits")
+
+	resp := e.request(t, ctx, "alice", "POST", "/api/runs/"+runID+"/tool-approvals", map[string]any{"decisions": []map[string]any{
+		{"call_id": first.CallID, "decision": "mark_done", "result": "the note went out at 9:02"}}})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	_ = resp.Body.Close()
+	frames := <-streamed
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+	require.Len(t, world.keysOf("send_note"), 1, "the side effect ran once, across three attempts")
+	require.Equal(t, []string{"the note went out at 9:02"}, m.toolMessages("send_note"), "the model is told the person's result")
+	inDoubt := 0
+	for _, f := range frames {
+		if f.Type == "tool_call_in_doubt" {
+			inDoubt++
+		}
+	}
+	require.Equal(t, 1, inDoubt, "announced once")
+}
+
 // A pending approval survives its owner: the run taken over finds the
 // calls' holds and waits again without asking again, and the owner's
 // decision, taken afterwards, runs each call once.

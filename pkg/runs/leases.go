@@ -13,14 +13,19 @@ type owned struct {
 	active map[string]*active
 }
 
-// track adds run id; the function it returns removes it.
+// track adds run id, worked by a; the function it returns removes it,
+// unless a later attempt of the run in this process tracked itself since
+// (a run handed over or expired can be taken again here while the earlier
+// attempt's work winds down, and that one ends last).
 func (o *owned) track(id string, a *active) (untrack func()) {
 	o.mu.Lock()
 	o.active[id] = a
 	o.mu.Unlock()
 	return func() {
 		o.mu.Lock()
-		delete(o.active, id)
+		if o.active[id] == a {
+			delete(o.active, id)
+		}
 		o.mu.Unlock()
 	}
 }

@@ -113,6 +113,23 @@ func TestOwned(t *testing.T) {
 	require.Zero(t, o.count())
 }
 
+// A run this process takes again while its earlier attempt still winds
+// down is tracked as the later attempt: the earlier attempt's untrack,
+// when it ends last, leaves it (its leases are renewed, its hand-over and
+// cancel checks find it).
+func TestOwnedKeepsTheLaterAttempt(t *testing.T) {
+	t.Parallel()
+	o := &owned{active: map[string]*active{}}
+	earlier, _ := activeRun(t, 1)
+	later, _ := activeRun(t, 2)
+	untrackEarlier := o.track("r1", earlier)
+	untrackLater := o.track("r1", later)
+	untrackEarlier()
+	require.Same(t, later, o.get("r1"), "the earlier attempt's end leaves the later one tracked")
+	untrackLater()
+	require.Nil(t, o.get("r1"))
+}
+
 // A stopped loop does not start; stop is idempotent; takeOverExpired
 // returns the store's error.
 func TestLeasesLifecycle(t *testing.T) {
