@@ -235,3 +235,54 @@ func TestATakeoverWhileReserving(t *testing.T) {
 		require.NotEqual(t, "budget_exhausted", fr.Type, "%v", fr.Data)
 	}
 }
+
+// TestATakeoverStartsFromTheStoredSpend: a chain of six steps under five
+// model calls; the owner dies in step 3, its call holding a reservation,
+// after steps 1 and 2 stored two. The new owner's plan ledger starts from
+// those two: steps 3 to 5 spend the other three and step 6 finds none left
+// (the plan pauses with its spend at the limit), which it would not if the
+// ledger started from nothing, and would sooner if the dead owner's
+// reservation counted. Raised by one, the plan completes; steps 1 and 2 ran
+// once.
+func TestATakeoverStartsFromTheStoredSpend(t *testing.T) {
+	t.Parallel()
+	const lease = 6 * time.Second
+	f := newBudgetFleet(t, lease)
+	stalled := takeoverScript(t, `reply: {delay_ms: 300, text: "Ground."`, `reply: {delay_ms: 60000, text: "Ground."`)
+	a := f.start(t, "A", "PLANWRIGHT_LLM_SCRIPT="+stalled)
+	turn := a.turn(t, map[string]any{"message": "chain job", "stream_run_id": "run-chain",
+		"budget": map[string]any{"model_calls": 5, "on_exhausted": "pause"}})
+	h := readHead(t, turn, true)
+	ownerA := a.run(t, h.runID).Owner
+	require.NotEmpty(t, ownerA)
+	b := f.start(t, "B")
+	turn.untilStep(t, 3)
+	require.Equal(t, 2, a.budgetPlan(t, h.planID).Plan.Budget.Spent.ModelCalls, "steps 1 and 2 are stored")
+
+	a.kill(t)
+	runFinishedOn(t, b, h.runID, ownerA)
+	paused := b.budgetPlan(t, h.planID)
+	require.Equal(t, "waiting_budget", paused.Plan.Status, "the stored spend and B's reached the limit: %v", paused.byStep())
+	require.Equal(t, 5, paused.Plan.Budget.Spent.ModelCalls, "two stored by A, three spent by B")
+	requireWithinBudget(t, paused)
+	lost := "cancelled/owner_lost"
+	got := paused.byStep()
+	require.Equal(t, []string{lost, "completed"}, got[3], "step 3 cut off and run again")
+	for _, n := range []int{1, 2, 4, 5} {
+		require.Equal(t, []string{"completed"}, got[n], "step %d", n)
+	}
+	require.Len(t, got[6], 1, "step 6 stopped by the budget: %v", got)
+	require.NotEqual(t, "completed", got[6][0])
+
+	status, body := b.do(t, http.MethodPost, "/api/plans/"+h.planID+"/budget", map[string]any{"model_calls": 6, "stream": false})
+	require.Equal(t, http.StatusOK, status, string(body))
+	done := b.budgetPlan(t, h.planID)
+	require.Equal(t, "completed", done.Plan.Status)
+	require.Equal(t, 6, done.Plan.Budget.Spent.ModelCalls)
+	requireWithinBudget(t, done)
+	got = done.byStep()
+	for _, n := range []int{1, 2, 4, 5} {
+		require.Equal(t, []string{"completed"}, got[n], "step %d ran once", n)
+	}
+	require.Equal(t, "completed", got[6][len(got[6])-1])
+}
