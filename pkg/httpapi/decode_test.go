@@ -30,6 +30,16 @@ var bodyRoutes = []struct {
 	{"POST", "/api/agent-definitions", `"name": "helper"`, "Name"},
 	{"PATCH", "/api/agent-definitions/{id}", `"name": "helper"`, "NAME"},
 	{"POST", "/api/runs/{id}/tool-approvals", `"decisions": []`, "Decisions"},
+	{"PATCH", "/api/keys/{id}", `"budget": {"model_calls": 3}`, "Budget"},
+}
+
+// bodyCaller is who sends a route's bodies: an operator to the operators'
+// routes (a user's request is a 404 before its body is read).
+func bodyCaller(path string) string {
+	if strings.HasPrefix(path, "/api/keys") {
+		return "ops"
+	}
+	return "alice"
 }
 
 // object is a JSON object of the given fields, skipping empty ones.
@@ -66,7 +76,7 @@ func TestBodiesAreDecodedStrictly(t *testing.T) {
 		for _, tc := range cases {
 			t.Run(r.method+" "+r.path+": "+tc.name, func(t *testing.T) {
 				t.Parallel()
-				resp := env.request(t, context.Background(), "alice", r.method, path, tc.body)
+				resp := env.request(t, context.Background(), bodyCaller(r.path), r.method, path, tc.body)
 				require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 				body := decodeBody[httpapi.ErrorResponse](t, resp)
 				require.Equal(t, "invalid_input", body.Error.Code)
