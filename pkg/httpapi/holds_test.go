@@ -315,6 +315,34 @@ func TestPlanStepsGoOnWhileOneWaits(t *testing.T) {
 	require.True(t, sawWaiting)
 }
 
+// handedOverInsideACall starts alice's turn runID, whose plan step's
+// executor calls send_note (a side effect) and put_note (idempotent),
+// and hands the run over while both are inside their tools. It returns
+// the env, the model's requests, the tools and the turn's stream (its
+// frames once it ends).
+func handedOverInsideACall(t *testing.T, runID string) (chatEnv, *requestLog, *worldTools, <-chan []frame) {
+	t.Helper()
+	ctx := context.Background()
+	world := &worldTools{reached: make(chan string, 2), keys: map[string][]string{}}
+	m := &requestLog{next: scriptedModel(t, effectsScript)}
+	e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), m, envWiring{Records: true, Holds: true,
+		Tools: func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return world.register(t, reg) }})
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+			map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
+	}()
+	for range 2 {
+		select {
+		case <-world.reached:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the executor's tools were never called")
+		}
+	}
+	require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over inside the calls")
+	return e, m, world, streamed
+}
+
 // A run handed over while a step's executor is inside a side-effect call
 // (and an idempotent one): the new owner does not run the side effect
 // again on its own but announces it in doubt and waits; the owner decides
@@ -335,24 +363,8 @@ func TestCallsInDoubtWaitForAPerson(t *testing.T) {
 		t.Run(tc.decision["decision"].(string), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			world := &worldTools{reached: make(chan string, 2), keys: map[string][]string{}}
-			m := &requestLog{next: scriptedModel(t, effectsScript)}
-			e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), m, envWiring{Records: true, Holds: true,
-				Tools: func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return world.register(t, reg) }})
 			const runID = "run-in-doubt"
-			streamed := make(chan []frame, 1)
-			go func() {
-				streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-					map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
-			}()
-			for range 2 {
-				select {
-				case <-world.reached:
-				case <-time.After(30 * time.Second):
-					t.Fatal("the executor's tools were never called")
-				}
-			}
-			require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over")
+			e, m, world, streamed := handedOverInsideACall(t, runID)
 
 			held := pendingHolds(t, e, "alice", runID, 1)
 			h := held[0]
@@ -414,24 +426,8 @@ func TestCallsInDoubtWaitForAPerson(t *testing.T) {
 func TestCallsInDoubtSurviveASecondTakeover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	world := &worldTools{reached: make(chan string, 2), keys: map[string][]string{}}
-	m := &requestLog{next: scriptedModel(t, effectsScript)}
-	e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), m, envWiring{Records: true, Holds: true,
-		Tools: func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return world.register(t, reg) }})
 	const runID = "run-in-doubt-twice"
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-			map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
-	}()
-	for range 2 {
-		select {
-		case <-world.reached:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the executor's tools were never called")
-		}
-	}
-	require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over inside the calls")
+	e, m, world, streamed := handedOverInsideACall(t, runID)
 	first := pendingHolds(t, e, "alice", runID, 1)[0]
 	require.Equal(t, tools.HoldInDoubt, first.Kind)
 	// (Until the first attempt's work has wound down, this process knows
