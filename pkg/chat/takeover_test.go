@@ -542,16 +542,7 @@ func TestDirectStepTakenOverTwiceInsideASideEffect(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := context.Background()
-		e := newTakeoverEnvWith(t, db, tools.SideEffect)
-		now := time.Now()
-		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
-			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
-			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
-		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
-		runID := persistence.NewID()
-
-		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
-		require.ErrorIs(t, err, agents.OwnerLost)
+		e, p, runID := directStepCutInside(t, db)
 		// The second owner started the step again, and died.
 		left, err := e.stores.Plans.GetPlan(ctx, p.ID)
 		require.NoError(t, err)
@@ -709,6 +700,23 @@ func TestTurnTakenOverInsideASideEffect(t *testing.T) {
 	})
 }
 
+// directStepCutInside stores an executing plan of one direct step calling
+// the side-effect tool "slow", and runs it until its owner is lost inside
+// the call; it returns the env, the plan and the run.
+func directStepCutInside(t *testing.T, db *persistence.DB) (*takeoverEnv, planning.Plan, string) {
+	t.Helper()
+	e := newTakeoverEnvWith(t, db, tools.SideEffect)
+	now := time.Now()
+	p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
+		Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
+	require.NoError(t, e.stores.Plans.CreatePlan(context.Background(), &p))
+	runID := persistence.NewID()
+	_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
+	require.ErrorIs(t, err, agents.OwnerLost)
+	return e, p, runID
+}
+
 // A direct step whose side-effect call was cut by its owner's death is not
 // run again by the takeover: the step fails saying the call's outcome is
 // unknown, and its record says in doubt.
@@ -716,16 +724,7 @@ func TestDirectStepTakenOverInsideASideEffect(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := context.Background()
-		e := newTakeoverEnvWith(t, db, tools.SideEffect)
-		now := time.Now()
-		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Write", Mode: "auto_execute",
-			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
-			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Write", Tool: "slow", Args: []byte(`{}`)}}}}
-		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
-		runID := persistence.NewID()
-
-		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "slow", point) })
-		require.ErrorIs(t, err, agents.OwnerLost)
+		e, p, runID := directStepCutInside(t, db)
 		out, err := e.continuePlan(t, runID, p.ID, nil)
 		require.NoError(t, err)
 		require.Equal(t, 1, e.count("slow"), "the side effect is not repeated")
