@@ -79,15 +79,7 @@ func (r *runner) spendingOf(ctx context.Context, p Plan, origin Origin) (*spendi
 		return nil, nil
 	}
 	b := r.cfg.Budget
-	model := r.cfg.Executor.Model
-	if model == "" {
-		model = b.DefaultModel
-	}
-	var price *llm.Price
-	if pr, ok := b.Prices[model]; ok {
-		price = &pr
-	}
-	sp.executor = &agents.Budget{Meter: m, Price: price, MaxOutput: b.CallMaxTokens, MinOutput: b.MinCallTokens}
+	sp.executor = &agents.Budget{Meter: m, Price: r.priceOf(r.cfg.Executor.Model), MaxOutput: b.CallMaxTokens, MinOutput: b.MinCallTokens}
 	return sp, nil
 }
 
@@ -145,22 +137,44 @@ func (r *runner) budgetEnd(p Plan, ex *budget.Exhausted) (Status, string) {
 	return StatusStoppedBudget, why
 }
 
-// agentBudget is how another agent of a run spends (the replanner): against
-// the same ledgers as its executors, priced by the agent's own model; nil
-// when the run has no budget.
+// agentBudget is how another agent of a run spends (the replanner, the
+// reviewer of a revision): against the same ledgers as its executors,
+// priced by the agent's own model; nil when the run has no budget.
 func (r *runner) agentBudget(sp *spending, model string) *agents.Budget {
 	if sp == nil {
 		return nil
 	}
 	b := *sp.executor
-	if model == "" {
-		model = r.cfg.Budget.DefaultModel
-	}
-	b.Price = nil
-	if pr, ok := r.cfg.Budget.Prices[model]; ok {
-		b.Price = &pr
-	}
+	b.Price = r.priceOf(model)
 	return &b
+}
+
+// turnAgentBudget is how an agent a turn runs before its plan does (the
+// reviewer) spends: against the turn's ledgers (its budget and its user's
+// quotas), priced by the agent's model; nil when the turn has none.
+func (r *runner) turnAgentBudget(origin Origin, model string) *agents.Budget {
+	if origin.Budget == nil {
+		return nil
+	}
+	var m budget.Meter
+	m = append(m.With(origin.Budget.Ledger), origin.Budget.Quota...)
+	if len(m) == 0 {
+		return nil
+	}
+	b := r.cfg.Budget
+	return &agents.Budget{Meter: m, Price: r.priceOf(model), MaxOutput: b.CallMaxTokens, MinOutput: b.MinCallTokens}
+}
+
+// priceOf is model's price (the configured default model's when empty),
+// nil when it has none.
+func (b *base) priceOf(model string) *llm.Price {
+	if model == "" {
+		model = b.cfg.Budget.DefaultModel
+	}
+	if pr, ok := b.cfg.Budget.Prices[model]; ok {
+		return &pr
+	}
+	return nil
 }
 
 // quotaBudget is how an answer written after a plan's run spends (the
@@ -172,12 +186,5 @@ func (b *base) quotaBudget(ctx context.Context, userID, model string) (*agents.B
 		return nil, err
 	}
 	c := b.cfg.Budget
-	if model == "" {
-		model = c.DefaultModel
-	}
-	spend := &agents.Budget{Meter: quota, MaxOutput: c.CallMaxTokens, MinOutput: c.MinCallTokens, Final: true}
-	if pr, ok := c.Prices[model]; ok {
-		spend.Price = &pr
-	}
-	return spend, nil
+	return &agents.Budget{Meter: quota, Price: b.priceOf(model), MaxOutput: c.CallMaxTokens, MinOutput: c.MinCallTokens, Final: true}, nil
 }

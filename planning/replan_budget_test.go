@@ -8,7 +8,6 @@ import (
 
 	"github.com/planwright/planwright/persistence/dbtest"
 	"github.com/planwright/planwright/pkg/budget"
-	"github.com/planwright/planwright/pkg/llm/scripted"
 	"github.com/planwright/planwright/planning"
 )
 
@@ -28,16 +27,6 @@ func budgetedOrigin(limits budget.Limits) planning.Origin {
 	o.Budget = &planning.RunBudget{Ledger: budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: limits}),
 		Limits: limits, OnExhausted: budget.Finish}
 	return o
-}
-
-func replannerCalls(model *scripted.Model) int {
-	n := 0
-	for _, c := range model.Calls() {
-		if c.Role == "replanner" {
-			n++
-		}
-	}
-	return n
 }
 
 // The replanner spends against the plan's budget like its executors: what
@@ -60,7 +49,7 @@ func TestReplannerSpendsAgainstThePlansBudget(t *testing.T) {
 			p, err := e.store.GetPlan(ctx, res.Plan.ID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
-			require.Equal(t, 1, replannerCalls(model))
+			require.Equal(t, 1, callsOf(model, "replanner"))
 			require.GreaterOrEqual(t, p.Spent.InputTokens, int64(700), "the replanner's tokens are spent from the plan's budget")
 			noCompletedStepTwice(t, e, p)
 		})
@@ -72,7 +61,7 @@ func TestReplannerSpendsAgainstThePlansBudget(t *testing.T) {
 			p, err := e.store.GetPlan(ctx, res.Plan.ID)
 			require.NoError(t, err)
 			require.Equal(t, planning.StatusStoppedBudget, p.Status, p.Reason)
-			require.Zero(t, replannerCalls(model), "the replanner has no room for a call")
+			require.Zero(t, callsOf(model, "replanner"), "the replanner has no room for a call")
 			require.Equal(t, int64(2), p.Spent.ModelCalls, "step 1's call and step 2's")
 			noCompletedStepTwice(t, e, p)
 		})

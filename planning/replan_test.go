@@ -497,7 +497,7 @@ func requireNotReplanned(t *testing.T, e env, model *scripted.Model, p planning.
 	require.Equal(t, 1, p.Version)
 	require.NotContains(t, p.Reason, "replan")
 	require.Empty(t, revisedEvents(e.rec))
-	require.Zero(t, replannerCalls(model), "the replanner is never asked")
+	require.Zero(t, callsOf(model, "replanner"), "the replanner is never asked")
 	for _, c := range model.Calls() {
 		require.NotContains(t, c.Last, "Summarise the prices", "the skipped step's executor is never asked")
 	}
@@ -543,7 +543,7 @@ func TestReplanOffSkipsDependents(t *testing.T) {
 					}
 					require.Equal(t, planning.StatusCompleted, p.Status, p.Reason)
 					require.Equal(t, map[int]planning.StepStatus{2: planning.StepCompleted, 3: planning.StepCompleted, 4: planning.StepCompleted}, stepStatuses(p))
-					require.Equal(t, 1, replannerCalls(model))
+					require.Equal(t, 1, callsOf(model, "replanner"))
 					noCompletedStepTwice(t, e, p)
 				})
 			}
@@ -772,7 +772,7 @@ func takeOverMidReplan(t *testing.T, driver string, configured, own planning.Rep
 	revs := revisedEvents(rec)
 	require.Len(t, revs, 1)
 	require.Equal(t, 2, revs[0].FailedStep)
-	require.Equal(t, 1, replannerCalls(model), "the new owner's replanner answered")
+	require.Equal(t, 1, callsOf(model, "replanner"), "the new owner's replanner answered")
 }
 
 func mustRuntime(t *testing.T, rec tools.Recorder) *tools.Runtime {
@@ -927,7 +927,7 @@ func TestReplanCancelledMidReplan(t *testing.T) {
 			require.Equal(t, 1, p.Version)
 			require.Empty(t, revisedEvents(e.rec))
 			require.Equal(t, map[int]int{1: 1, 2: 1}, executorsOf(t, e, p.ID), "nothing ran again, nothing started after the cancel")
-			require.Zero(t, replannerCalls(model), "the replanner was stopped before it called the model")
+			require.Zero(t, callsOf(model, "replanner"), "the replanner was stopped before it called the model")
 			noCompletedStepTwice(t, e, p)
 		})
 	}

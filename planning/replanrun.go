@@ -360,7 +360,7 @@ func (pr *planRun) reviewedProposal(ctx context.Context, prop proposal) (proposa
 		return proposalAnswer{err: apperr.New(apperr.Conflict, "the reviewer did not approve a revision in %d rounds; no more revisions are reviewed", prop.work.rounds)}, event.Usage{}
 	}
 	prop.work.rounds++
-	rv, err := pr.reviews.verdict(ctx, ans.plan, ans.plan.ReviewRound+prop.work.rounds, pr.em)
+	rv, err := pr.reviews.verdict(ctx, ans.plan, ans.plan.ReviewRound+prop.work.rounds, pr.em, pr.agentBudget(pr.spend, pr.cfg.Reviewer.Model))
 	if err != nil {
 		return proposalAnswer{err: err}, event.Usage{}
 	}

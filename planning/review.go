@@ -53,9 +53,9 @@ func (r *reviewer) revise(ctx context.Context, origin Origin, d Draft, em event.
 // reviewer) with approved set; changes requested, it stays in review and
 // the outcome asks the planner to revise it; after the last round without
 // approval, it waits for a human.
-func (r *reviewer) round(ctx context.Context, p Plan, em event.Emitter) (sub Submission, approved bool, err error) {
+func (r *reviewer) round(ctx context.Context, p Plan, em event.Emitter, spend *agents.Budget) (sub Submission, approved bool, err error) {
 	round := p.ReviewRound + 1
-	rv, err := r.verdict(ctx, p, round, em)
+	rv, err := r.verdict(ctx, p, round, em, spend)
 	if err != nil {
 		return Submission{}, false, err
 	}
@@ -120,9 +120,11 @@ func (r *reviewer) awaitHuman(ctx context.Context, p Plan, comments string, em e
 }
 
 // verdict runs one reviewer round on p and records it (the reviewer's
-// agent row, then the review with plan_review). A reviewer that fails or
-// gives no verdict requests changes: a plan runs only when approved.
-func (r *reviewer) verdict(ctx context.Context, p Plan, round int, em event.Emitter) (Review, error) {
+// agent row, then the review with plan_review). The reviewer spends
+// against spend (nil: no budget). A reviewer that fails, gives no verdict
+// or finds no budget left requests changes: a plan runs only when
+// approved.
+func (r *reviewer) verdict(ctx context.Context, p Plan, round int, em event.Emitter, spend *agents.Budget) (Review, error) {
 	agentID := r.cfg.NewID()
 	wctx, cancel := r.persist(ctx)
 	defer cancel()
@@ -138,6 +140,7 @@ func (r *reviewer) verdict(ctx context.Context, p Plan, round int, em event.Emit
 		Tools:  []tools.Tool{submit},
 		Scope:  tools.Scope{UserID: p.UserID, SessionID: p.SessionID},
 		Events: r.planEmitter(em, p.ID, event.RoleReviewer).With(event.Source{Role: event.RoleReviewer, AgentID: agentID, PlanID: p.ID}),
+		Budget: spend,
 	})
 	if err != nil && ctx.Err() != nil {
 		return Review{}, err

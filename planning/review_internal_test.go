@@ -51,7 +51,7 @@ func TestReviewRound(t *testing.T) {
 			b := testBase(store)
 			b.cfg.Runner = tc.reviewer
 			r := &reviewer{base: b, journal: journal{b}}
-			sub, approved, err := r.round(t.Context(), store.plan, log.emitter())
+			sub, approved, err := r.round(t.Context(), store.plan, log.emitter(), nil)
 			require.NoError(t, err)
 			require.Equal(t, tc.approved, approved)
 			require.Equal(t, tc.status, sub.Plan.Status)
@@ -82,7 +82,7 @@ func TestReviewRoundUnrecorded(t *testing.T) {
 	store := &fakeStore{log: log, fail: map[string]error{"AddReview": errStore}, plan: Plan{ID: "p1", Status: StatusInReview}}
 	b := testBase(store)
 	b.cfg.Runner = reviewing(VerdictApproved, "Sound.")
-	_, approved, err := (&reviewer{base: b, journal: journal{b}}).round(t.Context(), store.plan, log.emitter())
+	_, approved, err := (&reviewer{base: b, journal: journal{b}}).round(t.Context(), store.plan, log.emitter(), nil)
 	require.ErrorIs(t, err, errStore)
 	require.False(t, approved)
 	require.Equal(t, []string{"write CreateAgent", "write AddReview"}, log.all())

@@ -112,7 +112,7 @@ func (o *Orchestrator) resume(ctx context.Context, origin Origin, p Plan, em eve
 // reviewThenRun has the reviewer look at a plan in review, and runs it when
 // the reviewer approved it.
 func (o *Orchestrator) reviewThenRun(ctx context.Context, origin Origin, p Plan, em event.Emitter) (Submission, error) {
-	sub, approved, err := o.review.round(ctx, p, em)
+	sub, approved, err := o.review.round(ctx, p, em, o.runs.turnAgentBudget(origin, o.cfg.Reviewer.Model))
 	if err != nil || !approved {
 		return sub, err
 	}
