@@ -427,13 +427,7 @@ func TestReplanStopsAtMaxReplans(t *testing.T) {
 			require.Equal(t, planning.StatusFailed, p.Status)
 			require.Equal(t, map[int]planning.StepStatus{1: planning.StepCompleted, 2: planning.StepFailed, 3: planning.StepSkipped}, stepStatuses(p))
 			require.Contains(t, p.Reason, "1 replan(s): step 2 failed")
-			replanners := 0
-			for _, c := range model.Calls() {
-				if c.Role == "replanner" {
-					replanners++
-				}
-			}
-			require.Equal(t, 1, replanners)
+			require.Equal(t, 1, callsOf(model, "replanner"))
 			noCompletedStepTwice(t, e, p)
 		})
 	}
