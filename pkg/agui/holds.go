@@ -104,7 +104,7 @@ func (in RunAgentInput) toolResumes() (toolResumes, bool) {
 		req := approval.Request{CallID: callID, Decision: tools.Approve}
 		switch {
 		case r.Status == "cancelled":
-			req.Decision, req.Reason = tools.Reject, "cancelled by the user"
+			req.Decision, req.Reason = "", "cancelled by the user" // refused as its hold's kind allows (refusals)
 		case hasPayload(r.Payload):
 			var a toolAnswer
 			_ = json.Unmarshal(r.Payload, &a) // checked by decodeInput
@@ -136,10 +136,40 @@ func (s *Server) decideHolds(ctx context.Context, p auth.Principal, in RunAgentI
 	if run.FinishedAt != nil {
 		return view{}, apperr.New(apperr.Conflict, "run %s has ended (%s): its tool calls wait for nothing", run.ID, run.Status)
 	}
+	if err := s.refusals(ctx, run.ID, tr.reqs); err != nil {
+		return view{}, err
+	}
 	if _, err := s.cfg.Holds.Decide(ctx, run.ID, p.UserID, tr.reqs); err != nil {
 		return view{}, renameDecisions(err, tr.entries)
 	}
 	return view{run: run, runID: in.RunID, after: tr.from}, nil
+}
+
+// refusals gives each cancelled answer (no decision yet) the refusal its
+// hold takes: an approval is rejected, a call in doubt failed. An answer
+// to a call that does not wait is left a reject, for Decide to refuse.
+func (s *Server) refusals(ctx context.Context, runID string, reqs []approval.Request) error {
+	var kinds map[string]tools.HoldKind
+	for i := range reqs {
+		if reqs[i].Decision != "" {
+			continue
+		}
+		if kinds == nil {
+			recs, err := s.pendingHolds(ctx, runID)
+			if err != nil {
+				return err
+			}
+			kinds = map[string]tools.HoldKind{}
+			for _, r := range recs {
+				kinds[r.CallID] = r.Kind
+			}
+		}
+		reqs[i].Decision = tools.Reject
+		if kinds[reqs[i].CallID] == tools.HoldInDoubt {
+			reqs[i].Decision = tools.Fail
+		}
+	}
+	return nil
 }
 
 // renameDecisions names the fields of the approval service's error

@@ -473,3 +473,33 @@ func pendingOrDecided(t *testing.T, e chatEnv, user, runID string) []httpapi.Too
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return decodeBody[httpapi.ToolHoldList](t, resp).Decisions
 }
+
+// A call in doubt after a takeover is an interrupt too: rejoining the run
+// ends with it (reason tool_call_in_doubt); a cancelled answer fails the
+// call — the side effect is not run again, and the model is told it
+// failed — and the run goes on to its end.
+func TestAGUICallInDoubtIsAnInterrupt(t *testing.T) {
+	t.Parallel()
+	const runID = "run-agui-in-doubt"
+	e, m, world, streamed := handedOverInsideACall(t, runID)
+	pendingHolds(t, e, "alice", runID, 1)
+	evs := aguiRun(t, e, "alice", aguiInput("", runID, "", nil))
+	thread := evs[0].str("threadId")
+	calls := map[string]bool{}
+	checkAGUIThread(t, evs, thread, runID, calls)
+	interrupts := aguiInterrupts(t, evs)
+	require.Len(t, interrupts, 1)
+	require.Equal(t, "tool_call_in_doubt", interrupts[0]["reason"])
+	require.Equal(t, "send_note", interrupts[0]["metadata"].(map[string]any)["tool"])
+	require.Contains(t, interrupts[0]["message"], "may or may not have run")
+
+	evs = aguiRun(t, e, "alice", aguiResume(thread, "agui-in-doubt-2", map[string]any{"interruptId": interrupts[0]["id"], "status": "cancelled"}))
+	checkAGUIThread(t, evs, thread, "agui-in-doubt-2", calls)
+	require.Equal(t, "success", evs[len(evs)-1]["outcome"].(map[string]any)["type"])
+	frames := <-streamed
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+	require.Len(t, world.keysOf("send_note"), 1, "the side effect was not run again")
+	told := m.toolMessages("send_note")
+	require.Len(t, told, 1)
+	require.Contains(t, told[0], "the user says it failed")
+}
