@@ -138,6 +138,9 @@ func (s *run) usage(msgs []llm.Message, p *Prepared) int {
 	if p != nil {
 		ev.Compressed, ev.ToolGateway = p.Compressed, p.ToolGateway
 	}
+	if b := s.task.Budget; b != nil && len(b.Meter) > 0 {
+		ev.Budgets = b.Meter.Uses()
+	}
 	s.task.Events.Emit(s.ctx, ev)
 	if n > s.role.Limits.TokenBudget {
 		s.log.Info().Ctx(s.ctx).Int("estimated_tokens", n).Int("budget", s.role.Limits.TokenBudget).Msg("agent context over budget")

@@ -135,3 +135,30 @@ func TestABudgetStopsTheRunBeforeTheCallThatWouldExceedIt(t *testing.T) {
 		require.True(t, strings.HasPrefix(last.Content, "Once more"))
 	})
 }
+
+// An agent's context_usage tells the budgets its calls fall under: for
+// each limit, its value, what was used and what remains — an agent that
+// starts after another of the same budget (a plan's next step) sees what
+// the first spent.
+func TestContextUsageTellsTheBudgets(t *testing.T) {
+	t.Parallel()
+	run := budget.NewLedger(budget.LedgerConfig{Scope: budget.ScopeRun, Limits: budget.Limits{ModelCalls: 5, ToolCalls: 4}})
+	_, rec, calls := runBudgeted(t, weatherTwice, &agents.Budget{Meter: budget.Meter{run}}, nil)
+	usages := eventsOf[event.ContextUsage](rec)
+	require.NotEmpty(t, usages)
+	require.Equal(t, []event.BudgetUse{{Scope: "run", Limits: map[string]float64{"model_calls": 5, "tool_calls": 4},
+		Used: map[string]float64{"model_calls": 0, "tool_calls": 0}, Remaining: map[string]float64{"model_calls": 5, "tool_calls": 4}}},
+		usages[0].Budgets)
+
+	_, rec, _ = runBudgeted(t, weatherTwice, &agents.Budget{Meter: budget.Meter{run}}, nil)
+	next := eventsOf[event.ContextUsage](rec)[0].Budgets
+	require.Len(t, next, 1)
+	require.Equal(t, float64(len(calls)), next[0].Used["model_calls"], "the first agent's calls are spent")
+	require.Equal(t, float64(5-len(calls)), next[0].Remaining["model_calls"])
+	require.Equal(t, 2.0, next[0].Used["tool_calls"])
+
+	_, rec, _ = runBudgeted(t, weatherTwice, nil, nil)
+	for _, u := range eventsOf[event.ContextUsage](rec) {
+		require.Empty(t, u.Budgets, "a run under no budget tells none")
+	}
+}

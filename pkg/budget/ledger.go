@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/planwright/planwright/pkg/event"
 )
 
 // Spent is what a scope spent (or holds): counts as they are, wall time,
@@ -183,6 +185,25 @@ func (l *Ledger) total() Spent {
 	s := l.spent
 	s.Wall += l.now().Sub(l.since)
 	return s
+}
+
+// use is the ledger's standing as events tell it.
+func (l *Ledger) use() event.BudgetUse {
+	l.mu.Lock()
+	limits, spent := l.limits, l.total()
+	l.mu.Unlock()
+	u := event.BudgetUse{Scope: string(l.scope), Period: string(l.period),
+		Limits: map[string]float64{}, Used: map[string]float64{}, Remaining: map[string]float64{}}
+	for _, e := range limits.entries() {
+		if e.v == 0 {
+			continue
+		}
+		used := spent.of(e.name)
+		u.Limits[string(e.name)] = inUnit(e.name, e.v)
+		u.Used[string(e.name)] = inUnit(e.name, used)
+		u.Remaining[string(e.name)] = inUnit(e.name, max(e.v-used, 0))
+	}
+	return u
 }
 
 // Exhausted is the exhaustion the ledger is in, if any.

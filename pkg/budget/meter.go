@@ -278,3 +278,14 @@ func (m Meter) Exhausted() *Exhausted {
 	}
 	return nil
 }
+
+// Uses is each ledger's standing, in the meter's order: for every limit
+// it sets, the limit, what was spent of it (calls in flight aside) and
+// what remains.
+func (m Meter) Uses() []event.BudgetUse {
+	out := make([]event.BudgetUse, 0, len(m))
+	for _, l := range m {
+		out = append(out, l.use())
+	}
+	return out
+}

@@ -186,6 +186,21 @@ type ContextUsage struct {
 	// tool_exec, because their schemas alone would take too much of the
 	// budget (or the configuration asks for it).
 	ToolGateway bool `json:"tool_gateway"`
+	// Budgets are the budgets the next call falls under (none: it is
+	// under none), each with what was used and what remains of every
+	// limit it sets.
+	Budgets []BudgetUse `json:"budgets,omitempty"`
+}
+
+// BudgetUse is one budget's standing: for each limit it sets (by its
+// name: input_tokens, …, wall_time in seconds, cost_usd in dollars) its
+// value, what was used of it and what remains.
+type BudgetUse struct {
+	Scope     string             `json:"scope"`
+	Period    string             `json:"period,omitempty"`
+	Limits    map[string]float64 `json:"limits"`
+	Used      map[string]float64 `json:"used"`
+	Remaining map[string]float64 `json:"remaining"`
 }
 
 // Text is a delta of assistant text.
