@@ -24,9 +24,9 @@ import (
 )
 
 // budgetRuns is how many random plans TestNoBudgetIsEverExceeded runs on
-// SQLite (PostgreSQL runs an eighth of them): go test ./planning -run
-// TestNoBudgetIsEverExceeded -budget-runs 1000.
-var budgetRuns = flag.Int("budget-runs", 200, "random budgeted plans per driver in TestNoBudgetIsEverExceeded (PostgreSQL: an eighth)")
+// each driver: go test ./planning -run TestNoBudgetIsEverExceeded
+// -budget-runs 5000.
+var budgetRuns = flag.Int("budget-runs", 1000, "random budgeted plans per driver in TestNoBudgetIsEverExceeded")
 
 // The executors' script: a step's description says whether its executor
 // calls the note tool first, and how long its answer is (size=3 answers
@@ -122,11 +122,7 @@ func TestNoBudgetIsEverExceeded(t *testing.T) {
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			runs := *budgetRuns
-			if driver != dbtest.Drivers[0] {
-				runs = max(runs/8, 1)
-			}
-			runBudgetProperty(t, driver, 46, runs)
+			runBudgetProperty(t, driver, 46, *budgetRuns)
 		})
 	}
 }
