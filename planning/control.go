@@ -185,9 +185,11 @@ func (c *Control) Reject(ctx context.Context, planID, reason string) (Plan, erro
 
 // Cancel stops a running plan (its running steps end cancelled, the rest
 // never start), waiting until its run ended, or closes one that waits,
-// recording by as who cancelled it. A plan that waited (pending_review,
-// in_review) never had an approval, so its cancel is terminal: it can never
-// be resumed. A finished plan is a Conflict.
+// recording by as who cancelled it. A plan that waited for review
+// (pending_review, in_review) never had an approval, so its cancel is
+// terminal: it can never be resumed. One that waited for its budget
+// (waiting_budget) ran with an approval: cancelled, it may be resumed like
+// any cancelled plan. A finished plan is a Conflict.
 func (c *Control) Cancel(ctx context.Context, planID string, by Actor) (Plan, error) {
 	if run, ok := c.registry.cancel(planID, by); ok {
 		select {
@@ -198,8 +200,13 @@ func (c *Control) Cancel(ctx context.Context, planID string, by Actor) (Plan, er
 		return c.cfg.Store.GetPlan(ctx, planID)
 	}
 	now := c.cfg.Now()
-	return c.cfg.Store.TransitionPlan(ctx, planID, []Status{StatusPendingReview, StatusInReview}, StatusCancelled, func(q *Plan) error {
-		q.Reason = fmt.Sprintf("cancelled by %s %s before it was approved; it never ran and cannot be resumed", by.Role(), by.UserID)
+	from := []Status{StatusPendingReview, StatusInReview}
+	reason := fmt.Sprintf("cancelled by %s %s before it was approved; it never ran and cannot be resumed", by.Role(), by.UserID)
+	if p, err := c.cfg.Store.GetPlan(ctx, planID); err == nil && p.Status == StatusWaitingBudget {
+		from, reason = []Status{StatusWaitingBudget}, fmt.Sprintf("cancelled by %s %s while it waited for its budget", by.Role(), by.UserID)
+	}
+	return c.cfg.Store.TransitionPlan(ctx, planID, from, StatusCancelled, func(q *Plan) error {
+		q.Reason = reason
 		q.CompletedAt, q.CancelledBy = &now, &Cancellation{By: by.Role(), UserID: by.UserID, At: now}
 		return nil
 	})

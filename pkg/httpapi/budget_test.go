@@ -204,6 +204,45 @@ func TestAPausedPlanContinuesWhenItsBudgetIsRaised(t *testing.T) {
 	}
 }
 
+// A plan waiting for its budget can be given up: cancelled (by its owner;
+// another user's is a 404), it says who cancelled it and why, and, having
+// run with an approval, it can still be resumed later.
+func TestAPlanWaitingForItsBudgetCanBeCancelled(t *testing.T) {
+	t.Parallel()
+	for _, driver := range dbtest.Drivers {
+		t.Run(driver, func(t *testing.T) {
+			t.Parallel()
+			e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
+				envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
+			ctx := context.Background()
+			frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+				map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}}))
+			var planID string
+			for _, f := range frames {
+				if f.Type == "plan_complete" {
+					planID = f.Env["plan_id"].(string)
+				}
+			}
+			require.NotEmpty(t, planID)
+			status, _ := errorOf(t, e.request(t, ctx, "bob", "POST", "/api/plans/"+planID+"/cancel", nil))
+			require.Equal(t, 404, status, "another user's plan")
+			resp := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/cancel", nil)
+			require.Equal(t, 200, resp.StatusCode)
+			resp.Body.Close()
+			detail := decodeBody[httpapi.PlanDetail](t, e.request(t, ctx, "alice", "GET", "/api/plans/"+planID, nil))
+			require.Equal(t, "cancelled", string(detail.Plan.Status))
+			require.Contains(t, detail.Plan.Reason, "while it waited for its budget")
+			require.NotNil(t, detail.Plan.CancelledBy)
+			require.Equal(t, "alice", detail.Plan.CancelledBy.UserID)
+			status, _ = errorOf(t, e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/budget", map[string]any{"model_calls": 8}))
+			require.Equal(t, 409, status, "a cancelled plan waits for no budget")
+			p, err := e.stores.PlanRecords.GetPlan(ctx, planID)
+			require.NoError(t, err)
+			require.NotNil(t, p.Approval, "it ran with an approval, so it may be resumed")
+		})
+	}
+}
+
 // A user whose quota for the day is spent cannot start a turn: a 429
 // quota_exceeded whose Retry-After is the time until the day resets
 // (UTC); another user still can. (The executor's provider counts more

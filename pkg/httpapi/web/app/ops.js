@@ -143,7 +143,7 @@ export class OpsView {
     }
     const p = d.plan;
     const mine = p.user_id === this.app.me.user_id;
-    const canCancel = ["executing", "pending_review", "in_review"].includes(p.status) && (mine || this.app.isOperator());
+    const canCancel = ["executing", "pending_review", "in_review", "waiting_budget"].includes(p.status) && (mine || this.app.isOperator());
     const canResume = ["failed", "cancelled", "interrupted", "stopped_budget"].includes(p.status) && mine;
     const status = h("p", { class: "action-status", role: "status" });
     // A plan waiting for its budget offers the raise on its card; one form
