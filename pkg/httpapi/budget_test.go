@@ -144,6 +144,26 @@ func TestABudgetThatRunsOutFinishesThePlanWithAnAnswer(t *testing.T) {
 	}
 }
 
+// pausedPlan runs alice's turn of three parallel steps under four model
+// calls (one kept back for the answer) with on_exhausted: pause, and
+// returns the env and the plan, waiting for its budget.
+func pausedPlan(t *testing.T, driver string) (chatEnv, string) {
+	t.Helper()
+	e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
+		envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
+	frames := readStream(t, e.request(t, context.Background(), "alice", "POST", "/api/agent/stream",
+		map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}}))
+	var planID string
+	for _, f := range frames {
+		if f.Type == "plan_complete" {
+			require.Equal(t, "waiting_budget", f.Env["status"])
+			planID = f.Env["plan_id"].(string)
+		}
+	}
+	require.NotEmpty(t, planID)
+	return e, planID
+}
+
 // A plan whose budget runs out with on_exhausted pause waits
 // (waiting_budget); only its owner can raise the budget (anyone else's
 // request is a 404, a misspelled limit a 400), and the plan then continues
@@ -153,19 +173,8 @@ func TestAPausedPlanContinuesWhenItsBudgetIsRaised(t *testing.T) {
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
-				envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
+			e, planID := pausedPlan(t, driver)
 			ctx := context.Background()
-			frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-				map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}}))
-			var planID string
-			for _, f := range frames {
-				if f.Type == "plan_complete" {
-					require.Equal(t, "waiting_budget", f.Env["status"])
-					planID = f.Env["plan_id"].(string)
-				}
-			}
-			require.NotEmpty(t, planID)
 			path := "/api/plans/" + planID + "/budget"
 
 			status, _ := errorOf(t, e.request(t, ctx, "bob", "POST", path, map[string]any{"model_calls": 10}))
@@ -179,7 +188,7 @@ func TestAPausedPlanContinuesWhenItsBudgetIsRaised(t *testing.T) {
 			require.Equal(t, 400, status, "%+v", body)
 			require.Equal(t, "budget.model_calls", body.Error.Fields[0].Field, "a raise cannot lower a limit")
 
-			frames = readStream(t, e.request(t, ctx, "alice", "POST", path, map[string]any{"model_calls": 6}))
+			frames := readStream(t, e.request(t, ctx, "alice", "POST", path, map[string]any{"model_calls": 6}))
 			var complete map[string]any
 			started := map[float64]int{}
 			for _, f := range frames {
@@ -212,18 +221,8 @@ func TestAPlanWaitingForItsBudgetCanBeCancelled(t *testing.T) {
 	for _, driver := range dbtest.Drivers {
 		t.Run(driver, func(t *testing.T) {
 			t.Parallel()
-			e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
-				envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
+			e, planID := pausedPlan(t, driver)
 			ctx := context.Background()
-			frames := readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-				map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}}))
-			var planID string
-			for _, f := range frames {
-				if f.Type == "plan_complete" {
-					planID = f.Env["plan_id"].(string)
-				}
-			}
-			require.NotEmpty(t, planID)
 			status, _ := errorOf(t, e.request(t, ctx, "bob", "POST", "/api/plans/"+planID+"/cancel", nil))
 			require.Equal(t, 404, status, "another user's plan")
 			resp := e.request(t, ctx, "alice", "POST", "/api/plans/"+planID+"/cancel", nil)
