@@ -307,16 +307,17 @@ func newAPIRoutes(cfg config.Config, db *persistence.DB, stores persistence.Stor
 			_, err := reg.Resolve(name)
 			return err == nil
 		},
-		ToolHolds:    holds,
-		AnyUser:      persistence.AnyUser,
-		Runs:         runs,
-		Queue:        js.runs,
-		Feed:         feed,
-		Poll:         remotePoll(db),
-		Metrics:      m,
-		KeepAlive:    cfg.Server.KeepaliveInterval,
-		OnDisconnect: cfg.Server.OnDisconnect,
-		Logger:       log,
+		ToolHolds:                holds,
+		OperatorsDecideToolCalls: cfg.Tools.OperatorsDecide,
+		AnyUser:                  persistence.AnyUser,
+		Runs:                     runs,
+		Queue:                    js.runs,
+		Feed:                     feed,
+		Poll:                     remotePoll(db),
+		Metrics:                  m,
+		KeepAlive:                cfg.Server.KeepaliveInterval,
+		OnDisconnect:             cfg.Server.OnDisconnect,
+		Logger:                   log,
 
 		MaxWatchStreamsPerUser: cfg.Server.MaxWatchStreamsPerUser,
 	})

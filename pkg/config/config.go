@@ -214,6 +214,10 @@ type Tools struct {
 	// rejected with reason "timeout" (a call in doubt: answered as in
 	// doubt).
 	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
+	// OperatorsDecide lets operators answer users' calls that wait on a
+	// person (approve, reject, retry, mark_done, fail); off, only the
+	// run's owner does.
+	OperatorsDecide bool `yaml:"operators_decide"`
 }
 
 // ApprovalPolicies are the policies a tool's calls may be given (the

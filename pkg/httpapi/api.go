@@ -49,6 +49,9 @@ type APIConfig struct {
 	// ToolHolds, when set, serves the tool calls that wait on a person
 	// (POST/GET /api/runs/{id}/tool-approvals, GET /api/tool-approvals).
 	ToolHolds ToolHolds
+	// OperatorsDecideToolCalls lets operators decide users' held calls
+	// (tools.operators_decide); off, an operator's decision is a 403.
+	OperatorsDecideToolCalls bool
 	// AnyUser is the store's "every user" value, used for operators.
 	AnyUser string
 	// Metrics, when set, counts open streams and is served at GET /metrics
@@ -174,7 +177,7 @@ func NewAPI(cfg APIConfig) (*API, error) {
 		a.definitions = &definitionHandlers{deps: d, store: cfg.Definitions, knownTool: cfg.KnownTool}
 	}
 	if cfg.ToolHolds != nil {
-		a.holds = &holdHandlers{deps: d, runs: cfg.Runs, holds: cfg.ToolHolds}
+		a.holds = &holdHandlers{deps: d, runs: cfg.Runs, holds: cfg.ToolHolds, operators: cfg.OperatorsDecideToolCalls}
 	}
 	if cfg.Usage != nil {
 		a.usage = &usageHandlers{deps: d, store: cfg.Usage}

@@ -102,20 +102,23 @@ type holdHandlers struct {
 	deps
 	runs  RunLog
 	holds ToolHolds
+	// operators may decide users' calls too.
+	operators bool
 }
 
-// ownRun finds the route's run for what only its owner may do: another
-// user's run does not exist for a user, and is a Forbidden saying why for
-// an operator, who can see it (as for a plan's approval).
+// ownRun finds the route's run for what only its owner may do (and
+// operators, when they may decide): another user's run does not exist for
+// a user, and is a Forbidden saying why for an operator who may not, who
+// can see it (as for a plan's approval).
 func (h *holdHandlers) ownRun(c echo.Context, p auth.Principal) (event.Run, error) {
 	c.Set(LogRunID, c.Param("id"))
 	r, err := h.runs.GetRun(c.Request().Context(), h.readerOf(p), c.Param("id"))
 	if err != nil {
 		return r, err
 	}
-	if r.UserID != p.UserID {
+	if r.UserID != p.UserID && !(h.operators && p.Role == auth.RoleOperator) {
 		return r, apperr.New(apperr.Forbidden,
-			"only %s, who owns run %s, can decide its tool calls; operators read them", r.UserID, r.ID)
+			"only %s, who owns run %s, can decide its tool calls; operators read them (tools.operators_decide lets them decide)", r.UserID, r.ID)
 	}
 	return r, nil
 }

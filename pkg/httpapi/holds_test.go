@@ -343,6 +343,41 @@ func handedOverInsideACall(t *testing.T, runID string) (chatEnv, *requestLog, *w
 	return e, m, world, streamed
 }
 
+// With tools.operators_decide, an operator answers a user's waiting call:
+// it runs, and the record names the operator who decided it; another user
+// still cannot see it.
+func TestOperatorsDecideToolCallsWhenConfigured(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mail := &mailTools{}
+	e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), &requestLog{next: scriptedModel(t, holdsScript)}, envWiring{Records: true, Holds: true,
+		Approval: tools.ApprovalRules{Tools: map[string]tools.ApprovalPolicy{"send_mail": tools.ApproveAlways}},
+		Tools:    func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return mail.register(t, reg) },
+		Mutate:   func(c *httpapi.APIConfig) { c.OperatorsDecideToolCalls = true }})
+	const runID = "run-ops-decide"
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
+			map[string]any{"message": "mail my friends", "stream_run_id": runID}))
+	}()
+	held := pendingHolds(t, e, "alice", runID, 3)
+	var decisions []map[string]any
+	for _, h := range held {
+		decisions = append(decisions, map[string]any{"call_id": h.CallID, "decision": "approve"})
+	}
+	status, _ := errorOf(t, e.request(t, ctx, "bob", "POST", "/api/runs/"+runID+"/tool-approvals", map[string]any{"decisions": decisions}))
+	require.Equal(t, http.StatusNotFound, status, "another user's run")
+	resp := e.request(t, ctx, "ops", "POST", "/api/runs/"+runID+"/tool-approvals", map[string]any{"decisions": decisions})
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	for _, d := range decodeBody[httpapi.ToolHoldList](t, resp).Decisions {
+		require.Equal(t, "ops", d.DecidedBy, "the record names the operator")
+		require.Equal(t, approval.Approved, d.State)
+	}
+	frames := <-streamed
+	require.Equal(t, "done", frames[len(frames)-1].Type)
+	require.Len(t, mail.sentTo(), 3, "each approved call ran once")
+}
+
 // A run handed over while a step's executor is inside a side-effect call
 // (and an idempotent one): the new owner does not run the side effect
 // again on its own but announces it in doubt and waits; the owner decides
