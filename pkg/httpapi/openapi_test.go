@@ -50,12 +50,9 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	require.Contains(t, doc.Components.Schemas, "StreamRequest")
 }
 
-// TestOpenAPIStepShapes: a step the API writes requires what every answer
-// holds; a step the approve route takes requires nothing (a number may come
-// as "id", a title from the description), though both share the step's
-// definition.
-func TestOpenAPIStepShapes(t *testing.T) {
-	t.Parallel()
+// openAPISchemas is the OpenAPI document's component schemas, by name.
+func openAPISchemas(t *testing.T) map[string]map[string]any {
+	t.Helper()
 	raw, err := httpapi.OpenAPI("test")
 	require.NoError(t, err)
 	var doc struct {
@@ -64,9 +61,19 @@ func TestOpenAPIStepShapes(t *testing.T) {
 		} `yaml:"components"`
 	}
 	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	return doc.Components.Schemas
+}
+
+// TestOpenAPIStepShapes: a step the API writes requires what every answer
+// holds; a step the approve route takes requires nothing (a number may come
+// as "id", a title from the description), though both share the step's
+// definition.
+func TestOpenAPIStepShapes(t *testing.T) {
+	t.Parallel()
+	schemas := openAPISchemas(t)
 	stepsOf := func(schema string) map[string]any {
 		t.Helper()
-		steps, ok := doc.Components.Schemas[schema]["properties"].(map[string]any)["steps"].(map[string]any)
+		steps, ok := schemas[schema]["properties"].(map[string]any)["steps"].(map[string]any)
 		require.True(t, ok, schema)
 		items, ok := steps["items"].(map[string]any)
 		require.True(t, ok, schema)
@@ -172,17 +179,10 @@ func TestOpenAPIDeclaresTheErrorsRoutesReturn(t *testing.T) {
 // (plan_approval_requested), and the version an approval records.
 func TestOpenAPIApproval(t *testing.T) {
 	t.Parallel()
-	raw, err := httpapi.OpenAPI("test")
-	require.NoError(t, err)
-	var doc struct {
-		Components struct {
-			Schemas map[string]map[string]any `yaml:"schemas"`
-		} `yaml:"components"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	schemas := openAPISchemas(t)
 	props := func(schema string) map[string]any {
 		t.Helper()
-		p, ok := doc.Components.Schemas[schema]["properties"].(map[string]any)
+		p, ok := schemas[schema]["properties"].(map[string]any)
 		require.True(t, ok, schema)
 		return p
 	}
@@ -192,7 +192,7 @@ func TestOpenAPIApproval(t *testing.T) {
 	require.Contains(t, approve["properties"], "plan_id")
 	require.Contains(t, approve["properties"], "version")
 	require.Contains(t, props("ApproveRequest"), "version")
-	required, _ := doc.Components.Schemas["ApproveRequest"]["required"].([]any)
+	required, _ := schemas["ApproveRequest"]["required"].([]any)
 	require.NotContains(t, required, "version", "the route's version is optional")
 	require.Contains(t, props("PlanView")["approval"].(map[string]any)["properties"], "version")
 	asked := props("Event_plan_approval_requested")
@@ -205,15 +205,8 @@ func TestOpenAPIApproval(t *testing.T) {
 // its values.
 func TestOpenAPIToolCallEffects(t *testing.T) {
 	t.Parallel()
-	raw, err := httpapi.OpenAPI("test")
-	require.NoError(t, err)
-	var doc struct {
-		Components struct {
-			Schemas map[string]map[string]any `yaml:"schemas"`
-		} `yaml:"components"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &doc))
-	calls, ok := doc.Components.Schemas["ExecutionDetail"]["properties"].(map[string]any)["tool_calls"].(map[string]any)
+	schemas := openAPISchemas(t)
+	calls, ok := schemas["ExecutionDetail"]["properties"].(map[string]any)["tool_calls"].(map[string]any)
 	require.True(t, ok)
 	props := calls["items"].(map[string]any)["properties"].(map[string]any)
 	require.Equal(t, []any{"read_only", "idempotent", "side_effect"}, props["effect"].(map[string]any)["enum"])
@@ -224,19 +217,12 @@ func TestOpenAPIToolCallEffects(t *testing.T) {
 // The stream route takes replan (auto or off), and a plan shows its own.
 func TestOpenAPIReplan(t *testing.T) {
 	t.Parallel()
-	raw, err := httpapi.OpenAPI("test")
-	require.NoError(t, err)
-	var doc struct {
-		Components struct {
-			Schemas map[string]map[string]any `yaml:"schemas"`
-		} `yaml:"components"`
-	}
-	require.NoError(t, yaml.Unmarshal(raw, &doc))
+	schemas := openAPISchemas(t)
 	for _, schema := range []string{"StreamRequest", "PlanView"} {
-		replan, ok := doc.Components.Schemas[schema]["properties"].(map[string]any)["replan"].(map[string]any)
+		replan, ok := schemas[schema]["properties"].(map[string]any)["replan"].(map[string]any)
 		require.True(t, ok, "%s has replan", schema)
 		require.Equal(t, []any{"auto", "off"}, replan["enum"], schema)
-		required, _ := doc.Components.Schemas[schema]["required"].([]any)
+		required, _ := schemas[schema]["required"].([]any)
 		require.NotContains(t, required, "replan", "%s: replan may be left out", schema)
 	}
 }
