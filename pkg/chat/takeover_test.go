@@ -479,6 +479,25 @@ func TestPlanRunTakenOverContinuesFromItsRecords(t *testing.T) {
 	})
 }
 
+// executorCutAfterItsCall stores an executing plan of one executor step
+// that calls stamp, and runs it until its owner is lost after the call
+// (at the "publish" point); it returns the env, the plan and the run.
+func executorCutAfterItsCall(t *testing.T, db *persistence.DB) (*takeoverEnv, planning.Plan, string) {
+	t.Helper()
+	e := newTakeoverEnv(t, db)
+	now := time.Now()
+	p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
+		Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
+		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
+			ExecutorRequired: true, Tools: []string{"stamp"}}}}}
+	require.NoError(t, e.stores.Plans.CreatePlan(context.Background(), &p))
+	runID := persistence.NewID()
+	_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
+	require.ErrorIs(t, err, agents.OwnerLost)
+	require.Equal(t, 1, e.count("stamp"))
+	return e, p, runID
+}
+
 // An executor whose owner died after one of its tool calls reruns its step
 // from where the lost execution stood: the new execution's transcript
 // starts with the lost one's, the model is sent that round, and the
@@ -487,18 +506,7 @@ func TestExecutorTakenOverContinuesFromItsRecords(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEachDriver(t, func(t *testing.T, db *persistence.DB) {
 		ctx := context.Background()
-		e := newTakeoverEnv(t, db)
-		now := time.Now()
-		p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
-			Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
-			Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
-				ExecutorRequired: true, Tools: []string{"stamp"}}}}}
-		require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
-		runID := persistence.NewID()
-
-		_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
-		require.ErrorIs(t, err, agents.OwnerLost)
-		require.Equal(t, 1, e.count("stamp"))
+		e, p, runID := executorCutAfterItsCall(t, db)
 
 		out, err := e.continuePlan(t, runID, p.ID, nil)
 		require.NoError(t, err)
@@ -579,18 +587,7 @@ func TestExecutorTakenOverAfterARerunWasLost(t *testing.T) {
 
 func executorTakenOverAfterARerunWasLost(t *testing.T, db *persistence.DB, second string) {
 	ctx := context.Background()
-	e := newTakeoverEnv(t, db)
-	now := time.Now()
-	p := planning.Plan{ID: persistence.NewID(), UserID: "alice", Goal: "Publish", Mode: "auto_execute",
-		Status: planning.StatusExecuting, StartedAt: &now, Approval: &planning.Approval{By: planning.ByAuto, At: now},
-		Steps: []planning.Step{{StepDefinition: event.StepDefinition{Number: 1, Title: "Publish", Description: "Publish the note",
-			ExecutorRequired: true, Tools: []string{"stamp"}}}}}
-	require.NoError(t, e.stores.Plans.CreatePlan(ctx, &p))
-	runID := persistence.NewID()
-
-	_, err := e.continuePlan(t, runID, p.ID, func(point string) { require.Equal(t, "publish", point) })
-	require.ErrorIs(t, err, agents.OwnerLost)
-	require.Equal(t, 1, e.count("stamp"))
+	e, p, runID := executorCutAfterItsCall(t, db)
 	execs, err := e.stores.Executions.ListExecutions(ctx, p.ID)
 	require.NoError(t, err)
 	require.Len(t, execs, 1)
