@@ -182,16 +182,7 @@ func TestReplanTakenOverMidReplan(t *testing.T) {
 				when: func(req llm.Request) bool { return req.Role == string(event.RoleReplanner) }}
 			e := newChatEnvWith(t, dbtest.Open(t, driver), m, envWiring{Records: true})
 			const runID = "run-replan-takeover"
-			done := make(chan []frame, 1)
-			go func() {
-				done <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-					map[string]any{"message": "price report", "replan": "auto", "stream_run_id": runID}))
-			}()
-			select {
-			case <-m.reached:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the replanner was never called")
-			}
+			done := m.startTurn(t, e, map[string]any{"message": "price report", "replan": "auto", "stream_run_id": runID}, "the replanner was never called")
 			// Handed over once the independent step 3 completed: what the
 			// first attempt did is stored, and the takeover goes on from it.
 			require.Eventually(t, func() bool {

@@ -3,7 +3,6 @@ package httpapi_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -61,16 +60,7 @@ func TestARunsBudgetCountsWhatItSpentBeforeATakeover(t *testing.T) {
 			e := newChatEnvWith(t, dbtest.Open(t, driver), m, envWiring{Records: true,
 				Budget: chat.BudgetConfig{FinishReserve: budget.Limits{TotalTokens: reserve}}})
 			const runID = "run-budget-takeover"
-			streamed := make(chan []frame, 1)
-			go func() {
-				streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-					map[string]any{"message": "Write the note", "stream_run_id": runID, "budget": map[string]any{"total_tokens": limit}}))
-			}()
-			select {
-			case <-m.reached:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the Review step's executor was never called")
-			}
+			streamed := m.startTurn(t, e, map[string]any{"message": "Write the note", "stream_run_id": runID, "budget": map[string]any{"total_tokens": limit}}, "the Review step's executor was never called")
 			awaitExecutorOf(t, e, runID, 2)
 			require.Equal(t, 1, e.worker.HandOver(ctx), "the run is handed over")
 			frames := <-streamed

@@ -65,6 +65,23 @@ func (m *stallsOnce) Generate(ctx context.Context, req llm.Request, onPart func(
 	return m.next.Generate(ctx, req, onPart)
 }
 
+// startTurn starts alice's turn of body and waits until m stalls its
+// call (what names the call, should it never come); the turn's frames
+// arrive on the channel once its stream ends.
+func (m *stallsOnce) startTurn(t *testing.T, e chatEnv, body map[string]any, what string) <-chan []frame {
+	t.Helper()
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, context.Background(), "alice", "POST", "/api/agent/stream", body))
+	}()
+	select {
+	case <-m.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal(what)
+	}
+	return streamed
+}
+
 // awaitExecutorOf waits until runID's log says step's executor started.
 func awaitExecutorOf(t *testing.T, e chatEnv, runID string, step int) {
 	t.Helper()
@@ -110,16 +127,7 @@ func TestTakeoverLogTellsEachThingOnce(t *testing.T) {
 					}
 				}
 			})
-			streamed := make(chan []frame, 1)
-			go func() {
-				streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-					map[string]any{"message": "Write the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
-			}()
-			select {
-			case <-m.reached:
-			case <-time.After(30 * time.Second):
-				t.Fatal("the Review step's executor was never called")
-			}
+			streamed := m.startTurn(t, e, map[string]any{"message": "Write the note", "plan_mode": "auto_execute", "stream_run_id": runID}, "the Review step's executor was never called")
 			// Handed over once step 2's start is committed: what the first
 			// attempt did is stored, and the takeover continues from it.
 			awaitExecutorOf(t, e, runID, 2)
