@@ -151,16 +151,9 @@ func pausedPlan(t *testing.T, driver string) (chatEnv, string) {
 	t.Helper()
 	e := newChatEnvWith(t, dbtest.Open(t, driver), scriptedModel(t, threeParallelSteps),
 		envWiring{Budget: chat.BudgetConfig{FinishReserve: budget.Limits{ModelCalls: 1}}})
-	frames := readStream(t, e.request(t, context.Background(), "alice", "POST", "/api/agent/stream",
-		map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}}))
-	var planID string
-	for _, f := range frames {
-		if f.Type == "plan_complete" {
-			require.Equal(t, "waiting_budget", f.Env["status"])
-			planID = f.Env["plan_id"].(string)
-		}
-	}
-	require.NotEmpty(t, planID)
+	status, planID := planStatus(t, e, "alice",
+		map[string]any{"message": "research three things", "budget": map[string]any{"model_calls": 4, "on_exhausted": "pause"}})
+	require.Equal(t, "waiting_budget", status)
 	return e, planID
 }
 
