@@ -43,13 +43,13 @@ type chaosRun struct {
 	holds  []holdView
 }
 
-func (v chaosInvariants) check(t *testing.T) {
+func (v chaosInvariants) check(t *notedT) {
 	t.Helper()
-	ledger := v.c.world.entries(t)
+	ledger := v.c.world.entries(t.T)
 	runs := map[string]chaosRun{}
 	t.Cleanup(func() {
 		if t.Failed() {
-			v.explain(t, runs, ledger)
+			v.explain(t.T, runs, ledger)
 		}
 	})
 	v.read(t, runs)
@@ -72,25 +72,25 @@ func (v chaosInvariants) check(t *testing.T) {
 }
 
 // read reads every run, its whole log and its holds; each run completed.
-func (v chaosInvariants) read(t *testing.T, out map[string]chaosRun) {
+func (v chaosInvariants) read(t *notedT, out map[string]chaosRun) {
 	t.Helper()
 	r := v.c.any()
 	for _, id := range v.ids {
-		cr := chaosRun{view: r.run(t, id)}
-		cr.frames = r.open(t, http.MethodGet, "/api/runs/"+id+"/events", nil, "0").drain(t, 30*time.Second)
-		cr.holds = r.holds(t, "/api/runs/"+id+"/tool-approvals")
+		cr := chaosRun{view: r.run(t.T, id)}
+		cr.frames = r.open(t.T, http.MethodGet, "/api/runs/"+id+"/events", nil, "0").drain(t.T, 30*time.Second)
+		cr.holds = r.holds(t.T, "/api/runs/"+id+"/tool-approvals")
 		out[id] = cr
 	}
 	for _, id := range v.ids {
 		require.Equal(t, "completed", out[id].view.Status, "run %+v", out[id].view)
-		requireWholeLog(t, out[id].frames)
+		requireWholeLog(t.T, out[id].frames)
 	}
 }
 
 // sideEffectsNeverRepeatedUnasked walks the ledger in order: each charge
 // invocation within its key's allowance, each effect once, each replay
 // after a retry. It returns the invocations and effects by key.
-func (v chaosInvariants) sideEffectsNeverRepeatedUnasked(t *testing.T, ledger []ledgerEntry) (attempts, effects map[string]int) {
+func (v chaosInvariants) sideEffectsNeverRepeatedUnasked(t *notedT, ledger []ledgerEntry) (attempts, effects map[string]int) {
 	t.Helper()
 	attempts, effects = map[string]int{}, map[string]int{}
 	retries := map[string]int{}
@@ -116,7 +116,7 @@ func (v chaosInvariants) sideEffectsNeverRepeatedUnasked(t *testing.T, ledger []
 // everyChargeAnswered: every charge the world saw invoked is a call its
 // run's log answers (tool_result) or says is in doubt: none was made by a
 // round the run then forgot and made again under another key.
-func (v chaosInvariants) everyChargeAnswered(t *testing.T, ledger []ledgerEntry, runs map[string]chaosRun) {
+func (v chaosInvariants) everyChargeAnswered(t *notedT, ledger []ledgerEntry, runs map[string]chaosRun) {
 	t.Helper()
 	for _, e := range ledger {
 		if e.Op != opAttempt || e.Tool != "charge" {
@@ -140,7 +140,7 @@ func answered(runs map[string]chaosRun, key string) bool {
 
 // cutChargesInDoubt: every charge cut inside the tool is in doubt, in the
 // run's log and its holds, and was decided by the test (none other waited).
-func (v chaosInvariants) cutChargesInDoubt(t *testing.T, ledger []ledgerEntry, runs map[string]chaosRun) {
+func (v chaosInvariants) cutChargesInDoubt(t *notedT, ledger []ledgerEntry, runs map[string]chaosRun) {
 	t.Helper()
 	for _, e := range ledger {
 		if e.Op != opAttempt || e.Tool != "charge" || e.Cut == "" {
@@ -165,7 +165,7 @@ func (v chaosInvariants) cutChargesInDoubt(t *testing.T, ledger []ledgerEntry, r
 
 // retriesPerformedOnce: a retried charge ends performed exactly once (by
 // the retry, or before its cut).
-func (v chaosInvariants) retriesPerformedOnce(t *testing.T, effects map[string]int) {
+func (v chaosInvariants) retriesPerformedOnce(t *notedT, effects map[string]int) {
 	t.Helper()
 	for key, d := range v.c.decided {
 		if d == "retry" {
@@ -176,7 +176,7 @@ func (v chaosInvariants) retriesPerformedOnce(t *testing.T, effects map[string]i
 
 // reportedChargesPerformed: a charge whose success the log reports, and
 // that nobody decided, was performed exactly once.
-func (v chaosInvariants) reportedChargesPerformed(t *testing.T, runs map[string]chaosRun, effects map[string]int) {
+func (v chaosInvariants) reportedChargesPerformed(t *notedT, runs map[string]chaosRun, effects map[string]int) {
 	t.Helper()
 	for id, r := range runs {
 		for _, f := range r.frames {
@@ -192,7 +192,7 @@ func (v chaosInvariants) reportedChargesPerformed(t *testing.T, runs map[string]
 // recordsCompleted: each run's record succeeded with a done for its key;
 // a cut record whose call its run answered ran again to its done. It
 // returns how many cut records ran again.
-func (v chaosInvariants) recordsCompleted(t *testing.T, ledger []ledgerEntry, runs map[string]chaosRun) int {
+func (v chaosInvariants) recordsCompleted(t *notedT, ledger []ledgerEntry, runs map[string]chaosRun) int {
 	t.Helper()
 	done, cut := map[string]bool{}, map[string]bool{}
 	for _, e := range ledger {

@@ -32,7 +32,9 @@ import (
 // PLANWRIGHT_CHAOS_RUNS sets the number of runs (PostgreSQL: 200, two
 // replicas; SQLite: 80, one process, which works its runs with one
 // writer and is alone while it restarts), PLANWRIGHT_CHAOS_SEED the seed
-// (printed, and again when the test fails).
+// (printed, and again when the test fails), PLANWRIGHT_CHAOS_LOGS=1 shows
+// more of the replicas' logs when it fails. Its last words name the first
+// failure again.
 
 // chaosScript: a plan of two steps. Step 1's executor calls charge and
 // record in one round; step 2 is a direct charge. The model takes its time
@@ -90,18 +92,60 @@ func runChaos(t *testing.T, p chaosPlan) {
 	seed := envUint(t, "PLANWRIGHT_CHAOS_SEED", uint64(time.Now().UnixNano()))
 	p.runs = int(envUint(t, "PLANWRIGHT_CHAOS_RUNS", uint64(p.runs)))
 	t.Logf("chaos seed %d (PLANWRIGHT_CHAOS_SEED), %d runs", seed, p.runs)
-	t.Cleanup(func() {
+	nt := &notedT{T: t}
+	t.Cleanup(func() { // the last words, after the logs of the replicas
 		if t.Failed() {
+			t.Logf("chaos failed: %s", nt.firstFailure())
 			t.Logf("chaos seed %d: run again with PLANWRIGHT_CHAOS_SEED=%d", seed, seed)
 		}
 	})
-	c := newChaos(t, p, seed)
+	c := newChaos(nt, p, seed)
 	ids := c.shake()
 	c.settle(ids)
 	c.resolveAll(ids)
-	chaosInvariants{c: c, ids: ids}.check(t)
+	chaosInvariants{c: c, ids: ids}.check(nt)
 	t.Logf("chaos: %d runs, %d kills (%d inside a tool), %d decisions %v, %s in all",
 		len(ids), c.kills, c.cutDone, len(c.decided), c.decisionCounts(), time.Since(started).Round(time.Second))
+}
+
+// notedT is the chaos test's *testing.T: it keeps the first failure's
+// message, which the test says again as its last words, since the logs
+// of many replicas come after it.
+type notedT struct {
+	*testing.T
+	mu    sync.Mutex
+	first string
+}
+
+func (n *notedT) Errorf(format string, args ...any) {
+	n.T.Helper()
+	n.note(fmt.Sprintf(format, args...))
+	n.T.Errorf(format, args...)
+}
+
+func (n *notedT) Fatalf(format string, args ...any) {
+	n.T.Helper()
+	n.note(fmt.Sprintf(format, args...))
+	n.T.Fatalf(format, args...)
+}
+
+func (n *notedT) note(msg string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.first == "" {
+		n.first = msg
+	}
+}
+
+// firstFailure is the first failure noted, cut to a few lines.
+func (n *notedT) firstFailure() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.first == "" {
+		return "in a helper of the replicas (its message is above)"
+	}
+	lines := strings.Split(n.first, "\n")
+	return strings.Join(lines[:min(len(lines), 30)], "\n")
 }
 
 func envUint(t *testing.T, name string, def uint64) uint64 {
@@ -143,7 +187,7 @@ type killOrder struct {
 // (cutAt), which then waits for the death. With many runs at once, the
 // other runs of a killed replica are at every other point of their work.
 type chaos struct {
-	t     *testing.T
+	t     *notedT
 	p     chaosPlan
 	f     *fleet
 	world *world
@@ -162,7 +206,7 @@ type chaos struct {
 	decided        map[string]string // call key → decision (the controller's)
 }
 
-func newChaos(t *testing.T, p chaosPlan, seed uint64) *chaos {
+func newChaos(t *notedT, p chaosPlan, seed uint64) *chaos {
 	t.Helper()
 	c := &chaos{t: t, p: p, rng: rand.New(rand.NewPCG(seed, 7)), cutting: true,
 		orders: make(chan killOrder, p.cutKills+p.randomKills), decided: map[string]string{}}
@@ -176,11 +220,17 @@ func newChaos(t *testing.T, p chaosPlan, seed uint64) *chaos {
 	if len(c.cutAt) > 0 && len(c.killAt) > 0 && c.cutAt[0] >= c.killAt[0] {
 		c.cutAt[0] = max(c.killAt[0]-1, 1)
 	}
-	c.world = newWorld(t, c)
+	c.world = newWorld(t.T, c)
 	// The plain binary: 200 runs under the race detector would take many
 	// minutes on two cores; the replica tests run the race-built one.
-	c.f = newFleetOf(t, plainPlanwrightBinary(t), p.driver, fleetConfig{})
-	c.f.env["PLANWRIGHT_LLM_SCRIPT"] = writeFile(t, c.f.dir, "chaos-script.yaml", chaosScript)
+	c.f = newFleetOf(t.T, plainPlanwrightBinary(t.T), p.driver, fleetConfig{})
+	// Many generations of processes: each failed test shows the end of
+	// their logs, all of them with PLANWRIGHT_CHAOS_LOGS=1.
+	c.f.logLines = 5
+	if os.Getenv("PLANWRIGHT_CHAOS_LOGS") != "" {
+		c.f.logLines = 150
+	}
+	c.f.env["PLANWRIGHT_LLM_SCRIPT"] = writeFile(t.T, c.f.dir, "chaos-script.yaml", chaosScript)
 	c.cfg = fmt.Sprintf(`server:
   drain_timeout: 1s
   max_streams_per_user: 1000
@@ -219,8 +269,8 @@ func (c *chaos) startGen(s *slot) {
 	by := s.by()
 	c.mu.Unlock()
 	cfg := c.cfg + fmt.Sprintf("tools:\n  mcp_servers:\n    - {name: world, url: %q, timeout: 5m}\n", c.world.url+"/"+by)
-	path := writeFile(c.t, c.f.dir, "chaos-"+strings.ReplaceAll(by, "/", "-")+".yaml", cfg)
-	r := c.f.start(c.t, by, "PLANWRIGHT_CONFIG="+path)
+	path := writeFile(c.t.T, c.f.dir, "chaos-"+strings.ReplaceAll(by, "/", "-")+".yaml", cfg)
+	r := c.f.start(c.t.T, by, "PLANWRIGHT_CONFIG="+path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.r, s.dead, s.killing = r, make(chan struct{}), false
@@ -336,7 +386,7 @@ func (c *chaos) kill(o killOrder) {
 	}
 	o.s.r = nil
 	c.mu.Unlock()
-	r.kill(c.t)
+	r.kill(c.t.T)
 	close(o.s.dead)
 	c.kills++
 	if strings.HasPrefix(o.why, "inside") {
@@ -492,14 +542,14 @@ func (c *chaos) moving(ids []string, ended map[string]bool) []string {
 		return ids // a replica is being restarted
 	}
 	waiting := map[string]bool{}
-	for _, h := range r.holds(t, "/api/tool-approvals") {
+	for _, h := range r.holds(t.T, "/api/tool-approvals") {
 		waiting[h.RunID] = true
 	}
 	var out []string
 	for _, id := range ids {
 		switch {
 		case ended[id]:
-		case r.run(t, id).FinishedAt != nil:
+		case r.run(t.T, id).FinishedAt != nil:
 			ended[id] = true
 		case !waiting[id]:
 			out = append(out, id)
@@ -518,7 +568,7 @@ func (c *chaos) settle(ids []string) []holdView {
 	for {
 		moving := c.moving(ids, ended)
 		if len(moving) == 0 {
-			return c.any().holds(t, "/api/tool-approvals")
+			return c.any().holds(t.T, "/api/tool-approvals")
 		}
 		if time.Now().After(deadline) {
 			c.dumpStuck(moving)
@@ -539,7 +589,7 @@ func (c *chaos) dumpStuck(ids []string) {
 		if i == 5 {
 			break
 		}
-		c.t.Logf("stuck run %+v", r.run(c.t, id))
+		c.t.Logf("stuck run %+v", r.run(c.t.T, id))
 	}
 }
 
@@ -576,7 +626,7 @@ func (c *chaos) decide(h holdView) {
 	}
 	c.decided[key] = d["decision"].(string)
 	c.world.write(ledgerEntry{Op: opDecided, Key: key, Decision: c.decided[key]})
-	status, body := c.any().do(t, http.MethodPost, "/api/runs/"+h.RunID+"/tool-approvals",
+	status, body := c.any().do(t.T, http.MethodPost, "/api/runs/"+h.RunID+"/tool-approvals",
 		map[string]any{"decisions": []map[string]any{d}})
 	require.Equal(t, http.StatusOK, status, "%s %s: %s", d["decision"], key, body)
 }

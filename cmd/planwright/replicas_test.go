@@ -96,9 +96,10 @@ runs:
 
 // fleet is the processes of one test on one database.
 type fleet struct {
-	bin string
-	dir string // their working directory (no configs/ there: built-in defaults)
-	env map[string]string
+	bin      string
+	dir      string // their working directory (no configs/ there: built-in defaults)
+	env      map[string]string
+	logLines int // how much of each process's log a failed test shows
 }
 
 // newFleet prepares processes on a fresh database of driver (a schema of
@@ -111,7 +112,7 @@ func newFleet(t *testing.T, driver string, cfg fleetConfig) *fleet {
 // newFleetOf is newFleet with processes of binary bin.
 func newFleetOf(t *testing.T, bin, driver string, cfg fleetConfig) *fleet {
 	t.Helper()
-	f := &fleet{bin: bin, dir: t.TempDir()}
+	f := &fleet{bin: bin, dir: t.TempDir(), logLines: 150}
 	var dsn string
 	if driver == persistence.DriverPostgres {
 		dsn = dbtest.PostgresDSN(t) // fails when REQUIRE_POSTGRES=1 and there is none
@@ -188,7 +189,7 @@ func (f *fleet) start(t *testing.T, name string, extra ...string) *replica {
 			t.Errorf("%s had a data race", r.name)
 		}
 		if t.Failed() {
-			t.Logf("log of %s:\n%s", r.name, tail(r.logs.String(), 150))
+			t.Logf("log of %s:\n%s", r.name, tail(r.logs.String(), f.logLines))
 		}
 	})
 	deadline := time.After(60 * time.Second)
