@@ -332,6 +332,17 @@ type frame struct {
 	Env  map[string]any
 }
 
+// streamTurn starts user's turn of body (POST /api/agent/stream); its
+// frames arrive on the channel once its stream ends.
+func (e chatEnv) streamTurn(t *testing.T, user string, body map[string]any) <-chan []frame {
+	t.Helper()
+	streamed := make(chan []frame, 1)
+	go func() {
+		streamed <- readStream(t, e.request(t, context.Background(), user, "POST", "/api/agent/stream", body))
+	}()
+	return streamed
+}
+
 // readStream parses an SSE response with a real parser.
 func readStream(t *testing.T, resp *http.Response) []frame {
 	t.Helper()

@@ -149,11 +149,7 @@ func TestTakeoverNeverRepeatsASideEffect(t *testing.T) {
 					t.Logf("%d %s %.200v", env.Seq, env.Event.Type(), env.Event)
 				}
 			})
-			streamed := make(chan []frame, 1)
-			go func() {
-				streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-					map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
-			}()
+			streamed := e.streamTurn(t, "alice", map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID})
 			for range 2 {
 				select {
 				case <-world.reached:

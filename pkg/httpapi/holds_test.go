@@ -164,11 +164,7 @@ func TestToolApprovalsDecideWhatRuns(t *testing.T) {
 			m := &requestLog{next: scriptedModel(t, holdsScript)}
 			e := holdsEnv(t, driver, m, mail)
 			const runID = "run-holds"
-			streamed := make(chan []frame, 1)
-			go func() {
-				streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-					map[string]any{"message": "mail my friends", "stream_run_id": runID}))
-			}()
+			streamed := e.streamTurn(t, "alice", map[string]any{"message": "mail my friends", "stream_run_id": runID})
 			held := pendingHolds(t, e, "alice", runID, 3)
 			ids := map[string]string{} // address → call id
 			for _, h := range held {
@@ -277,11 +273,7 @@ func TestPlanStepsGoOnWhileOneWaits(t *testing.T) {
 	m := &requestLog{next: scriptedModel(t, holdsScript)}
 	e := holdsEnv(t, "sqlite", m, mail)
 	const runID = "run-plan-holds"
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-			map[string]any{"message": "plan the mails", "plan_mode": "auto_execute", "stream_run_id": runID}))
-	}()
+	streamed := e.streamTurn(t, "alice", map[string]any{"message": "plan the mails", "plan_mode": "auto_execute", "stream_run_id": runID})
 	held := pendingHolds(t, e, "alice", runID, 1)
 	require.Equal(t, 1, held[0].StepNumber)
 	require.NotEmpty(t, held[0].PlanID)
@@ -327,11 +319,7 @@ func handedOverInsideACall(t *testing.T, runID string) (chatEnv, *requestLog, *w
 	m := &requestLog{next: scriptedModel(t, effectsScript)}
 	e := newChatEnvWith(t, dbtest.Open(t, "sqlite"), m, envWiring{Records: true, Holds: true,
 		Tools: func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return world.register(t, reg) }})
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-			map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID}))
-	}()
+	streamed := e.streamTurn(t, "alice", map[string]any{"message": "Send the note", "plan_mode": "auto_execute", "stream_run_id": runID})
 	for range 2 {
 		select {
 		case <-world.reached:
@@ -355,11 +343,7 @@ func TestOperatorsDecideToolCallsWhenConfigured(t *testing.T) {
 		Tools:    func(t testing.TB, reg *tools.Registry, _ dbtest.Stores) []string { return mail.register(t, reg) },
 		Mutate:   func(c *httpapi.APIConfig) { c.OperatorsDecideToolCalls = true }})
 	const runID = "run-ops-decide"
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-			map[string]any{"message": "mail my friends", "stream_run_id": runID}))
-	}()
+	streamed := e.streamTurn(t, "alice", map[string]any{"message": "mail my friends", "stream_run_id": runID})
 	held := pendingHolds(t, e, "alice", runID, 3)
 	var decisions []map[string]any
 	for _, h := range held {
@@ -503,11 +487,7 @@ func TestPendingApprovalsSurviveATakeover(t *testing.T) {
 	m := &requestLog{next: scriptedModel(t, holdsScript)}
 	e := holdsEnv(t, "sqlite", m, mail)
 	const runID = "run-holds-takeover"
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-			map[string]any{"message": "mail my friends", "stream_run_id": runID}))
-	}()
+	streamed := e.streamTurn(t, "alice", map[string]any{"message": "mail my friends", "stream_run_id": runID})
 	before := pendingHolds(t, e, "alice", runID, 3)
 	run, err := e.runs.GetRun(ctx, "alice", runID)
 	require.NoError(t, err)
@@ -550,11 +530,7 @@ func TestAHeldCallOfAnEndedRunWaitsForNothing(t *testing.T) {
 	m := &requestLog{next: scriptedModel(t, holdsScript)}
 	e := holdsEnv(t, "sqlite", m, mail)
 	const runID = "run-holds-cancelled"
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, ctx, "alice", "POST", "/api/agent/stream",
-			map[string]any{"message": "mail my friends", "stream_run_id": runID}))
-	}()
+	streamed := e.streamTurn(t, "alice", map[string]any{"message": "mail my friends", "stream_run_id": runID})
 	held := pendingHolds(t, e, "alice", runID, 3)
 	resp := e.request(t, ctx, "alice", "GET", "/api/tool-approvals", nil)
 	require.Len(t, decodeBody[httpapi.ToolHoldList](t, resp).Decisions, 3, "the waiting calls are listed")

@@ -70,10 +70,7 @@ func (m *stallsOnce) Generate(ctx context.Context, req llm.Request, onPart func(
 // arrive on the channel once its stream ends.
 func (m *stallsOnce) startTurn(t *testing.T, e chatEnv, body map[string]any, what string) <-chan []frame {
 	t.Helper()
-	streamed := make(chan []frame, 1)
-	go func() {
-		streamed <- readStream(t, e.request(t, context.Background(), "alice", "POST", "/api/agent/stream", body))
-	}()
+	streamed := e.streamTurn(t, "alice", body)
 	select {
 	case <-m.reached:
 	case <-time.After(30 * time.Second):
