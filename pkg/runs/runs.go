@@ -170,6 +170,9 @@ type active struct {
 	mu       sync.Mutex
 	lost     bool
 	canceled bool // a cancel request was carried out
+	// ended is closed once the attempt's Work returned: nothing of it
+	// writes any more.
+	ended chan struct{}
 }
 
 func (a *active) lose() {
@@ -285,6 +288,10 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 			s.cfg.OnTakeOver()
 		}
 	}
+	if err := s.supersede(ctx, r.ID, log); err != nil {
+		_, _ = s.cfg.Store.Release(context.WithoutCancel(ctx), r.ID, r.LeaseToken)
+		return err
+	}
 	var last int64
 	before := toldIn(nil)
 	if r.Attempts == 1 {
@@ -305,7 +312,8 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	}
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	a := &active{token: r.LeaseToken, cancel: cancel}
+	a := &active{token: r.LeaseToken, cancel: cancel, ended: make(chan struct{})}
+	defer close(a.ended)
 	defer s.runs.track(r.ID, a)()
 
 	sink := NewLogSink(s.cfg.Log, r.ID, a.isLost, log)
@@ -337,6 +345,27 @@ func (s *Service) Work(ctx context.Context, runID string) error {
 	}
 	s.cfg.Log.Finish(r.ID, sink.Status())
 	return nil
+}
+
+// supersede ends this process's earlier attempt at runID if one still
+// works it: the run was taken over from this very process (its lease ran
+// out while it was busy) before its poll noticed. That attempt loses the
+// run (its sink drops what follows, its work is cancelled with
+// agents.OwnerLost) and is awaited before the new attempt opens the log,
+// so that nothing it still writes is stored under the new token.
+func (s *Service) supersede(ctx context.Context, runID string, log zerolog.Logger) error {
+	earlier := s.runs.get(runID)
+	if earlier == nil {
+		return nil
+	}
+	log.Warn().Msg("this process still works an earlier attempt of the run; it stops first")
+	earlier.lose()
+	select {
+	case <-earlier.ended:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }
 
 // toldBefore reads what runID's log, whose last event is last, told

@@ -427,6 +427,70 @@ func TestALostRunIsLetGo(t *testing.T) {
 	require.False(t, finished)
 }
 
+// A run taken over from this very process while it still works it (its
+// lease ran out while it was busy, before its poll noticed): the earlier
+// attempt loses the run and has ended before the new attempt's work
+// starts, and nothing it emits once lost reaches the log, which the new
+// attempt alone writes and finishes.
+func TestARunTakenOverHereStopsItsEarlierAttemptFirst(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	token := int64(0)
+	st := &fakeStore{
+		claim: func(_ context.Context, runID, owner string, _ time.Duration) (event.Run, bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			token++
+			return event.Run{ID: runID, Owner: owner, Kind: "turn", LeaseToken: token, Attempts: int(token)}, true, nil
+		},
+		release:  func(context.Context, string, int64) (bool, error) { return true, nil },
+		takeOver: func(context.Context, time.Time) ([]string, error) { return nil, nil },
+		runStates: func(_ context.Context, ids []string) ([]runs.State, error) { // the run is this process's, with the newest token
+			mu.Lock()
+			defer mu.Unlock()
+			return []runs.State{{ID: ids[0], Status: "running", Owner: "A", LeaseToken: token}}, nil
+		}}
+	started, cause, earlierEnded := make(chan struct{}), make(chan error, 1), make(chan struct{})
+	var laterSawEarlierEnded bool
+	log := newFakeLog()
+	s := newService(t, st, log, func(ctx context.Context, r event.Run, em event.Emitter) {
+		if r.LeaseToken == 1 {
+			defer close(earlierEnded)
+			close(started)
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			em.Emit(context.WithoutCancel(ctx), event.Text{Content: "late"})
+			em.Emit(context.WithoutCancel(ctx), event.Done{FinishedReason: event.FinishedCancelled})
+			return
+		}
+		select {
+		case <-earlierEnded:
+			laterSawEarlierEnded = true
+		default:
+		}
+		say(ctx, em, event.FinishedCompleted)
+	})
+	s.Start()
+	defer s.Stop()
+	first := make(chan error, 1)
+	go func() { first <- s.Work(context.Background(), "r1") }()
+	<-started
+	require.NoError(t, s.Work(context.Background(), "r1"))
+	select {
+	case err := <-cause:
+		require.ErrorIs(t, err, agents.OwnerLost)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the earlier attempt still works the run")
+	}
+	require.NoError(t, <-first)
+	require.True(t, laterSawEarlierEnded, "the later attempt started after the earlier one ended")
+	require.Equal(t, []event.Type{event.TypeText, event.TypeDone}, log.types())
+	require.Equal(t, "hi", log.events[0].Event.(event.Text).Content, "the earlier attempt's late text is dropped")
+	got, _ := log.status("r1")
+	require.Equal(t, runs.StatusCompleted, got)
+	require.EqualValues(t, 2, log.opened["r1"])
+}
+
 // HandOver (SIGTERM) releases each run with its token — queued again for
 // another process — and cancels its work with OwnerLost.
 func TestHandOverReleasesRuns(t *testing.T) {
