@@ -403,6 +403,9 @@ func (l *RunLog) queueLocked(p pendingEvent, e event.Envelope) (int64, error) {
 	if r.broken {
 		return 0, apperr.New(apperr.Unavailable, "the log of run %s failed", runID)
 	}
+	if r.finishing {
+		return 0, apperr.New(apperr.Internal, "persistence: run %s has ended: its log takes no more events", runID)
+	}
 	if t, isText := e.Event.(event.Text); isText && p.write == nil && len(l.queue) > 0 {
 		// Only the run's last queued event may take it: the writer has
 		// not seen it, so no one has.

@@ -475,7 +475,12 @@ func TestRunLogEndCommitsWithDone(t *testing.T) {
 				_, err := l.AppendEnd(r.ID, event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem},
 					Event: event.Done{FinishedReason: event.FinishedCompleted}}, persistence.RunCompleted)
 				require.NoError(t, err)
+				_, err = l.Append(r.ID, event.Envelope{TS: time.Now(), Source: event.Source{Role: event.RoleSystem}, Event: event.Text{Content: "late"}})
+				require.Error(t, err, "done is a run's last event")
 				require.NoError(t, l.Sync(ctx, r.ID))
+				stored, err := l.Events(ctx, r.ID, 0, 0)
+				require.NoError(t, err)
+				require.Equal(t, event.TypeDone, stored[len(stored)-1].Event.Type())
 			})
 		}
 		wg.Wait()
