@@ -194,13 +194,14 @@ type chaos struct {
 	slots []*slot
 	cfg   string // the configuration without its MCP server
 
-	mu      sync.Mutex
-	rng     *rand.Rand
-	cutting bool
-	invoked int   // tool invocations so far
-	killAt  []int // invocation counts at which a random replica is killed
-	cutAt   []int // invocation counts at which the call is cut
-	orders  chan killOrder
+	mu        sync.Mutex
+	rng       *rand.Rand
+	cutting   bool
+	chargeCut bool  // a charge was cut
+	invoked   int   // tool invocations so far
+	killAt    []int // invocation counts at which a random replica is killed
+	cutAt     []int // invocation counts at which the call is cut
+	orders    chan killOrder
 
 	kills, cutDone int               // the controller's
 	decided        map[string]string // call key → decision (the controller's)
@@ -296,10 +297,13 @@ func (c *chaos) cut(by, tool, key string) (string, <-chan struct{}) {
 		c.orders <- killOrder{s: s, gen: s.gen, why: fmt.Sprintf("at random (invocation %d)", c.invoked)}
 	}
 	s := c.live(by)
-	if len(c.cutAt) == 0 || c.invoked < c.cutAt[0] || s == nil {
+	// The first cut is a charge's, so that some call is in doubt however
+	// the other moments fall.
+	if len(c.cutAt) == 0 || c.invoked < c.cutAt[0] || s == nil || !c.chargeCut && tool != "charge" {
 		return "", nil
 	}
 	c.cutAt = c.cutAt[1:]
+	c.chargeCut = c.chargeCut || tool == "charge"
 	s.killing = true
 	c.orders <- killOrder{s: s, gen: s.gen, why: fmt.Sprintf("inside %s %s (invocation %d)", tool, key, c.invoked)}
 	if tool == "charge" && c.rng.IntN(2) == 0 {
