@@ -100,12 +100,19 @@ func runChaos(t *testing.T, p chaosPlan) {
 		}
 	})
 	c := newChaos(nt, p, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.mu.Lock()
+			t.Logf("chaos: %d tool invocations; moments left: kills %v, cuts %v", c.invoked, c.killAt, c.cutAt)
+			c.mu.Unlock()
+		}
+	})
 	ids := c.shake()
 	c.settle(ids)
 	c.resolveAll(ids)
 	chaosInvariants{c: c, ids: ids}.check(nt)
 	t.Logf("chaos: %d runs, %d kills (%d inside a tool), %d decisions %v, %s in all",
-		len(ids), c.kills, c.cutDone, len(c.decided), c.decisionCounts(), time.Since(started).Round(time.Second))
+		len(ids), c.kills, c.cuts(), len(c.decided), c.decisionCounts(), time.Since(started).Round(time.Second))
 }
 
 // notedT is the chaos test's *testing.T: it keeps the first failure's
@@ -166,7 +173,8 @@ type slot struct {
 	r       *replica      // the live process; nil between a kill and the restart
 	dead    chan struct{} // closed once generation gen is dead
 	next    chan struct{} // closed once the next generation listens
-	killing bool          // a kill of generation gen is ordered
+	killing bool          // a call of generation gen is cut: it is to be killed
+	ordered bool          // a random kill of generation gen is ordered
 }
 
 func (s *slot) by() string { return fmt.Sprintf("%s/%d", s.name, s.gen) }
@@ -203,8 +211,9 @@ type chaos struct {
 	cutAt     []int // invocation counts at which the call is cut
 	orders    chan killOrder
 
-	kills, cutDone int               // the controller's
-	decided        map[string]string // call key → decision (the controller's)
+	cutDone int               // calls cut (c.mu)
+	kills   int               // the controller's
+	decided map[string]string // call key → decision (the controller's)
 }
 
 func newChaos(t *notedT, p chaosPlan, seed uint64) *chaos {
@@ -274,7 +283,7 @@ func (c *chaos) startGen(s *slot) {
 	r := c.f.start(c.t.T, by, "PLANWRIGHT_CONFIG="+path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s.r, s.dead, s.killing = r, make(chan struct{}), false
+	s.r, s.dead, s.killing, s.ordered = r, make(chan struct{}), false, false
 	close(s.next)
 	s.next = make(chan struct{})
 }
@@ -289,27 +298,30 @@ func (c *chaos) cut(by, tool, key string) (string, <-chan struct{}) {
 	if !c.cutting {
 		return "", nil
 	}
-	// A moment whose replica is being killed already waits for the next
-	// invocation.
-	if s := c.slots[c.rng.IntN(len(c.slots))]; len(c.killAt) > 0 && c.invoked >= c.killAt[0] && s.r != nil && !s.killing {
-		c.killAt = c.killAt[1:]
+	// A cut comes first: the call waits for its process's death, so the
+	// run it cuts is under way whenever the kill comes. The first cut is
+	// a charge's, so that some call is in doubt however the other moments
+	// fall.
+	if s := c.live(by); s != nil && len(c.cutAt) > 0 && c.invoked >= c.cutAt[0] && (c.chargeCut || tool == "charge") {
+		c.cutAt = c.cutAt[1:]
+		c.chargeCut = c.chargeCut || tool == "charge"
+		c.cutDone++
 		s.killing = true
+		c.orders <- killOrder{s: s, gen: s.gen, why: fmt.Sprintf("inside %s %s (invocation %d)", tool, key, c.invoked)}
+		if tool == "charge" && c.rng.IntN(2) == 0 {
+			return cutAfter, s.dead
+		}
+		return cutBefore, s.dead
+	}
+	// A random kill leaves the replica live for cuts until it is carried
+	// out; a moment whose replica has a kill ordered waits for the next
+	// invocation.
+	if s := c.slots[c.rng.IntN(len(c.slots))]; len(c.killAt) > 0 && c.invoked >= c.killAt[0] && s.r != nil && !s.killing && !s.ordered {
+		c.killAt = c.killAt[1:]
+		s.ordered = true
 		c.orders <- killOrder{s: s, gen: s.gen, why: fmt.Sprintf("at random (invocation %d)", c.invoked)}
 	}
-	s := c.live(by)
-	// The first cut is a charge's, so that some call is in doubt however
-	// the other moments fall.
-	if len(c.cutAt) == 0 || c.invoked < c.cutAt[0] || s == nil || !c.chargeCut && tool != "charge" {
-		return "", nil
-	}
-	c.cutAt = c.cutAt[1:]
-	c.chargeCut = c.chargeCut || tool == "charge"
-	s.killing = true
-	c.orders <- killOrder{s: s, gen: s.gen, why: fmt.Sprintf("inside %s %s (invocation %d)", tool, key, c.invoked)}
-	if tool == "charge" && c.rng.IntN(2) == 0 {
-		return cutAfter, s.dead
-	}
-	return cutBefore, s.dead
+	return "", nil
 }
 
 // live is the slot whose live generation is by, unless its kill is
@@ -356,6 +368,13 @@ func (c *chaos) shake() []string {
 	return ids
 }
 
+// cuts is how many calls were cut.
+func (c *chaos) cuts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cutDone
+}
+
 func (c *chaos) killsLeft() bool { return c.killsLeftNow() > 0 }
 
 func (c *chaos) killsLeftNow() int {
@@ -393,9 +412,6 @@ func (c *chaos) kill(o killOrder) {
 	r.kill(c.t.T)
 	close(o.s.dead)
 	c.kills++
-	if strings.HasPrefix(o.why, "inside") {
-		c.cutDone++
-	}
 	c.t.Logf("chaos: killed %s %s", r.name, o.why)
 	c.startGen(o.s)
 }
