@@ -324,8 +324,8 @@ func (c *chaos) cut(by, tool, key string) (string, <-chan struct{}) {
 	return "", nil
 }
 
-// live is the slot whose live generation is by, unless its kill is
-// ordered (c.mu held).
+// live is the slot whose live generation is by, unless a call of it is
+// cut already (c.mu held); a random kill ordered leaves it live.
 func (c *chaos) live(by string) *slot {
 	for _, s := range c.slots {
 		if s.by() == by && s.r != nil && !s.killing {
