@@ -221,8 +221,12 @@ func (b *browser) attr(sel, name string) string {
 
 func (b *browser) text(sel string) string {
 	b.t.Helper()
+	q := must(json.Marshal(sel))
+	b.until(fmt.Sprintf(`!!document.querySelector(%s)`, q))
+	// Found and read in one script: a live page that renders the node
+	// again between a query and a read would leave the read no node.
 	var s string
-	b.run(chromedp.Text(sel, &s, chromedp.ByQuery))
+	b.eval(fmt.Sprintf(`document.querySelector(%s).innerText`, q), &s)
 	return s
 }
 
