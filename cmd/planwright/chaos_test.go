@@ -304,7 +304,7 @@ func (c *chaos) cut(by, tool, key string) (string, <-chan struct{}) {
 	// fall.
 	if s := c.live(by); s != nil && len(c.cutAt) > 0 && c.invoked >= c.cutAt[0] && (c.chargeCut || tool == "charge") {
 		c.cutAt = c.cutAt[1:]
-		c.chargeCut = c.chargeCut || tool == "charge"
+		c.chargeCut = true // this one, or one before
 		c.cutDone++
 		s.killing = true
 		c.orders <- killOrder{s: s, gen: s.gen, why: fmt.Sprintf("inside %s %s (invocation %d)", tool, key, c.invoked)}

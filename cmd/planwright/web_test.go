@@ -221,12 +221,12 @@ func (b *browser) attr(sel, name string) string {
 
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	q := must(json.Marshal(sel))
-	b.until(fmt.Sprintf(`!!document.querySelector(%s)`, q))
-	// Found and read in one script: a live page that renders the node
-	// again between a query and a read would leave the read no node.
+	b.until(fmt.Sprintf(`!!document.querySelector(%q)`, sel))
+	// Found and read in one script, as attr is: a live page that renders
+	// the node again between a query and a read would leave the read no
+	// node.
 	var s string
-	b.eval(fmt.Sprintf(`document.querySelector(%s).innerText`, q), &s)
+	b.eval(fmt.Sprintf(`document.querySelector(%q).innerText`, sel), &s)
 	return s
 }
 
